@@ -1,0 +1,52 @@
+#include "cli/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "config/config.h"
+#include "train/trainer.h"
+
+namespace poslab {
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
+  app.require_subcommand(1);
+
+  TrainRequest train_req;
+  auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
+  train_cmd->add_option("config", train_req.config_path, "YAML config; keys not listed keep their defaults")
+      ->check(CLI::ExistingFile);
+  train_cmd->add_option("--set", train_req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
+      ->take_all();
+  train_cmd->add_option("--resume", train_req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
+      ->check(CLI::ExistingDirectory);
+
+  auto* config_cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
+  std::string config_path;
+  std::vector<std::string> config_sets;
+  config_cmd->add_option("config", config_path, "YAML config")->check(CLI::ExistingFile);
+  config_cmd->add_option("--set", config_sets, "override one key (repeatable)")->take_all();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (*train_cmd) {
+    if (!train_req.resume_dir.empty() && !train_req.config_path.empty())
+      throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+    const TrainSummary s = train(train_req);
+    std::cout << s.run_dir << "\n";
+    return 0;
+  }
+  if (*config_cmd) {
+    std::cout << to_yaml(load_config(config_path, config_sets));
+    return 0;
+  }
+  return 1;
+}
+
+}  // namespace poslab

@@ -1,0 +1,100 @@
+// The run configuration: one struct per YAML section, defaults in the member initialisers.
+// A YAML file lists only what differs; `--set section.key=value` overrides are applied last.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace poslab {
+
+struct RunConfig {
+  std::string name = "default";       // run folder name under out_dir
+  std::string out_dir = "runs";       // RUN_DIR = out_dir/name
+  int64_t seed = 1337;                // seeds init, dropout and the batch sampler
+  std::string device = "auto";        // auto | cpu | cuda
+  int threads = 0;                    // intra-op threads; 0 = auto (all cores); YAML "auto" or N
+};
+
+struct TokenizerConfig {
+  std::string type = "bpe";           // bpe | unigram | char (sentencepiece model types)
+  int vocab_size = 2048;              // ignored for char: the corpus's characters decide
+  std::string model;                  // optional existing sentencepiece .model; empty = train one
+};
+
+struct DataConfig {
+  std::vector<std::string> corpus = {"/usr/share/games/fortunes"};  // files or folders (recursive)
+  TokenizerConfig tokenizer;
+  double val_fraction = 0.1;          // tail of the token stream held out for validation
+  std::string cache_dir;              // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab
+};
+
+struct ModelConfig {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;
+  int block_size = 64;                // context length = rows of the position table
+  double dropout = 0.0;
+  bool bias = true;                   // biases in Linear and LayerNorm
+  std::string position = "learned";   // learned | sinusoidal | none
+  double wpe_init_std = 0.02;         // N(0, std^2) init of the learned position table
+};
+
+struct TrainConfig {
+  int batch_size = 32;
+  int grad_accum = 1;                 // micro-batches per optimizer step
+  int max_steps = 2000;
+  double lr = 1e-3;                   // peak learning rate after warmup
+  double min_lr = 1e-4;               // floor of the cosine decay
+  int warmup_steps = 100;
+  double weight_decay = 0.1;
+  bool decay_position_table = true;   // put wpe in the decayed group (nanoGPT, llm.c)
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double grad_clip = 1.0;             // max global grad norm; 0 = off
+  std::string dtype = "float32";      // float32 | bfloat16 (forward under autocast)
+  int eval_every = 250;
+  int eval_batches = 20;
+  int checkpoint_every = 500;
+  int log_every = 10;
+};
+
+struct SnapshotConfig {
+  int every = 100;                    // position-table snapshot interval in steps (plus step 0 and the last)
+};
+
+struct Config {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  TrainConfig train;
+  SnapshotConfig snapshot;
+
+  // Where each key's value came from: "default", a file path, or "--set". Used in error messages.
+  std::map<std::string, std::string> origin;
+};
+
+// Defaults, then the YAML file (may be empty: defaults only), then each "section.key=value" override.
+// Throws poslab::Error naming the file, key and value for unknown keys, wrong types, impossible values.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Parses YAML text as if read from `source_name` (used for configs stored in checkpoints).
+Config config_from_yaml(const std::string& yaml, const std::string& source_name);
+
+// Applies one "section.key=value" override (value parsed as YAML).
+void apply_override(Config& cfg, const std::string& assignment);
+
+// Checks cross-field constraints (n_embd % n_head, block_size >= 2, lr > 0, ...).
+void validate(const Config& cfg);
+
+// The full effective config as YAML, every key, in section order.
+std::string to_yaml(const Config& cfg);
+
+// All valid dotted keys, in order (for error messages and docs).
+std::vector<std::string> config_keys();
+
+// RUN_DIR for this config: out_dir/name.
+std::string run_dir(const Config& cfg);
+
+}  // namespace poslab

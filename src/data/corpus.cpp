@@ -1,0 +1,127 @@
+#include "data/corpus.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+bool looks_binary(const std::string& head) {
+  return head.substr(0, 8192).find('\0') != std::string::npos;
+}
+
+size_t sanitize_utf8(std::string& text) {
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  size_t replaced = 0;
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  bool changed = false;
+  while (i < n) {
+    const unsigned char c = s[i];
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) { len = 1; cp = c; }
+    else if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) ok = false;
+      else cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    // Reject overlong forms, surrogates and code points past U+10FFFF.
+    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
+      ok = false;
+    if (ok) {
+      if (changed) out.append(text, i, len);
+      i += len;
+    } else {
+      if (!changed) { out.assign(text, 0, i); changed = true; }
+      out += kReplacement;
+      ++replaced;
+      ++i;
+    }
+  }
+  if (changed) text.swap(out);
+  return replaced;
+}
+
+std::string content_hash(const std::string& bytes, uint64_t seed) {
+  uint64_t h = seed;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Corpus read_corpus(const std::vector<std::string>& paths) {
+  std::vector<fs::path> candidates;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::exists(p, ec))
+      throw Error(p + ": corpus path not found", "fix data.corpus: list existing files or folders");
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> found;
+      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+           it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        if (it->is_regular_file(ec)) found.push_back(it->path());
+      }
+      std::sort(found.begin(), found.end());
+      candidates.insert(candidates.end(), found.begin(), found.end());
+    } else {
+      candidates.push_back(p);
+    }
+  }
+
+  Corpus corpus;
+  std::set<fs::path> seen;
+  for (const auto& path : candidates) {
+    std::error_code ec;
+    const fs::path canon = fs::canonical(path, ec);
+    if (ec || !seen.insert(canon).second) continue;  // a second link to a file already read
+    std::ifstream in(canon, std::ios::binary);
+    if (!in) {
+      corpus.skipped.push_back(path.string() + ": cannot be read");
+      continue;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (looks_binary(text)) {
+      corpus.skipped.push_back(path.string() + ": binary (NUL bytes)");
+      continue;
+    }
+    if (text.empty()) continue;
+    corpus.replaced_bytes += sanitize_utf8(text);
+    if (text.back() != '\n') text.push_back('\n');
+    corpus.text += text;
+    corpus.files.push_back(canon.string());
+  }
+
+  const bool only_space = std::all_of(corpus.text.begin(), corpus.text.end(),
+                                      [](unsigned char c) { return std::isspace(c) != 0; });
+  if (corpus.text.empty() || only_space) {
+    std::string list;
+    for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
+    throw Error("data.corpus [" + list + "]: no text found (" + std::to_string(corpus.files.size()) +
+                    " text files, " + std::to_string(corpus.skipped.size()) + " skipped)",
+                "point data.corpus at UTF-8 text files");
+  }
+  return corpus;
+}
+
+}  // namespace poslab

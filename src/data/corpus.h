@@ -1,0 +1,31 @@
+// Reading a text corpus from files and folders.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace poslab {
+
+struct Corpus {
+  std::vector<std::string> files;    // text files read, in order (canonical paths)
+  std::vector<std::string> skipped;  // "path: reason" for binary or unreadable files left out
+  std::string text;                  // UTF-8; files joined, each ending with '\n'
+  size_t replaced_bytes = 0;         // invalid UTF-8 bytes replaced by U+FFFD
+};
+
+// Collects the files (folders recursively, sorted, symlinks to the same file once) and reads them.
+// A file with a NUL byte in its first 8 KiB is binary and skipped. Invalid UTF-8 bytes are replaced
+// by U+FFFD and counted. Throws poslab::Error for a missing path or when no text remains.
+Corpus read_corpus(const std::vector<std::string>& paths);
+
+// Replaces every byte that is not part of a valid UTF-8 sequence by U+FFFD; returns how many.
+size_t sanitize_utf8(std::string& text);
+
+// True when the first 8 KiB of `head` contain a NUL byte.
+bool looks_binary(const std::string& head);
+
+// 64-bit FNV-1a hash, hex encoded: a content key for caches.
+std::string content_hash(const std::string& bytes, uint64_t seed = 14695981039346656037ULL);
+
+}  // namespace poslab

@@ -1,0 +1,148 @@
+#include "data/dataset.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "data/corpus.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kTokensMagic[8] = {'P', 'L', 'T', 'O', 'K', '0', '0', '1'};
+
+std::string encode_tokens_file(const std::vector<int32_t>& ids) {
+  std::string out(kTokensMagic, sizeof kTokensMagic);
+  const uint64_t n = ids.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+  return out;
+}
+
+// Returns false (and leaves ids empty) when the file is absent or not a complete token file.
+bool decode_tokens_file(const std::string& path, std::vector<int32_t>& ids) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  const std::string bytes = read_file(path);
+  uint64_t n = 0;
+  if (bytes.size() < sizeof kTokensMagic + sizeof n || std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
+    return false;
+  std::memcpy(&n, bytes.data() + sizeof kTokensMagic, sizeof n);
+  if (bytes.size() != sizeof kTokensMagic + sizeof n + n * sizeof(int32_t)) return false;
+  ids.resize(n);
+  std::memcpy(ids.data(), bytes.data() + sizeof kTokensMagic + sizeof n, n * sizeof(int32_t));
+  return true;
+}
+
+// Number of distinct code points: the vocabulary a char tokenizer needs (plus unk and newline pieces).
+int distinct_chars(const std::string& text) {
+  std::vector<bool> seen;
+  int count = 0;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = text[i];
+    const size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k < len && i + k < text.size(); ++k) cp = (cp << 6) | (text[i + k] & 0x3F);
+    i += len;
+    if (cp == '\n') continue;
+    if (cp >= seen.size()) seen.resize(cp + 1, false);
+    if (!seen[cp]) { seen[cp] = true; ++count; }
+  }
+  return count;
+}
+
+}  // namespace
+
+std::string cache_dir(const Config& cfg) {
+  if (!cfg.data.cache_dir.empty()) return cfg.data.cache_dir;
+  if (const char* e = std::getenv("POSLAB_CACHE_DIR"); e && *e) return e;
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return (fs::path(e) / "poslab").string();
+  if (const char* e = std::getenv("HOME"); e && *e) return (fs::path(e) / ".cache" / "poslab").string();
+  return (fs::path(cfg.run.out_dir) / "cache").string();
+}
+
+void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size,
+                  const std::string& source, std::vector<int32_t>& train, std::vector<int32_t>& val) {
+  const size_t n_val = static_cast<size_t>(static_cast<double>(ids.size()) * val_fraction);
+  const size_t n_train = ids.size() - n_val;
+  const size_t need = static_cast<size_t>(block_size) + 1;
+  if (n_train < need || n_val < need)
+    throw Error(source + ": " + std::to_string(ids.size()) + " tokens split into " + std::to_string(n_train) +
+                    " train and " + std::to_string(n_val) + " val tokens; each split needs at least block_size + 1 = " +
+                    std::to_string(need),
+                "add text to data.corpus, lower model.block_size, or change data.val_fraction");
+  train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n_train));
+  val.assign(ids.begin() + static_cast<std::ptrdiff_t>(n_train), ids.end());
+}
+
+TokenData prepare_tokens(const Config& cfg, int threads) {
+  const auto& tc = cfg.data.tokenizer;
+  Corpus corpus = read_corpus(cfg.data.corpus);
+  for (const auto& s : corpus.skipped) spdlog::warn("corpus: skipped {}", s);
+  if (corpus.replaced_bytes > 0)
+    spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD", corpus.replaced_bytes);
+  spdlog::info("corpus: {} files, {:.2f} MB of text", corpus.files.size(), corpus.text.size() / 1e6);
+
+  const std::string dir = cache_dir(cfg);
+  make_dirs(dir);
+  const std::string corpus_key = content_hash(corpus.text);
+  TokenData data;
+
+  // Tokenizer: an explicit .model, a cached one, or a fresh one trained on the corpus.
+  std::string tok_key;
+  if (!tc.model.empty()) {
+    data.tokenizer = Tokenizer::from_file(tc.model);
+    tok_key = "file-" + content_hash(data.tokenizer.model_bytes());
+    spdlog::info("tokenizer: loaded {} ({} pieces)", tc.model, data.tokenizer.vocab_size());
+  } else {
+    const int vocab = tc.type == "char" ? distinct_chars(corpus.text) + 2 : tc.vocab_size;
+    tok_key = tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
+    const std::string model_path = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
+    std::error_code ec;
+    if (fs::is_regular_file(model_path, ec)) {
+      data.tokenizer = Tokenizer::from_file(model_path);
+      data.tokenizer_from_cache = true;
+      spdlog::info("tokenizer: cached {} ({} pieces)", model_path, data.tokenizer.vocab_size());
+    } else {
+      const std::string base = (fs::path(dir) / ("train-" + std::to_string(::getpid()))).string();
+      write_file_atomic(base + ".txt", corpus.text);
+      std::string bytes;
+      try {
+        bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);
+      } catch (...) {
+        fs::remove(base + ".txt", ec);
+        throw;
+      }
+      fs::remove(base + ".txt", ec);
+      write_file_atomic(model_path, bytes);
+      data.tokenizer = Tokenizer::from_bytes(bytes, model_path);
+      spdlog::info("tokenizer: trained {} with {} pieces -> {}", tc.type, data.tokenizer.vocab_size(), model_path);
+    }
+  }
+
+  // Encoded corpus, keyed by corpus content and tokenizer.
+  data.tokens_path = (fs::path(dir) / ("tokens-" + corpus_key + "-" + content_hash(data.tokenizer.model_bytes()) + ".bin")).string();
+  std::vector<int32_t> ids;
+  if (decode_tokens_file(data.tokens_path, ids)) {
+    data.tokens_from_cache = true;
+    spdlog::info("tokens: cached {} ({} tokens)", data.tokens_path, ids.size());
+  } else {
+    const std::vector<int> encoded = data.tokenizer.encode(corpus.text);
+    ids.assign(encoded.begin(), encoded.end());
+    write_file_atomic(data.tokens_path, encode_tokens_file(ids));
+    spdlog::info("tokens: encoded {} tokens ({:.2f} bytes/token) -> {}", ids.size(),
+                 static_cast<double>(corpus.text.size()) / std::max<size_t>(1, ids.size()), data.tokens_path);
+  }
+  std::string source = "data.corpus";
+  if (cfg.data.corpus.size() == 1) source = cfg.data.corpus.front();
+  split_tokens(ids, cfg.data.val_fraction, cfg.model.block_size, source, data.train, data.val);
+  return data;
+}
+
+}  // namespace poslab

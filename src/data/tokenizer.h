@@ -1,0 +1,42 @@
+// Sentencepiece tokenizer, reached through libposlab_spm.so (see spm_shim.h).
+// Text is encoded line by line; each '\n' becomes the user-defined piece kNewlinePiece, so decode(encode(t)) == t
+// for any text whose characters are in the vocabulary.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace poslab {
+
+inline constexpr const char* kNewlinePiece = "\xE2\x90\xA4";  // U+2424 SYMBOL FOR NEWLINE
+
+class Tokenizer {
+ public:
+  // Trains a model on a UTF-8 text file and returns the serialized model (the .model file's bytes).
+  // type: bpe | unigram | char. For char, vocab_size is an upper bound (the corpus's characters decide).
+  static std::string train(const std::string& text_file, const std::string& work_prefix,
+                           const std::string& type, int vocab_size, int threads);
+
+  static Tokenizer from_file(const std::string& model_path);         // a .model file
+  static Tokenizer from_bytes(const std::string& model_bytes, const std::string& source_name);
+
+  std::vector<int> encode(std::string_view text) const;
+  std::string decode(const std::vector<int>& ids) const;
+  int vocab_size() const;
+  int newline_id() const { return newline_id_; }  // -1 when the model has no newline piece
+  const std::string& model_bytes() const { return bytes_; }
+
+ private:
+  struct Handle;
+  std::shared_ptr<Handle> handle_;
+  std::string bytes_;
+  std::string source_;
+  int newline_id_ = -1;
+};
+
+// Where libposlab_spm.so is searched: $POSLAB_SPM_SHIM, next to the running executable, the build folder.
+std::string spm_shim_path();
+
+}  // namespace poslab

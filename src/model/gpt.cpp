@@ -1,0 +1,135 @@
+#include "model/gpt.h"
+
+#include <cmath>
+
+namespace poslab {
+namespace F = torch::nn::functional;
+
+LayerNormImpl::LayerNormImpl(int64_t n_embd, bool use_bias) {
+  weight = register_parameter("weight", torch::ones({n_embd}));
+  if (use_bias) bias = register_parameter("bias", torch::zeros({n_embd}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
+    : n_head(cfg.n_head), dropout(cfg.dropout) {
+  c_attn = register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 3 * cfg.n_embd).bias(cfg.bias)));
+  c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
+  attn_dropout = register_module("attn_dropout", torch::nn::Dropout(cfg.dropout));
+  resid_dropout = register_module("resid_dropout", torch::nn::Dropout(cfg.dropout));
+  causal_mask = torch::ones({cfg.block_size, cfg.block_size}, torch::kBool).triu(1);
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
+  auto qkv = c_attn(x).split(C, /*dim=*/2);                        // 3 x (B, T, C)
+  auto q = qkv[0].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
+  auto k = qkv[1].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
+  auto v = qkv[2].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
+#if TORCH_VERSION_MAJOR >= 2
+  auto y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
+#else
+  if (causal_mask.device() != x.device()) causal_mask = causal_mask.to(x.device());
+  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));  // (B, nh, T, T)
+  att = att.masked_fill(causal_mask.slice(0, 0, T).slice(1, 0, T), -std::numeric_limits<float>::infinity());
+  att = attn_dropout(torch::softmax(att, -1));
+  auto y = torch::matmul(att, v);                                  // (B, nh, T, hs)
+#endif
+  y = y.transpose(1, 2).contiguous().view({B, T, C});              // (B, T, C)
+  return resid_dropout(c_proj(y));
+}
+
+MLPImpl::MLPImpl(const ModelConfig& cfg) {
+  c_fc = register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 4 * cfg.n_embd).bias(cfg.bias)));
+  c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
+  dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return dropout(c_proj(torch::gelu(c_fc(x))));  // (B, T, C)
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg) {
+  ln_1 = register_module("ln_1", LayerNorm(cfg.n_embd, cfg.bias));
+  attn = register_module("attn", CausalSelfAttention(cfg));
+  ln_2 = register_module("ln_2", LayerNorm(cfg.n_embd, cfg.bias));
+  mlp = register_module("mlp", MLP(cfg));
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor x) {
+  x = x + attn(ln_1(x));
+  return x + mlp(ln_2(x));
+}
+
+torch::Tensor sinusoidal_table(int64_t positions, int64_t dims) {
+  auto pos = torch::arange(positions, torch::kFloat64).unsqueeze(1);                     // (P, 1)
+  auto i = torch::arange(0, dims, 2, torch::kFloat64);                                    // (C/2,)
+  auto angle = pos * torch::exp(i * (-std::log(10000.0) / static_cast<double>(dims)));    // (P, C/2)
+  auto pe = torch::zeros({positions, dims}, torch::kFloat64);
+  pe.slice(1, 0, dims, 2).copy_(torch::sin(angle));
+  pe.slice(1, 1, dims, 2).copy_(torch::cos(angle).slice(1, 0, dims / 2));
+  return pe.to(torch::kFloat32);
+}
+
+GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab) {
+  wte = register_module("wte", torch::nn::Embedding(vocab_size, cfg.n_embd));
+  if (cfg.position != "none") wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
+  drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int i = 0; i < cfg.n_layer; ++i) h->push_back(Block(cfg));
+  ln_f = register_module("ln_f", LayerNorm(cfg.n_embd, cfg.bias));
+
+  // nanoGPT init: N(0, 0.02) for weights, zero biases, residual projections scaled by 1/sqrt(2 n_layer).
+  torch::NoGradGuard no_grad;
+  const double proj_std = 0.02 / std::sqrt(2.0 * cfg.n_layer);
+  for (auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    auto& t = p.value();
+    if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+      t.zero_();
+    } else if (name.find("ln_") != std::string::npos) {
+      t.fill_(1.0);
+    } else if (name.find("c_proj.weight") != std::string::npos) {
+      t.normal_(0.0, proj_std);
+    } else {
+      t.normal_(0.0, 0.02);
+    }
+  }
+  if (cfg.position == "learned") {
+    wpe->weight.normal_(0.0, cfg.wpe_init_std);
+  } else if (cfg.position == "sinusoidal") {
+    wpe->weight.copy_(sinusoidal_table(cfg.block_size, cfg.n_embd));
+    wpe->weight.requires_grad_(false);  // a fixed control, never trained
+  }
+}
+
+torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  TORCH_CHECK(T <= cfg.block_size, "sequence of length ", T, " is longer than block_size ", cfg.block_size);
+  auto x = wte(idx);                                                                // (B, T, C)
+  if (wpe) x = x + wpe->weight.slice(0, 0, T);                                      // + (T, C)
+  x = drop(x);
+  for (const auto& block : *h) x = block->as<Block>()->forward(x);
+  x = ln_f(x);
+  return F::linear(x, wte->weight);                                                 // (B, T, V), head tied to wte
+}
+
+torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), targets.reshape(-1));
+}
+
+torch::Tensor GPTImpl::position_table() const { return wpe ? wpe->weight : torch::Tensor(); }
+
+int64_t GPTImpl::num_params(bool include_position_table) const {
+  int64_t n = 0;
+  for (const auto& p : named_parameters()) {
+    if (!include_position_table && p.key() == "wpe.weight") continue;
+    n += p.value().numel();
+  }
+  return n;
+}
+
+}  // namespace poslab

@@ -1,0 +1,81 @@
+// GPT-2-style decoder whose only source of word order is the position table wpe.
+//
+// Dimensions: B = batch size, T = sequence length (<= block_size), C = n_embd, V = vocab_size,
+//             nh = n_head, hs = C / nh (head size).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "config/config.h"
+
+namespace poslab {
+
+// LayerNorm with an optional bias (torch::nn::LayerNorm has no bias switch in LibTorch 1.13).
+struct LayerNormImpl : torch::nn::Module {
+  LayerNormImpl(int64_t n_embd, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;  // (C,)
+  torch::Tensor bias;    // (C,) or undefined
+};
+TORCH_MODULE(LayerNorm);
+
+struct CausalSelfAttentionImpl : torch::nn::Module {
+  CausalSelfAttentionImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+
+  torch::nn::Linear c_attn{nullptr};  // C -> 3C: q, k, v for all heads at once
+  torch::nn::Linear c_proj{nullptr};  // C -> C
+  torch::nn::Dropout attn_dropout{nullptr}, resid_dropout{nullptr};
+  int64_t n_head;
+  double dropout;
+  torch::Tensor causal_mask;  // (block_size, block_size) bool, true above the diagonal; not a parameter
+};
+TORCH_MODULE(CausalSelfAttention);
+
+struct MLPImpl : torch::nn::Module {
+  MLPImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+
+  torch::nn::Linear c_fc{nullptr};    // C -> 4C
+  torch::nn::Linear c_proj{nullptr};  // 4C -> C
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(MLP);
+
+struct BlockImpl : torch::nn::Module {
+  BlockImpl(const ModelConfig& cfg);
+  torch::Tensor forward(torch::Tensor x);  // pre-LayerNorm residual block
+
+  LayerNorm ln_1{nullptr};
+  CausalSelfAttention attn{nullptr};
+  LayerNorm ln_2{nullptr};
+  MLP mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct GPTImpl : torch::nn::Module {
+  GPTImpl(const ModelConfig& cfg, int64_t vocab_size);
+
+  // idx: (B, T) int64 token ids -> logits (B, T, V).
+  torch::Tensor forward(const torch::Tensor& idx);
+  // Mean cross-entropy of logits against targets (B, T), computed in float32.
+  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets);
+
+  // The position table (block_size, C); undefined when model.position is none.
+  torch::Tensor position_table() const;
+  int64_t num_params(bool include_position_table = true) const;
+
+  ModelConfig cfg;
+  int64_t vocab_size;
+  torch::nn::Embedding wte{nullptr};  // (V, C) token embeddings, also the output head (tied)
+  torch::nn::Embedding wpe{nullptr};  // (block_size, C) position table: learned, or fixed sinusoidal; null for none
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList h{nullptr};   // n_layer Blocks
+  LayerNorm ln_f{nullptr};
+};
+TORCH_MODULE(GPT);
+
+// The fixed sinusoidal table of Vaswani et al.: PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(...).
+torch::Tensor sinusoidal_table(int64_t positions, int64_t dims);  // (positions, dims) float32
+
+}  // namespace poslab

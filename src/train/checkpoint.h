@@ -1,0 +1,37 @@
+// Self-describing checkpoints: model, optimizer, step, RNG states, effective config, tokenizer, format version.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "model/gpt.h"
+
+namespace poslab {
+
+inline constexpr int64_t kCheckpointFormat = 1;
+
+struct CheckpointMeta {
+  int64_t format_version = kCheckpointFormat;
+  int64_t step = 0;                 // optimizer updates done
+  double train_loss = NAN;          // last estimate, NaN when unknown
+  double val_loss = NAN;
+  double best_val_loss = INFINITY;
+  std::string config_yaml;          // effective config
+  std::string tokenizer_model;      // sentencepiece .model bytes
+  std::string sampler_state;        // BatchSampler generator state
+  torch::Tensor torch_rng_state;    // default CPU generator state (dropout)
+};
+
+// Writes atomically: PATH.tmp, fsync, rename. The previous file at `path` survives any failure.
+void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer,
+                     const CheckpointMeta& meta);
+
+// Reads only the metadata. Throws poslab::Error naming the file when it is not a readable poslab checkpoint.
+CheckpointMeta read_checkpoint_meta(const std::string& path);
+
+// Loads weights (and optimizer state when given) into a model built from the checkpoint's config.
+// Throws poslab::Error naming what differs when the model's architecture does not match.
+CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer);
+
+}  // namespace poslab

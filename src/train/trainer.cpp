@@ -1,0 +1,240 @@
+#include "train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "config/config.h"
+#include "data/batches.h"
+#include "data/dataset.h"
+#include "model/autocast.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/optim.h"
+#include "train/progress.h"
+#include "train/schedule.h"
+#include "train/snapshot.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/platform.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Tensor cpu_rng_state() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const torch::Tensor& state) {
+  if (!state.defined() || state.numel() == 0) return;
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+std::string human_rate(double tokens_per_s) {
+  return tokens_per_s >= 1000 ? fmt::format("{:.1f}k", tokens_per_s / 1000) : fmt::format("{:.0f}", tokens_per_s);
+}
+
+}  // namespace
+
+TrainSummary train(const TrainRequest& req) {
+  const auto wall_start = Clock::now();
+
+  // 1. Config: a fresh run from YAML, or the stored config of the run being resumed.
+  Config cfg;
+  std::string rdir;
+  CheckpointMeta resume_meta;
+  const bool resuming = !req.resume_dir.empty();
+  if (resuming) {
+    const std::string latest = (fs::path(req.resume_dir) / "checkpoints" / "latest.pt").string();
+    resume_meta = read_checkpoint_meta(latest);
+    cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
+    for (const auto& o : req.overrides) apply_override(cfg, o);
+    validate(cfg);
+    rdir = req.resume_dir;
+  } else {
+    cfg = load_config(req.config_path, req.overrides);
+    rdir = run_dir(cfg);
+  }
+  make_dirs(rdir);
+  make_dirs((fs::path(rdir) / "checkpoints").string());
+  write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
+  spdlog::info("run folder {}{}", rdir, resuming ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
+  spdlog::info("effective config:\n{}", to_yaml(cfg));
+
+  // 2. Machine: BLAS, threads, device.
+  const int threads = apply_threads(cfg.run.threads);
+  const std::string device_name = resolve_device(cfg.run.device);
+  const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
+  spdlog::info("BLAS: {}", blas_summary());
+  spdlog::info("threads: {} (LibTorch intra-op) | device: {} | dtype: {}", threads, device_name, cfg.train.dtype);
+  torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
+
+  // 3. Data.
+  TokenData data = prepare_tokens(cfg, threads);
+  if (resuming && data.tokenizer.model_bytes() != resume_meta.tokenizer_model)
+    throw Error(req.resume_dir + ": the corpus or tokenizer changed since the checkpoint was written",
+                "restore the original data.corpus, or start a new run");
+  const int64_t vocab = data.tokenizer.vocab_size();
+  spdlog::info("data: vocab {} | train {} tokens | val {} tokens", vocab, data.train.size(), data.val.size());
+
+  // 4. Model and optimizer.
+  GPT model(cfg.model, vocab);
+  model->to(device);
+  auto optimizer = make_optimizer(model, cfg.train);
+  spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}",
+               model->num_params() / 1e6, model->num_params(false) / 1e6, cfg.model.position);
+
+  BatchSampler sampler(data.train, cfg.train.batch_size, cfg.model.block_size, static_cast<uint64_t>(cfg.run.seed));
+  const std::string latest_path = (fs::path(rdir) / "checkpoints" / "latest.pt").string();
+  const std::string best_path = (fs::path(rdir) / "checkpoints" / "best.pt").string();
+  const std::string metrics_path = (fs::path(rdir) / "metrics.jsonl").string();
+  int64_t start_step = 0;
+  double best_val = INFINITY;
+  double last_train_est = NAN, last_val_est = NAN;
+  if (resuming) {
+    resume_meta = load_checkpoint(latest_path, model, optimizer.get());
+    sampler.set_state(resume_meta.sampler_state);
+    set_cpu_rng_state(resume_meta.torch_rng_state);
+    start_step = resume_meta.step;
+    best_val = resume_meta.best_val_loss;
+    last_train_est = resume_meta.train_loss;
+    last_val_est = resume_meta.val_loss;
+    truncate_jsonl_after(metrics_path, start_step);
+    truncate_jsonl_after((fs::path(rdir) / "snapshots" / "index.jsonl").string(), start_step);
+    if (start_step >= cfg.train.max_steps)
+      spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
+                   cfg.train.max_steps);
+  }
+
+  const bool bf16 = cfg.train.dtype == "bfloat16";
+  const int64_t tokens_per_step =
+      static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum * cfg.model.block_size;
+  auto make_meta = [&](int64_t step) {
+    CheckpointMeta m;
+    m.step = step;
+    m.train_loss = last_train_est;
+    m.val_loss = last_val_est;
+    m.best_val_loss = best_val;
+    m.config_yaml = to_yaml(cfg);
+    m.tokenizer_model = data.tokenizer.model_bytes();
+    m.sampler_state = sampler.state();
+    m.torch_rng_state = cpu_rng_state();
+    return m;
+  };
+
+  // 5. The loop. "step s" = the weights after s updates; eval, snapshot and checkpoint look at them
+  //    before the update s -> s + 1.
+  model->train();
+  Progress progress(start_step, cfg.train.max_steps);
+  double train_seconds = 0.0;     // time in training steps only
+  double interval_seconds = 0.0;  // since the last log line
+  int64_t interval_steps = 0;
+  int64_t train_steps_run = 0;
+  int64_t finished_at = start_step;
+  for (int64_t step = start_step; step <= cfg.train.max_steps; ++step) {
+    const bool last = step == cfg.train.max_steps;
+    const bool first_of_resume = resuming && step == start_step;  // its eval/snapshot/checkpoint are on disk
+    const double lr = lr_at(static_cast<int>(step), cfg.train);
+    nlohmann::json record = {{"step", step}, {"lr", lr}};
+
+    if (!first_of_resume && (step % cfg.train.eval_every == 0 || last)) {
+      const uint64_t eval_seed = static_cast<uint64_t>(cfg.run.seed) + 1;
+      last_train_est = estimate_loss(model, data.train, cfg.train.eval_batches, cfg.train.batch_size, eval_seed, bf16, device);
+      last_val_est = estimate_loss(model, data.val, cfg.train.eval_batches, cfg.train.batch_size, eval_seed + 1, bf16, device);
+      record["train_loss"] = last_train_est;
+      record["val_loss"] = last_val_est;
+      progress.clear();
+      spdlog::info("eval step {} | train {:.4f} | val {:.4f}", step, last_train_est, last_val_est);
+      if (last_val_est < best_val) {
+        best_val = last_val_est;
+        save_checkpoint(best_path, model, optimizer.get(), make_meta(step));
+      }
+    }
+    if (!first_of_resume && model->wpe && (step % cfg.snapshot.every == 0 || last)) {
+      const auto t0 = Clock::now();
+      const std::string summary = write_snapshot(rdir, step, model->position_table(), last_train_est,
+                                                 record.contains("val_loss") ? last_val_est : NAN);
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      progress.clear();
+      spdlog::info("snapshot step {} | {} | {:.1f} ms", step, summary, ms);
+    }
+    const bool stop_here = step == req.stop_at && step > start_step;
+    if (!first_of_resume && ((step % cfg.train.checkpoint_every == 0 && step > 0) || last || stop_here))
+      save_checkpoint(latest_path, model, optimizer.get(), make_meta(step));
+    if (last || stop_here) {
+      if (record.contains("val_loss")) append_line(metrics_path, record.dump());
+      finished_at = step;
+      break;
+    }
+
+    // One optimizer update: grad_accum micro-batches, clip, step.
+    const auto t0 = Clock::now();
+    set_optimizer_hparams(*optimizer, lr, cfg.train);
+    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    for (int micro = 0; micro < cfg.train.grad_accum; ++micro) {
+      auto [x, y] = sampler.next();
+      torch::Tensor logits;
+      {
+        AutocastGuard autocast(bf16, device.is_cuda());
+        logits = model->forward(x.to(device));
+      }
+      auto loss = GPTImpl::loss(logits, y.to(device)) / cfg.train.grad_accum;
+      loss.backward();
+      loss_sum += loss.detach();
+    }
+    if (cfg.train.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip);
+    optimizer->step();
+    optimizer->zero_grad();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    train_seconds += dt;
+    interval_seconds += dt;
+    ++interval_steps;
+    ++train_steps_run;
+
+    if (step % cfg.train.log_every == 0 || record.contains("val_loss")) {
+      const double loss = loss_sum.item<double>();
+      const double tok_s = static_cast<double>(interval_steps * tokens_per_step) / interval_seconds;
+      record["loss"] = loss;
+      record["tokens_per_s"] = tok_s;
+      record["ms_per_step"] = 1000.0 * interval_seconds / interval_steps;
+      append_line(metrics_path, record.dump());
+      if (step % cfg.train.log_every == 0) {
+        progress.clear();
+        spdlog::info("step {} | loss {:.4f} | lr {:.1e} | {:.1f} ms | {} tok/s", step, loss, lr,
+                     1000.0 * interval_seconds / interval_steps, human_rate(tok_s));
+        interval_seconds = 0.0;
+        interval_steps = 0;
+      }
+    }
+    progress.update(step + 1);
+  }
+  progress.clear();
+
+  TrainSummary s;
+  s.run_dir = rdir;
+  s.steps = finished_at;
+  s.finished = finished_at >= cfg.train.max_steps;
+  s.train_loss = last_train_est;
+  s.val_loss = last_val_est;
+  s.seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  s.tokens_per_s = train_seconds > 0 ? static_cast<double>(train_steps_run * tokens_per_step) / train_seconds : 0.0;
+  if (!s.finished)
+    spdlog::info("stopped at step {}: continue with poslab train --resume {}", finished_at, rdir);
+  spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,
+               s.val_loss, s.seconds, human_rate(s.tokens_per_s), latest_path);
+  return s;
+}
+
+}  // namespace poslab

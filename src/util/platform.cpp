@@ -1,0 +1,86 @@
+#include "util/platform.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "util/error.h"
+
+namespace poslab {
+
+std::string preferred_openblas_coretype() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    line += " ";
+    auto has = [&](const char* f) { return line.find(std::string(" ") + f + " ") != std::string::npos; };
+    if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) return "SkylakeX";
+    if (has("avx2") && has("fma")) return "Haswell";
+    return "";
+  }
+  return "";
+}
+
+void ensure_fast_blas(int argc, char** argv) {
+  (void)argc;
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (const char* no = std::getenv("POSLAB_NO_REEXEC"); no != nullptr && std::string(no) == "1") return;
+  const std::string core = preferred_openblas_coretype();
+  if (core.empty()) return;
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  setenv("POSLAB_NO_REEXEC", "1", 1);  // never loop
+  execv("/proc/self/exe", argv);
+  // execv failed: carry on with OpenBLAS's own detection.
+}
+
+std::string blas_summary() {
+  std::string lib;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (path.find("libblas") != std::string::npos || path.find("openblas") != std::string::npos ||
+        path.find("libmkl") != std::string::npos || path.find("blis") != std::string::npos) {
+      lib = path;
+      break;
+    }
+  }
+  std::ostringstream out;
+  using CoreFn = char* (*)();
+  auto corename = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  auto config = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  if (corename != nullptr) {
+    out << "OpenBLAS core " << corename() << " (" << (config ? config() : "") << ")";
+    if (const char* env = std::getenv("OPENBLAS_CORETYPE")) out << ", OPENBLAS_CORETYPE=" << env;
+  } else if (lib.find("blas/libblas") != std::string::npos) {
+    out << "reference BLAS (slow: run scripts/setup.sh to install OpenBLAS)";
+  } else {
+    out << "BLAS";
+  }
+  if (!lib.empty()) out << " from " << lib;
+  return out.str();
+}
+
+int apply_threads(int threads) {
+  const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(n);
+  return n;
+}
+
+std::string resolve_device(const std::string& device) {
+  if (device == "cuda" && !torch::cuda::is_available())
+    throw Error("run.device = cuda: no CUDA device is available to this LibTorch build",
+                "use run.device: auto or cpu");
+  if (device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
+  return device;
+}
+
+}  // namespace poslab

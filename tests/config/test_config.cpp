@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+// Runs f, expects poslab::Error, and returns its message (what + hint).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what()) + " | " + e.hint();
+  }
+  ADD_FAILURE() << "expected poslab::Error";
+  return "";
+}
+
+TEST(Config, DefaultsWithoutAFile) {
+  const Config c = load_config("");
+  EXPECT_EQ(c.model.position, "learned");
+  EXPECT_DOUBLE_EQ(c.model.wpe_init_std, 0.02);
+  EXPECT_TRUE(c.train.decay_position_table);
+  EXPECT_EQ(c.run.threads, 0);
+  EXPECT_EQ(c.origin.at("model.n_embd"), "default");
+}
+
+TEST(Config, FileListsOnlyWhatDiffersAndNamesTheRun) {
+  TempDir dir;
+  write_text(dir / "tiny.yaml", "model:\n  n_layer: 2\n  n_embd: 64\ntrain:\n  lr: 3e-4\n");
+  const Config c = load_config(dir / "tiny.yaml");
+  EXPECT_EQ(c.model.n_layer, 2);
+  EXPECT_EQ(c.model.n_embd, 64);
+  EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
+  EXPECT_EQ(c.model.n_head, 4);  // untouched default
+  EXPECT_EQ(c.run.name, "tiny");
+  EXPECT_EQ(c.origin.at("model.n_layer"), dir / "tiny.yaml");
+}
+
+TEST(Config, SetOverridesApplyLastAndParseYaml) {
+  TempDir dir;
+  write_text(dir / "c.yaml", "train:\n  max_steps: 100\n");
+  const Config c = load_config(dir / "c.yaml", {"train.max_steps=50", "data.corpus=[a.txt,b.txt]", "run.threads=3",
+                                                "data.tokenizer.type=char", "model.bias=false"});
+  EXPECT_EQ(c.train.max_steps, 50);
+  EXPECT_EQ(c.data.corpus, (std::vector<std::string>{"a.txt", "b.txt"}));
+  EXPECT_EQ(c.run.threads, 3);
+  EXPECT_EQ(c.data.tokenizer.type, "char");
+  EXPECT_FALSE(c.model.bias);
+  EXPECT_EQ(c.origin.at("train.max_steps"), "--set");
+}
+
+TEST(Config, YamlRoundTripKeepsEveryValue) {
+  Config a = load_config("", {"model.n_embd=96", "model.n_head=3", "train.lr=0.00123", "run.threads=2",
+                              "data.corpus=[x, y]"});
+  const Config b = config_from_yaml(to_yaml(a), "round-trip");
+  EXPECT_EQ(to_yaml(a), to_yaml(b));
+  EXPECT_EQ(b.model.n_embd, 96);
+  EXPECT_DOUBLE_EQ(b.train.lr, 0.00123);
+  EXPECT_EQ(b.data.corpus.size(), 2u);
+  for (const auto& key : config_keys()) {
+    const auto leaf = key.substr(key.rfind('.') + 1);
+    EXPECT_NE(to_yaml(a).find(leaf + ":"), std::string::npos) << key;
+  }
+}
+
+TEST(Config, UnknownKeyNamesKeyAndFile) {
+  TempDir dir;
+  write_text(dir / "bad.yaml", "model:\n  n_layers: 2\n");
+  const std::string msg = error_of([&] { load_config(dir / "bad.yaml"); });
+  EXPECT_NE(msg.find("model.n_layers"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.yaml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.n_layer"), std::string::npos) << msg;  // the valid keys are listed
+  EXPECT_NE(error_of([] { load_config("", {"trian.lr=1"}); }).find("trian.lr"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"bogus=1"}); }).find("bogus"), std::string::npos);
+}
+
+TEST(Config, WrongTypeNamesKeyValueAndFile) {
+  TempDir dir;
+  write_text(dir / "bad.yaml", "train:\n  batch_size: lots\n");
+  const std::string msg = error_of([&] { load_config(dir / "bad.yaml"); });
+  EXPECT_NE(msg.find("train.batch_size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lots"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.yaml"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { load_config("", {"model.bias=maybe"}); }).find("model.bias"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"run.threads=-2"}); }).find("run.threads"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.lr="}); }).find("train.lr"), std::string::npos);
+}
+
+TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
+  TempDir dir;
+  write_text(dir / "heads.yaml", "model:\n  n_embd: 100\n  n_head: 3\n");
+  std::string msg = error_of([&] { load_config(dir / "heads.yaml"); });
+  EXPECT_NE(msg.find("model.n_embd = 100"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("n_head (3)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("heads.yaml"), std::string::npos) << msg;
+
+  msg = error_of([] { load_config("", {"model.block_size=1"}); });
+  EXPECT_NE(msg.find("model.block_size = 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--set"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { load_config("", {"train.lr=0"}); }).find("train.lr = 0"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.lr=-1"}); }).find("train.lr"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.min_lr=1"}); }).find("train.min_lr"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"model.position=rotary"}); }).find("learned, sinusoidal, none"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.dtype=float16"}); }).find("train.dtype"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"data.val_fraction=1.5"}); }).find("data.val_fraction"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"model.dropout=1"}); }).find("model.dropout"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"data.tokenizer.vocab_size=5"}); }).find("vocab_size"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"run.device=tpu"}); }).find("run.device"), std::string::npos);
+}
+
+TEST(Config, MalformedFilesAndOverrides) {
+  TempDir dir;
+  EXPECT_NE(error_of([&] { load_config(dir / "missing.yaml"); }).find("missing.yaml"), std::string::npos);
+  write_text(dir / "broken.yaml", "model: [unclosed\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "broken.yaml"); }).find("not valid YAML"), std::string::npos);
+  write_text(dir / "list.yaml", "- a\n- b\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "list.yaml"); }).find("top level"), std::string::npos);
+  write_text(dir / "section.yaml", "model: 3\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "section.yaml"); }).find("'model' is a section"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.max_steps"}); }).find("section.key=value"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train=3"}); }).find("section"), std::string::npos);
+  write_text(dir / "empty.yaml", "");
+  EXPECT_EQ(load_config(dir / "empty.yaml").model.n_embd, ModelConfig{}.n_embd);
+}
+
+TEST(Config, RunDirIsOutDirSlashName) {
+  const Config c = load_config("", {"run.out_dir=/tmp/x", "run.name=abc"});
+  EXPECT_EQ(run_dir(c), "/tmp/x/abc");
+}
+
+}  // namespace
+}  // namespace poslab

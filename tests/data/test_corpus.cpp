@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "data/corpus.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+TEST(Corpus, SanitizeUtf8KeepsValidTextAndReplacesBadBytes) {
+  std::string ok = "plain ascii, caf\xC3\xA9, \xE2\x82\xAC, \xF0\x9F\x98\x80";
+  const std::string copy = ok;
+  EXPECT_EQ(sanitize_utf8(ok), 0u);
+  EXPECT_EQ(ok, copy);
+
+  std::string bad = std::string("a\xFF") + "b\xC3" + "c\xE0\x80\x80" + "d";  // stray, cut, overlong
+  EXPECT_EQ(sanitize_utf8(bad), 5u);
+  EXPECT_EQ(bad, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "d");
+  std::string surrogate = "\xED\xA0\x80";
+  EXPECT_EQ(sanitize_utf8(surrogate), 3u);
+}
+
+TEST(Corpus, BinaryDetection) {
+  EXPECT_FALSE(looks_binary("hello\nworld\n"));
+  EXPECT_TRUE(looks_binary(std::string("ab\0cd", 5)));
+}
+
+TEST(Corpus, ReadsFoldersRecursivelySortedOnceEach) {
+  TempDir dir;
+  write_text(dir / "c/b.txt", "second\n");
+  write_text(dir / "c/a.txt", "first");  // no final newline: one is added
+  write_text(dir / "c/sub/z.txt", "third\n");
+  write_text(dir / "c/index.dat", std::string("\x00\x01\x02", 3));
+  std::filesystem::create_symlink(dir / "c/a.txt", dir / "c/a.u8");
+  const Corpus corpus = read_corpus({dir / "c"});
+  EXPECT_EQ(corpus.text, "first\nsecond\nthird\n");
+  EXPECT_EQ(corpus.files.size(), 3u);
+  ASSERT_EQ(corpus.skipped.size(), 1u);
+  EXPECT_NE(corpus.skipped[0].find("index.dat: binary"), std::string::npos) << corpus.skipped[0];
+}
+
+TEST(Corpus, InvalidUtf8IsReplacedAndCounted) {
+  TempDir dir;
+  write_text(dir / "latin1.txt", "caf\xE9 au lait\n");
+  const Corpus corpus = read_corpus({dir / "latin1.txt"});
+  EXPECT_EQ(corpus.replaced_bytes, 1u);
+  EXPECT_EQ(corpus.text, "caf\xEF\xBF\xBD au lait\n");
+}
+
+TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
+  TempDir dir;
+  try {
+    read_corpus({dir / "nope.txt"});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope.txt"), std::string::npos) << e.what();
+  }
+  write_text(dir / "empty.txt", "");
+  write_text(dir / "blank.txt", "  \n\t\n\n");
+  write_text(dir / "bin.dat", std::string("\x7f" "ELF\0\0", 6));
+  for (const std::string name : {"empty.txt", "blank.txt", "bin.dat"}) {
+    try {
+      read_corpus({dir / name});
+      FAIL() << "expected an error for " << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no text found"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Corpus, ContentHashIsStableAndSensitive) {
+  EXPECT_EQ(content_hash(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
+  EXPECT_EQ(content_hash("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
+  EXPECT_NE(content_hash("abc"), content_hash("abd"));
+}
+
+}  // namespace
+}  // namespace poslab

@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "config/config.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+Config tiny_config(const TempDir& dir, const std::string& type, int vocab) {
+  Config c = load_config("", {"data.tokenizer.type=" + type, "data.tokenizer.vocab_size=" + std::to_string(vocab),
+                              "model.block_size=16", "data.val_fraction=0.1"});
+  c.data.corpus = {dir / "corpus.txt"};
+  c.data.cache_dir = dir / "cache";
+  return c;
+}
+
+// The platform trap: sentencepiece (own protobuf 3.14) and LibTorch (protobuf 3.21) in one process.
+TEST(Tokenizer, TrainsEncodesAndDecodesInTheSameProcessAsLibTorch) {
+  auto t = torch::randn({4, 4}).matmul(torch::randn({4, 4}));  // LibTorch is loaded and used
+  ASSERT_EQ(t.size(0), 4);
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  const std::string model = Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 120, 1);
+  const Tokenizer tok = Tokenizer::from_bytes(model, "m.model");
+  EXPECT_EQ(tok.vocab_size(), 120);
+  ASSERT_GE(tok.newline_id(), 0);
+  const std::string text = "the cat sat on the mat.\na bird ran to the river.\n\n";
+  const auto ids = tok.encode(text);
+  EXPECT_LT(ids.size(), text.size());  // BPE merges characters
+  EXPECT_EQ(tok.decode(ids), text);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), tok.newline_id()), 3);
+  EXPECT_FALSE(std::filesystem::exists(dir / "m.model"));  // work files are cleaned up
+}
+
+TEST(Tokenizer, UnigramModelRoundTrips) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  const Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "u", "unigram", 40, 1), "u");
+  const std::string text = "my friend dreamed of a small house.\n";
+  EXPECT_EQ(tok.decode(tok.encode(text)), text);
+}
+
+TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", "abc abc\ncab\n");
+  Config c = tiny_config(dir, "char", 5000);  // vocab_size is ignored for char
+  c.model.block_size = 2;
+  c.data.val_fraction = 0.4;
+  const TokenData data = prepare_tokens(c, 1);
+  // a, b, c, space + unk + newline piece
+  EXPECT_EQ(data.tokenizer.vocab_size(), 6);
+  const auto ids = data.tokenizer.encode("abc\ncab");
+  EXPECT_EQ(ids.size(), 7u);
+  EXPECT_EQ(data.tokenizer.decode(ids), "abc\ncab");
+}
+
+TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  const Config c = tiny_config(dir, "bpe", 100);
+  const TokenData first = prepare_tokens(c, 1);
+  EXPECT_FALSE(first.tokenizer_from_cache);
+  EXPECT_FALSE(first.tokens_from_cache);
+  const TokenData second = prepare_tokens(c, 1);
+  EXPECT_TRUE(second.tokenizer_from_cache);
+  EXPECT_TRUE(second.tokens_from_cache);
+  EXPECT_EQ(first.train, second.train);
+  EXPECT_EQ(first.val, second.val);
+  EXPECT_EQ(first.tokenizer.model_bytes(), second.tokenizer.model_bytes());
+
+  // Another vocabulary size or another corpus is another cache entry.
+  const TokenData other = prepare_tokens(tiny_config(dir, "bpe", 90), 1);
+  EXPECT_FALSE(other.tokenizer_from_cache);
+  write_text(dir / "corpus.txt", test::generated_corpus(300, /*seed=*/99));
+  EXPECT_FALSE(prepare_tokens(c, 1).tokenizer_from_cache);
+}
+
+TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  const std::string bytes = Tokenizer::train(dir / "corpus.txt", dir / "own", "bpe", 100, 1);
+  write_text(dir / "own.model", bytes);
+  Config c = tiny_config(dir, "bpe", 500);
+  c.data.tokenizer.model = dir / "own.model";
+  const TokenData data = prepare_tokens(c, 1);
+  EXPECT_EQ(data.tokenizer.model_bytes(), bytes);
+  EXPECT_EQ(data.tokenizer.vocab_size(), 100);
+}
+
+TEST(Tokenizer, TrainTokensSplitAndErrors) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  const TokenData data = prepare_tokens(tiny_config(dir, "char", 0), 1);
+  const double total = static_cast<double>(data.train.size() + data.val.size());
+  EXPECT_NEAR(data.val.size() / total, 0.1, 1e-3);
+
+  // Garbage model bytes: a clear error naming the source.
+  try {
+    Tokenizer::from_bytes("not a model", "garbage.model");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("garbage.model"), std::string::npos) << e.what();
+  }
+  // A vocabulary larger than the corpus allows.
+  write_text(dir / "small.txt", "tiny corpus\n");
+  Config c = tiny_config(dir, "bpe", 5000);
+  c.data.corpus = {dir / "small.txt"};
+  EXPECT_THROW(prepare_tokens(c, 1), Error);
+}
+
+TEST(Tokenizer, SplitShorterThanBlockIsAnError) {
+  std::vector<int32_t> ids(100, 1), train, val;
+  split_tokens(ids, 0.2, 16, "c.txt", train, val);
+  EXPECT_EQ(train.size(), 80u);
+  EXPECT_EQ(val.size(), 20u);
+  try {
+    split_tokens(ids, 0.1, 16, "c.txt", train, val);  // 10 val tokens < 17
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.txt"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("block_size + 1 = 17"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace poslab

@@ -1,0 +1,38 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "config/config.h"
+#include "train/schedule.h"
+
+namespace poslab {
+namespace {
+
+TEST(Schedule, WarmupThenCosineToMinLr) {
+  TrainConfig t;
+  t.lr = 1e-3;
+  t.min_lr = 1e-4;
+  t.warmup_steps = 100;
+  t.max_steps = 1100;
+  EXPECT_DOUBLE_EQ(lr_at(0, t), 1e-3 * 1 / 101);
+  EXPECT_DOUBLE_EQ(lr_at(49, t), 1e-3 * 50 / 101);
+  EXPECT_DOUBLE_EQ(lr_at(100, t), 1e-3);                              // peak right after warmup
+  EXPECT_NEAR(lr_at(600, t), 1e-4 + 0.5 * (1e-3 - 1e-4), 1e-12);      // halfway: cos(pi/2) = 0
+  EXPECT_NEAR(lr_at(350, t), 1e-4 + 0.5 * (1 + std::cos(M_PI / 4)) * 9e-4, 1e-12);
+  EXPECT_DOUBLE_EQ(lr_at(1100, t), 1e-4);
+  EXPECT_DOUBLE_EQ(lr_at(5000, t), 1e-4);
+  for (int s = 101; s < 1100; ++s) EXPECT_LE(lr_at(s, t), lr_at(s - 1, t)) << "not monotone at " << s;
+}
+
+TEST(Schedule, NoWarmup) {
+  TrainConfig t;
+  t.lr = 2.0;
+  t.min_lr = 0.0;
+  t.warmup_steps = 0;
+  t.max_steps = 10;
+  EXPECT_DOUBLE_EQ(lr_at(0, t), 2.0);
+  EXPECT_NEAR(lr_at(5, t), 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace poslab
