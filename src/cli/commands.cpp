@@ -22,6 +22,8 @@ int run_cli(int argc, char** argv) {
       ->take_all();
   train_cmd->add_option("--resume", train_req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
       ->check(CLI::ExistingDirectory);
+  train_cmd->add_option("--stop-at", train_req.stop_at,
+                        "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
 
   auto* config_cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
   std::string config_path;
@@ -31,8 +33,13 @@ int run_cli(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n" << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
+    return 2;
   }
 
   if (*train_cmd) {

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <sstream>
@@ -19,6 +21,21 @@ struct Field {
   std::function<void(const Config&, YAML::Emitter&)> emit;
 };
 
+template <typename T>
+void emit_value(YAML::Emitter& e, const T& v) { e << v; }
+
+// Shortest decimal that reads back as the same double (0.1, not 0.10000000000000001).
+void emit_value(YAML::Emitter& e, const double& v) {
+  char buf[32];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string text = buf;
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";  // keep it a float: 1 -> 1.0
+  e << text;
+}
+
 // Field for a plain scalar member reached by `get`.
 template <typename T, typename Get>
 Field make_field(std::string key, std::string type, Get get) {
@@ -26,7 +43,7 @@ Field make_field(std::string key, std::string type, Get get) {
   f.key = std::move(key);
   f.type = std::move(type);
   f.set = [get](Config& c, const YAML::Node& n) { get(c) = n.as<T>(); };
-  f.emit = [get](const Config& c, YAML::Emitter& e) { e << get(const_cast<Config&>(c)); };
+  f.emit = [get](const Config& c, YAML::Emitter& e) { emit_value(e, get(const_cast<Config&>(c))); };
   return f;
 }
 
@@ -239,10 +256,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 }
 
 void validate(const Config& c) {
-  auto fail = [&](const std::string& key, const std::string& value, const std::string& why) {
+  auto source_of = [&](const std::string& key) {
     auto it = c.origin.find(key);
-    const std::string src = it == c.origin.end() ? "default" : it->second;
-    throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + " in " + src);
+    return it == c.origin.end() ? std::string("default") : it->second;
+  };
+  auto fail = [&](const std::string& key, const std::string& value, const std::string& why) {
+    const std::string src = source_of(key);
+    throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + (src == "default" ? " in your config" : " in " + src));
   };
   auto str = [](auto v) { std::ostringstream s; s << v; return s.str(); };
   auto one_of = [&](const std::string& key, const std::string& v, std::initializer_list<const char*> ok) {
@@ -265,7 +285,8 @@ void validate(const Config& c) {
   if (c.model.n_head < 1) fail("model.n_head", str(c.model.n_head), "must be at least 1");
   if (c.model.n_embd < 1) fail("model.n_embd", str(c.model.n_embd), "must be at least 1");
   if (c.model.n_embd % c.model.n_head != 0)
-    fail("model.n_embd", str(c.model.n_embd), "must be divisible by model.n_head (" + str(c.model.n_head) + ")");
+    fail("model.n_embd", str(c.model.n_embd),
+         "must be divisible by model.n_head (" + str(c.model.n_head) + ", from " + source_of("model.n_head") + ")");
   if (c.model.block_size < 2) fail("model.block_size", str(c.model.block_size), "must be at least 2");
   if (!(c.model.dropout >= 0.0 && c.model.dropout < 1.0))
     fail("model.dropout", str(c.model.dropout), "must be in [0, 1)");

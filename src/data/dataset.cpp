@@ -84,7 +84,11 @@ void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int bloc
 TokenData prepare_tokens(const Config& cfg, int threads) {
   const auto& tc = cfg.data.tokenizer;
   Corpus corpus = read_corpus(cfg.data.corpus);
-  for (const auto& s : corpus.skipped) spdlog::warn("corpus: skipped {}", s);
+  if (!corpus.skipped.empty()) {
+    spdlog::warn("corpus: skipped {} files that are not text (first: {}){}", corpus.skipped.size(), corpus.skipped.front(),
+                 corpus.skipped.size() > 1 ? "; the full list is at log level debug" : "");
+    for (const auto& s : corpus.skipped) spdlog::debug("corpus: skipped {}", s);
+  }
   if (corpus.replaced_bytes > 0)
     spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD", corpus.replaced_bytes);
   spdlog::info("corpus: {} files, {:.2f} MB of text", corpus.files.size(), corpus.text.size() / 1e6);

@@ -67,11 +67,18 @@ TrainSummary train(const TrainRequest& req) {
     cfg = load_config(req.config_path, req.overrides);
     rdir = run_dir(cfg);
   }
+  if (!resuming) {
+    // Never mix two runs in one folder, never overwrite a run's files.
+    for (const char* f : {"checkpoints/latest.pt", "metrics.jsonl", "snapshots/index.jsonl"}) {
+      std::error_code ec;
+      if (fs::exists(fs::path(rdir) / f, ec))
+        throw Error(rdir + ": already holds a run (" + f + ")",
+                    "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
+    }
+  }
   make_dirs(rdir);
   make_dirs((fs::path(rdir) / "checkpoints").string());
   write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
-  spdlog::info("run folder {}{}", rdir, resuming ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
-  spdlog::info("effective config:\n{}", to_yaml(cfg));
 
   // 2. Machine: BLAS, threads, device.
   const int threads = apply_threads(cfg.run.threads);
@@ -79,6 +86,8 @@ TrainSummary train(const TrainRequest& req) {
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
   spdlog::info("BLAS: {}", blas_summary());
   spdlog::info("threads: {} (LibTorch intra-op) | device: {} | dtype: {}", threads, device_name, cfg.train.dtype);
+  spdlog::info("run folder {}{}", rdir, resuming ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
+  spdlog::info("effective config:\n{}", to_yaml(cfg));
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
 
   // 3. Data.
@@ -143,6 +152,7 @@ TrainSummary train(const TrainRequest& req) {
   int64_t interval_steps = 0;
   int64_t train_steps_run = 0;
   int64_t finished_at = start_step;
+  torch::Tensor last_batch_loss;  // loss of the last update's batch, read only when needed
   for (int64_t step = start_step; step <= cfg.train.max_steps; ++step) {
     const bool last = step == cfg.train.max_steps;
     const bool first_of_resume = resuming && step == start_step;  // its eval/snapshot/checkpoint are on disk
@@ -164,8 +174,11 @@ TrainSummary train(const TrainRequest& req) {
     }
     if (!first_of_resume && model->wpe && (step % cfg.snapshot.every == 0 || last)) {
       const auto t0 = Clock::now();
-      const std::string summary = write_snapshot(rdir, step, model->position_table(), last_train_est,
-                                                 record.contains("val_loss") ? last_val_est : NAN);
+      // train loss: the eval estimate at eval steps, else the last training batch's loss.
+      const bool evaluated = record.contains("val_loss");
+      const double train_loss = evaluated ? last_train_est : last_batch_loss.defined() ? last_batch_loss.item<double>() : NAN;
+      const std::string summary = write_snapshot(rdir, step, model->position_table(), train_loss,
+                                                 evaluated ? last_val_est : NAN);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       progress.clear();
       spdlog::info("snapshot step {} | {} | {:.1f} ms", step, summary, ms);
@@ -197,6 +210,7 @@ TrainSummary train(const TrainRequest& req) {
     if (cfg.train.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip);
     optimizer->step();
     optimizer->zero_grad();
+    last_batch_loss = loss_sum;
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     train_seconds += dt;
     interval_seconds += dt;

@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
+#include "util/error.h"
 #include "util/npy.h"
 
 namespace poslab {
@@ -110,6 +111,39 @@ TEST(Trainer, ResumedRunMatchesUninterruptedRunBitForBit) {
   const NpyArray wb = read_npy(dir / "part/snapshots/wpe_step000040.npy");
   EXPECT_EQ(wa.data, wb.data) << "final position tables differ";
   EXPECT_EQ(read_jsonl(dir / "part/snapshots/index.jsonl").size(), read_jsonl(dir / "full/snapshots/index.jsonl").size());
+}
+
+TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
+  TempDir dir;
+  train(tiny_run(dir, "once", 5));
+  const auto before = fs::file_size(dir / "once/metrics.jsonl");
+  try {
+    train(tiny_run(dir, "once", 5));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "once"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("--resume"), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
+}
+
+TEST(Trainer, ResumeErrors) {
+  TempDir dir;
+  TrainRequest r;
+  r.resume_dir = dir / "nothing-here";
+  EXPECT_THROW(train(r), Error);
+  train(tiny_run(dir, "done", 5));
+  r.resume_dir = dir / "done";
+  r.overrides = {"model.n_embd=64"};  // another architecture than the checkpoint's
+  try {
+    train(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_embd 32 in the checkpoint vs 64"), std::string::npos) << e.what();
+  }
+  // Extending a finished run with more steps works.
+  r.overrides = {"train.max_steps=8"};
+  EXPECT_EQ(train(r).steps, 8);
 }
 
 TEST(Trainer, ControlsTrainToo) {

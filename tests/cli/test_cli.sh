@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The poslab binary end to end: bad input gives one "error:" line and a non-zero exit; a short run of the
+# real default config works with --set overrides. Usage: test_cli.sh PATH/TO/poslab SOURCE_DIR
+set -u
+poslab=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export POSLAB_CACHE_DIR="$tmp/cache"
+passed=0
+failed=0
+
+# expect_error NAME PATTERN ARGS...: non-zero exit, stderr matches PATTERN, no crash (exit < 128).
+expect_error() {
+  local name=$1 pattern=$2
+  shift 2
+  "$poslab" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qE "$pattern" "$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $rc, stderr:"
+    cat "$tmp/err"
+  fi
+}
+
+cd "$src"
+expect_error "missing config" "^error: .*nonexistent.yaml" train nonexistent.yaml
+expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
+expect_error "wrong type" "^error: --set: train.lr = fast: expected number" train configs/default.yaml --set train.lr=fast
+expect_error "impossible value" "model.n_embd = 128: must be divisible by model.n_head \(3, from --set\)" \
+  train configs/default.yaml --set model.n_head=3
+expect_error "missing corpus" "^error: $tmp/no-such-dir: corpus path not found" \
+  train configs/default.yaml --set "data.corpus=$tmp/no-such-dir" --set "run.out_dir=$tmp/runs"
+expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
+expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
+expect_error "no subcommand" "^error: " 
+printf 'tiny\n' >"$tmp/tiny.txt"
+expect_error "corpus too small" "tokens split into .* block_size \+ 1" \
+  train configs/default.yaml --set "data.corpus=$tmp/tiny.txt" --set data.tokenizer.type=char --set "run.out_dir=$tmp/runs"
+
+# The default config, shortened: it must train, snapshot and checkpoint.
+if [ -d /usr/share/games/fortunes ]; then
+  if "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
+      --set snapshot.every=3 --set "run.out_dir=$tmp/x" >"$tmp/out" 2>"$tmp/err" &&
+     [ "$(cat "$tmp/out")" = "$tmp/x/default" ] &&
+     [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
+     [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
+     grep -q "BLAS: OpenBLAS" "$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL default config short run:"
+    tail -20 "$tmp/err"
+  fi
+  expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
+else
+  echo "SKIP default config short run: /usr/share/games/fortunes is absent (run scripts/setup.sh)"
+fi
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
