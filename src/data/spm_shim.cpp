@@ -33,6 +33,19 @@ void set_err(char* err, size_t errlen, const std::string& msg) {
   err[n] = '\0';
 }
 
+// Hands a copy of `items` to the caller as a malloc'ed buffer. Returns 0, or 1 with a message.
+template <typename T>
+int copy_out(const T* items, size_t count, T** out, size_t* n, char* err, size_t errlen) {
+  *out = static_cast<T*>(std::malloc(std::max<size_t>(1, count) * sizeof(T)));
+  if (*out == nullptr) {
+    set_err(err, errlen, "out of memory");
+    return 1;
+  }
+  if (count > 0) std::memcpy(*out, items, count * sizeof(T));
+  *n = count;
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -115,14 +128,7 @@ int poslab_spm_encode(void* handle, const char* text, size_t len, int** out, siz
       set_err(err, errlen, status.ToString());
       return 1;
     }
-    *n = ids.size();
-    *out = static_cast<int*>(std::malloc(std::max<size_t>(1, ids.size()) * sizeof(int)));
-    if (*out == nullptr) {
-      set_err(err, errlen, "out of memory");
-      return 1;
-    }
-    if (!ids.empty()) std::memcpy(*out, ids.data(), ids.size() * sizeof(int));
-    return 0;
+    return copy_out(ids.data(), ids.size(), out, n, err, errlen);
   } catch (const std::exception& e) {
     set_err(err, errlen, e.what());
     return 1;
@@ -147,14 +153,7 @@ int poslab_spm_decode(void* handle, const int* ids, size_t count, char** out, si
       set_err(err, errlen, status.ToString());
       return 1;
     }
-    *n = text.size();
-    *out = static_cast<char*>(std::malloc(std::max<size_t>(1, text.size())));
-    if (*out == nullptr) {
-      set_err(err, errlen, "out of memory");
-      return 1;
-    }
-    if (!text.empty()) std::memcpy(*out, text.data(), text.size());
-    return 0;
+    return copy_out(text.data(), text.size(), out, n, err, errlen);
   } catch (const std::exception& e) {
     set_err(err, errlen, e.what());
     return 1;
