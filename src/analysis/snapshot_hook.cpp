@@ -1,15 +1,21 @@
 #include "analysis/snapshot_hook.h"
 
-#include <spdlog/fmt/fmt.h>
+#include <filesystem>
 
-#include "analysis/table_stats.h"
+#include "analysis/analysis.h"
+#include "analysis/format.h"
+#include "util/fs.h"
 
 namespace poslab {
 
 std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info) {
-  const double norm = row_norms(W).mean().item<double>();
-  const double adj = adjacent_cosines(W).mean().item<double>();
-  return fmt::format("mean row norm {:.4f} | adjacent cosine {:.4f}", norm, adj);
+  const Analysis a = analyze_table(W, info.npy_path.empty() ? "wpe" : info.npy_path);
+  if (!info.npy_path.empty()) {
+    nlohmann::json j = to_json(a);
+    j["step"] = info.step;
+    write_file_atomic(std::filesystem::path(info.npy_path).replace_extension(".json").string(), j.dump());
+  }
+  return one_line(a);
 }
 
 }  // namespace poslab

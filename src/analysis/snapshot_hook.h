@@ -1,4 +1,4 @@
-// The one function the trainer calls at every position-table snapshot; the analysis module plugs in here.
+// The one function the trainer calls at every position-table snapshot.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,11 +9,11 @@ namespace poslab {
 
 struct SnapshotInfo {
   int64_t step = 0;
-  std::string npy_path;  // the snapshot just written
+  std::string npy_path;  // the snapshot just written; the analysis goes next to it as .json
 };
 
-// Analyses the table W (block_size, n_embd) and returns a one-line summary for the log.
-// For now: mean row norm and mean cosine of adjacent rows.
+// Runs the full analysis of W (block_size, n_embd), writes it next to the snapshot (wpe_stepNNNNNN.json)
+// and returns a one-line summary for the log.
 std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info);
 
 }  // namespace poslab

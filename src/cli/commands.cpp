@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "cli/analyze_cmd.h"
 #include "config/config.h"
 #include "train/trainer.h"
 
@@ -31,6 +32,9 @@ int run_cli(int argc, char** argv) {
   config_cmd->add_option("config", config_path, "YAML config")->check(CLI::ExistingFile);
   config_cmd->add_option("--set", config_sets, "override one key (repeatable)")->take_all();
 
+  AnalyzeArgs analyze_args;
+  auto* analyze_cmd = add_analyze_command(app, analyze_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -49,6 +53,7 @@ int run_cli(int argc, char** argv) {
     std::cout << s.run_dir << "\n";
     return 0;
   }
+  if (*analyze_cmd) return run_analyze(analyze_args);
   if (*config_cmd) {
     std::cout << to_yaml(load_config(config_path, config_sets));
     return 0;

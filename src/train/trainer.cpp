@@ -148,6 +148,7 @@ TrainSummary train(const TrainRequest& req) {
   model->train();
   Progress progress(start_step, cfg.train.max_steps);
   double train_seconds = 0.0;     // time in training steps only
+  double snapshot_seconds = 0.0;  // time writing and analysing snapshots
   double interval_seconds = 0.0;  // since the last log line
   int64_t interval_steps = 0;
   int64_t train_steps_run = 0;
@@ -181,7 +182,10 @@ TrainSummary train(const TrainRequest& req) {
                                                  evaluated ? last_val_est : NAN);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       progress.clear();
-      spdlog::info("snapshot step {} | {} | {:.1f} ms", step, summary, ms);
+      snapshot_seconds += ms / 1000.0;
+      const std::string cost = train_steps_run > 0
+          ? fmt::format(" = {:.1f}% of a step", 100.0 * ms / (1000.0 * train_seconds / train_steps_run)) : "";
+      spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
     }
     const bool stop_here = step == req.stop_at && step > start_step;
     if (!first_of_resume && ((step % cfg.train.checkpoint_every == 0 && step > 0) || last || stop_here))
@@ -246,6 +250,9 @@ TrainSummary train(const TrainRequest& req) {
   s.tokens_per_s = train_seconds > 0 ? static_cast<double>(train_steps_run * tokens_per_step) / train_seconds : 0.0;
   if (!s.finished)
     spdlog::info("stopped at step {}: continue with poslab train --resume {}", finished_at, rdir);
+  if (train_seconds > 0)
+    spdlog::info("snapshots with their analysis took {:.2f} s = {:.2f}% of the training time", snapshot_seconds,
+                 100.0 * snapshot_seconds / train_seconds);
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,
                s.val_loss, s.seconds, human_rate(s.tokens_per_s), latest_path);
   return s;

@@ -16,7 +16,7 @@ expect_error() {
   shift 2
   "$poslab" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
-  if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qE "$pattern" "$tmp/err"; then
+  if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qE -e "$pattern" "$tmp/err"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
@@ -40,6 +40,35 @@ printf 'tiny\n' >"$tmp/tiny.txt"
 expect_error "corpus too small" "tokens split into .* block_size \+ 1" \
   train configs/default.yaml --set "data.corpus=$tmp/tiny.txt" --set data.tokenizer.type=char --set "run.out_dir=$tmp/runs"
 
+# analyze: synthetic tables, JSON on stdout, the GPT-2 table when ../shared is there, bad inputs.
+if "$poslab" analyze --synthetic handbook --positions 64 --dim 32 --json - >"$tmp/a.json" 2>"$tmp/err" &&
+   grep -q '"k90_uncentered"' "$tmp/a.json" && grep -q '"sinusoid_r2"' "$tmp/a.json" && grep -q "spectrum" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze --synthetic --json -"; cat "$tmp/err"
+fi
+if [ -f ../shared/data/gpt2_wpe_rows0-63.npy ]; then
+  if "$poslab" analyze ../shared/data/gpt2_wpe_rows0-63.npy --rows 1:64 >"$tmp/out" 2>"$tmp/err" &&
+     grep -q "top PCs       72.0%, 19.9%, 5.4%" "$tmp/out" && grep -q "k90 2 " "$tmp/out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL analyze GPT-2 rows 1:64"; cat "$tmp/out" "$tmp/err"
+  fi
+else
+  echo "SKIP analyze GPT-2 table: ../shared/data is absent"
+fi
+mkdir -p "$tmp/empty-run"
+printf 'x' >"$tmp/table.txt"
+printf 'abc' >"$tmp/bad.safetensors"
+expect_error "analyze missing file" "^error: $tmp/nope.npy: not found" analyze "$tmp/nope.npy"
+expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp/table.txt"
+expect_error "analyze safetensors without --tensor" "pass --tensor NAME" analyze "$tmp/bad.safetensors"
+expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
+expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
+expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
+expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
+expect_error "analyze nothing" "nothing to analyse" analyze
+
 # The default config, shortened: it must train, snapshot and checkpoint.
 if [ -d /usr/share/games/fortunes ]; then
   if "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
@@ -53,6 +82,14 @@ if [ -d /usr/share/games/fortunes ]; then
     failed=$((failed + 1))
     echo "FAIL default config short run:"
     tail -20 "$tmp/err"
+  fi
+  if "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict: " "$tmp/out" &&
+     [ -f "$tmp/x/default/analysis/verdict.json" ] && [ -f "$tmp/x/default/analysis/trajectory.csv" ] &&
+     [ -f "$tmp/x/default/snapshots/wpe_step000006.json" ] &&
+     "$poslab" analyze "$tmp/x/default/checkpoints/latest.pt" >"$tmp/out" 2>"$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
   fi
   expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 else

@@ -1,0 +1,65 @@
+#include "analysis/analysis.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "analysis/metrics.h"
+#include "util/error.h"
+
+namespace poslab {
+
+torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int64_t* first_row) {
+  const int64_t P = W.size(0);
+  const auto colon = range.find(':');
+  const std::string hint = "write --rows BEGIN:END, half-open like a Python slice, e.g. --rows 1:64";
+  if (colon == std::string::npos || range.find(':', colon + 1) != std::string::npos)
+    throw Error("--rows " + range + ": expected BEGIN:END", hint);
+  auto parse = [&](const std::string& s, int64_t fallback) -> int64_t {
+    if (s.empty()) return fallback;
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (end == s.c_str() || *end != '\0') throw Error("--rows " + range + ": '" + s + "' is not an integer", hint);
+    const int64_t i = v < 0 ? P + v : v;
+    return std::max<int64_t>(0, std::min<int64_t>(P, i));
+  };
+  const int64_t begin = parse(range.substr(0, colon), 0);
+  const int64_t end = parse(range.substr(colon + 1), P);
+  if (end - begin < 4)
+    throw Error("--rows " + range + ": selects " + std::to_string(std::max<int64_t>(0, end - begin)) + " of " +
+                    std::to_string(P) + " rows; the analysis needs at least 4",
+                hint);
+  if (first_row != nullptr) *first_row = begin;
+  return W.slice(0, begin, end);
+}
+
+Analysis analyze_table(const torch::Tensor& table, const std::string& source, const AnalysisOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (table.dim() != 2)
+    throw Error(source + ": the table has " + std::to_string(table.dim()) + " dimensions " + c10::str(table.sizes()) +
+                    ", expected 2 (positions, dims)",
+                "pass a 2-D position table");
+  if (table.size(0) < 4 || table.size(1) < 1)
+    throw Error(source + ": the table is " + c10::str(table.sizes()) + "; the analysis needs at least 4 rows and 1 column");
+  if (!table.is_floating_point())
+    throw Error(source + ": the table's dtype is " + std::string(c10::toString(table.scalar_type())) + ", expected a float type");
+  auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (P, d)
+  if (!torch::isfinite(W).all().item<bool>()) {
+    auto bad = torch::nonzero(~torch::isfinite(W));
+    throw Error(source + ": the table holds " + std::to_string(bad.size(0)) + " NaN or Inf values (first at row " +
+                    std::to_string(bad[0][0].item<int64_t>()) + ", column " + std::to_string(bad[0][1].item<int64_t>()) + ")",
+                "the model diverged or the file is damaged: analyse an earlier snapshot");
+  }
+  Analysis a;
+  a.source = source;
+  a.positions = W.size(0);
+  a.dims = W.size(1);
+  a.row_offset = opt.row_offset;
+  const torch::Tensor dirs = metrics::spectrum(W, a);
+  metrics::similarity(W, opt, a);
+  metrics::boundary(W, opt, a);
+  metrics::sinusoid(W, dirs, opt, a);
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+}  // namespace poslab

@@ -1,0 +1,96 @@
+// Analysis of a position table W: (P positions, d dims), any float dtype. Takes a plain tensor, never a model.
+//
+// Notation: w_i = row i of W, w̄ = mean row, W_c = W − w̄ (mean-centred), σ_k = singular values.
+// Every formula is written out in README.md ("What the metrics mean").
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace poslab {
+
+struct AnalysisOptions {
+  int boundary_rows = 3;        // rows at each end checked for boundary effects
+  double outlier_z = 3.0;       // |z| above this names a boundary row an outlier
+  int top_pcs = 4;              // principal components whose frequency is reported
+  int sinusoid_k = 8;           // K lowest frequencies in the sin/cos basis of sinusoid_r2 (capped at P/2 - 1)
+  uint64_t shuffle_seed = 1234;  // the row-shuffled control
+  bool keep_cosine_matrix = false;  // keep the (P, P) matrix in the result (for reports)
+  int64_t row_offset = 0;       // index of W's first row in the source table (after --rows), for naming rows
+};
+
+struct Smoothness {
+  double first_difference_energy = 0;   // Σ‖w_{i+1} − w_i‖² / Σ‖w_i − w̄‖²   (≈ 2 for white noise)
+  double second_difference_energy = 0;  // Σ‖w_{i+2} − 2w_{i+1} + w_i‖² / Σ‖w_i − w̄‖²   (≈ 6 for white noise)
+  double adjacent_cosine = 0;           // mean cos(w_i, w_{i+1})
+};
+
+struct BoundaryRow {
+  int64_t position = 0;
+  double norm = 0, norm_z = 0;                 // row norm and its z-score against the interior
+  double neighbour_cosine = 0, cosine_z = 0;   // cosine to the inward neighbour, z against interior adjacent cosines
+  bool outlier = false;
+  std::string reason;                          // "" or what makes it an outlier
+};
+
+struct PCFrequency {
+  int component = 0;            // 1-based
+  double explained = 0;         // share of the centred variance
+  double cycles_per_position = 0;
+  double period = 0;            // positions per cycle
+  double power_share = 0;       // share of the curve's (non-DC) power at the dominant frequency
+  std::vector<double> projection;  // (P,) the positions projected on this component
+};
+
+struct Analysis {
+  std::string source;           // where the table came from
+  int64_t positions = 0, dims = 0;
+  int64_t row_offset = 0;       // first analysed row in the source table (--rows)
+  // spectrum
+  std::vector<double> singular_values;           // of W as it is
+  std::vector<double> singular_values_centered;  // of W_c
+  std::vector<double> explained_variance;        // σ_c,k² / Σσ_c²
+  std::vector<double> cumulative_variance;
+  int k50 = 0, k90 = 0, k95 = 0, k99 = 0;        // components for that share of the centred variance
+  int k90_uncentered = 0;                        // the same on W as it is (σ²/Σσ²)
+  // effective dimensionality, of the centred spectrum
+  double effective_rank = 0;       // exp(H(p)), p = σ²/Σσ²
+  double roy_vetterli_rank = 0;    // exp(H(p)), p = σ/Σσ
+  double participation_ratio = 0;  // (Σσ²)² / Σσ⁴
+  double stable_rank = 0;          // ‖W_c‖_F² / σ_max²
+  // similarity
+  std::vector<double> adjacent_cosines;  // (P−1,) cos(w_i, w_{i+1})
+  std::vector<double> cos_by_offset;     // (P−1,) entry k−1 = mean_i cos(w_i, w_{i+k})
+  std::optional<int> half_offset;        // first k with cos_by_offset < ½ cos_by_offset(1)
+  torch::Tensor cosine_matrix;           // (P, P), only with keep_cosine_matrix
+  // smoothness, and the same on a row-shuffled copy
+  Smoothness smooth, shuffled;
+  // boundary effects
+  std::vector<double> row_norms;
+  std::vector<BoundaryRow> boundary;     // first and last boundary_rows rows
+  // sinusoid-likeness
+  std::vector<PCFrequency> pc_frequencies;
+  int sinusoid_k = 0;
+  double sinusoid_r2 = 0;  // R² of W from the constant and the K lowest-frequency sin/cos over P positions
+  double seconds = 0;      // time the analysis took
+};
+
+// Runs every metric. Throws poslab::Error naming `source` when W is not 2-D, has fewer than 4 rows or
+// 1 column, or holds NaN or Inf.
+Analysis analyze_table(const torch::Tensor& W, const std::string& source, const AnalysisOptions& opt = {});
+
+// Rows [begin, end) of W, Python-slice style ("1:64", ":32", "5:", negative from the end).
+// Throws poslab::Error for a malformed or empty range.
+torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int64_t* first_row = nullptr);
+
+// Pieces, exposed for tests.
+int components_for(const std::vector<double>& cumulative, double share);
+Smoothness smoothness(const torch::Tensor& W);       // W float64 (P, d)
+torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
+torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
+
+}  // namespace poslab

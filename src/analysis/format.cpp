@@ -1,0 +1,121 @@
+#include "analysis/format.h"
+
+#include <spdlog/fmt/fmt.h>
+
+namespace poslab {
+
+nlohmann::json to_json(const Analysis& a) {
+  using nlohmann::json;
+  auto smooth = [](const Smoothness& s) {
+    return json{{"first_difference_energy", s.first_difference_energy},
+                {"second_difference_energy", s.second_difference_energy},
+                {"adjacent_cosine", s.adjacent_cosine}};
+  };
+  json outliers = json::array(), boundary = json::array();
+  for (const auto& r : a.boundary) {
+    json row = {{"position", r.position}, {"norm", r.norm}, {"norm_z", r.norm_z},
+                {"neighbour_cosine", r.neighbour_cosine}, {"cosine_z", r.cosine_z}, {"outlier", r.outlier}};
+    if (r.outlier) {
+      row["reason"] = r.reason;
+      outliers.push_back(row);
+    }
+    boundary.push_back(row);
+  }
+  json pcs = json::array();
+  for (const auto& f : a.pc_frequencies)
+    pcs.push_back({{"component", f.component}, {"explained", f.explained}, {"cycles_per_position", f.cycles_per_position},
+                   {"period", f.period}, {"power_share", f.power_share}, {"projection", f.projection}});
+  json j = {
+      {"source", a.source},
+      {"positions", a.positions},
+      {"dims", a.dims},
+      {"row_offset", a.row_offset},
+      {"singular_values", a.singular_values},
+      {"singular_values_centered", a.singular_values_centered},
+      {"explained_variance", a.explained_variance},
+      {"cumulative_variance", a.cumulative_variance},
+      {"k50", a.k50}, {"k90", a.k90}, {"k95", a.k95}, {"k99", a.k99},
+      {"k90_uncentered", a.k90_uncentered},
+      {"effective_rank", a.effective_rank},
+      {"roy_vetterli_rank", a.roy_vetterli_rank},
+      {"participation_ratio", a.participation_ratio},
+      {"stable_rank", a.stable_rank},
+      {"adjacent_cosine", a.smooth.adjacent_cosine},
+      {"adjacent_cosine_per_position", a.adjacent_cosines},
+      {"cos_by_offset", a.cos_by_offset},
+      {"half_offset", a.half_offset ? json(*a.half_offset) : json(nullptr)},
+      {"first_difference_energy", a.smooth.first_difference_energy},
+      {"second_difference_energy", a.smooth.second_difference_energy},
+      {"shuffled", smooth(a.shuffled)},
+      {"row_norms", a.row_norms},
+      {"boundary", boundary},
+      {"boundary_outliers", outliers},
+      {"pc_frequencies", pcs},
+      {"sinusoid_k", a.sinusoid_k},
+      {"sinusoid_r2", a.sinusoid_r2},
+      {"seconds", a.seconds},
+  };
+  return j;
+}
+
+std::string one_line(const Analysis& a) {
+  return fmt::format("k90 {} | eff rank {:.1f} | adjacent cos {:.3f} (shuffled {:.3f}) | sinusoid R² {:.3f}", a.k90,
+                     a.effective_rank, a.smooth.adjacent_cosine, a.shuffled.adjacent_cosine, a.sinusoid_r2);
+}
+
+std::string summary_text(const Analysis& a) {
+  std::string s = fmt::format("{}: {} positions x {} dims{}\n", a.source, a.positions, a.dims,
+                              a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
+  s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
+                   a.k95, a.k99, a.k90_uncentered);
+  std::string top;
+  for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
+    top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);
+  s += fmt::format("  top PCs       {}\n", top);
+  s += fmt::format("  eff. dims     entropy rank {:.2f} | Roy-Vetterli {:.2f} | participation {:.2f} | stable rank {:.2f}\n",
+                   a.effective_rank, a.roy_vetterli_rank, a.participation_ratio, a.stable_rank);
+  s += fmt::format("  similarity    adjacent cos {:.4f} | cos at offset 1/2/4/8: {} | half-decay offset {}\n",
+                   a.smooth.adjacent_cosine,
+                   [&] {
+                     std::string o;
+                     for (size_t k : {1, 2, 4, 8})
+                       if (k <= a.cos_by_offset.size()) o += fmt::format("{}{:.3f}", o.empty() ? "" : "/", a.cos_by_offset[k - 1]);
+                     return o;
+                   }(),
+                   a.half_offset ? std::to_string(*a.half_offset) : std::string("none"));
+  s += fmt::format("  smoothness    1st-diff energy {:.3f} (shuffled {:.3f}, noise ≈ 2) | 2nd-diff {:.3f} (shuffled {:.3f}, noise ≈ 6)\n",
+                   a.smooth.first_difference_energy, a.shuffled.first_difference_energy,
+                   a.smooth.second_difference_energy, a.shuffled.second_difference_energy);
+  std::string pcs;
+  for (const auto& f : a.pc_frequencies)
+    pcs += fmt::format("{}PC{} period {:.1f} ({:.0f}% of power)", pcs.empty() ? "" : " | ", f.component, f.period,
+                       100 * f.power_share);
+  s += fmt::format("  sinusoids     {} | R² of {} lowest frequencies {:.3f}\n", pcs, a.sinusoid_k, a.sinusoid_r2);
+  std::string out;
+  for (const auto& r : a.boundary)
+    if (r.outlier) out += fmt::format("\n    position {}: {}", r.position, r.reason);
+  s += "  boundaries    " + (out.empty() ? std::string("no outliers among the first and last rows") : "outliers:" + out) + "\n";
+  return s;
+}
+
+std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns) {
+  std::string s = fmt::format("{:<26}", "metric");
+  for (const auto& [name, a] : columns) s += fmt::format("{:>14}", name);
+  s += "\n";
+  auto row = [&](const char* label, auto get, const char* f) {
+    s += fmt::format("{:<26}", label);
+    for (const auto& [name, a] : columns) s += fmt::format(fmt::runtime(f), get(*a));
+    s += "\n";
+  };
+  row("k90 (centred)", [](const Analysis& a) { return a.k90; }, "{:>14}");
+  row("effective rank", [](const Analysis& a) { return a.effective_rank; }, "{:>14.2f}");
+  row("participation ratio", [](const Analysis& a) { return a.participation_ratio; }, "{:>14.2f}");
+  row("adjacent cosine", [](const Analysis& a) { return a.smooth.adjacent_cosine; }, "{:>14.3f}");
+  row("  shuffled copy", [](const Analysis& a) { return a.shuffled.adjacent_cosine; }, "{:>14.3f}");
+  row("1st-difference energy", [](const Analysis& a) { return a.smooth.first_difference_energy; }, "{:>14.3f}");
+  row("2nd-difference energy", [](const Analysis& a) { return a.smooth.second_difference_energy; }, "{:>14.3f}");
+  row("sinusoid R²", [](const Analysis& a) { return a.sinusoid_r2; }, "{:>14.3f}");
+  return s;
+}
+
+}  // namespace poslab

@@ -1,0 +1,24 @@
+// The analysis's building blocks, one concern per file (spectrum.cpp, similarity.cpp, sinusoid.cpp).
+// All take float64 CPU tensors; W is (P, d).
+#pragma once
+
+#include "analysis/analysis.h"
+
+namespace poslab::metrics {
+
+// Fills singular values, explained variance, k50..k99, k90_uncentered and the effective dimensionalities.
+// Returns V_c (d, r): the right singular vectors of W_c (principal directions), for sinusoid().
+torch::Tensor spectrum(const torch::Tensor& W, Analysis& out);
+
+// Fills adjacent_cosines, cos_by_offset, half_offset, smooth, shuffled (and cosine_matrix when asked).
+void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
+
+// Fills row_norms and boundary (needs adjacent_cosines).
+void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
+
+// Fills pc_frequencies (needs explained_variance) and sinusoid_r2.
+void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const AnalysisOptions& opt, Analysis& out);
+
+std::vector<double> to_vector(const torch::Tensor& t);
+
+}  // namespace poslab::metrics

@@ -1,0 +1,92 @@
+// Cosine similarity, smoothness (with the row-shuffled control) and boundary effects.
+#include <random>
+
+#include "analysis/metrics.h"
+
+namespace poslab {
+
+torch::Tensor cosine_matrix(const torch::Tensor& W) {
+  auto n = W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // (P, 1)
+  auto U = W / n;                                                // unit rows; zero rows stay zero
+  return U.matmul(U.transpose(0, 1));                            // (P, P)
+}
+
+Smoothness smoothness(const torch::Tensor& W) {
+  Smoothness s;
+  const double spread = (W - W.mean(0, true)).pow(2).sum().item<double>();  // Σ‖w_i − w̄‖²
+  auto d1 = W.slice(0, 1) - W.slice(0, 0, -1);                              // (P−1, d)
+  auto d2 = W.slice(0, 2) - 2 * W.slice(0, 1, -1) + W.slice(0, 0, -2);      // (P−2, d)
+  s.first_difference_energy = spread > 0 ? d1.pow(2).sum().item<double>() / spread : 0.0;
+  s.second_difference_energy = spread > 0 ? d2.pow(2).sum().item<double>() / spread : 0.0;
+  auto n = W.norm(2, 1).clamp_min(1e-300);
+  s.adjacent_cosine = ((W.slice(0, 1) * W.slice(0, 0, -1)).sum(1) / (n.slice(0, 1) * n.slice(0, 0, -1)))
+                          .mean().item<double>();
+  return s;
+}
+
+torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed) {
+  std::vector<int64_t> perm(static_cast<size_t>(W.size(0)));
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+  std::mt19937_64 rng(seed);
+  for (size_t i = perm.size() - 1; i > 0; --i) std::swap(perm[i], perm[rng() % (i + 1)]);  // Fisher–Yates
+  return W.index_select(0, torch::tensor(perm, torch::kInt64));
+}
+
+namespace metrics {
+
+void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out) {
+  const int64_t P = W.size(0);
+  auto C = cosine_matrix(W);  // (P, P)
+  out.adjacent_cosines = to_vector(C.diagonal(1));
+  out.cos_by_offset.resize(static_cast<size_t>(P - 1));
+  for (int64_t k = 1; k < P; ++k) out.cos_by_offset[k - 1] = C.diagonal(k).mean().item<double>();
+  out.half_offset.reset();
+  for (int64_t k = 1; k < P; ++k) {
+    if (out.cos_by_offset[k - 1] < 0.5 * out.cos_by_offset[0]) {
+      out.half_offset = static_cast<int>(k);
+      break;
+    }
+  }
+  if (opt.keep_cosine_matrix) out.cosine_matrix = C.to(torch::kFloat32);
+  out.smooth = smoothness(W);
+  out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
+}
+
+void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out) {
+  const int64_t P = W.size(0);
+  auto norms = W.norm(2, 1);  // (P,)
+  out.row_norms = to_vector(norms);
+  const int64_t b = std::min<int64_t>(opt.boundary_rows, (P - 2) / 4);  // leave an interior at least half the rows
+  out.boundary.clear();
+  if (b < 1) return;
+  auto inner_norms = norms.slice(0, b, P - b);
+  auto adj = torch::tensor(out.adjacent_cosines, torch::kFloat64);      // (P−1,)
+  auto inner_adj = adj.slice(0, b, P - 1 - b);                          // pairs fully inside
+  const double nm = inner_norms.mean().item<double>(), ns = inner_norms.std().item<double>();
+  const double am = inner_adj.mean().item<double>(), as = inner_adj.std().item<double>();
+  auto z = [](double v, double m, double s) { return s > 1e-12 ? (v - m) / s : (std::abs(v - m) > 1e-12 ? (v > m ? 1e9 : -1e9) : 0.0); };
+  for (int64_t i = 0; i < P; ++i) {
+    if (i >= b && i < P - b) continue;
+    BoundaryRow r;
+    r.position = i + out.row_offset;
+    r.norm = out.row_norms[i];
+    r.norm_z = z(r.norm, nm, ns);
+    r.neighbour_cosine = i < b ? out.adjacent_cosines[i] : out.adjacent_cosines[i - 1];  // inward neighbour
+    r.cosine_z = z(r.neighbour_cosine, am, as);
+    char buf[256];
+    if (std::abs(r.norm_z) > opt.outlier_z) {
+      std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z, nm, ns);
+      r.reason = buf;
+    }
+    if (std::abs(r.cosine_z) > opt.outlier_z) {
+      std::snprintf(buf, sizeof buf, "cosine to its neighbour %.3f (z = %+.1f against the interior's %.3f ± %.2g)",
+                    r.neighbour_cosine, r.cosine_z, am, as);
+      r.reason += (r.reason.empty() ? "" : "; ") + std::string(buf);
+    }
+    r.outlier = !r.reason.empty();
+    out.boundary.push_back(r);
+  }
+}
+
+}  // namespace metrics
+}  // namespace poslab

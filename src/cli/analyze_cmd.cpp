@@ -1,0 +1,144 @@
+#include "cli/analyze_cmd.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "analysis/baselines.h"
+#include "analysis/format.h"
+#include "analysis/table_io.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
+  auto* cmd = app.add_subcommand("analyze", "analyse a position table: spectrum, effective rank, similarity, "
+                                            "smoothness, boundaries, sinusoids");
+  cmd->add_option("input", a.input, "a run folder (trajectory + verdict), checkpoint .pt, .npy or .safetensors");
+  cmd->add_option("--tensor", a.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
+  cmd->add_option("--synthetic", a.synthetic, "analyse a generated table instead: random | sinusoidal | handbook");
+  cmd->add_option("--positions", a.positions, "rows of the synthetic table")->capture_default_str();
+  cmd->add_option("--dim", a.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "seed of the synthetic table")->capture_default_str();
+  cmd->add_option("--std", a.std, "std of the random table (and of the random baseline)")->capture_default_str();
+  cmd->add_option("--rows", a.rows, "analyse rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
+  cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
+  cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
+  cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")->capture_default_str();
+  cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")->capture_default_str();
+  cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")->capture_default_str();
+  cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")->capture_default_str();
+  cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict: low rank when k90 and eff. rank <= this x step 0's")
+      ->capture_default_str();
+  cmd->add_option("--smooth-margin", a.thresholds.smooth_margin,
+                  "verdict: smooth when adjacent cosine >= shuffled copy's + this")->capture_default_str();
+  return cmd;
+}
+
+namespace {
+
+torch::Tensor load_input(const AnalyzeArgs& a, std::string& source) {
+  if (!a.synthetic.empty()) {
+    if (!a.input.empty()) throw Error("analyze: give INPUT or --synthetic, not both");
+    source = fmt::format("synthetic {} ({} x {}, seed {})", a.synthetic, a.positions, a.dims, a.seed);
+    return synthetic_table(a.synthetic, a.positions, a.dims, a.seed, a.std);
+  }
+  if (a.input.empty()) throw Error("analyze: nothing to analyse", "pass a run folder, .pt, .npy or .safetensors, or --synthetic KIND");
+  source = a.input;
+  std::error_code ec;
+  if (!fs::exists(a.input, ec)) throw Error(a.input + ": not found", "pass an existing file or run folder");
+  const std::string ext = fs::path(a.input).extension().string();
+  if (ext == ".npy") return read_npy_table(a.input);
+  if (ext == ".pt") return read_checkpoint_table(a.input);
+  if (ext == ".safetensors") {
+    if (a.tensor.empty())
+      throw Error(a.input + ": which tensor? pass --tensor NAME",
+                  "GPT-2: --tensor wpe.weight; BERT: --tensor bert.embeddings.position_embeddings.weight");
+    source = a.input + ":" + a.tensor;
+    return read_safetensors_tensor(a.input, a.tensor);
+  }
+  throw Error(a.input + ": unknown kind of input '" + ext + "'", "pass a run folder, a .pt checkpoint, a .npy or a .safetensors file");
+}
+
+void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
+  if (a.json.empty()) return;
+  if (a.json == "-") {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    write_file_atomic(a.json, j.dump(2) + "\n");
+    std::cerr << "wrote " << a.json << "\n";
+  }
+}
+
+}  // namespace
+
+int run_analyze(const AnalyzeArgs& a) {
+  // With --json -, stdout carries the JSON alone and the summary goes to stderr.
+  std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  std::error_code ec;
+  const bool run_folder = a.synthetic.empty() && !a.input.empty() && fs::is_directory(a.input, ec);
+
+  Analysis main;
+  nlohmann::json j;
+  std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
+  if (run_folder) {
+    if (!a.rows.empty()) throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");
+    const auto points = analyze_run(a.input, a.options);
+    const Verdict v = judge(points, a.thresholds);
+    main = points.back().analysis;
+    const fs::path dir = fs::path(a.input) / "analysis";
+    make_dirs(dir.string());
+    nlohmann::json tj = trajectory_json(points);
+    write_file_atomic((dir / "trajectory.csv").string(), trajectory_csv(points));
+    write_file_atomic((dir / "trajectory.json").string(), tj.dump(2) + "\n");
+    write_file_atomic((dir / "verdict.json").string(), verdict_json(v).dump(2) + "\n");
+    j = to_json(main);
+    j["trajectory"] = tj;
+    j["verdict"] = verdict_json(v);
+    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.input, points.size(), points.front().step, points.back().step);
+    out << fmt::format("{:>8} {:>6} {:>9} {:>9} {:>9} {:>10}\n", "step", "k90", "eff rank", "adj cos", "shuffled", "val loss");
+    for (const auto& p : points)
+      out << fmt::format("{:>8} {:>6} {:>9.2f} {:>9.3f} {:>9.3f} {:>10}\n", p.step, p.analysis.k90, p.analysis.effective_rank,
+                         p.analysis.smooth.adjacent_cosine, p.analysis.shuffled.adjacent_cosine,
+                         std::isfinite(p.val_loss) ? fmt::format("{:.4f}", p.val_loss) : "");
+    out << "\nverdict: " << v.summary << "\n";
+    out << "wrote " << (dir / "trajectory.csv").string() << ", trajectory.json, verdict.json\n\n";
+    out << "last snapshot:\n" << summary_text(main);
+    columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);
+    columns.emplace_back("step " + std::to_string(points.back().step), main);
+  } else {
+    std::string source;
+    torch::Tensor W = load_input(a, source);
+    AnalysisOptions opt = a.options;
+    if (!a.rows.empty()) {
+      if (W.dim() != 2) throw Error(source + ": --rows needs a 2-D table, got " + c10::str(W.sizes()));
+      W = select_rows(W, a.rows, &opt.row_offset);
+    }
+    main = analyze_table(W, source, opt);
+    j = to_json(main);
+    out << summary_text(main);
+    columns.emplace_back("table", main);
+  }
+
+  const bool with_baselines = a.baselines || run_folder;
+  if (with_baselines) {
+    nlohmann::json bj;
+    for (const std::string kind : {"random", "sinusoidal", "handbook"}) {
+      const Analysis b = analyze_table(synthetic_table(kind, main.positions, main.dims, a.seed, a.std), kind, a.options);
+      bj[kind] = to_json(b);
+      columns.emplace_back(kind, b);
+    }
+    j["baselines"] = bj;
+    std::vector<std::pair<std::string, const Analysis*>> view;
+    for (const auto& [name, an] : columns) view.emplace_back(name, &an);
+    out << "\n" << comparison_table(view);
+  }
+  out << fmt::format("\nanalysed in {:.1f} ms ({} x {})\n", 1000 * main.seconds, main.positions, main.dims);
+  emit_json(a, j);
+  return 0;
+}
+
+}  // namespace poslab

@@ -1,0 +1,219 @@
+// Known answers for every metric of the position-table analysis.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "analysis/analysis.h"
+#include "analysis/baselines.h"
+#include "analysis/format.h"
+#include "analysis/table_io.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+constexpr double kTol = 1e-9;
+
+torch::Tensor rank_r_table(int64_t P, int64_t d, int64_t r, uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randn({P, r}, torch::kFloat64).matmul(torch::randn({r, d}, torch::kFloat64));  // (P, d), rank r
+}
+
+TEST(Analysis, RankRTableHasRNonzeroSingularValues) {
+  for (int64_t r : {1, 2, 5}) {
+    const Analysis a = analyze_table(rank_r_table(40, 24, r, 3), "rank");
+    const double top = a.singular_values.front();
+    int nonzero = 0;
+    for (double s : a.singular_values) nonzero += s > 1e-9 * top;
+    EXPECT_EQ(nonzero, r) << "rank " << r;
+    EXPECT_LE(a.k90_uncentered, r);
+    EXPECT_LE(a.k90, r);  // centring cannot raise the rank of the spread beyond r
+    EXPECT_LE(a.k99, r);
+    EXPECT_LE(a.effective_rank, r + kTol);
+    EXPECT_LE(a.participation_ratio, r + kTol);
+    EXPECT_NEAR(a.cumulative_variance.back(), 1.0, 1e-9);
+  }
+}
+
+TEST(Analysis, EffectiveDimensionsOfKnownSpectra) {
+  // Orthonormal rows scaled equally: every σ equal -> all effective ranks equal the count.
+  auto W = torch::eye(8, torch::kFloat64);
+  W = W - W.mean(0, true);  // centred already (rank 7): 7 equal σ
+  const Analysis a = analyze_table(W, "eye");
+  EXPECT_NEAR(a.effective_rank, 7.0, 1e-6);
+  EXPECT_NEAR(a.roy_vetterli_rank, 7.0, 1e-6);
+  EXPECT_NEAR(a.participation_ratio, 7.0, 1e-6);
+  EXPECT_NEAR(a.stable_rank, 7.0, 1e-6);
+  EXPECT_EQ(a.k50, 4);  // 4/7 >= 0.5
+  EXPECT_EQ(a.k90, 7);  // 6/7 < 0.9
+  // Two directions with variances 3:1 -> p = (0.75, 0.25).
+  auto t = torch::zeros({4, 2}, torch::kFloat64);
+  t.index_put_({torch::indexing::Slice(), 0}, torch::tensor({1.0, -1.0, 1.0, -1.0}, torch::kFloat64) * std::sqrt(3.0));
+  t.index_put_({torch::indexing::Slice(), 1}, torch::tensor({1.0, 1.0, -1.0, -1.0}, torch::kFloat64));
+  const Analysis b = analyze_table(t, "3:1");
+  EXPECT_NEAR(b.explained_variance[0], 0.75, 1e-9);
+  EXPECT_NEAR(b.effective_rank, std::exp(-(0.75 * std::log(0.75) + 0.25 * std::log(0.25))), 1e-9);
+  const double q = std::sqrt(3.0) / (std::sqrt(3.0) + 1);
+  EXPECT_NEAR(b.roy_vetterli_rank, std::exp(-(q * std::log(q) + (1 - q) * std::log(1 - q))), 1e-9);
+  EXPECT_NEAR(b.participation_ratio, 1.0 / (0.75 * 0.75 + 0.25 * 0.25), 1e-9);
+  EXPECT_NEAR(b.stable_rank, 4.0 / 3.0, 1e-9);
+}
+
+TEST(Analysis, OrthonormalRowsGiveAnIdentitySimilarityMatrix) {
+  auto Q = std::get<0>(torch::linalg_qr(torch::randn({16, 16}, torch::kFloat64)));  // orthonormal rows
+  AnalysisOptions opt;
+  opt.keep_cosine_matrix = true;
+  const Analysis a = analyze_table(Q, "orthonormal", opt);
+  EXPECT_TRUE(torch::allclose(a.cosine_matrix.to(torch::kFloat64), torch::eye(16, torch::kFloat64), 1e-6, 1e-6));
+  for (double c : a.cos_by_offset) EXPECT_NEAR(c, 0.0, 1e-6);
+}
+
+TEST(Analysis, SinusoidalSimilarityDependsOnlyOnDistance) {
+  auto W = sinusoidal_baseline(48, 32);
+  const auto C = cosine_matrix(W);
+  double worst = 0;
+  for (int64_t i = 0; i < 48; ++i)
+    for (int64_t j = 0; j < 48; ++j) {
+      const int64_t k = std::abs(i - j);
+      worst = std::max(worst, std::abs(C[i][j].item<double>() - C[0][k].item<double>()));
+    }
+  EXPECT_LT(worst, 1e-6) << "max |C[i][j] - C[0][|i-j|]| (the table is float32)";
+}
+
+TEST(Analysis, WhiteNoiseDifferenceEnergiesAreTwoAndSix) {
+  const Smoothness s = smoothness(random_table(2048, 64, 1.0, 5));
+  EXPECT_NEAR(s.first_difference_energy, 2.0, 0.05);
+  EXPECT_NEAR(s.second_difference_energy, 6.0, 0.15);
+  EXPECT_NEAR(s.adjacent_cosine, 0.0, 0.02);
+}
+
+TEST(Analysis, ShuffledCopyOfASmoothTableIsNotSmooth) {
+  const Analysis a = analyze_table(sinusoidal_baseline(128, 64), "sin");
+  EXPECT_LT(a.smooth.first_difference_energy, 0.5);
+  EXPECT_GT(a.shuffled.first_difference_energy, 1.0);
+  EXPECT_GT(a.smooth.adjacent_cosine, 0.9);
+  EXPECT_LT(a.shuffled.adjacent_cosine, a.smooth.adjacent_cosine - 0.3);
+  // the shuffle is a permutation: same rows, same spectrum
+  auto W = sinusoidal_baseline(128, 64);
+  auto S = shuffle_rows(W, 1);
+  EXPECT_TRUE(torch::allclose(std::get<0>(W.sort(0)), std::get<0>(S.sort(0))));
+  EXPECT_TRUE(torch::equal(shuffle_rows(W, 1), S));  // fixed seed
+}
+
+TEST(Analysis, OffsetsAndHalfDecay) {
+  // Rows on a circle: cos(w_i, w_{i+k}) = cos(2πk/P) exactly.
+  const int64_t P = 32;
+  auto ang = torch::arange(P, torch::kFloat64) * (2 * M_PI / P);
+  auto W = torch::stack({torch::cos(ang), torch::sin(ang)}, 1);  // (P, 2)
+  const Analysis a = analyze_table(W, "circle");
+  for (int64_t k = 1; k < P; ++k) EXPECT_NEAR(a.cos_by_offset[k - 1], std::cos(2 * M_PI * k / P), 1e-9) << k;
+  // half of cos(2π/32) = 0.4904 first crossed at k = 6 (cos(2π·6/32) = 0.383)
+  ASSERT_TRUE(a.half_offset.has_value());
+  EXPECT_EQ(*a.half_offset, 6);
+  // the circle's two PCs are one period along position, all power at 1 cycle per P positions
+  ASSERT_GE(a.pc_frequencies.size(), 2u);
+  EXPECT_NEAR(a.pc_frequencies[0].period, 32.0, 1e-9);
+  EXPECT_NEAR(a.pc_frequencies[0].power_share, 1.0, 1e-9);
+  EXPECT_NEAR(a.sinusoid_r2, 1.0, 1e-9);
+}
+
+TEST(Analysis, SinusoidR2SeparatesSmoothFromNoise) {
+  const Analysis noise = analyze_table(random_table(128, 64, 1.0, 2), "noise");
+  // a random table: the 2K + 1 basis columns explain about 2K / (P − 1) of the spread
+  EXPECT_NEAR(noise.sinusoid_r2, 16.0 / 127.0, 0.05);
+  const Analysis hb = analyze_table(handbook_table(128, 64, 2), "handbook");
+  EXPECT_GT(hb.smooth.adjacent_cosine, noise.smooth.adjacent_cosine + 0.3);
+}
+
+TEST(Analysis, BoundaryOutliersAreNamed) {
+  auto W = handbook_table(64, 32, 1);
+  W[0] = W[0] * 10;  // an outsized first row, like GPT-2's position 0
+  const Analysis a = analyze_table(W, "t");
+  ASSERT_FALSE(a.boundary.empty());
+  EXPECT_EQ(a.boundary.front().position, 0);
+  EXPECT_TRUE(a.boundary.front().outlier);
+  EXPECT_NE(a.boundary.front().reason.find("row norm"), std::string::npos);
+  EXPECT_GT(a.boundary.front().norm_z, 3.0);
+  EXPECT_NE(summary_text(a).find("position 0: row norm"), std::string::npos) << summary_text(a);
+  for (size_t i = 1; i < a.boundary.size(); ++i) EXPECT_EQ(a.boundary[i].reason.find("row norm"), std::string::npos);
+}
+
+TEST(Analysis, RowRanges) {
+  auto W = torch::arange(40, torch::kFloat64).reshape({10, 4});
+  int64_t first = -1;
+  EXPECT_EQ(select_rows(W, "1:9", &first).size(0), 8);
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(select_rows(W, ":5").size(0), 5);
+  EXPECT_EQ(select_rows(W, "-6:").size(0), 6);
+  EXPECT_EQ(select_rows(W, "2:100").size(0), 8);
+  for (const char* bad : {"3", "a:b", "5:6", "8:2", "1:2:3"}) EXPECT_THROW(select_rows(W, bad), Error) << bad;
+  AnalysisOptions opt;
+  opt.row_offset = 1;
+  EXPECT_EQ(analyze_table(select_rows(handbook_table(64, 16, 1), "1:64"), "t", opt).boundary.front().position, 1);
+}
+
+TEST(Analysis, BadTablesAreClearErrors) {
+  auto message = [](const torch::Tensor& t) {
+    try {
+      analyze_table(t, "bad.npy");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(torch::zeros({2, 3, 4})).find("bad.npy: the table has 3 dimensions"), std::string::npos);
+  EXPECT_NE(message(torch::zeros({3, 4})).find("at least 4 rows"), std::string::npos);
+  auto nan = torch::randn({8, 4});
+  nan[5][2] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(message(nan).find("NaN or Inf values (first at row 5, column 2)"), std::string::npos) << message(nan);
+  auto inf = torch::randn({8, 4});
+  inf[1][0] = std::numeric_limits<float>::infinity();
+  EXPECT_NE(message(inf).find("NaN or Inf"), std::string::npos);
+  EXPECT_NE(message(torch::zeros({8, 4}, torch::kInt64)).find("dtype"), std::string::npos);
+  EXPECT_NO_THROW(analyze_table(torch::randn({8, 4}).to(torch::kBFloat16), "bf16"));  // any float dtype
+  EXPECT_THROW(synthetic_table("helix", 8, 4, 0), Error);
+}
+
+TEST(Analysis, JsonHasTheDocumentedKeys) {
+  const auto j = to_json(analyze_table(handbook_table(32, 16, 0), "h"));
+  for (const char* key : {"positions", "dims", "singular_values", "explained_variance", "k50", "k90", "k95", "k99",
+                          "k90_uncentered", "effective_rank", "roy_vetterli_rank", "participation_ratio", "stable_rank",
+                          "adjacent_cosine", "cos_by_offset", "first_difference_energy", "second_difference_energy",
+                          "shuffled", "row_norms", "boundary_outliers", "pc_frequencies", "sinusoid_r2"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["shuffled"].contains("first_difference_energy"));
+  EXPECT_EQ(j["cos_by_offset"].size(), 31u);
+}
+
+// The facts ../shared/README.md gives for the first 64 rows of GPT-2's real position table.
+TEST(Analysis, Gpt2TableFromSharedMatchesTheKnownFacts) {
+  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/../shared/data/gpt2_wpe_rows0-63.npy";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "../shared/data is absent: skipping the GPT-2 facts";
+  const torch::Tensor W = read_npy_table(path);
+  const Analysis all = analyze_table(W, path);
+  EXPECT_NEAR(all.row_norms[0], 9.876, 1e-3);
+  EXPECT_NEAR(all.row_norms[1], 5.192, 1e-3);
+  double mean10 = 0;
+  for (int i = 10; i < 64; ++i) mean10 += all.row_norms[i] / 54;
+  EXPECT_NEAR(mean10, 3.462, 1e-3);
+  EXPECT_NEAR(all.adjacent_cosines[0], 0.524, 1e-3);
+  double adj = 0;
+  for (int i = 1; i < 63; ++i) adj += all.adjacent_cosines[i] / 62;
+  EXPECT_NEAR(adj, 0.9969, 1e-4);
+  ASSERT_FALSE(all.boundary.empty());
+  EXPECT_EQ(all.boundary.front().position, 0);
+  EXPECT_TRUE(all.boundary.front().outlier) << "position 0 is a boundary outlier";
+
+  AnalysisOptions opt;
+  const torch::Tensor rows = select_rows(W, "1:64", &opt.row_offset);
+  const Analysis a = analyze_table(rows, path, opt);
+  EXPECT_NEAR(a.explained_variance[0], 0.720, 1e-3);
+  EXPECT_NEAR(a.explained_variance[1], 0.199, 1e-3);
+  EXPECT_NEAR(a.explained_variance[2], 0.054, 1e-3);
+  EXPECT_EQ(a.k90, 2);
+  EXPECT_NEAR(a.smooth.adjacent_cosine, 0.9969, 1e-4);
+}
+
+}  // namespace
+}  // namespace poslab
