@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev libgtest-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libopenblas0-pthread    # fast BLAS for LibTorch (the reference BLAS runs ~50x slower here)
   fortunes                # the default corpus: /usr/share/games/fortunes
+  gnuplot-nox             # draws the report's figures
 )
 
 SUDO=""

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/analyze_cmd.h"
+#include "cli/model_cmds.h"
 #include "config/config.h"
 #include "train/trainer.h"
 
@@ -34,6 +35,14 @@ int run_cli(int argc, char** argv) {
 
   AnalyzeArgs analyze_args;
   auto* analyze_cmd = add_analyze_command(app, analyze_args);
+  ReportArgs report_args;
+  auto* report_cmd = add_report_command(app, report_args);
+  InspectArgs inspect_args;
+  auto* inspect_cmd = add_inspect_command(app, inspect_args);
+  SampleArgs sample_args;
+  auto* sample_cmd = add_sample_command(app, sample_args);
+  EvalArgs eval_args;
+  auto* eval_cmd = add_eval_command(app, eval_args);
 
   try {
     app.parse(argc, argv);
@@ -51,9 +60,14 @@ int run_cli(int argc, char** argv) {
       throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
     const TrainSummary s = train(train_req);
     std::cout << s.run_dir << "\n";
+    if (!s.report_html.empty()) std::cout << s.report_html << "\n";
     return 0;
   }
   if (*analyze_cmd) return run_analyze(analyze_args);
+  if (*report_cmd) return run_report(report_args);
+  if (*inspect_cmd) return run_inspect(inspect_args);
+  if (*sample_cmd) return run_sample(sample_args);
+  if (*eval_cmd) return run_eval(eval_args);
   if (*config_cmd) {
     std::cout << to_yaml(load_config(config_path, config_sets));
     return 0;

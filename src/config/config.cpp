@@ -73,6 +73,7 @@ const std::vector<Field>& fields() {
       if (c.run.threads == 0) e << "auto"; else e << c.run.threads;
     };
     t.push_back(threads);
+    t.push_back(POSLAB_FIELD(bool, "true | false", run.report));
 
     Field corpus;
     corpus.key = "data.corpus";

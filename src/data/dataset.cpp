@@ -81,7 +81,7 @@ void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int bloc
   val.assign(ids.begin() + static_cast<std::ptrdiff_t>(n_train), ids.end());
 }
 
-TokenData prepare_tokens(const Config& cfg, int threads) {
+TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given) {
   const auto& tc = cfg.data.tokenizer;
   Corpus corpus = read_corpus(cfg.data.corpus);
   if (!corpus.skipped.empty()) {
@@ -99,14 +99,14 @@ TokenData prepare_tokens(const Config& cfg, int threads) {
   TokenData data;
 
   // Tokenizer: an explicit .model, a cached one, or a fresh one trained on the corpus.
-  std::string tok_key;
-  if (!tc.model.empty()) {
+  if (given != nullptr) {
+    data.tokenizer = *given;
+  } else if (!tc.model.empty()) {
     data.tokenizer = Tokenizer::from_file(tc.model);
-    tok_key = "file-" + content_hash(data.tokenizer.model_bytes());
     spdlog::info("tokenizer: loaded {} ({} pieces)", tc.model, data.tokenizer.vocab_size());
   } else {
     const int vocab = tc.type == "char" ? distinct_chars(corpus.text) + 2 : tc.vocab_size;
-    tok_key = tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
+    const std::string tok_key = tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
     const std::string model_path = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
     std::error_code ec;
     if (fs::is_regular_file(model_path, ec)) {

@@ -24,7 +24,8 @@ std::string cache_dir(const Config& cfg);
 
 // Reads data.corpus, trains (or loads) the tokenizer and encodes, reusing cached results keyed by the
 // corpus content and the tokenizer settings. Throws poslab::Error when a split is shorter than block_size + 1.
-TokenData prepare_tokens(const Config& cfg, int threads);
+// With `given`, that tokenizer is used as it is (a checkpoint's own), and only the encoding is cached.
+TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given = nullptr);
 
 // Splits ids into train (head) and val (tail); checks both hold at least block_size + 1 tokens.
 void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size,

@@ -25,4 +25,33 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
   return total.item<double>() / batches;
 }
 
+PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
+                                uint64_t seed, bool bf16, const torch::Device& device) {
+  const bool was_training = model->is_training();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t T = model->cfg.block_size;
+  BatchSampler sampler(tokens, batch_size, static_cast<int>(T), seed);
+  auto sum = torch::zeros({T}, torch::kFloat64);  // (T,)
+  for (int i = 0; i < batches; ++i) {
+    auto [x, y] = sampler.next();
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(bf16, device.is_cuda());
+      logits = model->forward(x.to(device));  // (B, T, V)
+    }
+    auto nll = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), y.to(device).reshape(-1),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // (B*T,)
+    sum += nll.view({-1, T}).sum(0).to(torch::kCPU, torch::kFloat64);
+  }
+  model->train(was_training);
+  PositionLoss r;
+  r.tokens = static_cast<int64_t>(batches) * batch_size * T;
+  auto mean = sum / (static_cast<double>(batches) * batch_size);
+  r.by_position.assign(mean.data_ptr<double>(), mean.data_ptr<double>() + T);
+  r.loss = mean.mean().item<double>();
+  return r;
+}
+
 }  // namespace poslab

@@ -4,15 +4,31 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/gpt.h"
 
 namespace poslab {
 
+// The seed of the fixed eval windows of a split ("train" or "val"): training's evals and poslab eval agree.
+inline uint64_t eval_seed(int64_t run_seed, const std::string& split) {
+  return static_cast<uint64_t>(run_seed) + (split == "val" ? 2 : 1);
+}
+
 // Mean loss over `batches` random windows (same windows for the same seed), in eval mode without grad;
 // the model's previous train/eval mode is restored.
 double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
                      bool bf16, const torch::Device& device);
+
+struct PositionLoss {
+  double loss = 0;                  // mean over every position and batch
+  std::vector<double> by_position;  // (block_size,) mean loss of the token predicted at each position
+  int64_t tokens = 0;               // tokens scored
+};
+
+// Like estimate_loss, but keeps the loss of each position of the context.
+PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
+                                uint64_t seed, bool bf16, const torch::Device& device);
 
 }  // namespace poslab

@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "model/autocast.h"
 #include "model/gpt.h"
+#include "report/report.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -161,9 +162,10 @@ TrainSummary train(const TrainRequest& req) {
     nlohmann::json record = {{"step", step}, {"lr", lr}};
 
     if (!first_of_resume && (step % cfg.train.eval_every == 0 || last)) {
-      const uint64_t eval_seed = static_cast<uint64_t>(cfg.run.seed) + 1;
-      last_train_est = estimate_loss(model, data.train, cfg.train.eval_batches, cfg.train.batch_size, eval_seed, bf16, device);
-      last_val_est = estimate_loss(model, data.val, cfg.train.eval_batches, cfg.train.batch_size, eval_seed + 1, bf16, device);
+      last_train_est = estimate_loss(model, data.train, cfg.train.eval_batches, cfg.train.batch_size,
+                                     eval_seed(cfg.run.seed, "train"), bf16, device);
+      last_val_est = estimate_loss(model, data.val, cfg.train.eval_batches, cfg.train.batch_size,
+                                   eval_seed(cfg.run.seed, "val"), bf16, device);
       record["train_loss"] = last_train_est;
       record["val_loss"] = last_val_est;
       progress.clear();
@@ -242,6 +244,14 @@ TrainSummary train(const TrainRequest& req) {
 
   TrainSummary s;
   s.run_dir = rdir;
+  if (cfg.run.report && finished_at >= cfg.train.max_steps && model->wpe) {
+    try {
+      s.report_html = write_run_report(rdir).index_html;
+      spdlog::info("report: {}", s.report_html);
+    } catch (const Error& e) {
+      spdlog::error("report not written: {}{}", e.what(), e.hint().empty() ? "" : " (" + e.hint() + ")");
+    }
+  }
   s.steps = finished_at;
   s.finished = finished_at >= cfg.train.max_steps;
   s.train_loss = last_train_est;

@@ -21,6 +21,7 @@ struct TrainSummary {
   double val_loss = 0.0;
   double seconds = 0.0;         // wall time of this invocation
   double tokens_per_s = 0.0;    // training throughput (train steps only)
+  std::string report_html;      // the report written at the end (run.report), or empty
 };
 
 TrainSummary train(const TrainRequest& request);

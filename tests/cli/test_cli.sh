@@ -68,15 +68,23 @@ expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/
 expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
 expect_error "analyze nothing" "nothing to analyse" analyze
+printf 'PK\003\004 not a checkpoint' >"$tmp/other.pt"
+expect_error "inspect another format" "other.pt: not a readable checkpoint" inspect "$tmp/other.pt"
+expect_error "sample another format" "other.pt: not a readable checkpoint" sample "$tmp/other.pt"
+expect_error "eval another format" "other.pt: not a readable checkpoint" eval "$tmp/other.pt"
+expect_error "inspect missing" "missing.pt: checkpoint not found" inspect "$tmp/missing.pt"
+expect_error "report empty run folder" "empty-run: no snapshots" report "$tmp/empty-run"
+expect_error "report missing input" "nope: not found" report "$tmp/nope"
 
 # The default config, shortened: it must train, snapshot and checkpoint.
 if [ -d /usr/share/games/fortunes ]; then
   if "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
       --set snapshot.every=3 --set "run.out_dir=$tmp/x" >"$tmp/out" 2>"$tmp/err" &&
-     [ "$(cat "$tmp/out")" = "$tmp/x/default" ] &&
+     [ "$(sed -n 1p "$tmp/out")" = "$tmp/x/default" ] &&
      [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
      [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
-     grep -q "BLAS: OpenBLAS" "$tmp/err"; then
+     grep -q "BLAS: OpenBLAS" "$tmp/err" &&
+     { ! command -v gnuplot >/dev/null || [ "$(sed -n 2p "$tmp/out")" = "$tmp/x/default/report/index.html" ]; }; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
@@ -91,6 +99,36 @@ if [ -d /usr/share/games/fortunes ]; then
   else
     failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
   fi
+  ckpt="$tmp/x/default/checkpoints/latest.pt"
+  if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         6 of train.max_steps 6" "$tmp/out" &&
+     grep -q "^position table" "$tmp/out" && grep -q "parameters" "$tmp/out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL inspect"; cat "$tmp/out" "$tmp/err"
+  fi
+  "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s1" 2>/dev/null
+  "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s2" 2>/dev/null
+  "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 4 >"$tmp/s3" 2>/dev/null
+  if cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3" && grep -q "^The" "$tmp/s1"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3"
+  fi
+  if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val loss .* perplexity" "$tmp/out" &&
+     [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_val.csv")" -eq 129 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL eval"; cat "$tmp/out" "$tmp/err"
+  fi
+  if command -v gnuplot >/dev/null; then
+    if "$poslab" report "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "position_loss.png" "$tmp/x/default/report/index.html"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1)); echo "FAIL report with the eval figure"; cat "$tmp/out" "$tmp/err"
+    fi
+  fi
+  expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
+  expect_error "eval bad split" "split" eval "$ckpt" --split test
   expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 else
   echo "SKIP default config short run: /usr/share/games/fortunes is absent (run scripts/setup.sh)"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Opens a report in headless Chromium (Debian's chromium, installed when missing) and saves a screenshot,
+# to look at the page as a reader would. Usage: scripts/screenshot_report.sh RUN_DIR/report/index.html [OUT.png] [HEIGHT]
+set -euo pipefail
+page=$(readlink -f "$1")
+out=${2:-${page%.html}.png}
+height=${3:-7000}
+if ! command -v chromium >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+profile=$(mktemp -d)
+trap 'rm -rf "$profile"' EXIT
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+  --disable-component-update --disable-sync --user-data-dir="$profile" --hide-scrollbars \
+  --window-size=1280,"$height" --screenshot="$out" "file://$page" 2>/dev/null
+echo "$out"

@@ -1,0 +1,168 @@
+#include "cli/model_cmds.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "analysis/analysis.h"
+#include "analysis/baselines.h"
+#include "analysis/format.h"
+#include "analysis/table_io.h"
+#include "data/dataset.h"
+#include "report/report.h"
+#include "train/evaluate.h"
+#include "train/loaded_model.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/platform.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
+  auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
+                                           "or one table (.npy, .safetensors, .pt, --synthetic)");
+  cmd->add_option("input", a.input, "run folder, or a .npy / .safetensors / .pt file");
+  cmd->add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
+  cmd->add_option("--synthetic", a.synthetic, "random | sinusoidal | handbook");
+  cmd->add_option("--positions", a.positions, "rows of the synthetic table")->capture_default_str();
+  cmd->add_option("--dim", a.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "seed of synthetic and random tables")->capture_default_str();
+  cmd->add_option("--rows", a.rows, "one table: analyse rows BEGIN:END only");
+  cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
+  cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict threshold (see analyze)")->capture_default_str();
+  cmd->add_option("--smooth-margin", a.thresholds.smooth_margin, "verdict threshold (see analyze)")->capture_default_str();
+  return cmd;
+}
+
+int run_report(const ReportArgs& a) {
+  std::error_code ec;
+  ReportResult r;
+  if (a.synthetic.empty() && !a.input.empty() && fs::is_directory(a.input, ec)) {
+    r = write_run_report(a.input, a.thresholds);
+  } else {
+    torch::Tensor W;
+    std::string source, out = a.out;
+    if (!a.synthetic.empty()) {
+      W = synthetic_table(a.synthetic, a.positions, a.dims, a.seed);
+      source = fmt::format("synthetic {} ({} x {}, seed {})", a.synthetic, a.positions, a.dims, a.seed);
+      if (out.empty()) out = "report_" + a.synthetic;
+    } else {
+      if (a.input.empty()) throw Error("report: nothing to draw", "pass a run folder, a table file, or --synthetic KIND");
+      if (!fs::exists(a.input, ec)) throw Error(a.input + ": not found", "pass an existing run folder or table file");
+      const std::string ext = fs::path(a.input).extension().string();
+      source = a.input;
+      if (ext == ".npy") W = read_npy_table(a.input);
+      else if (ext == ".pt") W = read_checkpoint_table(a.input);
+      else if (ext == ".safetensors") {
+        if (a.tensor.empty()) throw Error(a.input + ": which tensor? pass --tensor NAME");
+        W = read_safetensors_tensor(a.input, a.tensor);
+        source += ":" + a.tensor;
+      } else {
+        throw Error(a.input + ": unknown kind of input '" + ext + "'", "pass a run folder, .npy, .safetensors or .pt");
+      }
+      if (out.empty()) out = (fs::path(a.input).parent_path() / (fs::path(a.input).stem().string() + "_report")).string();
+    }
+    int64_t offset = 0;
+    if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
+    r = write_table_report(W, source, out, offset, a.seed);
+  }
+  std::cerr << r.figures.size() << " figures (PNG and SVG) with their data and gnuplot scripts\n";
+  std::cout << r.index_html << "\n";
+  return 0;
+}
+
+CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
+  auto* cmd = app.add_subcommand("inspect", "describe a checkpoint: config, step, sizes, losses, tokenizer, its position table");
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  return cmd;
+}
+
+int run_inspect(const InspectArgs& a) {
+  const LoadedModel m = load_model(a.checkpoint);
+  auto loss = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("unknown"); };
+  std::cout << fmt::format("checkpoint   {} (format {})\n", a.checkpoint, m.meta.format_version);
+  std::cout << fmt::format("step         {} of train.max_steps {}\n", m.meta.step, m.cfg.train.max_steps);
+  std::cout << fmt::format("parameters   {} ({} without the position table)\n", m.model->num_params(),
+                           m.model->num_params(false));
+  std::cout << fmt::format("model        n_layer {} | n_head {} | n_embd {} | block_size {} | position {}\n",
+                           m.cfg.model.n_layer, m.cfg.model.n_head, m.cfg.model.n_embd, m.cfg.model.block_size,
+                           m.cfg.model.position);
+  std::cout << fmt::format("loss         train {} | val {} | best val {}\n", loss(m.meta.train_loss),
+                           loss(m.meta.val_loss), loss(m.meta.best_val_loss));
+  std::cout << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
+                           m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
+  if (m.model->wpe) {
+    std::cout << "position table\n" << summary_text(analyze_table(m.model->position_table(), "wpe.weight"));
+  } else {
+    std::cout << "position table none (model.position = none)\n";
+  }
+  std::cout << "config\n" << to_yaml(m.cfg);
+  return 0;
+}
+
+CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
+  auto* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  cmd->add_option("--prompt", a.prompt, "text to continue (default: start from a new line)");
+  cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", a.options.temperature, "0 = greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens; 0 = all")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str();
+  return cmd;
+}
+
+int run_sample(const SampleArgs& a) {
+  LoadedModel m = load_model(a.checkpoint);
+  const std::vector<int> prompt = m.tokenizer.encode(a.prompt);
+  const int start = m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0;
+  std::vector<int> ids = generate(m.model, prompt, a.options, start);
+  if (prompt.empty()) ids.erase(ids.begin());  // the start token is not part of the text
+  std::cout << m.tokenizer.decode(ids) << "\n";
+  return 0;
+}
+
+CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
+  auto* cmd = app.add_subcommand("eval", "loss, perplexity and the loss at each position of a checkpoint");
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  cmd->add_option("--split", a.split, "val | train")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
+  cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", a.out, "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv)");
+  return cmd;
+}
+
+int run_eval(const EvalArgs& a) {
+  LoadedModel m = load_model(a.checkpoint);
+  const int threads = apply_threads(m.cfg.run.threads);
+  const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
+  const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
+  const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
+  const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                                            eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16",
+                                            torch::Device(torch::kCPU));
+  std::string out = a.out;
+  if (out.empty()) {
+    // RUN_DIR/checkpoints/x.pt -> RUN_DIR/eval/
+    const fs::path ckpt_dir = fs::absolute(a.checkpoint).parent_path();
+    const fs::path run = ckpt_dir.filename() == "checkpoints" ? ckpt_dir.parent_path() : ckpt_dir;
+    out = (run / "eval" / ("per_position_loss_" + a.split + ".csv")).string();
+  }
+  std::string csv = "position,loss\n";
+  for (size_t i = 0; i < r.by_position.size(); ++i) csv += fmt::format("{},{:.6f}\n", i, r.by_position[i]);
+  make_dirs(fs::path(out).parent_path().string());
+  write_file_atomic(out, csv);
+  const auto& p = r.by_position;
+  std::cout << fmt::format("{} loss {:.4f} | perplexity {:.2f} | {} tokens ({} batches x {} x {})\n", a.split, r.loss,
+                           std::exp(r.loss), r.tokens, batches, batch_size, p.size());
+  std::cout << fmt::format("loss by position: 0: {:.3f} | 1: {:.3f} | {}: {:.3f} | {}: {:.3f} (last)\n", p[0], p[1],
+                           p.size() / 2, p[p.size() / 2], p.size() - 1, p.back());
+  std::cout << "wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace poslab

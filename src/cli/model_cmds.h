@@ -1,0 +1,41 @@
+// poslab report / inspect / sample / eval.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "analysis/trajectory.h"
+#include "model/sample.h"
+
+namespace poslab {
+
+struct ReportArgs {
+  std::string input, tensor, synthetic, rows, out;
+  int64_t positions = 1024, dims = 768;
+  uint64_t seed = 0;
+  VerdictThresholds thresholds;
+};
+struct InspectArgs {
+  std::string checkpoint;
+};
+struct SampleArgs {
+  std::string checkpoint, prompt;
+  SampleOptions options;
+};
+struct EvalArgs {
+  std::string checkpoint, split = "val", out;
+  int batches = 0, batch_size = 0;  // 0 = the run's train.eval_batches / train.batch_size
+};
+
+CLI::App* add_report_command(CLI::App& app, ReportArgs& a);
+CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a);
+CLI::App* add_sample_command(CLI::App& app, SampleArgs& a);
+CLI::App* add_eval_command(CLI::App& app, EvalArgs& a);
+
+int run_report(const ReportArgs& a);
+int run_inspect(const InspectArgs& a);
+int run_sample(const SampleArgs& a);
+int run_eval(const EvalArgs& a);
+
+}  // namespace poslab

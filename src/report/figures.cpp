@@ -1,0 +1,266 @@
+#include "report/figures.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace poslab {
+namespace {
+
+// Draws the body once as PNG and once as SVG, with the same size and font.
+std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540) {
+  return fmt::format(
+      "set datafile missing 'NaN'\n"
+      "do for [fmt in \"png svg\"] {{\n"
+      "  if (fmt eq \"png\") {{ set terminal pngcairo size {w},{h} enhanced font 'sans,11' }}\n"
+      "  else {{ set terminal svg size {w},{h} enhanced font 'sans,11' background rgb 'white' }}\n"
+      "  set output '{n}.'.fmt\n"
+      "{b}"
+      "  unset output\n"
+      "}}\n",
+      fmt::arg("w", width), fmt::arg("h", height), fmt::arg("n", name), fmt::arg("b", body));
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
+
+std::string quote(const std::string& s) {  // a gnuplot single-quoted string
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+const char* kPalette = "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
+
+}  // namespace
+
+Figure spectrum_figure(const std::vector<Series>& series) {
+  Figure f{"spectrum", "Singular-value spectrum",
+           "Singular values of each table as it is, divided by the largest, on a log scale (cut at 10^-4). A random "
+           "table's spectrum is flat and spread out; a low-rank table's falls steeply after its first few components.",
+           {}, {}};
+  std::string plots;
+  for (const auto& s : series) {
+    const std::string file = "spectrum_" + slug(s.label) + ".dat";
+    std::string d = "# k sigma_k/sigma_1\n";
+    const auto& sv = s.analysis->singular_values;
+    for (size_t k = 0; k < sv.size(); ++k) d += fmt::format("{} {}\n", k + 1, num(sv[k] / std::max(sv[0], 1e-300)));
+    f.data[file] = d;
+    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file, quote(s.label));
+  }
+  f.script = both_formats(f.name,
+                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
+                          "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key top right\n  set grid\n"
+                          "  plot " + plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
+  return f;
+}
+
+Figure cumulative_variance_figure(const std::vector<Series>& series) {
+  Figure f{"cumulative_variance", "Cumulative explained variance",
+           "Share of the centred table's variance held by its first k principal components; the dashed line marks 90 %. "
+           "The further left a curve crosses it, the fewer components the table needs.",
+           {}, {}};
+  std::string plots;
+  for (const auto& s : series) {
+    const std::string file = "cumvar_" + slug(s.label) + ".dat";
+    std::string d = "# k cumulative_share_percent\n0 0\n";
+    const auto& c = s.analysis->cumulative_variance;
+    for (size_t k = 0; k < c.size(); ++k) d += fmt::format("{} {}\n", k + 1, num(100 * c[k]));
+    f.data[file] = d;
+    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file,
+                         quote(fmt::format("{} (k90 = {})", s.label, s.analysis->k90)));
+  }
+  f.script = both_formats(f.name,
+                          "  set xlabel 'number of principal components k'\n  set ylabel 'explained variance (%)'\n"
+                          "  set yrange [0:100]\n  set key bottom right\n  set grid\n"
+                          "  plot " + plots + ", 90 with lines dt 2 lc rgb 'gray40' title '90 %'\n  set autoscale y\n");
+  return f;
+}
+
+Figure similarity_heatmaps_figure(const std::vector<Series>& tables) {
+  Figure f{"similarity", "Position-similarity heatmaps",
+           "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 to 1. "
+           "Noise shows only the diagonal; a smooth table shows a bright band that widens along it.",
+           {}, {}};
+  std::string body = kPalette;
+  const int64_t P = tables.empty() ? 0 : tables[0].analysis->positions;
+  body += fmt::format("  set cbrange [-1:1]\n  set cblabel 'cosine similarity'\n  set size ratio -1\n"
+                      "  set xlabel 'position j'\n  set ylabel 'position i'\n"
+                      "  set xrange [-0.5:{0}-0.5]\n  set yrange [{0}-0.5:-0.5]\n",
+                      P);
+  if (tables.size() > 1) body += fmt::format("  set multiplot layout 1,{}\n", tables.size());
+  for (const auto& s : tables) {
+    const std::string file = "cos_" + slug(s.label) + ".dat";
+    const auto& M = s.analysis->cosine_matrix;
+    std::string d;
+    if (M.defined()) {
+      auto m = M.to(torch::kFloat64).contiguous();
+      const int64_t P = m.size(0);
+      const double* p = m.data_ptr<double>();
+      for (int64_t i = 0; i < P; ++i) {
+        for (int64_t j = 0; j < P; ++j) d += (j ? " " : "") + fmt::format("{:.4f}", p[i * P + j]);
+        d += "\n";
+      }
+    }
+    f.data[file] = d;
+    body += fmt::format("  set title {}\n  plot '{}' matrix with image notitle\n", quote(s.label), file);
+  }
+  if (tables.size() > 1) body += "  unset multiplot\n";
+  body += "  set autoscale xy\n  set size noratio\n";
+  f.script = both_formats(f.name, body, tables.size() > 1 ? 1100 : 640, 520);
+  return f;
+}
+
+Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
+  Figure f{"cos_by_offset", "Similarity by distance, over training",
+           "Mean cosine similarity of positions k apart, one curve per snapshot, coloured by training step. At step 0 "
+           "it is flat at 0; as the table learns, nearby positions become similar and the curve falls with distance.",
+           {}, {}};
+  std::string d = "# offset mean_cosine step\n";
+  for (const auto& p : points) {
+    const auto& c = p.analysis.cos_by_offset;
+    for (size_t k = 0; k < c.size(); ++k) d += fmt::format("{} {} {}\n", k + 1, num(c[k]), p.step);
+    d += "\n\n";
+  }
+  f.data["cos_by_offset.dat"] = d;
+  f.script = both_formats(f.name, std::string(kPalette) +
+                                      "  set xlabel 'offset k (positions)'\n  set ylabel 'mean cos(w_i, w_{i+k})'\n  set autoscale xfix\n"
+                                      "  set cblabel 'training step'\n  set grid\n"
+                                      "  plot 'cos_by_offset.dat' using 1:2:3 with lines lw 1.5 lc palette notitle\n");
+  return f;
+}
+
+Figure principal_components_figure(const Series& s) {
+  Figure f{"principal_components", "Top principal components along position",
+           "The table's positions projected on its first four principal components (" + s.label +
+               "). Smooth, sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
+           {}, {}};
+  std::string d = "# position pc1 pc2 pc3 pc4\n";
+  const auto& pcs = s.analysis->pc_frequencies;
+  const size_t P = pcs.empty() ? 0 : pcs[0].projection.size();
+  for (size_t i = 0; i < P; ++i) {
+    d += std::to_string(i + s.analysis->row_offset);
+    for (const auto& pc : pcs) d += " " + num(pc.projection[i]);
+    d += "\n";
+  }
+  f.data["pcs.dat"] = d;
+  std::string plots;
+  for (size_t k = 0; k < pcs.size(); ++k)
+    plots += fmt::format("{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
+                         quote(fmt::format("PC{} ({:.1f} %, period {:.1f})", k + 1, 100 * pcs[k].explained, pcs[k].period)));
+  f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component'\n"
+                                              "  set grid\n  set xrange [{}:{}]\n  set key outside right\n",
+                                              s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1) +
+                                      "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n");
+  return f;
+}
+
+Figure helix_figure(const Series& s) {
+  Figure f{"helix", "Positions in the plane of PC1 and PC2",
+           "Each position of the table (" + s.label + ") as a point in the plane of its first two principal components, "
+           "coloured by position and joined in order: GPT-2's positions trace an arc of a helix here; noise is a cloud.",
+           {}, {}};
+  std::string d = "# position pc1 pc2 (each figure keeps its own data)\n";
+  const auto& pcs = s.analysis->pc_frequencies;
+  if (pcs.size() >= 2)
+    for (size_t i = 0; i < pcs[0].projection.size(); ++i)
+      d += fmt::format("{} {} {}\n", i + s.analysis->row_offset, num(pcs[0].projection[i]), num(pcs[1].projection[i]));
+  f.data["pcs_helix.dat"] = d;
+  f.script = both_formats(f.name, std::string(kPalette) +
+                                      "  set xlabel 'PC1'\n  set ylabel 'PC2'\n  set cblabel 'position'\n  set grid\n"
+                                      "  set size ratio -1\n"
+                                      "  plot 'pcs_helix.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
+                                      "'pcs_helix.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
+                                      "  set size noratio\n",
+                          760, 620);
+  return f;
+}
+
+Figure row_norms_figure(const std::vector<Series>& series) {
+  Figure f{"row_norms", "Row norm by position",
+           "The length of each position's vector. Boundary effects show as the first (or last) positions standing apart "
+           "from the interior.",
+           {}, {}};
+  std::string plots;
+  for (const auto& s : series) {
+    const std::string file = "norms_" + slug(s.label) + ".dat";
+    std::string d = "# position norm\n";
+    for (size_t i = 0; i < s.analysis->row_norms.size(); ++i)
+      d += fmt::format("{} {}\n", i + s.analysis->row_offset, num(s.analysis->row_norms[i]));
+    f.data[file] = d;
+    plots += fmt::format("{}'{}' using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title {}", plots.empty() ? "" : ", ", file,
+                         quote(s.label));
+  }
+  const int64_t first = series.empty() ? 0 : series[0].analysis->row_offset;
+  const int64_t last = series.empty() ? 1 : first + series[0].analysis->positions - 1;
+  f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'row norm ||w_i||'\n  set grid\n"
+                                              "  set xrange [{}:{}]\n", first, last) +
+                                      "  plot " + plots + "\n  set autoscale x\n");
+  return f;
+}
+
+Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::string& metrics_jsonl) {
+  Figure f{"trajectory", "How the structure emerges during training",
+           "Over training steps: components for 90 % of the variance, entropy effective rank, adjacent-position cosine "
+           "beside its row-shuffled control, and the train and val loss.",
+           {}, {}};
+  std::string d = "# step k90 effective_rank adjacent_cosine shuffled_adjacent_cosine\n";
+  for (const auto& p : points)
+    d += fmt::format("{} {} {} {} {}\n", p.step, p.analysis.k90, num(p.analysis.effective_rank),
+                     num(p.analysis.smooth.adjacent_cosine), num(p.analysis.shuffled.adjacent_cosine));
+  f.data["trajectory.dat"] = d;
+  std::string loss = "# step batch_loss eval_train_loss eval_val_loss\n";
+  std::istringstream in(metrics_jsonl);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step")) continue;
+    auto get = [&](const char* k) { return j.contains(k) ? num(j[k].get<double>()) : std::string("NaN"); };
+    loss += fmt::format("{} {} {} {}\n", j["step"].get<int64_t>(), get("loss"), get("train_loss"), get("val_loss"));
+  }
+  f.data["loss.dat"] = loss;
+  f.script = both_formats(
+      f.name,
+      "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n"
+      "  set title 'components for 90 % (k90)'\n  set ylabel 'components'\n"
+      "  plot 'trajectory.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 notitle\n"
+      "  set title 'entropy effective rank'\n  set ylabel 'effective rank'\n"
+      "  plot 'trajectory.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 notitle\n"
+      "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key top left\n"
+      "  plot 'trajectory.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
+      "'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'row-shuffled copy'\n"
+      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key top right\n"
+      "  plot 'loss.dat' using 1:2 with lines lc rgb '#bbbbbb' title 'batch', "
+      "'loss.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'train (eval)', "
+      "'loss.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'val'\n"
+      "  unset multiplot\n",
+      1100, 760);
+  return f;
+}
+
+Figure position_loss_figure(const std::string& csv, const std::string& split) {
+  Figure f{"position_loss", "Loss at each position",
+           "Mean " + split + " loss of the token predicted at each position of the context (poslab eval). The first "
+           "positions see the least context before them; the curve shows how much each position gains from it.",
+           {}, {}};
+  std::string d = "# position loss\n";
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const auto comma = line.find(',');
+    if (comma != std::string::npos) d += line.substr(0, comma) + " " + line.substr(comma + 1) + "\n";
+  }
+  f.data["position_loss.dat"] = d;
+  f.script = both_formats(f.name, "  set xlabel 'position in the context'\n  set autoscale xfix\n  set ylabel 'cross-entropy (nats/token)'\n"
+                                  "  set grid\n  plot 'position_loss.dat' using 1:2 with linespoints pt 7 ps 0.5 lw 2 notitle\n");
+  return f;
+}
+
+}  // namespace poslab

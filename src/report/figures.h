@@ -1,0 +1,39 @@
+// The report's figures: each is a set of data files plus one gnuplot script that draws NAME.png and NAME.svg.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/trajectory.h"
+
+namespace poslab {
+
+struct Figure {
+  std::string name;                          // file stem: NAME.gp, NAME.png, NAME.svg
+  std::string title;
+  std::string caption;                       // one or two sentences: what it shows
+  std::map<std::string, std::string> data;   // file name -> content, written next to the script
+  std::string script;                        // gnuplot script (runs in the report folder)
+};
+
+// A labelled analysis, one series of a figure.
+struct Series {
+  std::string label;
+  const Analysis* analysis;
+};
+
+Figure spectrum_figure(const std::vector<Series>& series);
+Figure cumulative_variance_figure(const std::vector<Series>& series);
+Figure similarity_heatmaps_figure(const std::vector<Series>& tables);   // 1 or 2 tables, one colour scale
+Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points);
+Figure principal_components_figure(const Series& s);
+Figure helix_figure(const Series& s);
+Figure row_norms_figure(const std::vector<Series>& series);
+// Trajectories over steps; `metrics_jsonl` (may be empty) adds the train and val loss curves.
+Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::string& metrics_jsonl);
+// Per-position loss from `poslab eval` (CSV "position,loss").
+Figure position_loss_figure(const std::string& csv, const std::string& split);
+
+}  // namespace poslab

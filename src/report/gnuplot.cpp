@@ -1,0 +1,62 @@
+#include "report/gnuplot.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("POSLAB_GNUPLOT")) return env;
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "gnuplot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+void run_gnuplot(const std::string& dir, const std::string& script) {
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty())
+    throw Error("gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",
+                "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
+  const std::string log = (fs::path(dir) / (script + ".log")).string();
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("cannot start gnuplot: fork failed");
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) _exit(126);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+    }
+    ::execl(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string msg;
+    try {
+      msg = read_file(log);
+    } catch (const Error&) {
+    }
+    if (msg.size() > 600) msg = msg.substr(msg.size() - 600);
+    throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + msg,
+                "see " + log);
+  }
+  std::error_code ec;
+  fs::remove(log, ec);
+}
+
+}  // namespace poslab

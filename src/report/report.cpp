@@ -1,0 +1,199 @@
+#include "report/report.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "analysis/baselines.h"
+#include "config/config.h"
+#include "report/figures.h"
+#include "report/gnuplot.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+const char* kStyle = R"(
+body { font-family: sans-serif; max-width: 1180px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+.source { color: #666; margin-top: 0; }
+.verdict { font-size: 1.1em; padding: 0.8em 1em; border-left: 5px solid #21918c; background: #f2f8f8; }
+.verdict.no { border-color: #b5651d; background: #fbf5ee; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+figure { margin: 2em 0; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { color: #444; max-width: 900px; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
+)";
+
+// Writes each figure's data and script, then renders them all.
+std::vector<std::string> draw(const std::string& dir, const std::vector<Figure>& figures) {
+  make_dirs(dir);
+  for (const auto& f : figures) {
+    for (const auto& [file, content] : f.data) write_file_atomic((fs::path(dir) / file).string(), content);
+    write_file_atomic((fs::path(dir) / (f.name + ".gp")).string(), f.script);
+  }
+  std::vector<std::string> names;
+  for (const auto& f : figures) {
+    run_gnuplot(dir, f.name + ".gp");
+    names.push_back(f.name);
+  }
+  return names;
+}
+
+std::string metrics_table(const std::vector<Series>& columns) {
+  std::string h = "<table>\n<tr><th>metric</th>";
+  for (const auto& c : columns) h += "<th>" + html_escape(c.label) + "</th>";
+  h += "</tr>\n";
+  auto row = [&](const std::string& name, auto get) {
+    h += "<tr><td>" + name + "</td>";
+    for (const auto& c : columns) h += "<td>" + get(*c.analysis) + "</td>";
+    h += "</tr>\n";
+  };
+  row("components for 90 % (k90)", [](const Analysis& a) { return std::to_string(a.k90); });
+  row("entropy effective rank", [](const Analysis& a) { return fmt::format("{:.2f}", a.effective_rank); });
+  row("participation ratio", [](const Analysis& a) { return fmt::format("{:.2f}", a.participation_ratio); });
+  row("top component's share", [](const Analysis& a) {
+    return a.explained_variance.empty() ? std::string("–") : fmt::format("{:.1f} %", 100 * a.explained_variance[0]);
+  });
+  row("adjacent cosine", [](const Analysis& a) { return fmt::format("{:.3f}", a.smooth.adjacent_cosine); });
+  row("&nbsp;&nbsp;row-shuffled copy", [](const Analysis& a) { return fmt::format("{:.3f}", a.shuffled.adjacent_cosine); });
+  row("first-difference energy", [](const Analysis& a) { return fmt::format("{:.3f}", a.smooth.first_difference_energy); });
+  row("sinusoid R²", [](const Analysis& a) { return fmt::format("{:.3f}", a.sinusoid_r2); });
+  row("boundary outliers", [](const Analysis& a) {
+    std::string s;
+    for (const auto& r : a.boundary)
+      if (r.outlier) s += (s.empty() ? "" : ", ") + std::to_string(r.position);
+    return s.empty() ? std::string("none") : s;
+  });
+  return h + "</table>\n";
+}
+
+std::string page(const std::string& title, const std::string& source, const std::string& top,
+                 const std::vector<Figure>& figures) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
+                  "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" +
+                  "<p class=\"source\">" + html_escape(source) + "</p>\n" + top;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const auto& f = figures[i];
+    h += fmt::format(
+        "<figure id=\"{n}\">\n<img src=\"{n}.png\" alt=\"{t}\">\n<figcaption><b>Figure {i}. {t}.</b> {c} "
+        "<a href=\"{n}.svg\">SVG</a> · <a href=\"{n}.gp\">gnuplot script</a></figcaption>\n</figure>\n",
+        fmt::arg("n", f.name), fmt::arg("t", html_escape(f.title)), fmt::arg("c", html_escape(f.caption)),
+        fmt::arg("i", i + 1));
+  }
+  return h + "</body>\n</html>\n";
+}
+
+}  // namespace
+
+ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds) {
+  AnalysisOptions opt;
+  opt.keep_cosine_matrix = true;
+  const std::vector<TrajectoryPoint> points = analyze_run(run_dir, opt);
+  const Verdict verdict = judge(points, thresholds);
+  const Analysis& first = points.front().analysis;
+  const Analysis& mid = points[points.size() / 2].analysis;
+  const Analysis& last = points.back().analysis;
+
+  std::string config_text;
+  double init_std = 0.02;
+  uint64_t seed = 0;
+  const fs::path config_path = fs::path(run_dir) / "config.yaml";
+  std::error_code ec;
+  if (fs::is_regular_file(config_path, ec)) {
+    config_text = read_file(config_path.string());
+    try {
+      const Config cfg = config_from_yaml(config_text, config_path.string());
+      init_std = cfg.model.wpe_init_std > 0 ? cfg.model.wpe_init_std : 0.02;
+      seed = static_cast<uint64_t>(cfg.run.seed);
+    } catch (const Error& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
+  const Analysis random = analyze_table(random_table(last.positions, last.dims, init_std, seed), "random", opt);
+  const Analysis sinus = analyze_table(sinusoidal_baseline(last.positions, last.dims), "sinusoidal", opt);
+  const Analysis handbook = analyze_table(handbook_table(last.positions, last.dims, seed), "handbook", opt);
+
+  auto label = [](const TrajectoryPoint& p) { return "step " + std::to_string(p.step); };
+  const Series s_first{label(points.front()), &first}, s_mid{label(points[points.size() / 2]), &mid},
+      s_last{label(points.back()), &last}, s_random{"random", &random}, s_sin{"sinusoidal", &sinus};
+  std::vector<Series> spectra = {s_first};
+  if (points.size() > 2) spectra.push_back(s_mid);
+  if (points.size() > 1) spectra.push_back(s_last);
+  spectra.push_back(s_random);
+  spectra.push_back(s_sin);
+  std::vector<Series> ends = {s_first};
+  if (points.size() > 1) ends.push_back(s_last);
+
+  std::string metrics_jsonl;
+  const fs::path metrics_path = fs::path(run_dir) / "metrics.jsonl";
+  if (fs::is_regular_file(metrics_path, ec)) metrics_jsonl = read_file(metrics_path.string());
+  std::vector<Figure> figures = {spectrum_figure(spectra),   cumulative_variance_figure(spectra),
+                                 similarity_heatmaps_figure(ends), cos_by_offset_figure(points),
+                                 principal_components_figure(s_last), helix_figure(s_last),
+                                 row_norms_figure(ends),    trajectory_figure(points, metrics_jsonl)};
+  const fs::path eval_csv = fs::path(run_dir) / "eval" / "per_position_loss_val.csv";
+  if (fs::is_regular_file(eval_csv, ec)) figures.push_back(position_loss_figure(read_file(eval_csv.string()), "val"));
+
+  const std::string dir = (fs::path(run_dir) / "report").string();
+  ReportResult result;
+  result.figures = draw(dir, figures);
+
+  const std::string top =
+      fmt::format("<p class=\"verdict{}\"><b>Verdict.</b> {}</p>\n", verdict.emerged ? "" : " no", html_escape(verdict.summary)) +
+      "<h2>Key metrics</h2>\n" +
+      metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
+      fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: README.md, “The analysis”.</p>\n",
+                  points.size(), points.front().step, points.back().step) +
+      "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n<h2>Figures</h2>\n";
+  result.index_html = (fs::path(dir) / "index.html").string();
+  write_file_atomic(result.index_html, page("poslab report: " + fs::path(run_dir).filename().string(),
+                                            fs::absolute(run_dir).string(), top, figures));
+  return result;
+}
+
+ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
+                                int64_t row_offset, uint64_t seed, double random_std) {
+  AnalysisOptions opt;
+  opt.keep_cosine_matrix = true;
+  opt.row_offset = row_offset;
+  const Analysis a = analyze_table(W, source, opt);
+  const Analysis random = analyze_table(random_table(a.positions, a.dims, random_std, seed), "random", opt);
+  const Analysis sinus = analyze_table(sinusoidal_baseline(a.positions, a.dims), "sinusoidal", opt);
+  const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
+  std::vector<Figure> figures = {spectrum_figure({s, r, sn}), cumulative_variance_figure({s, r, sn}),
+                                 similarity_heatmaps_figure({s}), principal_components_figure(s), helix_figure(s),
+                                 row_norms_figure({s})};
+  ReportResult result;
+  result.figures = draw(out_dir, figures);
+  const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn}) +
+                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: README.md, “The analysis”.</p>\n"
+                                      "<h2>Figures</h2>\n",
+                                      a.positions, a.dims);
+  result.index_html = (fs::path(out_dir) / "index.html").string();
+  write_file_atomic(result.index_html, page("poslab report: one position table", source, top, figures));
+  return result;
+}
+
+}  // namespace poslab

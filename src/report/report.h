@@ -1,0 +1,29 @@
+// poslab report: one self-contained HTML page with gnuplot figures of a run's (or one table's) analysis.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/trajectory.h"
+
+namespace poslab {
+
+struct ReportResult {
+  std::string index_html;            // path of the page
+  std::vector<std::string> figures;  // stems: each has .dat files, .gp, .png and .svg in the report folder
+};
+
+// Writes RUN_DIR/report/: data files, gnuplot scripts, figures (PNG and SVG) and index.html.
+// Data and scripts are written first; without gnuplot this throws poslab::Error after writing them.
+ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds = {});
+
+// The figures that make sense for one table (spectrum, variance, heatmap, PCs, helix, row norms), in out_dir.
+ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
+                                int64_t row_offset = 0, uint64_t seed = 0, double random_std = 0.02);
+
+// Escapes &, <, >, " for HTML text and attributes.
+std::string html_escape(const std::string& s);
+
+}  // namespace poslab

@@ -1,0 +1,23 @@
+// A trained model back from its checkpoint: config, tokenizer, weights, ready for inspect / sample / eval.
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+
+namespace poslab {
+
+struct LoadedModel {
+  Config cfg;              // the effective config the model was trained with
+  Tokenizer tokenizer;     // from the checkpoint itself
+  GPT model{nullptr};      // in eval mode
+  CheckpointMeta meta;
+};
+
+// Throws poslab::Error naming the file for anything that is not a readable poslab checkpoint.
+LoadedModel load_model(const std::string& checkpoint_path);
+
+}  // namespace poslab

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+#include "analysis/baselines.h"
+#include "report/gnuplot.h"
+#include "report/report.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/npy.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+namespace fs = std::filesystem;
+
+void fake_run(const TempDir& dir) {
+  std::string index, metrics;
+  for (int step = 0; step <= 300; step += 100) {
+    // from noise towards a smooth table
+    const double a = step / 300.0;
+    auto W = ((1 - a) * random_table(32, 16, 0.5, step) + a * handbook_table(32, 16, 1)).to(torch::kFloat32).contiguous();
+    const std::string name = "wpe_step" + std::to_string(step) + ".npy";
+    write_text(dir / ("run/snapshots/" + name), npy_bytes(W.data_ptr<float>(), 32, 16));
+    index += "{\"step\":" + std::to_string(step) + ",\"file\":\"" + name + "\"}\n";
+    metrics += "{\"step\":" + std::to_string(step) + ",\"loss\":" + std::to_string(4.0 - step / 100.0) +
+               ",\"train_loss\":3.5,\"val_loss\":3.6,\"lr\":0.001,\"tokens_per_s\":1000}\n";
+  }
+  write_text(dir / "run/snapshots/index.jsonl", index);
+  write_text(dir / "run/metrics.jsonl", metrics);
+  write_text(dir / "run/config.yaml", "model:\n  n_embd: 16\n  block_size: 32\n");
+  write_text(dir / "run/eval/per_position_loss_val.csv", "position,loss\n0,5.0\n1,4.0\n2,3.5\n");
+}
+
+// Every src= and href= in the page names a file that exists.
+void expect_links_exist(const std::string& html_path) {
+  const std::string html = read_file(html_path);
+  const std::regex ref("(src|href)=\"([^\"]+)\"");
+  int n = 0;
+  for (std::sregex_iterator it(html.begin(), html.end(), ref), end; it != end; ++it, ++n) {
+    const std::string target = (*it)[2];
+    EXPECT_EQ(target.find("://"), std::string::npos) << "the page must work offline: " << target;
+    EXPECT_TRUE(fs::exists(fs::path(html_path).parent_path() / target)) << target;
+  }
+  EXPECT_GT(n, 0);
+}
+
+void expect_valid_images(const std::string& dir, const std::vector<std::string>& figures) {
+  for (const auto& f : figures) {
+    const std::string png = read_file(dir + "/" + f + ".png");
+    ASSERT_GT(png.size(), 1000u) << f;
+    EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n") << f;
+    const std::string svg = read_file(dir + "/" + f + ".svg");
+    EXPECT_NE(svg.find("<svg"), std::string::npos) << f;
+    EXPECT_NE(svg.find("</svg>"), std::string::npos) << f;
+    EXPECT_TRUE(fs::exists(dir + "/" + f + ".gp")) << f;
+  }
+}
+
+TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  TempDir dir;
+  fake_run(dir);
+  const ReportResult r = write_run_report(dir / "run");
+  EXPECT_EQ(r.index_html, dir / "run/report/index.html");
+  EXPECT_EQ(r.figures, (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset",
+                                                 "principal_components", "helix", "row_norms", "trajectory",
+                                                 "position_loss"}));
+  expect_valid_images(dir / "run/report", r.figures);
+  expect_links_exist(r.index_html);
+  const std::string html = read_file(r.index_html);
+  EXPECT_NE(html.find("Verdict."), std::string::npos);
+  EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
+  EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+}
+
+TEST(Report, OneTableReport) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  TempDir dir;
+  const ReportResult r = write_table_report(handbook_table(40, 16, 3), "handbook", dir / "one");
+  EXPECT_EQ(r.figures.size(), 6u);
+  expect_valid_images(dir / "one", r.figures);
+  expect_links_exist(r.index_html);
+}
+
+TEST(Report, WithoutGnuplotTheDataIsWrittenAndTheErrorIsClear) {
+  TempDir dir;
+  fake_run(dir);
+  ::setenv("POSLAB_GNUPLOT", "", 1);
+  try {
+    write_run_report(dir / "run");
+    ::unsetenv("POSLAB_GNUPLOT");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    ::unsetenv("POSLAB_GNUPLOT");
+    EXPECT_NE(std::string(e.what()).find("gnuplot not found"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("gnuplot-nox"), std::string::npos) << e.hint();
+  }
+  EXPECT_TRUE(fs::exists(dir / "run/report/spectrum.gp"));
+  EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+  EXPECT_FALSE(fs::exists(dir / "run/report/index.html")) << "no page that points at missing figures";
+}
+
+TEST(Report, FailingGnuplotScriptIsAnErrorNamingIt) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
+  TempDir dir;
+  write_text(dir / "bad.gp", "plot 'no-such-file.dat'\n");
+  try {
+    run_gnuplot(dir.str(), "bad.gp");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.gp: gnuplot failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no-such-file.dat"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Report, HtmlEscape) { EXPECT_EQ(html_escape("a<b> & \"c\""), "a&lt;b&gt; &amp; &quot;c&quot;"); }
+
+}  // namespace
+}  // namespace poslab
