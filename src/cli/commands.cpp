@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -8,7 +9,10 @@
 #include "cli/analyze_cmd.h"
 #include "cli/model_cmds.h"
 #include "config/config.h"
+#include "train/bench.h"
 #include "train/trainer.h"
+#include "util/fs.h"
+#include "util/signals.h"
 
 namespace poslab {
 
@@ -32,6 +36,18 @@ int run_cli(int argc, char** argv) {
   std::vector<std::string> config_sets;
   config_cmd->add_option("config", config_path, "YAML config")->check(CLI::ExistingFile);
   config_cmd->add_option("--set", config_sets, "override one key (repeatable)")->take_all();
+
+  auto* bench_cmd = app.add_subcommand("bench", "training speed of a config: tokens/s, ms/step, MFU, snapshot cost");
+  std::string bench_config, bench_json;
+  std::vector<std::string> bench_sets;
+  BenchOptions bench_opt;
+  bench_cmd->add_option("config", bench_config, "YAML config")->check(CLI::ExistingFile);
+  bench_cmd->add_option("--set", bench_sets, "override one key (repeatable)")->take_all();
+  bench_cmd->add_option("--steps", bench_opt.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--warmup", bench_opt.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--json", bench_json, "write the figures as JSON to FILE (- for stdout)");
+  bench_cmd->add_option("--export", bench_opt.export_dir,
+                        "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
 
   AnalyzeArgs analyze_args;
   auto* analyze_cmd = add_analyze_command(app, analyze_args);
@@ -58,9 +74,29 @@ int run_cli(int argc, char** argv) {
   if (*train_cmd) {
     if (!train_req.resume_dir.empty() && !train_req.config_path.empty())
       throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+    install_stop_handlers();
     const TrainSummary s = train(train_req);
     std::cout << s.run_dir << "\n";
     if (!s.report_html.empty()) std::cout << s.report_html << "\n";
+    if (s.interrupted_by != 0) {
+      std::cerr << "interrupted at step " << s.steps << "; the checkpoint and snapshot are written. Resume with:\n"
+                << "  poslab train --resume " << s.run_dir << "\n";
+      return 128 + s.interrupted_by;
+    }
+    return 0;
+  }
+  if (*bench_cmd) {
+    const nlohmann::json j = run_bench(load_config(bench_config, bench_sets), bench_opt);
+    std::ostream& out = bench_json == "-" ? std::cerr : std::cout;
+    out << fmt::format("{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
+                       "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
+                       j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
+                       j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(),
+                       j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
+                       j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
+                       j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
+    if (bench_json == "-") std::cout << j.dump(2) << "\n";
+    else if (!bench_json.empty()) write_file_atomic(bench_json, j.dump(2) + "\n");
     return 0;
   }
   if (*analyze_cmd) return run_analyze(analyze_args);

@@ -11,7 +11,6 @@
 #include "config/config.h"
 #include "data/batches.h"
 #include "data/dataset.h"
-#include "model/autocast.h"
 #include "model/gpt.h"
 #include "report/report.h"
 #include "train/checkpoint.h"
@@ -20,9 +19,12 @@
 #include "train/progress.h"
 #include "train/schedule.h"
 #include "train/snapshot.h"
+#include "train/step.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/lock.h"
 #include "util/platform.h"
+#include "util/signals.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -78,6 +80,7 @@ TrainSummary train(const TrainRequest& req) {
     }
   }
   make_dirs(rdir);
+  const RunLock lock(rdir);  // one trainer per run folder, released when train() returns or throws
   make_dirs((fs::path(rdir) / "checkpoints").string());
   write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
 
@@ -155,6 +158,7 @@ TrainSummary train(const TrainRequest& req) {
   int64_t train_steps_run = 0;
   int64_t finished_at = start_step;
   torch::Tensor last_batch_loss;  // loss of the last update's batch, read only when needed
+  int64_t skipped_steps = 0;      // non-finite steps skipped (train.on_nonfinite: skip)
   for (int64_t step = start_step; step <= cfg.train.max_steps; ++step) {
     const bool last = step == cfg.train.max_steps;
     const bool first_of_resume = resuming && step == start_step;  // its eval/snapshot/checkpoint are on disk
@@ -175,13 +179,17 @@ TrainSummary train(const TrainRequest& req) {
         save_checkpoint(best_path, model, optimizer.get(), make_meta(step));
       }
     }
-    if (!first_of_resume && model->wpe && (step % cfg.snapshot.every == 0 || last)) {
+    if (!first_of_resume && model->wpe && (step % cfg.snapshot.every == 0 || last || stop_requested())) {
       const auto t0 = Clock::now();
       // train loss: the eval estimate at eval steps, else the last training batch's loss.
       const bool evaluated = record.contains("val_loss");
       const double train_loss = evaluated ? last_train_est : last_batch_loss.defined() ? last_batch_loss.item<double>() : NAN;
-      const std::string summary = write_snapshot(rdir, step, model->position_table(), train_loss,
-                                                 evaluated ? last_val_est : NAN);
+      std::string summary;
+      try {
+        summary = write_snapshot(rdir, step, model->position_table(), train_loss, evaluated ? last_val_est : NAN);
+      } catch (const Error& e) {  // the .npy is written first; a failed analysis must not end the run
+        summary = std::string("analysis failed: ") + e.what();
+      }
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       progress.clear();
       snapshot_seconds += ms / 1000.0;
@@ -189,7 +197,7 @@ TrainSummary train(const TrainRequest& req) {
           ? fmt::format(" = {:.1f}% of a step", 100.0 * ms / (1000.0 * train_seconds / train_steps_run)) : "";
       spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
     }
-    const bool stop_here = step == req.stop_at && step > start_step;
+    const bool stop_here = (step == req.stop_at || stop_requested()) && step > start_step;
     if (!first_of_resume && ((step % cfg.train.checkpoint_every == 0 && step > 0) || last || stop_here))
       save_checkpoint(latest_path, model, optimizer.get(), make_meta(step));
     if (last || stop_here) {
@@ -200,22 +208,19 @@ TrainSummary train(const TrainRequest& req) {
 
     // One optimizer update: grad_accum micro-batches, clip, step.
     const auto t0 = Clock::now();
-    set_optimizer_hparams(*optimizer, lr, cfg.train);
-    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-    for (int micro = 0; micro < cfg.train.grad_accum; ++micro) {
-      auto [x, y] = sampler.next();
-      torch::Tensor logits;
-      {
-        AutocastGuard autocast(bf16, device.is_cuda());
-        logits = model->forward(x.to(device));
-      }
-      auto loss = GPTImpl::loss(logits, y.to(device)) / cfg.train.grad_accum;
-      loss.backward();
-      loss_sum += loss.detach();
+    const StepResult result = train_step(model, *optimizer, sampler, cfg.train, lr, device);
+    const torch::Tensor& loss_sum = result.loss;
+    if (!result.finite) {
+      ++skipped_steps;
+      progress.clear();
+      const std::string what = fmt::format("step {}: non-finite loss or gradient (loss {}, grad norm {})", step,
+                                           loss_sum.item<double>(), result.grad_norm);
+      if (cfg.train.on_nonfinite == "stop")
+        throw Error(rdir + ": " + what + "; the run stopped, " + latest_path + " holds the last good checkpoint",
+                    "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "
+                    "poslab train --resume " + rdir);
+      spdlog::warn("{}: skipped ({} skipped so far)", what, skipped_steps);
     }
-    if (cfg.train.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip);
-    optimizer->step();
-    optimizer->zero_grad();
     last_batch_loss = loss_sum;
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     train_seconds += dt;
@@ -258,8 +263,12 @@ TrainSummary train(const TrainRequest& req) {
   s.val_loss = last_val_est;
   s.seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
   s.tokens_per_s = train_seconds > 0 ? static_cast<double>(train_steps_run * tokens_per_step) / train_seconds : 0.0;
+  s.interrupted_by = stop_signal();
+  s.skipped_steps = skipped_steps;
+  if (skipped_steps > 0) spdlog::warn("{} steps were skipped for non-finite loss or gradient", skipped_steps);
   if (!s.finished)
-    spdlog::info("stopped at step {}: continue with poslab train --resume {}", finished_at, rdir);
+    spdlog::info("stopped at step {}{}: continue with poslab train --resume {}", finished_at,
+                 s.interrupted_by ? fmt::format(" by signal {}", s.interrupted_by) : "", rdir);
   if (train_seconds > 0)
     spdlog::info("snapshots with their analysis took {:.2f} s = {:.2f}% of the training time", snapshot_seconds,
                  100.0 * snapshot_seconds / train_seconds);

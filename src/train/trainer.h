@@ -22,6 +22,8 @@ struct TrainSummary {
   double seconds = 0.0;         // wall time of this invocation
   double tokens_per_s = 0.0;    // training throughput (train steps only)
   std::string report_html;      // the report written at the end (run.report), or empty
+  int interrupted_by = 0;       // SIGINT / SIGTERM that stopped the run early, 0 if none
+  int64_t skipped_steps = 0;    // non-finite steps skipped
 };
 
 TrainSummary train(const TrainRequest& request);

@@ -129,6 +129,23 @@ if [ -d /usr/share/games/fortunes ]; then
   fi
   expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
   expect_error "eval bad split" "split" eval "$ckpt" --split test
+  # SIGINT during training: finish the step, checkpoint + snapshot, exit 130 saying how to resume; resume finishes.
+  "$poslab" train configs/default.yaml --set train.max_steps=400 --set train.log_every=1 --set train.eval_every=1000 \
+    --set run.report=false --set "run.out_dir=$tmp/sig" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+  pid=$!
+  for _ in $(seq 1 300); do grep -q "step 3 |" "$tmp/sig.err" 2>/dev/null && break; sleep 0.1; done
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  last=$(ls "$tmp/sig/default/snapshots/" | grep -o 'wpe_step[0-9]*.npy' | sort | tail -1)
+  if [ "$rc" -eq 130 ] && grep -q "poslab train --resume $tmp/sig/default" "$tmp/sig.err" &&
+     "$poslab" inspect "$tmp/sig/default/checkpoints/latest.pt" | grep -q "^step         $((10#${last//[^0-9]/})) of" &&
+     [ ! -e "$tmp/sig/default/lock" ] &&
+     "$poslab" train --resume "$tmp/sig/default" --set train.max_steps=$((10#${last//[^0-9]/} + 2)) >/dev/null 2>&1; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL SIGINT stop and resume: exit $rc, last snapshot $last"; tail -5 "$tmp/sig.err"
+  fi
   expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 else
   echo "SKIP default config short run: /usr/share/games/fortunes is absent (run scripts/setup.sh)"

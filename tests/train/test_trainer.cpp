@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "test_util.h"
@@ -144,6 +146,53 @@ TEST(Trainer, ResumeErrors) {
   // Extending a finished run with more steps works.
   r.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(r).steps, 8);
+}
+
+TEST(Trainer, OneTrainerPerRunFolder) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "busy");
+  test::write_text(dir / "busy/lock", std::to_string(::getpid()) + " " + [] {
+    char h[256] = {0};
+    ::gethostname(h, sizeof h - 1);
+    return std::string(h);
+  }() + "\n");
+  try {
+    train(tiny_run(dir, "busy", 3));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another trainer (pid " + std::to_string(::getpid()) + ")"), std::string::npos)
+        << e.what();
+  }
+  // A lock left by a process that is gone is stale: the run takes it over, and releases it at the end.
+  pid_t child = ::fork();
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::filesystem::create_directories(dir / "stale");
+  char h[256] = {0};
+  ::gethostname(h, sizeof h - 1);
+  test::write_text(dir / "stale/lock", std::to_string(child) + " " + h + "\n");
+  EXPECT_TRUE(train(tiny_run(dir, "stale", 3)).finished);
+  EXPECT_FALSE(fs::exists(dir / "stale/lock"));
+}
+
+TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "nan", 4);
+  r.overrides.push_back("model.wpe_init_std=1e25");  // LayerNorm's variance overflows: NaN from the first step
+  try {
+    train(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step 0: non-finite loss"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("train.on_nonfinite: skip"), std::string::npos) << e.hint();
+  }
+  EXPECT_FALSE(fs::exists(dir / "nan/lock")) << "the lock is released on errors too";
+  TrainRequest skip = tiny_run(dir, "skip", 4);
+  skip.overrides.push_back("model.wpe_init_std=1e25");
+  skip.overrides.push_back("train.on_nonfinite=skip");
+  const TrainSummary s = train(skip);
+  EXPECT_TRUE(s.finished);
+  EXPECT_EQ(s.skipped_steps, 4);
 }
 
 TEST(Trainer, ControlsTrainToo) {

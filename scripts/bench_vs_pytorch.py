@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""poslab against the same model in PyTorch's Python API, measured side by side in one run.
+
+For each (config, dtype): `poslab bench --export DIR` trains a few steps and writes its initial weights and batches;
+scripts/torch_reference.py trains from the same weights on the same batches. Prints tokens/s of both, the ratio
+poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
+
+Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+POSLAB = os.path.join(ROOT, "build", "poslab")
+quick = "--quick" in sys.argv
+
+# (name, config, overrides, timed steps, warm-up steps)
+CASES = [
+    ("default", "configs/default.yaml", [], 5 if quick else 20, 3),
+    ("medium", "configs/default.yaml",
+     ["model.n_layer=6", "model.n_head=6", "model.n_embd=384", "model.block_size=256", "train.batch_size=8"],
+     3 if quick else 8, 2),
+]
+DTYPES = ["float32", "bfloat16"]
+# Agreement: same weights and batches, so step 0's loss must match to float tolerance; later steps drift apart
+# only by rounding (bf16 rounds much more coarsely).
+TOL0 = {"float32": 1e-4, "bfloat16": 2e-2}
+TOL_CURVE = {"float32": 2e-2, "bfloat16": 1e-1}
+
+env = dict(os.environ)
+if "OPENBLAS_CORETYPE" not in env:  # what poslab picks for itself, so that both sides use the same BLAS kernels
+    env["OPENBLAS_CORETYPE"] = (
+        "SkylakeX" if "avx512f" in open("/proc/cpuinfo").read() else "Haswell")
+
+rows, ok = [], True
+for name, config, sets, steps, warmup in CASES:
+    for dtype in DTYPES:
+        with tempfile.TemporaryDirectory() as d:
+            args = [POSLAB, "bench", os.path.join(ROOT, config), "--steps", str(steps), "--warmup", str(warmup),
+                    "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false"]
+            for s in sets:
+                args += ["--set", s]
+            ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
+            ref = json.loads(subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "torch_reference.py"), d],
+                                            check=True, capture_output=True, text=True, env=env).stdout)
+        d0 = abs(ours["losses"][0] - ref["losses"][0])
+        dmax = max(abs(a - b) for a, b in zip(ours["losses"], ref["losses"]))
+        agree = d0 <= TOL0[dtype] and dmax <= TOL_CURVE[dtype]
+        ok = ok and agree
+        rows.append((name, dtype, ours["tokens_per_s"], ref["tokens_per_s"], ours["tokens_per_s"] / ref["tokens_per_s"],
+                     ours["mfu"], ours["matmul_gflops"], d0, dmax, "yes" if agree else "NO"))
+        print(f"{name} {dtype}: poslab {ours['tokens_per_s']:.0f} tok/s, PyTorch {ref['tokens_per_s']:.0f} tok/s, "
+              f"loss at step 0 {ours['losses'][0]:.5f} vs {ref['losses'][0]:.5f}", file=sys.stderr, flush=True)
+
+print(f"threads {ours['threads']}, {ours['blas']}")
+print(f"{'config':<8} {'dtype':<9} {'poslab tok/s':>12} {'PyTorch tok/s':>13} {'ratio':>6} {'MFU':>6} "
+      f"{'matmul GF/s':>11} {'|dloss| step0':>13} {'max |dloss|':>11} {'agree':>5}")
+for r in rows:
+    print(f"{r[0]:<8} {r[1]:<9} {r[2]:>12.0f} {r[3]:>13.0f} {r[4]:>6.2f} {100 * r[5]:>5.1f}% {r[6]:>11.0f} "
+          f"{r[7]:>13.2e} {r[8]:>11.2e} {r[9]:>5}")
+sys.exit(0 if ok else 1)

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""The same GPT in PyTorch's Python API, as a user would write it (nanoGPT-style), to measure poslab against.
+
+Usage: /usr/bin/python3 scripts/torch_reference.py EXPORT_DIR
+EXPORT_DIR comes from `poslab bench CONFIG --export EXPORT_DIR`: bench.json (the hyperparameters, the step count
+and poslab's own losses), init/NAME.npy (the initial weights, by GPT-2 parameter name) and batches.npy (the token
+windows, one row of block_size + 1 ids per sequence). This script starts from the same weights, trains on the
+same batches with the same optimizer, schedule, dtype and thread count, and prints JSON: tokens/s, ms/step and the
+loss of every step. Debian's python3-torch is the same LibTorch 1.13 that poslab links.
+"""
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, n, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.bias = nn.Parameter(torch.zeros(n)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"], bias=c["bias"])
+        self.c_proj = nn.Linear(c["n_embd"], c["n_embd"], bias=c["bias"])
+        self.attn_dropout = nn.Dropout(c["dropout"])
+        self.resid_dropout = nn.Dropout(c["dropout"])
+        self.n_head = c["n_head"]
+        T = c["block_size"]
+        self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:T, :T], float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
+        self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
+        self.dropout = nn.Dropout(c["dropout"])
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.ln_1 = LayerNorm(c["n_embd"], c["bias"])
+        self.attn = CausalSelfAttention(c)
+        self.ln_2 = LayerNorm(c["n_embd"], c["bias"])
+        self.mlp = MLP(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wte = nn.Embedding(c["vocab_size"], c["n_embd"])
+        self.wpe = nn.Embedding(c["block_size"], c["n_embd"]) if c["position"] != "none" else None
+        if c["position"] == "sinusoidal":
+            self.wpe.weight.requires_grad_(False)
+        self.drop = nn.Dropout(c["dropout"])
+        self.h = nn.ModuleList([Block(c) for _ in range(c["n_layer"])])
+        self.ln_f = LayerNorm(c["n_embd"], c["bias"])
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe.weight[: idx.size(1)]
+        x = self.drop(x)
+        for block in self.h:
+            x = block(x)
+        return F.linear(self.ln_f(x), self.wte.weight)  # tied head
+
+
+def lr_at(step, c):
+    if step < c["warmup_steps"]:
+        return c["lr"] * (step + 1) / (c["warmup_steps"] + 1)
+    if step >= c["max_steps"] or c["max_steps"] <= c["warmup_steps"]:
+        return c["min_lr"]
+    progress = (step - c["warmup_steps"]) / (c["max_steps"] - c["warmup_steps"])
+    return c["min_lr"] + 0.5 * (1 + math.cos(math.pi * min(max(progress, 0.0), 1.0))) * (c["lr"] - c["min_lr"])
+
+
+def main():
+    export = sys.argv[1]
+    bench = json.load(open(os.path.join(export, "bench.json")))
+    c = bench["config"]
+    torch.set_num_threads(c["threads"])
+    model = GPT(c)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.from_numpy(np.load(os.path.join(export, "init", name + ".npy"))).reshape(p.shape))
+        if model.wpe is not None and not model.wpe.weight.requires_grad:
+            model.wpe.weight.copy_(torch.from_numpy(np.load(os.path.join(export, "init", "wpe.weight.npy"))))
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        is_decay = c["decay_position_table"] if name == "wpe.weight" else p.dim() >= 2
+        (decay if is_decay else no_decay).append(p)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": c["weight_decay"]},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=1e-8)
+    windows = torch.from_numpy(np.load(os.path.join(export, "batches.npy"))).long()  # (steps * accum * B, T + 1)
+    B, accum, T = c["batch_size"], c["grad_accum"], c["block_size"]
+    bf16 = c["dtype"] == "bfloat16"
+    model.train()
+    losses, timed = [], 0.0
+    steps, warmup = bench["warmup"] + bench["steps"], bench["warmup"]
+    for s in range(steps):
+        t0 = time.perf_counter()
+        for g in opt.param_groups:
+            g["lr"] = lr_at(s, c)
+        loss_sum = torch.zeros(())
+        for m in range(accum):
+            w = windows[(s * accum + m) * B:(s * accum + m + 1) * B]
+            x, y = w[:, :T], w[:, 1:]
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(x)
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1)) / accum
+            loss.backward()
+            loss_sum += loss.detach()
+        if c["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"])
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        dt = time.perf_counter() - t0
+        if s >= warmup:
+            timed += dt
+        losses.append(loss_sum.item())
+    n = bench["steps"]
+    print(json.dumps({"ms_per_step": 1000 * timed / n, "tokens_per_s": bench["tokens_per_step"] * n / timed,
+                      "losses": losses, "torch": torch.__version__, "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+// poslab bench: training speed of a config on this machine, against the machine's own matmul throughput.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "config/config.h"
+
+namespace poslab {
+
+struct BenchOptions {
+  int steps = 20;           // timed optimizer steps
+  int warmup = 3;           // untimed steps first (allocator, oneDNN kernels)
+  std::string export_dir;   // non-empty: write the initial weights, the batches and the losses for scripts/torch_reference.py
+};
+
+// Trains cfg's model for warmup + steps updates on a seeded random token stream (no corpus needed) and
+// reports tokens/s, ms/step, model FLOPs per step (6·N per token plus attention, nanoGPT's estimate),
+// the matmul throughput of this machine in the same dtype, the model FLOPs utilisation, and the cost of one
+// position-table snapshot with its analysis.
+nlohmann::json run_bench(const Config& cfg, const BenchOptions& opt);
+
+// Model FLOPs of one token's forward + backward: 6·N (N = parameters without the position table)
+// + 12·n_layer·n_embd·block_size (attention scores and their use).
+double flops_per_token(int64_t n_params_without_wpe, const ModelConfig& m);
+
+// GFLOP/s of an (n x n) @ (n x n) matmul in float32 or bfloat16, best of `reps`.
+double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5);
+
+}  // namespace poslab

@@ -1,0 +1,61 @@
+#include "util/lock.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+std::string hostname() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+RunLock::RunLock(const std::string& run_dir) : path_((std::filesystem::path(run_dir) / "lock").string()) {
+  const std::string me = std::to_string(::getpid()) + " " + hostname() + "\n";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      const ssize_t n = ::write(fd, me.data(), me.size());
+      ::close(fd);
+      if (n != static_cast<ssize_t>(me.size()))
+        throw Error(path_ + ": cannot write the lock file", "check free space and permissions");
+      return;
+    }
+    if (errno != EEXIST)
+      throw Error(path_ + ": cannot create the lock file: " + std::strerror(errno), "check the folder's permissions");
+    long pid = 0;
+    std::string host;
+    std::ifstream(path_) >> pid >> host;
+    const bool alive = pid > 0 && host == hostname() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (alive)
+      throw Error(run_dir + ": another trainer (pid " + std::to_string(pid) + ") is using this run folder (" + path_ + ")",
+                  "wait for it to finish or stop it; if no such process runs, delete " + path_);
+    if (host != hostname() && !host.empty())
+      throw Error(run_dir + ": locked by pid " + std::to_string(pid) + " on host " + host + " (" + path_ + ")",
+                  "if that trainer is gone, delete " + path_);
+    spdlog::warn("{}: stale lock of pid {} (no such process); taking it over", path_, pid);
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  throw Error(path_ + ": another trainer took the lock at the same moment", "run one trainer per run folder");
+}
+
+RunLock::~RunLock() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);
+}
+
+}  // namespace poslab

@@ -1,0 +1,35 @@
+#include "util/signals.h"
+
+#include <unistd.h>
+
+#include <csignal>
+
+namespace poslab {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_signal != 0) _exit(128 + sig);  // second signal: stop now
+  g_signal = sig;
+  const char msg[] = "\nstopping after this step (a checkpoint is being written); signal again to exit at once\n";
+  const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return g_signal != 0; }
+int stop_signal() { return static_cast<int>(g_signal); }
+void clear_stop_request() { g_signal = 0; }
+
+}  // namespace poslab

@@ -1,0 +1,13 @@
+// Graceful stop on SIGINT / SIGTERM: the first signal asks the trainer to finish its step, write a checkpoint
+// and a snapshot, and exit; a second one exits at once (checkpoints are written atomically, so nothing on disk
+// is ever half-written).
+#pragma once
+
+namespace poslab {
+
+void install_stop_handlers();
+bool stop_requested();
+int stop_signal();        // the signal received, 0 if none
+void clear_stop_request();  // for tests
+
+}  // namespace poslab
