@@ -89,7 +89,8 @@ TrainSummary train(const TrainRequest& req) {
   const std::string device_name = resolve_device(cfg.run.device);
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
   spdlog::info("BLAS: {}", blas_summary());
-  spdlog::info("threads: {} (LibTorch intra-op) | device: {} | dtype: {}", threads, device_name, cfg.train.dtype);
+  spdlog::info("threads: {} (LibTorch intra-op), {} (OpenBLAS) | device: {} | dtype: {}", threads, blas_threads(),
+               device_name, cfg.train.dtype);
   spdlog::info("run folder {}{}", rdir, resuming ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
   spdlog::info("effective config:\n{}", to_yaml(cfg));
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));

@@ -6,9 +6,10 @@
 namespace poslab {
 
 // OpenBLAS misdetects these virtual CPUs (as Prescott: ~25 GFLOP/s instead of ~150) unless
-// OPENBLAS_CORETYPE is set before the library loads. When it is unset and the CPU has AVX-512 (SkylakeX)
-// or AVX2 (Haswell), this sets it and re-executes the program once, so users never sit on the slow path.
-// Respects a value the user set; POSLAB_NO_REEXEC=1 turns it off.
+// OPENBLAS_CORETYPE is set before the library loads, and its thread pool competes with LibTorch's unless
+// OPENBLAS_NUM_THREADS=1. When they are unset, this sets them (SkylakeX with AVX-512, Haswell with AVX2)
+// and re-executes the program once, so users never sit on the slow path. Values the user set win;
+// POSLAB_NO_REEXEC=1 turns it off.
 void ensure_fast_blas(int argc, char** argv);
 
 // The OPENBLAS_CORETYPE this CPU should use ("SkylakeX", "Haswell"), or "" to leave OpenBLAS's own choice.
@@ -18,8 +19,12 @@ std::string preferred_openblas_coretype();
 // "OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3) core SkylakeX".
 std::string blas_summary();
 
-// Threads for config value `threads` (0 = all cores); also applied to LibTorch.
+// Threads for config value `threads` (0 = all cores), applied to LibTorch's intra-op pool.
 int apply_threads(int threads);
+
+// OpenBLAS's thread count (no-ops / 0 when the BLAS is not OpenBLAS).
+void set_blas_threads(int n);
+int blas_threads();
 
 // "cpu" or "cuda" for run.device (auto picks CUDA when present).
 std::string resolve_device(const std::string& device);
