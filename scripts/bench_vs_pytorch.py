@@ -13,8 +13,16 @@ import subprocess
 import sys
 import tempfile
 
+try:
+    import numpy  # noqa: F401  (needed by torch_reference.py)
+    import torch  # noqa: F401
+except ImportError as e:
+    sys.exit(f"error: {e}\nhint: apt-get install python3-torch python3-numpy, and run this with /usr/bin/python3")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POSLAB = os.path.join(ROOT, "build", "poslab")
+if not os.access(POSLAB, os.X_OK):
+    sys.exit("error: build/poslab is missing\nhint: bash scripts/build.sh")
 quick = "--quick" in sys.argv
 
 # (name, config, overrides, timed steps, warm-up steps)
