@@ -18,4 +18,19 @@ torch::Tensor read_safetensors_tensor(const std::string& path, const std::string
 // The position table wpe.weight of a poslab checkpoint -> (block_size, n_embd) float64.
 torch::Tensor read_checkpoint_table(const std::string& path);
 
+// Where one table comes from, as the analyze and report commands take it.
+struct TableSource {
+  std::string input;       // .npy, .pt or .safetensors file (empty with synthetic)
+  std::string tensor;      // tensor name for .safetensors
+  std::string synthetic;   // random | sinusoidal | handbook (empty for a file)
+  int64_t positions = 1024, dims = 768;
+  uint64_t seed = 0;
+  double std = 0.02;       // of a random table
+};
+
+// Loads the table and names it in `source` ("file.safetensors:wpe.weight", "synthetic random (…)").
+// Throws poslab::Error naming the file: missing, unknown kind, no --tensor for .safetensors, both a file and
+// --synthetic, or neither.
+torch::Tensor load_table(const TableSource& t, std::string& source);
+
 }  // namespace poslab

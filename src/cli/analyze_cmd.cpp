@@ -17,13 +17,13 @@ namespace fs = std::filesystem;
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   auto* cmd = app.add_subcommand("analyze", "analyse a position table: spectrum, effective rank, similarity, "
                                             "smoothness, boundaries, sinusoids");
-  cmd->add_option("input", a.input, "a run folder (trajectory + verdict), checkpoint .pt, .npy or .safetensors");
-  cmd->add_option("--tensor", a.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
-  cmd->add_option("--synthetic", a.synthetic, "analyse a generated table instead: random | sinusoidal | handbook");
-  cmd->add_option("--positions", a.positions, "rows of the synthetic table")->capture_default_str();
-  cmd->add_option("--dim", a.dims, "columns of the synthetic table")->capture_default_str();
-  cmd->add_option("--seed", a.seed, "seed of the synthetic table")->capture_default_str();
-  cmd->add_option("--std", a.std, "std of the random table (and of the random baseline)")->capture_default_str();
+  cmd->add_option("input", a.table.input, "a run folder (trajectory + verdict), checkpoint .pt, .npy or .safetensors");
+  cmd->add_option("--tensor", a.table.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
+  cmd->add_option("--synthetic", a.table.synthetic, "analyse a generated table instead: random | sinusoidal | handbook");
+  cmd->add_option("--positions", a.table.positions, "rows of the synthetic table")->capture_default_str();
+  cmd->add_option("--dim", a.table.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--seed", a.table.seed, "seed of the synthetic table")->capture_default_str();
+  cmd->add_option("--std", a.table.std, "std of the random table (and of the random baseline)")->capture_default_str();
   cmd->add_option("--rows", a.rows, "analyse rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
@@ -39,29 +39,6 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
 }
 
 namespace {
-
-torch::Tensor load_input(const AnalyzeArgs& a, std::string& source) {
-  if (!a.synthetic.empty()) {
-    if (!a.input.empty()) throw Error("analyze: give INPUT or --synthetic, not both");
-    source = fmt::format("synthetic {} ({} x {}, seed {})", a.synthetic, a.positions, a.dims, a.seed);
-    return synthetic_table(a.synthetic, a.positions, a.dims, a.seed, a.std);
-  }
-  if (a.input.empty()) throw Error("analyze: nothing to analyse", "pass a run folder, .pt, .npy or .safetensors, or --synthetic KIND");
-  source = a.input;
-  std::error_code ec;
-  if (!fs::exists(a.input, ec)) throw Error(a.input + ": not found", "pass an existing file or run folder");
-  const std::string ext = fs::path(a.input).extension().string();
-  if (ext == ".npy") return read_npy_table(a.input);
-  if (ext == ".pt") return read_checkpoint_table(a.input);
-  if (ext == ".safetensors") {
-    if (a.tensor.empty())
-      throw Error(a.input + ": which tensor? pass --tensor NAME",
-                  "GPT-2: --tensor wpe.weight; BERT: --tensor bert.embeddings.position_embeddings.weight");
-    source = a.input + ":" + a.tensor;
-    return read_safetensors_tensor(a.input, a.tensor);
-  }
-  throw Error(a.input + ": unknown kind of input '" + ext + "'", "pass a run folder, a .pt checkpoint, a .npy or a .safetensors file");
-}
 
 void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json.empty()) return;
@@ -79,17 +56,17 @@ int run_analyze(const AnalyzeArgs& a) {
   // With --json -, stdout carries the JSON alone and the summary goes to stderr.
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   std::error_code ec;
-  const bool run_folder = a.synthetic.empty() && !a.input.empty() && fs::is_directory(a.input, ec);
+  const bool run_folder = a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
   Analysis main;
   nlohmann::json j;
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
   if (run_folder) {
     if (!a.rows.empty()) throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");
-    const auto points = analyze_run(a.input, a.options);
+    const auto points = analyze_run(a.table.input, a.options);
     const Verdict v = judge(points, a.thresholds);
     main = points.back().analysis;
-    const fs::path dir = fs::path(a.input) / "analysis";
+    const fs::path dir = fs::path(a.table.input) / "analysis";
     make_dirs(dir.string());
     nlohmann::json tj = trajectory_json(points);
     write_file_atomic((dir / "trajectory.csv").string(), trajectory_csv(points));
@@ -98,7 +75,7 @@ int run_analyze(const AnalyzeArgs& a) {
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = verdict_json(v);
-    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.input, points.size(), points.front().step, points.back().step);
+    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step, points.back().step);
     out << fmt::format("{:>8} {:>6} {:>9} {:>9} {:>9} {:>10}\n", "step", "k90", "eff rank", "adj cos", "shuffled", "val loss");
     for (const auto& p : points)
       out << fmt::format("{:>8} {:>6} {:>9.2f} {:>9.3f} {:>9.3f} {:>10}\n", p.step, p.analysis.k90, p.analysis.effective_rank,
@@ -111,7 +88,7 @@ int run_analyze(const AnalyzeArgs& a) {
     columns.emplace_back("step " + std::to_string(points.back().step), main);
   } else {
     std::string source;
-    torch::Tensor W = load_input(a, source);
+    torch::Tensor W = load_table(a.table, source);
     AnalysisOptions opt = a.options;
     if (!a.rows.empty()) {
       if (W.dim() != 2) throw Error(source + ": --rows needs a 2-D table, got " + c10::str(W.sizes()));
@@ -127,7 +104,8 @@ int run_analyze(const AnalyzeArgs& a) {
   if (with_baselines) {
     nlohmann::json bj;
     for (const std::string kind : {"random", "sinusoidal", "handbook"}) {
-      const Analysis b = analyze_table(synthetic_table(kind, main.positions, main.dims, a.seed, a.std), kind, a.options);
+      const Analysis b =
+          analyze_table(synthetic_table(kind, main.positions, main.dims, a.table.seed, a.table.std), kind, a.options);
       bj[kind] = to_json(b);
       columns.emplace_back(kind, b);
     }

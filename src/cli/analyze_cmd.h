@@ -7,18 +7,13 @@
 #include <string>
 
 #include "analysis/analysis.h"
+#include "analysis/table_io.h"
 #include "analysis/trajectory.h"
 
 namespace poslab {
 
 struct AnalyzeArgs {
-  std::string input;        // run folder, .pt, .npy or .safetensors
-  std::string tensor;       // --tensor NAME for .safetensors
-  std::string synthetic;    // random | sinusoidal | handbook
-  int64_t positions = 1024;
-  int64_t dims = 768;
-  uint64_t seed = 0;
-  double std = 0.02;        // of the random table
+  TableSource table;        // table.input may also be a run folder
   std::string rows;         // "A:B"
   std::string json;         // FILE or "-"
   bool baselines = false;

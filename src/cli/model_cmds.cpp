@@ -24,12 +24,12 @@ namespace fs = std::filesystem;
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
   auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
                                            "or one table (.npy, .safetensors, .pt, --synthetic)");
-  cmd->add_option("input", a.input, "run folder, or a .npy / .safetensors / .pt file");
-  cmd->add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
-  cmd->add_option("--synthetic", a.synthetic, "random | sinusoidal | handbook");
-  cmd->add_option("--positions", a.positions, "rows of the synthetic table")->capture_default_str();
-  cmd->add_option("--dim", a.dims, "columns of the synthetic table")->capture_default_str();
-  cmd->add_option("--seed", a.seed, "seed of synthetic and random tables")->capture_default_str();
+  cmd->add_option("input", a.table.input, "run folder, or a .npy / .safetensors / .pt file");
+  cmd->add_option("--tensor", a.table.tensor, "tensor name in a .safetensors file");
+  cmd->add_option("--synthetic", a.table.synthetic, "random | sinusoidal | handbook");
+  cmd->add_option("--positions", a.table.positions, "rows of the synthetic table")->capture_default_str();
+  cmd->add_option("--dim", a.table.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--seed", a.table.seed, "seed of synthetic and random tables")->capture_default_str();
   cmd->add_option("--rows", a.rows, "one table: analyse rows BEGIN:END only");
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
   cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict threshold (see analyze)")->capture_default_str();
@@ -40,34 +40,19 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
 int run_report(const ReportArgs& a) {
   std::error_code ec;
   ReportResult r;
-  if (a.synthetic.empty() && !a.input.empty() && fs::is_directory(a.input, ec)) {
-    r = write_run_report(a.input, a.thresholds);
+  const TableSource& t = a.table;
+  if (t.synthetic.empty() && !t.input.empty() && fs::is_directory(t.input, ec)) {
+    r = write_run_report(t.input, a.thresholds);
   } else {
-    torch::Tensor W;
-    std::string source, out = a.out;
-    if (!a.synthetic.empty()) {
-      W = synthetic_table(a.synthetic, a.positions, a.dims, a.seed);
-      source = fmt::format("synthetic {} ({} x {}, seed {})", a.synthetic, a.positions, a.dims, a.seed);
-      if (out.empty()) out = "report_" + a.synthetic;
-    } else {
-      if (a.input.empty()) throw Error("report: nothing to draw", "pass a run folder, a table file, or --synthetic KIND");
-      if (!fs::exists(a.input, ec)) throw Error(a.input + ": not found", "pass an existing run folder or table file");
-      const std::string ext = fs::path(a.input).extension().string();
-      source = a.input;
-      if (ext == ".npy") W = read_npy_table(a.input);
-      else if (ext == ".pt") W = read_checkpoint_table(a.input);
-      else if (ext == ".safetensors") {
-        if (a.tensor.empty()) throw Error(a.input + ": which tensor? pass --tensor NAME");
-        W = read_safetensors_tensor(a.input, a.tensor);
-        source += ":" + a.tensor;
-      } else {
-        throw Error(a.input + ": unknown kind of input '" + ext + "'", "pass a run folder, .npy, .safetensors or .pt");
-      }
-      if (out.empty()) out = (fs::path(a.input).parent_path() / (fs::path(a.input).stem().string() + "_report")).string();
-    }
+    std::string source;
+    torch::Tensor W = load_table(t, source);
+    std::string out = a.out;
+    if (out.empty())
+      out = t.input.empty() ? "report_" + t.synthetic
+                            : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
-    r = write_table_report(W, source, out, offset, a.seed);
+    r = write_table_report(W, source, out, offset, t.seed, t.std);
   }
   std::cerr << r.figures.size() << " figures (PNG and SVG) with their data and gnuplot scripts\n";
   std::cout << r.index_html << "\n";

@@ -5,15 +5,15 @@
 
 #include <string>
 
+#include "analysis/table_io.h"
 #include "analysis/trajectory.h"
 #include "model/sample.h"
 
 namespace poslab {
 
 struct ReportArgs {
-  std::string input, tensor, synthetic, rows, out;
-  int64_t positions = 1024, dims = 768;
-  uint64_t seed = 0;
+  TableSource table;     // table.input may also be a run folder
+  std::string rows, out;
   VerdictThresholds thresholds;
 };
 struct InspectArgs {

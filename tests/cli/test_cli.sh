@@ -40,6 +40,20 @@ printf 'tiny\n' >"$tmp/tiny.txt"
 expect_error "corpus too small" "tokens split into .* block_size \+ 1" \
   train configs/default.yaml --set "data.corpus=$tmp/tiny.txt" --set data.tokenizer.type=char --set "run.out_dir=$tmp/runs"
 
+# config prints the effective config; bench prints its figures as JSON.
+if "$poslab" config configs/default.yaml --set model.n_layer=2 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "^  n_layer: 2$" "$tmp/out" && grep -q "^  block_size: 128$" "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL config"; cat "$tmp/out" "$tmp/err"
+fi
+if "$poslab" bench configs/default.yaml --steps 1 --warmup 0 --set model.n_layer=1 --json - >"$tmp/b.json" 2>"$tmp/err" &&
+   grep -q '"tokens_per_s"' "$tmp/b.json" && grep -q '"mfu"' "$tmp/b.json" && grep -q "ms/step" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL bench"; cat "$tmp/err"
+fi
+
 # analyze: synthetic tables, JSON on stdout, the GPT-2 table when ../shared is there, bad inputs.
 if "$poslab" analyze --synthetic handbook --positions 64 --dim 32 --json - >"$tmp/a.json" 2>"$tmp/err" &&
    grep -q '"k90_uncentered"' "$tmp/a.json" && grep -q '"sinusoid_r2"' "$tmp/a.json" && grep -q "spectrum" "$tmp/err"; then

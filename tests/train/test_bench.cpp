@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/config.h"
+#include "test_util.h"
+#include "train/bench.h"
+
+namespace poslab {
+namespace {
+
+TEST(Bench, FlopsPerTokenIsNanoGptsEstimate) {
+  ModelConfig m;
+  m.n_layer = 4;
+  m.n_embd = 128;
+  m.block_size = 64;
+  EXPECT_DOUBLE_EQ(flops_per_token(1000, m), 6.0 * 1000 + 12.0 * 4 * 128 * 64);
+}
+
+TEST(Bench, ReportsFiguresAndExportsForTheReference) {
+  test::TempDir dir;
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=4", "data.tokenizer.vocab_size=50"});
+  BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  opt.export_dir = dir / "export";
+  const auto j = run_bench(cfg, opt);
+  EXPECT_EQ(j["tokens_per_step"], 4 * 8);
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["matmul_gflops"].get<double>(), 0);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(j["losses"].size(), 3u);
+  EXPECT_NEAR(j["losses"][0].get<double>(), std::log(50.0), 0.3);  // untrained: near uniform
+  for (const char* f : {"bench.json", "batches.npy", "init/wpe.weight.npy", "init/h.0.attn.c_attn.weight.npy"})
+    EXPECT_TRUE(std::filesystem::exists(dir / ("export/" + std::string(f)))) << f;
+}
+
+}  // namespace
+}  // namespace poslab
