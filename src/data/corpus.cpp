@@ -56,6 +56,30 @@ size_t sanitize_utf8(std::string& text) {
   return replaced;
 }
 
+std::string wrap_long_lines(const std::string& text, size_t max_bytes) {
+  std::string out;
+  out.reserve(text.size() + text.size() / max_bytes + 1);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    while (end - start > max_bytes) {
+      size_t cut = text.rfind(' ', start + max_bytes);
+      if (cut == std::string::npos || cut <= start) {
+        cut = start + max_bytes;
+        while (cut > start && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not mid-character
+      }
+      out.append(text, start, cut - start);
+      out.push_back('\n');
+      start = text[cut] == ' ' ? cut + 1 : cut;
+    }
+    out.append(text, start, end - start);
+    if (end < text.size()) out.push_back('\n');
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string content_hash(const std::string& bytes, uint64_t seed) {
   uint64_t h = seed;
   for (unsigned char c : bytes) {

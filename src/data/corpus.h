@@ -25,6 +25,10 @@ size_t sanitize_utf8(std::string& text);
 // True when the first 8 KiB of `head` contain a NUL byte.
 bool looks_binary(const std::string& head);
 
+// Breaks lines longer than max_bytes (at the last space before the limit, else at a UTF-8 character
+// boundary) so that a tokenizer trainer with a line-length limit still sees every character.
+std::string wrap_long_lines(const std::string& text, size_t max_bytes);
+
 // 64-bit FNV-1a hash, hex encoded: a content key for caches.
 std::string content_hash(const std::string& bytes, uint64_t seed = 14695981039346656037ULL);
 

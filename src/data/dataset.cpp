@@ -115,7 +115,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
       spdlog::info("tokenizer: cached {} ({} pieces)", model_path, data.tokenizer.vocab_size());
     } else {
       const std::string base = (fs::path(dir) / ("train-" + std::to_string(::getpid()))).string();
-      write_file_atomic(base + ".txt", corpus.text);
+      // sentencepiece leaves lines over its max_sentence_length (16384 bytes) out of training: wrap them.
+      write_file_atomic(base + ".txt", wrap_long_lines(corpus.text, 8192));
       std::string bytes;
       try {
         bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);

@@ -160,6 +160,27 @@ if [ -d /usr/share/games/fortunes ]; then
   else
     failed=$((failed + 1)); echo "FAIL SIGINT stop and resume: exit $rc, last snapshot $last"; tail -5 "$tmp/sig.err"
   fi
+  # kill -9 at random moments, three times: the latest checkpoint on disk is always readable, the stale lock
+  # is taken over, and the run resumes each time.
+  "$poslab" train configs/default.yaml --set train.max_steps=300 --set train.checkpoint_every=2 \
+    --set train.eval_every=1000 --set snapshot.every=1000 --set run.report=false --set "run.out_dir=$tmp/k9" \
+    --stop-at 2 >/dev/null 2>&1
+  survived=0
+  for i in 1 2 3; do
+    "$poslab" train --resume "$tmp/k9/default" >/dev/null 2>"$tmp/k9.err" &
+    pid=$!
+    sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 1.5 + 2.5 * rand() }')"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    "$poslab" inspect "$tmp/k9/default/checkpoints/latest.pt" >/dev/null 2>&1 && survived=$((survived + 1))
+  done
+  if [ "$survived" -eq 3 ] && "$poslab" train --resume "$tmp/k9/default" --set train.max_steps=$(( $("$poslab" inspect \
+       "$tmp/k9/default/checkpoints/latest.pt" | awk '/^step/ {print $2}') + 2 )) >/dev/null 2>"$tmp/k9.err" &&
+     grep -q "stale lock" "$tmp/k9.err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL kill -9: $survived of 3 checkpoints readable"; tail -5 "$tmp/k9.err"
+  fi
   expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 else
   echo "SKIP default config short run: /usr/share/games/fortunes is absent (run scripts/setup.sh)"

@@ -74,6 +74,14 @@ TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
   }
 }
 
+TEST(Corpus, WrapLongLines) {
+  EXPECT_EQ(wrap_long_lines("short\nlines\n", 10), "short\nlines\n");
+  EXPECT_EQ(wrap_long_lines("aaaa bbbb cccc", 10), "aaaa bbbb\ncccc");  // at the last space
+  EXPECT_EQ(wrap_long_lines("abcdefghijkl", 5), "abcde\nfghij\nkl");   // no space: hard cut
+  const std::string euro = "\xE2\x82\xAC\xE2\x82\xAC";                 // two 3-byte characters
+  EXPECT_EQ(wrap_long_lines(euro, 4), "\xE2\x82\xAC\n\xE2\x82\xAC");    // never inside a character
+}
+
 TEST(Corpus, ContentHashIsStableAndSensitive) {
   EXPECT_EQ(content_hash(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
   EXPECT_EQ(content_hash("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "data/batches.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
 #include "test_util.h"
@@ -115,6 +116,31 @@ TEST(Tokenizer, TrainTokensSplitAndErrors) {
   Config c = tiny_config(dir, "bpe", 5000);
   c.data.corpus = {dir / "small.txt"};
   EXPECT_THROW(prepare_tokens(c, 1), Error);
+}
+
+TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
+  TempDir dir;
+  // One 200,000-character line (sentencepiece's trainer skips lines over 16 KiB) between short ones: its
+  // characters appear nowhere else, so unless it is wrapped for training they would decode as unknown.
+  std::string text = test::generated_corpus(50);
+  for (int i = 0; i < 20000; ++i) text += "abcdefghij";
+  text += "\n" + test::generated_corpus(50, 3);
+  write_text(dir / "corpus.txt", text);
+  const TokenData data = prepare_tokens(tiny_config(dir, "bpe", 60), 1);
+  std::vector<int> all(data.train.begin(), data.train.end());
+  all.insert(all.end(), data.val.begin(), data.val.end());
+  EXPECT_TRUE(data.tokenizer.decode(all) == text) << "the whole corpus, long line included, must round-trip";
+
+  // Fewer tokens than one batch (batch 64 x block 16) but more than block_size + 1 per split: windows are
+  // drawn with replacement, so training works; documented in the README.
+  write_text(dir / "small.txt", "a tiny corpus of a few dozen characters, enough for two windows.\nand a val tail line here.\n");
+  Config c = tiny_config(dir, "char", 0);
+  c.data.corpus = {dir / "small.txt"};
+  c.data.val_fraction = 0.3;
+  const TokenData small = prepare_tokens(c, 1);
+  ASSERT_LT(small.train.size(), 64u * 16u);
+  BatchSampler sampler(small.train, 64, 16, 1);
+  EXPECT_EQ(sampler.next().first.size(0), 64);
 }
 
 TEST(Tokenizer, SplitShorterThanBlockIsAnError) {

@@ -100,5 +100,26 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
   EXPECT_NE(message(dir / "foreign.pt").find("not a poslab checkpoint"), std::string::npos);
 }
 
+TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  CheckpointMeta meta;
+  meta.step = 5;
+  meta.config_yaml = to_yaml(cfg);
+  save_checkpoint(dir / "latest.pt", model, nullptr, meta);
+  // The temporary file cannot be created (a folder stands in its way; root ignores permission bits).
+  std::filesystem::create_directories(dir / "latest.pt.tmp");
+  meta.step = 6;
+  try {
+    save_checkpoint(dir / "latest.pt", model, nullptr, meta);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "latest.pt"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("previous checkpoint is intact"), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(read_checkpoint_meta(dir / "latest.pt").step, 5);
+}
+
 }  // namespace
 }  // namespace poslab
