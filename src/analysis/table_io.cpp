@@ -1,11 +1,10 @@
 #include "analysis/table_io.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstring>
 #include <filesystem>
 
 #include "analysis/baselines.h"
+#include "analysis/safetensors.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -20,55 +19,12 @@ torch::Tensor read_npy_table(const std::string& path) {
 
 torch::Tensor read_safetensors_tensor(const std::string& path, const std::string& name) {
   const std::string bytes = read_file(path);
-  const std::string hint = "pass a .safetensors file (as written by the safetensors library)";
-  uint64_t header_len = 0;
-  if (bytes.size() < 8) throw Error(path + ": truncated safetensors file (" + std::to_string(bytes.size()) + " bytes)", hint);
-  std::memcpy(&header_len, bytes.data(), 8);
-  if (header_len > bytes.size() - 8)
-    throw Error(path + ": truncated safetensors file: the header claims " + std::to_string(header_len) + " bytes, " +
-                    std::to_string(bytes.size() - 8) + " follow",
-                hint);
-  const auto header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len),
-                                            nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) throw Error(path + ": the safetensors header is not a JSON object", hint);
-  if (!header.contains(name)) {
-    std::string names;
-    for (const auto& [key, value] : header.items())
-      if (key != "__metadata__") names += (names.empty() ? "" : ", ") + key;
-    throw Error(path + ": no tensor named '" + name + "'; the file holds: " + (names.empty() ? "(none)" : names),
-                "pass one of these names with --tensor");
-  }
-  const auto& info = header[name];
-  const size_t data_start = 8 + header_len;
-  const size_t data_size = bytes.size() - data_start;
-  try {
-    const std::string dtype = info.at("dtype").get<std::string>();
-    const auto shape = info.at("shape").get<std::vector<int64_t>>();
-    const auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
-    torch::ScalarType type;
-    size_t elem = 0;
-    if (dtype == "F32") { type = torch::kFloat32; elem = 4; }
-    else if (dtype == "F16") { type = torch::kFloat16; elem = 2; }
-    else if (dtype == "BF16") { type = torch::kBFloat16; elem = 2; }
-    else if (dtype == "F64") { type = torch::kFloat64; elem = 8; }
-    else throw Error(path + ": tensor '" + name + "' has dtype " + dtype + "; supported: F32, F16, BF16, F64");
-    int64_t numel = 1;
-    for (int64_t s : shape) {
-      if (s < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension", hint);
-      numel *= s;
-    }
-    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size)
-      throw Error(path + ": tensor '" + name + "' lies outside the file (truncated?)", "download the file again");
-    if (offsets[1] - offsets[0] != static_cast<uint64_t>(numel) * elem)
-      throw Error(path + ": tensor '" + name + "' holds " + std::to_string(offsets[1] - offsets[0]) + " bytes, its shape needs " +
-                      std::to_string(numel * static_cast<int64_t>(elem)),
-                  hint);
-    auto t = torch::empty(shape, type);
-    std::memcpy(t.data_ptr(), bytes.data() + data_start + offsets[0], static_cast<size_t>(numel) * elem);
-    return t.to(torch::kFloat64);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": malformed entry for tensor '" + name + "': " + e.what(), hint);
-  }
+  const SafetensorsEntry e = find_safetensors_entry(bytes, name, path);
+  const auto type = e.dtype == "F32" ? torch::kFloat32 : e.dtype == "F16" ? torch::kFloat16
+                  : e.dtype == "BF16" ? torch::kBFloat16 : torch::kFloat64;
+  auto t = torch::empty(e.shape, type);
+  std::memcpy(t.data_ptr(), bytes.data() + e.offset, e.bytes);  // a copy: the data may be unaligned in the file
+  return t.to(torch::kFloat64);
 }
 
 torch::Tensor read_checkpoint_table(const std::string& path) {

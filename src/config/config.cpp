@@ -168,7 +168,10 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
 // Walks a YAML map, descending into sections, and sets every leaf key.
 void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, const std::string& source) {
   for (const auto& kv : node) {
-    const std::string name = kv.first.as<std::string>();
+    if (!kv.first.IsScalar())
+      throw Error(source + ": a key under '" + (prefix.empty() ? "(top level)" : prefix) + "' is not a plain name",
+                  "write keys as 'name: value'");
+    const std::string name = kv.first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     if (kv.second.IsMap() && find_field(key) == nullptr && is_section_prefix(key)) {
       merge_map(cfg, kv.second, key, source);

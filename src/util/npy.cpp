@@ -24,8 +24,9 @@ std::string npy_bytes(const float* data, int64_t rows, int64_t cols) {
   return out;
 }
 
-NpyArray read_npy(const std::string& path) {
-  const std::string bytes = read_file(path);
+NpyArray read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+NpyArray parse_npy(const std::string& bytes, const std::string& path) {
   const std::string hint = "pass a 2-D float32 or float64 array saved with numpy.save";
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     throw Error(path + ": not a .npy file (bad magic)", hint);
@@ -58,13 +59,20 @@ NpyArray read_npy(const std::string& path) {
   NpyArray arr;
   const std::string dims = m[1];
   const std::regex number("\\d+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    if (it->str().size() > 12) throw Error(path + ": .npy shape " + dims + " is not a plausible size", hint);
     arr.shape.push_back(std::stoll(it->str()));
+  }
   if (arr.shape.size() != 2)
     throw Error(path + ": array has " + std::to_string(arr.shape.size()) + " dimensions, expected 2 (positions, dims)", hint);
-  const size_t n = static_cast<size_t>(arr.shape[0] * arr.shape[1]);
   const size_t elem = descr == "<f4" ? 4 : 8;
   const size_t data_offset = offset + hlen;
+  const size_t available = (bytes.size() - data_offset) / elem;
+  // Compare without overflow: rows * cols must equal the elements present.
+  if (arr.shape[0] != 0 && static_cast<size_t>(arr.shape[1]) > available / static_cast<size_t>(arr.shape[0]))
+    throw Error(path + ": truncated data: shape " + dims + " needs more than the " + std::to_string(available) +
+                    " values present", "the file is damaged: save it again");
+  const size_t n = static_cast<size_t>(arr.shape[0]) * static_cast<size_t>(arr.shape[1]);
   if (bytes.size() - data_offset != n * elem)
     throw Error(path + ": truncated or oversized data: " + std::to_string(bytes.size() - data_offset) + " bytes, expected " +
                     std::to_string(n * elem), "the file is damaged: save it again");

@@ -19,4 +19,7 @@ std::string npy_bytes(const float* data, int64_t rows, int64_t cols);
 // anything else: bad magic, truncated data, other dtype, Fortran order, not 2-D.
 NpyArray read_npy(const std::string& path);
 
+// The same on bytes in memory; `name` is used in error messages.
+NpyArray parse_npy(const std::string& bytes, const std::string& name);
+
 }  // namespace poslab

@@ -129,6 +129,8 @@ TEST(Config, MalformedFilesAndOverrides) {
   EXPECT_NE(error_of([&] { load_config(dir / "section.yaml"); }).find("'model' is a section"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"train.max_steps"}); }).find("section.key=value"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"train=3"}); }).find("section"), std::string::npos);
+  write_text(dir / "key.yaml", "? [a, b]\n: 1\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "key.yaml"); }).find("not a plain name"), std::string::npos);
   write_text(dir / "empty.yaml", "");
   EXPECT_EQ(load_config(dir / "empty.yaml").model.n_embd, ModelConfig{}.n_embd);
 }

@@ -55,6 +55,13 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
   write_text(dir / "three.npy", three);
   EXPECT_NE(expect_error(dir / "three.npy").find("3 dimensions"), std::string::npos);
   EXPECT_NE(expect_error(dir / "missing.npy").find("missing.npy"), std::string::npos);
+  // Shapes whose product overflows, or whose numbers do not fit an integer, are errors, not allocations.
+  for (const char* shape : {"(4294967296, 4294967296)", "(99999999999999999999999, 1)", "(3074457345618258603, 6)"}) {
+    std::string big = good;
+    big.replace(big.find("(2, 3)"), 6, shape);
+    write_text(dir / "big.npy", big);
+    EXPECT_THROW(read_npy(dir / "big.npy"), Error) << shape;
+  }
 }
 
 TEST(Npy, ReadsTheRealGpt2TableFromShared) {
