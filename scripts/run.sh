@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and train the default config. Extra arguments go to `poslab train`.
+# The main job: set up, build, and train the default config; the run ends by writing its report and printing
+# the path of index.html. Run it again and it continues the same run (or, when finished, rewrites the report).
+# Extra arguments go to `poslab train` (e.g. --set train.max_steps=3000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-./build/poslab train configs/default.yaml "$@"
+if [ -f runs/default/checkpoints/latest.pt ]; then
+  ./build/poslab train --resume runs/default "$@"
+else
+  ./build/poslab train configs/default.yaml "$@"
+fi

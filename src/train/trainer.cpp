@@ -199,7 +199,7 @@ TrainSummary train(const TrainRequest& req) {
       spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
     }
     const bool stop_here = (step == req.stop_at || stop_requested()) && step > start_step;
-    if (!first_of_resume && ((step % cfg.train.checkpoint_every == 0 && step > 0) || last || stop_here))
+    if (!first_of_resume && (step % cfg.train.checkpoint_every == 0 || last || stop_here))  // step 0 too: resumable at once
       save_checkpoint(latest_path, model, optimizer.get(), make_meta(step));
     if (last || stop_here) {
       if (record.contains("val_loss")) append_line(metrics_path, record.dump());
