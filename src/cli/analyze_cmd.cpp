@@ -14,17 +14,21 @@
 namespace poslab {
 namespace fs = std::filesystem;
 
+void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
+  cmd->add_option("input", t.input, "a run folder, a checkpoint .pt, a .npy or a .safetensors file");
+  cmd->add_option("--tensor", t.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
+  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
+  cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str();
+  cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--seed", t.seed, "seed of the synthetic and random tables")->capture_default_str();
+  cmd->add_option("--std", t.std, "std of the random table (and of the random baseline)")->capture_default_str();
+  cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
+}
+
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   auto* cmd = app.add_subcommand("analyze", "analyse a position table: spectrum, effective rank, similarity, "
                                             "smoothness, boundaries, sinusoids");
-  cmd->add_option("input", a.table.input, "a run folder (trajectory + verdict), checkpoint .pt, .npy or .safetensors");
-  cmd->add_option("--tensor", a.table.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
-  cmd->add_option("--synthetic", a.table.synthetic, "analyse a generated table instead: random | sinusoidal | handbook");
-  cmd->add_option("--positions", a.table.positions, "rows of the synthetic table")->capture_default_str();
-  cmd->add_option("--dim", a.table.dims, "columns of the synthetic table")->capture_default_str();
-  cmd->add_option("--seed", a.table.seed, "seed of the synthetic table")->capture_default_str();
-  cmd->add_option("--std", a.table.std, "std of the random table (and of the random baseline)")->capture_default_str();
-  cmd->add_option("--rows", a.rows, "analyse rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
+  add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
   cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")->capture_default_str();

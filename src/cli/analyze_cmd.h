@@ -21,6 +21,10 @@ struct AnalyzeArgs {
   VerdictThresholds thresholds;
 };
 
+// The options that name one table (INPUT, --tensor, --synthetic, --positions, --dim, --seed, --std, --rows),
+// shared by analyze and report.
+void add_table_options(CLI::App* cmd, TableSource& table, std::string& rows);
+
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args);
 int run_analyze(const AnalyzeArgs& args);
 

@@ -1,5 +1,7 @@
 #include "cli/model_cmds.h"
 
+#include "cli/analyze_cmd.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <cmath>
@@ -24,13 +26,7 @@ namespace fs = std::filesystem;
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
   auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
                                            "or one table (.npy, .safetensors, .pt, --synthetic)");
-  cmd->add_option("input", a.table.input, "run folder, or a .npy / .safetensors / .pt file");
-  cmd->add_option("--tensor", a.table.tensor, "tensor name in a .safetensors file");
-  cmd->add_option("--synthetic", a.table.synthetic, "random | sinusoidal | handbook");
-  cmd->add_option("--positions", a.table.positions, "rows of the synthetic table")->capture_default_str();
-  cmd->add_option("--dim", a.table.dims, "columns of the synthetic table")->capture_default_str();
-  cmd->add_option("--seed", a.table.seed, "seed of synthetic and random tables")->capture_default_str();
-  cmd->add_option("--rows", a.rows, "one table: analyse rows BEGIN:END only");
+  add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
   cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict threshold (see analyze)")->capture_default_str();
   cmd->add_option("--smooth-margin", a.thresholds.smooth_margin, "verdict threshold (see analyze)")->capture_default_str();

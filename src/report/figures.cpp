@@ -37,6 +37,20 @@ std::string slug(const std::string& s) {
   return out;
 }
 
+// Writes one data file per series ("PREFIX_LABEL.dat", rows from `rows`) and returns the plot clauses.
+template <typename Rows>
+std::string series_plots(Figure& f, const std::vector<Series>& series, const std::string& prefix,
+                         const std::string& header, const std::string& style, Rows rows,
+                         std::string (*title)(const Series&) = [](const Series& s) { return s.label; }) {
+  std::string plots;
+  for (const auto& s : series) {
+    const std::string file = prefix + "_" + slug(s.label) + ".dat";
+    f.data[file] = "# " + header + "\n" + rows(*s.analysis);
+    plots += fmt::format("{}'{}' using 1:2 with {} title {}", plots.empty() ? "" : ", ", file, style, quote(title(s)));
+  }
+  return plots;
+}
+
 const char* kPalette = "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
 
 }  // namespace
@@ -46,15 +60,12 @@ Figure spectrum_figure(const std::vector<Series>& series) {
            "Singular values of each table as it is, divided by the largest, on a log scale (cut at 10^-4). A random "
            "table's spectrum is flat and spread out; a low-rank table's falls steeply after its first few components.",
            {}, {}};
-  std::string plots;
-  for (const auto& s : series) {
-    const std::string file = "spectrum_" + slug(s.label) + ".dat";
-    std::string d = "# k sigma_k/sigma_1\n";
-    const auto& sv = s.analysis->singular_values;
+  const std::string plots = series_plots(f, series, "spectrum", "k sigma_k/sigma_1", "lines lw 2", [](const Analysis& a) {
+    std::string d;
+    const auto& sv = a.singular_values;
     for (size_t k = 0; k < sv.size(); ++k) d += fmt::format("{} {}\n", k + 1, num(sv[k] / std::max(sv[0], 1e-300)));
-    f.data[file] = d;
-    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file, quote(s.label));
-  }
+    return d;
+  });
   f.script = both_formats(f.name,
                           "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
                           "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key top right\n  set grid\n"
@@ -67,16 +78,15 @@ Figure cumulative_variance_figure(const std::vector<Series>& series) {
            "Share of the centred table's variance held by its first k principal components; the dashed line marks 90 %. "
            "The further left a curve crosses it, the fewer components the table needs.",
            {}, {}};
-  std::string plots;
-  for (const auto& s : series) {
-    const std::string file = "cumvar_" + slug(s.label) + ".dat";
-    std::string d = "# k cumulative_share_percent\n0 0\n";
-    const auto& c = s.analysis->cumulative_variance;
-    for (size_t k = 0; k < c.size(); ++k) d += fmt::format("{} {}\n", k + 1, num(100 * c[k]));
-    f.data[file] = d;
-    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file,
-                         quote(fmt::format("{} (k90 = {})", s.label, s.analysis->k90)));
-  }
+  const std::string plots = series_plots(
+      f, series, "cumvar", "k cumulative_share_percent", "lines lw 2",
+      [](const Analysis& a) {
+        std::string d = "0 0\n";
+        for (size_t k = 0; k < a.cumulative_variance.size(); ++k)
+          d += fmt::format("{} {}\n", k + 1, num(100 * a.cumulative_variance[k]));
+        return d;
+      },
+      [](const Series& s) { return fmt::format("{} (k90 = {})", s.label, s.analysis->k90); });
   f.script = both_formats(f.name,
                           "  set xlabel 'number of principal components k'\n  set ylabel 'explained variance (%)'\n"
                           "  set yrange [0:100]\n  set key bottom right\n  set grid\n"
@@ -188,16 +198,13 @@ Figure row_norms_figure(const std::vector<Series>& series) {
            "The length of each position's vector. Boundary effects show as the first (or last) positions standing apart "
            "from the interior.",
            {}, {}};
-  std::string plots;
-  for (const auto& s : series) {
-    const std::string file = "norms_" + slug(s.label) + ".dat";
-    std::string d = "# position norm\n";
-    for (size_t i = 0; i < s.analysis->row_norms.size(); ++i)
-      d += fmt::format("{} {}\n", i + s.analysis->row_offset, num(s.analysis->row_norms[i]));
-    f.data[file] = d;
-    plots += fmt::format("{}'{}' using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title {}", plots.empty() ? "" : ", ", file,
-                         quote(s.label));
-  }
+  const std::string plots = series_plots(f, series, "norms", "position norm", "linespoints pt 7 ps 0.5 lw 1.5",
+                                         [](const Analysis& a) {
+                                           std::string d;
+                                           for (size_t i = 0; i < a.row_norms.size(); ++i)
+                                             d += fmt::format("{} {}\n", i + a.row_offset, num(a.row_norms[i]));
+                                           return d;
+                                         });
   const int64_t first = series.empty() ? 0 : series[0].analysis->row_offset;
   const int64_t last = series.empty() ? 1 : first + series[0].analysis->positions - 1;
   f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'row norm ||w_i||'\n  set grid\n"

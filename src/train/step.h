@@ -10,7 +10,7 @@
 namespace poslab {
 
 struct StepResult {
-  torch::Tensor loss;       // mean loss, 0-dim; read it only when needed
+  torch::Tensor loss;       // mean loss, 0-dim (already read once for the finiteness check)
   double grad_norm = 0;     // global gradient norm before clipping
   bool finite = true;       // loss and gradient norm are finite; when not, the optimizer did not step
 };
