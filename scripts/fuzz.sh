@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the readers of untrusted input with libFuzzer (clang, from Debian's clang-14 / libclang-rt-14-dev):
-# the .npy reader, the .safetensors parser and the YAML config reader. Builds each target with ASan, writes
+# the .npy reader, the .safetensors parser, the YAML config reader and the checkpoint reader (the last links the
+# system LibTorch, which is not instrumented: coverage comes from poslab's own checks). Builds each target with ASan, writes
 # seed inputs, runs each for SECONDS (default 60), and ends with one line: inputs run and crashes found.
 # Not part of the test command. Usage: scripts/fuzz.sh [SECONDS]
 set -uo pipefail
@@ -10,18 +11,25 @@ command -v clang++ >/dev/null || { echo "error: clang++ not found; hint: apt-get
 out=build/fuzz
 mkdir -p "$out"
 flags="-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc"
-build() {  # build NAME SOURCES...
+torch_flags="-isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1 -DFMT_SHARED -DSPDLOG_COMPILED_LIB
+  -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB"
+build() {  # build NAME SOURCES... [-- EXTRA FLAGS]
   local name=$1; shift
+  local sources=() extra=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do sources+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && extra=("$@")
   [ -x "$out/$name" ] && [ -z "$(find tests/fuzz src -newer "$out/$name" -name '*.cpp' -o -newer "$out/$name" -name '*.h' | head -1)" ] && return 0
   echo "building $name"
-  clang++ $flags "$@" -o "$out/$name" -lyaml-cpp || exit 2
+  clang++ $flags "${sources[@]}" -o "$out/$name" -lyaml-cpp "${extra[@]}" || exit 2
 }
 build fuzz_npy tests/fuzz/fuzz_npy.cpp src/util/npy.cpp src/util/fs.cpp
 build fuzz_safetensors tests/fuzz/fuzz_safetensors.cpp src/analysis/safetensors.cpp
 build fuzz_config tests/fuzz/fuzz_config.cpp src/config/config.cpp
+build fuzz_checkpoint tests/fuzz/fuzz_checkpoint.cpp src/train/checkpoint.cpp src/model/gpt.cpp src/config/config.cpp \
+  src/util/fs.cpp -- $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt
 
 # Seeds: one valid input of each kind, written here (no data file is needed).
-mkdir -p "$out/seeds/npy" "$out/seeds/safetensors" "$out/seeds/config"
+mkdir -p "$out/seeds/npy" "$out/seeds/safetensors" "$out/seeds/config" "$out/seeds/checkpoint"
 /usr/bin/python3 - "$out/seeds" <<'PY'
 import json, struct, sys
 d = sys.argv[1]
@@ -32,10 +40,13 @@ h = json.dumps({"wpe.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": 
 open(f"{d}/safetensors/ok.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<6f", *range(6)))
 PY
 cp configs/*.yaml "$out/seeds/config/"
+# A valid checkpoint of a tiny model (raw mode) and an undamaged structured input, written by the target itself.
+POSLAB_FUZZ_SEED_DIR="$out/seeds/checkpoint" ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_checkpoint" -runs=0 \
+  "$out/seeds/checkpoint" >/dev/null 2>&1
 
 total=0
 crashes=0
-for target in fuzz_npy:npy fuzz_safetensors:safetensors fuzz_config:config; do
+for target in fuzz_npy:npy fuzz_safetensors:safetensors fuzz_config:config fuzz_checkpoint:checkpoint; do
   name=${target%%:*}
   seeds=${target##*:}
   mkdir -p "$out/corpus/$seeds"
@@ -54,5 +65,5 @@ for target in fuzz_npy:npy fuzz_safetensors:safetensors fuzz_config:config; do
     echo "$name: $runs inputs, no crash"
   fi
 done
-echo "fuzz: $total inputs across 3 readers in ${seconds}s each, $crashes crashed"
+echo "fuzz: $total inputs across 4 readers in ${seconds}s each, $crashes crashed"
 [ "$crashes" -eq 0 ]

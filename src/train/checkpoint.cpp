@@ -39,25 +39,87 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   }
 }
 
+Error damaged(const std::string& path, const std::string& key, const std::string& what) {
+  return Error(path + ": checkpoint entry '" + key + "' " + what, "the file is damaged: use another checkpoint of the "
+               "run (e.g. best.pt)");
+}
+
+int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
+  const torch::Tensor t = read_tensor(ar, key, path);
+  if (t.numel() != 1 || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+    throw damaged(path, key, "is not one integer (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+  return t.item<int64_t>();
+}
+
+std::string read_bytes(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
+  const torch::Tensor t = read_tensor(ar, key, path);
+  if (t.dim() != 1 || t.scalar_type() != torch::kUInt8)
+    throw damaged(path, key, "is not a byte string (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+  return to_string(t);
+}
+
+// Every entry is checked for dtype and shape before use: a damaged file is an error naming the entry, never a
+// LibTorch exception from deep inside (found by tests/fuzz/fuzz_checkpoint.cpp).
 CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& path) {
   CheckpointMeta m;
   torch::Tensor fmt;
   if (!ar.try_read("poslab_format", fmt))
     throw Error(path + ": not a poslab checkpoint (no 'poslab_format' entry)", "pass a checkpoint written by poslab train");
-  m.format_version = fmt.item<int64_t>();
+  m.format_version = read_int(ar, "poslab_format", path);
   if (m.format_version != kCheckpointFormat)
     throw Error(path + ": checkpoint format " + std::to_string(m.format_version) + ", this poslab reads format " +
                 std::to_string(kCheckpointFormat), "use the poslab version that wrote it");
-  m.step = read_tensor(ar, "step", path).item<int64_t>();
-  auto losses = read_tensor(ar, "losses", path);  // (3,) train, val, best val
-  m.train_loss = losses[0].item<double>();
-  m.val_loss = losses[1].item<double>();
-  m.best_val_loss = losses[2].item<double>();
-  m.config_yaml = to_string(read_tensor(ar, "config_yaml", path));
-  m.tokenizer_model = to_string(read_tensor(ar, "tokenizer_model", path));
-  m.sampler_state = to_string(read_tensor(ar, "sampler_state", path));
+  m.step = read_int(ar, "step", path);
+  if (m.step < 0) throw damaged(path, "step", "is negative (" + std::to_string(m.step) + ")");
+  const torch::Tensor losses = read_tensor(ar, "losses", path);  // (3,) train, val, best val
+  if (losses.dim() != 1 || losses.numel() != 3 || !c10::isFloatingType(losses.scalar_type()))
+    throw damaged(path, "losses", "is not 3 floating-point numbers");
+  const torch::Tensor l = losses.to(torch::kFloat64);
+  m.train_loss = l[0].item<double>();
+  m.val_loss = l[1].item<double>();
+  m.best_val_loss = l[2].item<double>();
+  m.config_yaml = read_bytes(ar, "config_yaml", path);
+  m.tokenizer_model = read_bytes(ar, "tokenizer_model", path);
+  m.sampler_state = read_bytes(ar, "sampler_state", path);
   m.torch_rng_state = read_tensor(ar, "torch_rng_state", path);
+  const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
+  if (m.torch_rng_state.scalar_type() != torch::kUInt8 || m.torch_rng_state.dim() != 1 ||
+      (m.torch_rng_state.numel() != 0 && m.torch_rng_state.numel() != rng_bytes))
+    throw damaged(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
   return m;
+}
+
+// The tensor stored under a dotted parameter name ("h.0.attn.c_attn.weight": nested archives h, 0, attn, c_attn),
+// or an undefined tensor when it is absent.
+torch::Tensor archived_tensor(torch::serialize::InputArchive& ar, const std::string& name) {
+  const auto dot = name.find('.');
+  torch::Tensor t;
+  if (dot == std::string::npos) {
+    ar.try_read(name, t);
+    return t;
+  }
+  torch::serialize::InputArchive child;
+  if (!ar.try_read(name.substr(0, dot), child)) return t;
+  return archived_tensor(child, name.substr(dot + 1));
+}
+
+// AdamW moments must match their parameter in shape and dtype, or the first step fails deep inside LibTorch.
+void check_optimizer_state(torch::optim::Optimizer& optimizer, const torch::OrderedDict<std::string, torch::Tensor>& params,
+                           const std::string& path) {
+  for (const auto& p : params) {
+    const auto it = optimizer.state().find(c10::guts::to_string(p.value().unsafeGetTensorImpl()));
+    if (it == optimizer.state().end()) continue;  // no step taken yet for this parameter
+    const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get());
+    if (adamw == nullptr) continue;
+    for (const auto& [what, m] : {std::pair<const char*, torch::Tensor>{"exp_avg", adamw->exp_avg()},
+                                  {"exp_avg_sq", adamw->exp_avg_sq()}}) {
+      if (!m.defined() || m.sizes() != p.value().sizes() || m.scalar_type() != p.value().scalar_type())
+        throw Error(path + ": optimizer state " + what + " of " + p.key() + " is " +
+                        (m.defined() ? c10::toString(m.scalar_type()) + std::string(" ") + c10::str(m.sizes()) : "missing") +
+                        ", the parameter is " + c10::toString(p.value().scalar_type()) + " " + c10::str(p.value().sizes()),
+                    "the checkpoint is damaged: use another checkpoint of the run (e.g. best.pt), or train afresh");
+    }
+  }
 }
 
 }  // namespace
@@ -80,16 +142,20 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
     optimizer->save(opt_ar);
     ar.write("optimizer", opt_ar);
   }
-  const std::string tmp = path + ".tmp";
+  // Streamed through our writer, never to a path: LibTorch 1.13's file writer throws from its destructor when
+  // a write fails (a full disk), which ends the process. Ours records the failure and reports it at commit.
+  AtomicWriter out(path, "cannot write checkpoint", "free some space or fix permissions, then resume; the previous "
+                                                    "checkpoint is intact");
   try {
-    ar.save_to(tmp);
+    ar.save_to([&out](const void* data, size_t n) {
+      out.write(data, n);
+      return n;
+    });
   } catch (const c10::Error& e) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
     throw Error(path + ": cannot write checkpoint: " + e.what_without_backtrace(),
                 "check free space and permissions; the previous checkpoint is intact");
   }
-  commit_file(tmp, path);
+  out.commit();
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
@@ -119,28 +185,39 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   if (!diff.empty())
     throw Error(path + ": checkpoint architecture differs from the requested model: " + diff,
                 "use the checkpoint's own config (poslab train --resume RUN_DIR) or a matching config");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
-  for (const auto& p : model->named_parameters()) shapes.emplace_back(p.key(), p.value().sizes().vec());
+  struct Expected {
+    std::string name;
+    std::vector<int64_t> shape;
+    c10::ScalarType dtype;
+  };
+  std::vector<Expected> expected;
+  for (const auto& p : model->named_parameters())
+    expected.push_back({p.key(), p.value().sizes().vec(), p.value().scalar_type()});
+  const std::string hint = "the checkpoint was trained with another vocabulary or architecture, or is damaged: "
+                           "use its own config, or another checkpoint of the run";
   try {
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
-    model->load(model_ar);
-    // InputArchive::read replaces tensors without checking shapes: compare them ourselves.
-    const auto params = model->named_parameters();
-    for (const auto& [name, shape] : shapes) {
-      if (params[name].sizes().vec() != shape)
-        throw Error(path + ": parameter " + name + " has shape " + c10::str(params[name].sizes()) +
-                        " in the checkpoint, the model expects " + c10::str(c10::IntArrayRef(shape)),
-                    "the checkpoint was trained with another vocabulary or architecture: use its own config");
+    // InputArchive::read checks neither shape nor dtype, and Tensor::set_ keeps the parameter's dtype: a double
+    // in the file would be reinterpreted as floats. So every stored tensor is checked before loading.
+    for (const auto& e : expected) {
+      const torch::Tensor t = archived_tensor(model_ar, e.name);
+      if (!t.defined()) continue;  // Module::load reports the missing entry by name
+      if (t.sizes().vec() != e.shape || t.scalar_type() != e.dtype)
+        throw Error(path + ": parameter " + e.name + " is " + c10::toString(t.scalar_type()) + " " +
+                        c10::str(t.sizes()) + " in the checkpoint, the model expects " + c10::toString(e.dtype) +
+                        " " + c10::str(c10::IntArrayRef(e.shape)), hint);
     }
+    model->load(model_ar);
+    const auto params = model->named_parameters();
     if (optimizer != nullptr) {
       torch::serialize::InputArchive opt_ar;
       ar.read("optimizer", opt_ar);
       optimizer->load(opt_ar);
+      check_optimizer_state(*optimizer, params, path);
     }
   } catch (const c10::Error& e) {
-    throw Error(path + ": cannot load weights: " + e.what_without_backtrace(),
-                "the checkpoint does not match this model (vocabulary size?) or is damaged");
+    throw Error(path + ": cannot load weights: " + e.what_without_backtrace(), hint);
   }
   return meta;
 }

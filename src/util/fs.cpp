@@ -49,27 +49,61 @@ void commit_file(const std::string& tmp, const std::string& to) {
   fsync_path(parent.empty() ? "." : parent.string(), true);
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot write: " + std::strerror(errno), "check the folder's permissions and free space");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(path + ": write failed (disk full?)", "free some space and run again; the previous file is intact");
-    }
+AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint)
+    : path_(std::move(path)), what_(std::move(what)), hint_(std::move(hint)) {
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(path_ + ": " + what_ + ": " + tmp_ + ": " + std::strerror(errno), hint_);
+}
+
+AtomicWriter::~AtomicWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove(tmp_, ec);
   }
-  commit_file(tmp, path);
+}
+
+void AtomicWriter::write(const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (failure_.empty() && n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      failure_ = w < 0 ? std::strerror(errno) : "short write";
+      break;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void AtomicWriter::commit() {
+  if (failure_.empty() && ::fsync(fd_) != 0) failure_ = std::strerror(errno);
+  if (::close(fd_) != 0 && failure_.empty()) failure_ = std::strerror(errno);
+  fd_ = -1;
+  if (!failure_.empty()) throw Error(path_ + ": " + what_ + ": " + failure_, hint_);
+  commit_file(tmp_, path_);
+  committed_ = true;
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  AtomicWriter out(path);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
 }
 
 void append_line(const std::string& path, const std::string& line) {
-  std::ofstream out(path, std::ios::app);
-  out << line << '\n';
-  out.flush();
-  if (!out) throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
+  const std::string text = line + '\n';
+  const ssize_t w = ::write(fd, text.data(), text.size());
+  const int err = errno;
+  ::close(fd);
+  if (w != static_cast<ssize_t>(text.size()))
+    throw Error(path + ": cannot append: " + (w < 0 ? std::strerror(err) : "short write"),
+                "free some space and run again; earlier lines are intact");
 }
 
 }  // namespace poslab

@@ -1,6 +1,7 @@
 // Small file helpers: whole-file reads and crash-safe writes.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace poslab {
@@ -11,6 +12,29 @@ std::string read_file(const std::string& path);
 // Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename, fsync of the folder.
 // On failure the previous file at `path` is untouched and poslab::Error names the path.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+// A file written in pieces and then committed atomically (temporary PATH.tmp.<pid>, fsync, rename). write()
+// never throws: the first failure (ENOSPC, EFBIG, ...) is remembered, later writes are dropped, and commit()
+// reports it as poslab::Error naming the path, leaving the previous file at PATH untouched. Used for
+// checkpoints, which LibTorch streams through a callback.
+class AtomicWriter {
+ public:
+  // what: a few words for errors ("cannot write checkpoint"); hint: what the user should do.
+  explicit AtomicWriter(std::string path, std::string what = "write failed",
+                        std::string hint = "free some space and run again; the previous file is intact");
+  ~AtomicWriter();  // removes the temporary file unless committed
+  AtomicWriter(const AtomicWriter&) = delete;
+  AtomicWriter& operator=(const AtomicWriter&) = delete;
+
+  void write(const void* data, std::size_t n);
+  void commit();
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  std::string path_, what_, hint_, tmp_, failure_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
 
 // fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths.
 void commit_file(const std::string& tmp, const std::string& to);

@@ -26,6 +26,9 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A write past the file-size limit (ulimit -f) then fails with EFBIG and is reported like a full disk,
+  // instead of killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 bool stop_requested() { return g_signal != 0; }

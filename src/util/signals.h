@@ -1,6 +1,6 @@
 // Graceful stop on SIGINT / SIGTERM: the first signal asks the trainer to finish its step, write a checkpoint
 // and a snapshot, and exit; a second one exits at once (checkpoints are written atomically, so nothing on disk
-// is ever half-written).
+// is ever half-written). SIGXFSZ is ignored, so a file-size limit is an error naming the file.
 #pragma once
 
 namespace poslab {

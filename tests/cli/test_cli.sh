@@ -181,6 +181,22 @@ if [ -d /usr/share/games/fortunes ]; then
   else
     failed=$((failed + 1)); echo "FAIL kill -9: $survived of 3 checkpoints readable"; tail -5 "$tmp/k9.err"
   fi
+  # A file-size limit (ulimit -f, 4 MiB) makes the next checkpoint write fail with EFBIG, as a full disk would:
+  # one error line naming the checkpoint, exit 2, the previous checkpoint intact, no temporary left, lock released,
+  # and the run resumes once the limit is gone.
+  before=$("$poslab" inspect "$tmp/k9/default/checkpoints/latest.pt" | awk '/^step/ {print $2}')
+  (ulimit -f 4096; exec "$poslab" train --resume "$tmp/k9/default" --set train.max_steps=$((before + 10)) \
+    >/dev/null 2>"$tmp/full.err")
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "^error: $tmp/k9/default/checkpoints/latest.pt: cannot write checkpoint: File too large" \
+       "$tmp/full.err" && grep -q "previous checkpoint is intact" "$tmp/full.err" &&
+     [ "$("$poslab" inspect "$tmp/k9/default/checkpoints/latest.pt" | awk '/^step/ {print $2}')" = "$before" ] &&
+     [ -z "$(ls "$tmp/k9/default/checkpoints" | grep tmp)" ] && [ ! -e "$tmp/k9/default/lock" ] &&
+     "$poslab" train --resume "$tmp/k9/default" --set train.max_steps=$((before + 2)) >/dev/null 2>&1; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL file-size limit: exit $rc"; cat "$tmp/full.err"; ls -la "$tmp/k9/default/checkpoints"
+  fi
   expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 else
   echo "SKIP default config short run: /usr/share/games/fortunes is absent (run scripts/setup.sh)"

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "model/gpt.h"
@@ -100,6 +101,96 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
   EXPECT_NE(message(dir / "foreign.pt").find("not a poslab checkpoint"), std::string::npos);
 }
 
+// Rewrites a checkpoint's metadata with one entry replaced by `value` (undefined: left out).
+void replace_entry(const std::string& path, const std::string& key, const torch::Tensor& value) {
+  torch::serialize::InputArchive in;
+  in.load_from(path);
+  torch::serialize::OutputArchive out;
+  for (const char* k : {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model", "sampler_state",
+                        "torch_rng_state"}) {
+    torch::Tensor t;
+    in.read(k, t);
+    if (k != key) out.write(k, t);
+    else if (value.defined()) out.write(k, value);
+  }
+  out.save_to(path);  // sub-archives (model, optimizer) cannot be copied: read_checkpoint_meta needs none
+}
+
+std::string load_error(const std::string& path, GPT& model, torch::optim::Optimizer* opt) {
+  try {
+    load_checkpoint(path, model, opt);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Each case was a crash (an uncaught LibTorch error) found by tests/fuzz/fuzz_checkpoint.cpp.
+TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  const std::vector<std::tuple<std::string, torch::Tensor, std::string>> cases = {
+      {"config_yaml", torch::ones({4}, torch::kFloat32), "'config_yaml' is not a byte string (Float [4])"},
+      {"tokenizer_model", torch::zeros({2, 2}, torch::kUInt8), "'tokenizer_model' is not a byte string"},
+      {"poslab_format", torch::tensor(1.0), "'poslab_format' is not one integer (Float [])"},
+      {"step", torch::tensor({1, 2}), "'step' is not one integer"},
+      {"step", torch::tensor(int64_t{-3}), "'step' is negative (-3)"},
+      {"losses", torch::zeros({2}, torch::kFloat64), "'losses' is not 3 floating-point numbers"},
+      {"losses", torch::zeros({3}, torch::kInt64), "'losses' is not 3 floating-point numbers"},
+      {"torch_rng_state", torch::zeros({7}, torch::kUInt8), "'torch_rng_state' is not a CPU generator state"},
+      {"sampler_state", torch::Tensor(), "checkpoint has no 'sampler_state' entry"},
+  };
+  for (const auto& [key, value, expected] : cases) {
+    const std::string path = dir / (key + ".pt");
+    save_checkpoint(path, model, nullptr, meta);
+    replace_entry(path, key, value);
+    std::string msg = "no error";
+    try {
+      read_checkpoint_meta(path);
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find(path + ": "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(expected), std::string::npos) << key << ": " << msg;
+  }
+}
+
+TEST(Checkpoint, ParameterOfAnotherDtypeAndDamagedOptimizerStateAreErrorsNamingThem) {
+  TempDir dir;
+  const Config cfg = small_config();
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  {
+    GPT model(cfg.model, 30);
+    model->ln_f->weight.set_data(model->ln_f->weight.to(torch::kFloat64));
+    save_checkpoint(dir / "dtype.pt", model, nullptr, meta);
+  }
+  GPT fresh(cfg.model, 30);
+  std::string msg = load_error(dir / "dtype.pt", fresh, nullptr);
+  EXPECT_NE(msg.find("parameter ln_f.weight is Double [16] in the checkpoint, the model expects Float [16]"),
+            std::string::npos) << msg;
+
+  {
+    GPT model(cfg.model, 30);
+    auto opt = make_optimizer(model, cfg.train);
+    model->forward(torch::zeros({1, 4}, torch::kLong)).sum().backward();
+    opt->step();
+    for (auto& [key, state] : opt->state())
+      static_cast<torch::optim::AdamWParamState&>(*state).exp_avg(torch::zeros({3}));
+    save_checkpoint(dir / "adam.pt", model, opt.get(), meta);
+  }
+  GPT again(cfg.model, 30);
+  auto opt = make_optimizer(again, cfg.train);
+  msg = load_error(dir / "adam.pt", again, opt.get());
+  EXPECT_NE(msg.find("optimizer state exp_avg of "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("is Float [3], the parameter is Float"), std::string::npos) << msg;
+}
+
+std::string tmp_name(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
 TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
   TempDir dir;
   const Config cfg = small_config();
@@ -109,7 +200,7 @@ TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
   meta.config_yaml = to_yaml(cfg);
   save_checkpoint(dir / "latest.pt", model, nullptr, meta);
   // The temporary file cannot be created (a folder stands in its way; root ignores permission bits).
-  std::filesystem::create_directories(dir / "latest.pt.tmp");
+  std::filesystem::create_directories(tmp_name(dir / "latest.pt"));
   meta.step = 6;
   try {
     save_checkpoint(dir / "latest.pt", model, nullptr, meta);
@@ -119,6 +210,30 @@ TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
     EXPECT_NE(e.hint().find("previous checkpoint is intact"), std::string::npos) << e.hint();
   }
   EXPECT_EQ(read_checkpoint_meta(dir / "latest.pt").step, 5);
+}
+
+// A real full disk: the temporary checkpoint is a link to /dev/full (every write fails with ENOSPC).
+TEST(Checkpoint, DiskFullNamesThePathAndKeepsThePreviousFile) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent";
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  CheckpointMeta meta;
+  meta.step = 5;
+  meta.config_yaml = to_yaml(cfg);
+  save_checkpoint(dir / "latest.pt", model, nullptr, meta);
+  std::filesystem::create_symlink("/dev/full", tmp_name(dir / "latest.pt"));
+  meta.step = 6;
+  try {
+    save_checkpoint(dir / "latest.pt", model, nullptr, meta);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "latest.pt: cannot write checkpoint: No space left on device"),
+              std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("previous checkpoint is intact"), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(read_checkpoint_meta(dir / "latest.pt").step, 5);
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(tmp_name(dir / "latest.pt"))));
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what()) + " | " + e.hint();
+  }
+  ADD_FAILURE() << "expected an error";
+  return "";
+}
+
+TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
+  TempDir dir;
+  write_file_atomic(dir / "a.txt", "first");
+  write_file_atomic(dir / "a.txt", "second");
+  EXPECT_EQ(read_file(dir / "a.txt"), "second");
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+// A real "no space left on device": the temporary file is a link to /dev/full, which fails every write with
+// ENOSPC. The error names the file and the reason, and the previous contents survive.
+TEST(Fs, DiskFullIsAnErrorNamingThePathAndKeepsThePreviousFile) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent";
+  TempDir dir;
+  const std::string path = dir / "table.npy";
+  write_file_atomic(path, "previous");
+  std::filesystem::create_symlink("/dev/full", path + ".tmp." + std::to_string(::getpid()));
+  const std::string msg = error_of([&] { write_file_atomic(path, std::string(1 << 16, 'x')); });
+  EXPECT_NE(msg.find(path + ": write failed: No space left on device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("previous file is intact"), std::string::npos) << msg;
+  EXPECT_EQ(read_file(path), "previous");
+}
+
+TEST(Fs, AppendToAFullDiskIsAnErrorNamingThePath) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent";
+  TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  std::filesystem::create_symlink("/dev/full", path);
+  const std::string msg = error_of([&] { append_line(path, "{\"step\": 1}"); });
+  EXPECT_NE(msg.find(path + ": cannot append: No space left on device"), std::string::npos) << msg;
+}
+
+TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
+  TempDir dir;
+  append_line(dir / "log", "one");
+  append_line(dir / "log", "two");
+  EXPECT_EQ(read_file(dir / "log"), "one\ntwo\n");
+  std::filesystem::create_directories(dir / "folder");
+  EXPECT_NE(error_of([&] { append_line(dir / "folder", "x"); }).find("folder: cannot append"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_file(dir / "missing"); }).find("missing: cannot open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace poslab
