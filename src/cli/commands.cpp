@@ -48,6 +48,8 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_option("--json", bench_json, "write the figures as JSON to FILE (- for stdout)");
   bench_cmd->add_option("--export", bench_opt.export_dir,
                         "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
+  bench_cmd->add_option("--profile", bench_opt.profile_path,
+                        "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)");
 
   AnalyzeArgs analyze_args;
   auto* analyze_cmd = add_analyze_command(app, analyze_args);

@@ -58,21 +58,26 @@ const std::vector<Field>& fields() {
         POSLAB_FIELD(int64_t, "integer", run.seed),
         POSLAB_FIELD(std::string, "auto | cpu | cuda", run.device),
     };
-    Field threads;
-    threads.key = "run.threads";
-    threads.type = "auto or a positive integer";
-    threads.set = [](Config& c, const YAML::Node& n) {
-      if (n.IsScalar() && n.Scalar() == "auto") {
-        c.run.threads = 0;
-      } else {
-        c.run.threads = n.as<int>();
-        if (c.run.threads <= 0) throw YAML::BadConversion(n.Mark());
-      }
+    // "auto" (stored as 0) or a positive integer.
+    auto auto_or_positive = [](const char* key, int RunConfig::*member) {
+      Field f;
+      f.key = key;
+      f.type = "auto or a positive integer";
+      f.set = [member](Config& c, const YAML::Node& n) {
+        if (n.IsScalar() && n.Scalar() == "auto") {
+          c.run.*member = 0;
+        } else {
+          c.run.*member = n.as<int>();
+          if (c.run.*member <= 0) throw YAML::BadConversion(n.Mark());
+        }
+      };
+      f.emit = [member](const Config& c, YAML::Emitter& e) {
+        if (c.run.*member == 0) e << "auto"; else e << c.run.*member;
+      };
+      return f;
     };
-    threads.emit = [](const Config& c, YAML::Emitter& e) {
-      if (c.run.threads == 0) e << "auto"; else e << c.run.threads;
-    };
-    t.push_back(threads);
+    t.push_back(auto_or_positive("run.threads", &RunConfig::threads));
+    t.push_back(auto_or_positive("run.batch_split", &RunConfig::batch_split));
     t.push_back(POSLAB_FIELD(bool, "true | false", run.report));
 
     Field corpus;
@@ -301,6 +306,11 @@ void validate(const Config& c) {
     fail("model.n_embd", str(c.model.n_embd), "must be even for model.position = sinusoidal");
   if (c.train.batch_size < 1) fail("train.batch_size", str(c.train.batch_size), "must be at least 1");
   if (c.train.grad_accum < 1) fail("train.grad_accum", str(c.train.grad_accum), "must be at least 1");
+  if (c.run.batch_split > 1 && c.model.dropout > 0)
+    fail("run.batch_split", str(c.run.batch_split), "must be 1 or auto when model.dropout > 0 (dropout draws from "
+         "one generator shared by the threads, so the run would not repeat)");
+  if (c.run.batch_split > c.train.batch_size)
+    fail("run.batch_split", str(c.run.batch_split), "must be at most train.batch_size (" + str(c.train.batch_size) + ")");
   if (c.train.max_steps < 1) fail("train.max_steps", str(c.train.max_steps), "must be at least 1");
   if (!(c.train.lr > 0.0)) fail("train.lr", str(c.train.lr), "must be > 0");
   if (!(c.train.min_lr >= 0.0 && c.train.min_lr <= c.train.lr))

@@ -15,6 +15,7 @@ struct RunConfig {
   int64_t seed = 1337;                // seeds init, dropout and the batch sampler
   std::string device = "auto";        // auto | cpu | cuda
   int threads = 0;                    // intra-op threads; 0 = auto (all cores); YAML "auto" or N
+  int batch_split = 0;                // batch slices trained in parallel threads (CPU); 0 = auto; YAML "auto" or N
   bool report = true;                 // write RUN_DIR/report/index.html when training finishes
 };
 

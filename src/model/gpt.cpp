@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "model/causal_softmax.h"
+#include "model/cross_entropy.h"
+
 namespace poslab {
 namespace F = torch::nn::functional;
 
@@ -20,7 +23,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
   c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
   attn_dropout = register_module("attn_dropout", torch::nn::Dropout(cfg.dropout));
   resid_dropout = register_module("resid_dropout", torch::nn::Dropout(cfg.dropout));
-  causal_mask = torch::ones({cfg.block_size, cfg.block_size}, torch::kBool).triu(1);
+  causal_bias = torch::full({cfg.block_size, cfg.block_size}, -std::numeric_limits<float>::infinity()).triu(1);
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
@@ -32,11 +35,19 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
 #if TORCH_VERSION_MAJOR >= 2
   auto y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
 #else
-  if (causal_mask.device() != x.device()) causal_mask = causal_mask.to(x.device());
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));  // (B, nh, T, T)
-  att = att.masked_fill(causal_mask.slice(0, 0, T).slice(1, 0, T), -std::numeric_limits<float>::infinity());
-  att = attn_dropout(torch::softmax(att, -1));
-  auto y = torch::matmul(att, v);                                  // (B, nh, T, hs)
+  const auto q3 = q.reshape({B * n_head, T, hs}), k3 = k.reshape({B * n_head, T, hs}), v3 = v.reshape({B * n_head, T, hs});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  torch::Tensor att;  // (B*nh, T, T)
+  if (x.device().is_cpu()) {
+    // Scale, mask and softmax as one op that skips the keys after each query (forward and backward).
+    att = causal_softmax(torch::bmm(q3, k3.transpose(1, 2)), scale);
+  } else {
+    // One GEMM for scores, scale and mask: scale * q k^T + bias, the bias 0 on and below the diagonal, -inf above.
+    if (causal_bias.device() != x.device()) causal_bias = causal_bias.to(x.device());
+    att = torch::softmax(torch::baddbmm(causal_bias.slice(0, 0, T).slice(1, 0, T), q3, k3.transpose(1, 2), 1.0, scale), -1);
+  }
+  att = attn_dropout(att);
+  auto y = torch::bmm(att, v3).view({B, n_head, T, hs});          // (B, nh, T, hs)
 #endif
   y = y.transpose(1, 2).contiguous().view({B, T, C});              // (B, T, C)
   return resid_dropout(c_proj(y));
@@ -117,8 +128,11 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
   return F::linear(x, wte->weight);                                                 // (B, T, V), head tied to wte
 }
 
-torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), targets.reshape(-1));
+torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {
+  const torch::Tensor flat = logits.reshape({-1, logits.size(-1)});
+  if (flat.device().is_cpu()) return fused_cross_entropy(flat, targets.reshape(-1), weight);  // one pass, no float copy
+  auto loss = F::cross_entropy(flat.to(torch::kFloat32), targets.reshape(-1));
+  return weight == 1.0 ? loss : loss * weight;
 }
 
 torch::Tensor GPTImpl::position_table() const { return wpe ? wpe->weight : torch::Tensor(); }

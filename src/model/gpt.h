@@ -28,7 +28,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Dropout attn_dropout{nullptr}, resid_dropout{nullptr};
   int64_t n_head;
   double dropout;
-  torch::Tensor causal_mask;  // (block_size, block_size) bool, true above the diagonal; not a parameter
+  torch::Tensor causal_bias;  // (block_size, block_size): 0 on and below the diagonal, -inf above; not a parameter
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -58,8 +58,9 @@ struct GPTImpl : torch::nn::Module {
 
   // idx: (B, T) int64 token ids -> logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& idx);
-  // Mean cross-entropy of logits against targets (B, T), computed in float32.
-  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets);
+  // Mean cross-entropy of logits against targets (B, T), computed in float32, times `weight` (slices of a batch, gradient
+  // accumulation; the gradient is scaled too).
+  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight = 1.0);
 
   // The position table (block_size, C); undefined when model.position is none.
   torch::Tensor position_table() const;

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <random>
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include "analysis/snapshot_hook.h"
 #include "data/batches.h"
 #include "model/autocast.h"
@@ -85,16 +87,21 @@ nlohmann::json run_bench(const Config& cfg, const BenchOptions& opt) {
     export_matrix(opt.export_dir + "/batches.npy", torch::cat(xs, 0).to(torch::kFloat32));  // ids < 2^24: exact
   }
 
+  BatchSplit split(model, batch_split_ways(cfg, threads, device));
   std::vector<double> losses;
   double timed = 0;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int s = 0; s < total; ++s) {
+    if (s == opt.warmup && !opt.profile_path.empty())
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
     const auto t0 = Clock::now();
-    const torch::Tensor loss = train_step(model, *optimizer, sampler, t, lr_at(s, t), device).loss;
+    const torch::Tensor loss = train_step(model, *optimizer, sampler, t, lr_at(s, t), device, &split).loss;
     if (device.is_cuda()) torch::cuda::synchronize();
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     if (s >= opt.warmup) timed += dt;
     losses.push_back(loss.item<double>());  // outside the timed region's hot path: after dt
   }
+  profile.reset();  // writes the trace
 
   // One snapshot's analysis (the .npy write is ~1 ms more).
   const auto a0 = Clock::now();
@@ -124,6 +131,7 @@ nlohmann::json run_bench(const Config& cfg, const BenchOptions& opt) {
       {"device", device_name},
       {"blas", blas_summary()},
       {"threads", threads},
+      {"batch_split", split.ways()},
       {"steps", opt.steps},
       {"warmup", opt.warmup},
       {"tokens_per_step", tokens_per_step},

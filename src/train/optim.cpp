@@ -1,5 +1,12 @@
 #include "train/optim.h"
 
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+
+#include <cmath>
+
+#include "train/adamw_kernel.h"
+
 namespace poslab {
 
 ParamGroups split_param_groups(const GPT& model, bool decay_position_table) {
@@ -33,6 +40,74 @@ void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfi
     o.lr(lr);
     o.weight_decay(i == 0 ? t.weight_decay : 0.0);
     o.betas({t.beta1, t.beta2});
+  }
+}
+
+namespace {
+
+bool fusable(const torch::Tensor& p) {
+  return p.device().is_cpu() && p.scalar_type() == torch::kFloat32 && p.is_contiguous() &&
+         p.grad().scalar_type() == torch::kFloat32 && p.grad().is_contiguous();
+}
+
+}  // namespace
+
+double grad_norm(const torch::optim::AdamW& opt) {
+  double squares = 0;
+  for (const auto& group : opt.param_groups())
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const torch::Tensor g = p.grad().to(torch::kFloat32).contiguous();
+      squares += sum_of_squares(g.data_ptr<float>(), g.numel());
+    }
+  return std::sqrt(squares);
+}
+
+void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
+  RECORD_FUNCTION("poslab::fused_adamw_step", std::vector<c10::IValue>());
+  bool all = true;
+  for (const auto& group : opt.param_groups())
+    for (const auto& p : group.params()) all = all && (!p.grad().defined() || fusable(p));
+  if (!all) {  // not float32 CPU: LibTorch's own step, with the gradients scaled first
+    torch::NoGradGuard no_grad;
+    if (grad_scale != 1.0)
+      for (auto& group : opt.param_groups())
+        for (auto& p : group.params())
+          if (p.grad().defined()) p.mutable_grad().mul_(grad_scale);
+    opt.step();
+    return;
+  }
+  for (auto& group : opt.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    TORCH_CHECK(!o.amsgrad(), "fused_adamw_step: amsgrad is not supported");
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto& states = opt.state();
+      if (states.find(key) == states.end()) {  // as AdamW::step does on a parameter's first step
+        auto st = std::make_unique<torch::optim::AdamWParamState>();
+        st->step(0);
+        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        states[key] = std::move(st);
+      }
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*states[key]);
+      if (!st.exp_avg().is_contiguous()) st.exp_avg(st.exp_avg().contiguous());
+      if (!st.exp_avg_sq().is_contiguous()) st.exp_avg_sq(st.exp_avg_sq().contiguous());
+      st.step(st.step() + 1);
+      const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+      const double bc1 = 1 - std::pow(beta1, st.step()), bc2 = 1 - std::pow(beta2, st.step());
+      const AdamWScalars s{static_cast<float>(grad_scale), static_cast<float>(1 - o.lr() * o.weight_decay()),
+                           static_cast<float>(beta1), static_cast<float>(beta2), static_cast<float>(o.lr() / bc1),
+                           static_cast<float>(std::sqrt(bc2)), static_cast<float>(o.eps())};
+      float* pp = p.data_ptr<float>();
+      const float* gp = p.grad().data_ptr<float>();
+      float* mp = st.exp_avg().data_ptr<float>();
+      float* vp = st.exp_avg_sq().data_ptr<float>();
+      at::parallel_for(0, p.numel(), 32768, [&](int64_t b, int64_t e) {
+        adamw_update(pp + b, gp + b, mp + b, vp + b, e - b, s);
+      });
+    }
   }
 }
 

@@ -26,4 +26,13 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const Trai
 // Sets the lr of every group, and restores each group's weight decay (LibTorch 1.13's load does not).
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t);
 
+// Global gradient norm of the optimizer's parameters (L2 over all of them), in one pass per parameter.
+double grad_norm(const torch::optim::AdamW& opt);
+
+// One AdamW step of every parameter with a gradient, fused: one pass over each parameter, its gradient and its
+// two moments, with the gradient multiplied by grad_scale on the way (clipping without a pass of its own).
+// Same state as LibTorch's AdamW (checkpoints are interchangeable) and the same arithmetic to float rounding
+// (tests/train/test_optim.cpp). Float32 CPU parameters only; others fall back to AdamW::step.
+void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale);
+
 }  // namespace poslab

@@ -1,36 +1,131 @@
 #include "train/step.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "model/autocast.h"
 #include "train/optim.h"
 
 namespace poslab {
+namespace {
+
+torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                         const torch::Device& device) {
+  torch::Tensor logits;
+  {
+    AutocastGuard autocast(bf16, device.is_cuda());
+    logits = model->forward(x.to(device));  // (B, T, V)
+  }
+  auto loss = GPTImpl::loss(logits, y.to(device), scale);
+  loss.backward();
+  return loss.detach();
+}
+
+}  // namespace
+
+BatchSplit::BatchSplit(GPT& model, int ways) : model_(model), ways_(std::max(1, ways)) {
+  if (ways_ == 1) return;
+  // Building a replica draws its (discarded) initial weights from the default generator: put its state back,
+  // so that a run with and without the split sees the same random numbers.
+  auto gen = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor state = gen.get_state();
+  for (int i = 1; i < ways_; ++i) replicas_.emplace_back(model->cfg, model->wte->weight.size(0));
+  gen.set_state(state);
+  share_parameters();
+}
+
+void BatchSplit::share_parameters() {
+  const auto master = model_->parameters();
+  for (auto& r : replicas_) {
+    auto params = r->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].data_ptr() == master[i].data_ptr()) continue;
+      torch::NoGradGuard no_grad;
+      params[i].set_data(master[i]);
+    }
+  }
+}
+
+torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                                           const torch::Device& device) {
+  if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device);
+  share_parameters();  // a checkpoint load may have replaced the model's storage
+  const auto xs = x.chunk(ways_, 0), ys = y.chunk(ways_, 0);
+  const int n = static_cast<int>(xs.size());  // chunk() gives fewer slices when the batch is small
+  const double batch = static_cast<double>(x.size(0));
+  std::vector<torch::Tensor> losses(n);
+  const int intra = at::get_num_threads();
+  at::set_num_threads(1);  // one thread per slice; threads started below inherit it
+  std::vector<std::thread> workers;
+  std::vector<std::exception_ptr> errors(n);
+  for (int i = 1; i < n; ++i) {
+    replicas_[i - 1]->train(model_->is_training());
+    workers.emplace_back([&, i] {
+      try {
+        losses[i] = slice_loss(replicas_[i - 1], xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  try {
+    losses[0] = slice_loss(model_, xs[0], ys[0], scale * xs[0].size(0) / batch, bf16, device);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& w : workers) w.join();
+  at::set_num_threads(intra);
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  torch::Tensor total = losses[0];
+  for (int i = 1; i < n; ++i) total = total + losses[i];
+  return total;
+}
+
+void BatchSplit::reduce_grads() {
+  if (ways_ == 1) return;
+  torch::NoGradGuard no_grad;
+  const auto master = model_->parameters();
+  for (auto& r : replicas_) {
+    auto params = r->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor& g = params[i].mutable_grad();
+      if (!g.defined()) continue;
+      torch::Tensor& into = master[i].mutable_grad();
+      if (into.defined()) into.add_(g); else into = g.clone();
+      g = torch::Tensor();
+    }
+  }
+}
+
+int batch_split_ways(const Config& cfg, int threads, const torch::Device& device) {
+  if (device.is_cuda()) return 1;
+  const int ways = cfg.run.batch_split > 0 ? cfg.run.batch_split : (cfg.model.dropout > 0 ? 1 : threads);
+  return std::max(1, std::min(ways, cfg.train.batch_size));
+}
 
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                         double lr, const torch::Device& device) {
+                      double lr, const torch::Device& device, BatchSplit* split) {
   const bool bf16 = t.dtype == "bfloat16";
   set_optimizer_hparams(optimizer, lr, t);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   for (int micro = 0; micro < t.grad_accum; ++micro) {
     auto [x, y] = sampler.next();
-    torch::Tensor logits;
-    {
-      AutocastGuard autocast(bf16, device.is_cuda());
-      logits = model->forward(x.to(device));  // (B, T, V)
-    }
-    auto loss = GPTImpl::loss(logits, y.to(device)) / t.grad_accum;
-    loss.backward();
-    loss_sum += loss.detach();
+    const double scale = 1.0 / t.grad_accum;
+    loss_sum += split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
   }
+  if (split) split->reduce_grads();
   StepResult r;
   r.loss = loss_sum;
-  // The norm is needed anyway to clip; with clipping off, an infinite max norm measures without scaling.
-  r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
-                                                  t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity());
+  r.grad_norm = grad_norm(optimizer);
   r.finite = std::isfinite(r.grad_norm) && std::isfinite(loss_sum.item<double>());
-  if (r.finite) optimizer.step();
+  // Clipping as torch::nn::utils::clip_grad_norm_ does it, folded into the update: scale max_norm / (norm + 1e-6)
+  // when that is below 1.
+  const double coef = t.grad_clip > 0 ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;
+  if (r.finite) fused_adamw_step(optimizer, std::min(coef, 1.0));
   optimizer.zero_grad();
   return r;
 }

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "config/config.h"
 #include "data/batches.h"
 #include "model/gpt.h"
@@ -15,9 +17,40 @@ struct StepResult {
   bool finite = true;       // loss and gradient norm are finite; when not, the optimizer did not step
 };
 
+// Batch-parallel forward and backward on CPU. Each micro-batch is cut into `ways` slices along the batch; slice
+// i runs in its own thread on replica i of the model, with one intra-op thread each, so every core works on
+// every op, small ones included, with no fork/join inside ops. Replicas share the parameters' storage (the
+// optimizer's in-place update reaches all of them) but keep their own gradients, which are added into the
+// model's in replica order: the result does not depend on thread timing, and it equals the whole-batch
+// gradient to float rounding (each slice's loss is weighted by its share of the batch).
+class BatchSplit {
+ public:
+  BatchSplit(GPT& model, int ways);  // ways 1: no threads, the plain step
+
+  int ways() const { return ways_; }
+  // Forward (bf16 autocast if asked) and backward of x, y; the loss is scaled by `scale` before backward.
+  // Returns the scaled mean loss, detached.
+  torch::Tensor forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                                 const torch::Device& device);
+  // Adds the replicas' gradients into the model's, in order, and clears them.
+  void reduce_grads();
+
+ private:
+  void share_parameters();  // (re)points every replica parameter at the model's storage
+
+  GPT model_;
+  int ways_;
+  std::vector<GPT> replicas_;  // ways - 1 of them; slice 0 runs on the model itself
+};
+
+// The number of slices run.batch_split asks for: auto = one per intra-op thread on CPU when the model has no
+// dropout, else 1; never more than the batch.
+int batch_split_ways(const Config& cfg, int threads, const torch::Device& device);
+
 // grad_accum micro-batches (forward under bf16 autocast when train.dtype says so), backward, clip, AdamW step.
 // A non-finite loss or gradient norm skips the optimizer step (the caller decides to stop or go on).
+// With `split`, each micro-batch runs batch-parallel (see BatchSplit).
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                      double lr, const torch::Device& device);
+                      double lr, const torch::Device& device, BatchSplit* split = nullptr);
 
 }  // namespace poslab

@@ -111,6 +111,9 @@ TrainSummary train(const TrainRequest& req) {
                model->num_params() / 1e6, model->num_params(false) / 1e6, cfg.model.position);
 
   BatchSampler sampler(data.train, cfg.train.batch_size, cfg.model.block_size, static_cast<uint64_t>(cfg.run.seed));
+  BatchSplit split(model, batch_split_ways(cfg, threads, device));
+  spdlog::info("batch split: {} way{} (run.batch_split: {})", split.ways(), split.ways() == 1 ? "" : "s",
+               cfg.run.batch_split == 0 ? "auto" : std::to_string(cfg.run.batch_split));
   const std::string latest_path = (fs::path(rdir) / "checkpoints" / "latest.pt").string();
   const std::string best_path = (fs::path(rdir) / "checkpoints" / "best.pt").string();
   const std::string metrics_path = (fs::path(rdir) / "metrics.jsonl").string();
@@ -209,7 +212,7 @@ TrainSummary train(const TrainRequest& req) {
 
     // One optimizer update: grad_accum micro-batches, clip, step.
     const auto t0 = Clock::now();
-    const StepResult result = train_step(model, *optimizer, sampler, cfg.train, lr, device);
+    const StepResult result = train_step(model, *optimizer, sampler, cfg.train, lr, device, &split);
     const torch::Tensor& loss_sum = result.loss;
     if (!result.finite) {
       ++skipped_steps;

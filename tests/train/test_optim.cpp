@@ -76,3 +76,44 @@ TEST(Optim, DecayShrinksAZeroGradientWeight) {
 
 }  // namespace
 }  // namespace poslab
+
+namespace poslab {
+namespace {
+
+// Two copies of one model: one stepped by LibTorch's AdamW (after clip_grad_norm_), one by the fused step.
+TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
+  TrainConfig t;
+  t.weight_decay = 0.1;
+  t.lr = 3e-3;
+  torch::manual_seed(3);
+  GPT a(small(), 20), b(small(), 20);
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+  }
+  auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
+  const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
+  for (int step = 0; step < 5; ++step) {
+    for (GPT* m : {&a, &b}) GPTImpl::loss((*m)->forward(idx), idx.roll(1, 1)).backward();
+    const double norm_a = torch::nn::utils::clip_grad_norm_(a->parameters(), 0.05);
+    opt_a->step();
+    const double norm_b = grad_norm(*opt_b);
+    EXPECT_NEAR(norm_b, norm_a, 1e-5 * norm_a);
+    fused_adamw_step(*opt_b, std::min(1.0, 0.05 / (norm_b + 1e-6)));
+    opt_a->zero_grad();
+    opt_b->zero_grad();
+  }
+  for (size_t i = 0; i < a->parameters().size(); ++i)
+    // atol 1e-6: the key bias's gradient is rounding noise (softmax ignores a constant per row), and Adam
+    // normalises noise to steps of ~lr; a wrong update is off by ~lr = 3e-3.
+    EXPECT_TRUE(torch::allclose(a->parameters()[i], b->parameters()[i], 1e-5, 1e-6)) << a->named_parameters().keys()[i];
+  // The moments live where LibTorch keeps them: a checkpoint of either optimizer has the same state.
+  for (const auto& p : b->parameters()) {
+    const auto& st = static_cast<torch::optim::AdamWParamState&>(
+        *opt_b->state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    EXPECT_EQ(st.step(), 5);
+  }
+}
+
+}  // namespace
+}  // namespace poslab

@@ -8,6 +8,7 @@
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/step.h"
+#include "util/error.h"
 
 namespace poslab {
 namespace {
@@ -50,6 +51,50 @@ TEST(Step, Fp32LossTrajectoryIsPinned) {
                                       2.677876, 2.521734, 2.399413, 2.213865, 2.089274, 1.999896};
   const std::vector<double> got = losses_of(pinned_config(), static_cast<int>(pinned.size()));
   for (size_t i = 0; i < pinned.size(); ++i) EXPECT_NEAR(got[i], pinned[i], 1e-4) << "step " << i;
+}
+
+}  // namespace
+}  // namespace poslab
+
+namespace poslab {
+namespace {
+
+// The batch cut in 2 or 3 slices trained in parallel threads: the same trajectory to float rounding, and the
+// same from run to run (gradients are added in a fixed order, whatever the threads' timing).
+TEST(Step, BatchSplitFollowsThePinnedTrajectoryAndRepeatsExactly) {
+  const Config cfg = pinned_config();
+  const std::vector<double> plain = losses_of(cfg, 8);
+  for (int ways : {2, 3}) {
+    auto run = [&] {
+      torch::manual_seed(1234);
+      GPT model(cfg.model, 40);
+      auto opt = make_optimizer(model, cfg.train);
+      BatchSampler sampler(pinned_tokens(), cfg.train.batch_size, cfg.model.block_size, 99);
+      BatchSplit split(model, ways);
+      std::vector<double> out;
+      for (int i = 0; i < 8; ++i)
+        out.push_back(train_step(model, *opt, sampler, cfg.train, cfg.train.lr, torch::kCPU, &split).loss.item<double>());
+      return std::make_pair(out, model->position_table().clone());
+    };
+    const auto [first, table1] = run();
+    const auto [second, table2] = run();
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(first[i], plain[i], 1e-4) << ways << " ways, step " << i;
+    EXPECT_EQ(first, second) << ways << " ways";
+    EXPECT_TRUE(torch::equal(table1, table2)) << ways << " ways";
+  }
+}
+
+TEST(Step, BatchSplitWaysFollowTheConfig) {
+  Config cfg = pinned_config();
+  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 2);                 // auto: one slice per thread
+  cfg.run.batch_split = 3;
+  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 3);
+  cfg.run.batch_split = 0;
+  cfg.model.dropout = 0.1;
+  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 1);                 // dropout: one generator, no split
+  EXPECT_THROW(load_config("", {"run.batch_split=2", "model.dropout=0.1"}), Error);
+  EXPECT_THROW(load_config("", {"run.batch_split=64", "train.batch_size=32"}), Error);
+  EXPECT_THROW(load_config("", {"run.batch_split=0"}), Error);
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""Sums a Chrome trace from `poslab bench --profile FILE` by op: self time (the op's own time, nested ops
+subtracted), its share, total time (nested ops included: poslab's own scopes such as poslab::optimizer_step),
+calls. Only the main thread's ops are recorded: with run.batch_split > 1 the other slices run unprofiled. Usage: scripts/profile_table.py FILE [ROWS]"""
+import collections
+import json
+import sys
+
+if len(sys.argv) < 2:
+    sys.exit("usage: scripts/profile_table.py TRACE.json [ROWS]")
+try:
+    trace = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"error: {sys.argv[1]}: {e}\nhint: pass the file written by poslab bench --profile")
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+spans = collections.defaultdict(list)  # thread -> [(start, end, name)]
+for e in events:
+    if e.get("ph") == "X" and "dur" in e:
+        spans[e.get("tid")].append((float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"]))
+self_us, total_us, calls = collections.Counter(), collections.Counter(), collections.Counter()
+for tid, items in spans.items():
+    items.sort(key=lambda s: (s[0], -s[1]))
+    stack = []  # [start, end, name, child time]
+    def close(until):
+        while stack and stack[-1][1] <= until:
+            s, e, n, child = stack.pop()
+            self_us[n] += (e - s) - child
+            total_us[n] += e - s
+            if stack:
+                stack[-1][3] += e - s
+    for s, e, n in items:
+        close(s)
+        calls[n] += 1
+        stack.append([s, e, n, 0.0])
+    close(float("inf"))
+total = sum(self_us.values())
+rows = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+print(f"{'op':<60} {'self ms':>9} {'share':>6} {'total ms':>9} {'calls':>6}")
+for name, us in self_us.most_common(rows):
+    print(f"{name[:60]:<60} {us / 1000:>9.1f} {100 * us / total:>5.1f}% {total_us[name] / 1000:>9.1f} {calls[name]:>6}")
+print(f"{'total':<60} {total / 1000:>9.1f}")
