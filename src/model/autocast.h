@@ -46,4 +46,13 @@ class AutocastGuard {
   bool previous_ = false;
 };
 
+// Whether bf16 autocast is on for CPU ops in this thread (ops poslab fuses itself then emit bf16 directly).
+inline bool cpu_autocast_bf16() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(at::kCPU) && at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16;
+#else
+  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
+#endif
+}
+
 }  // namespace poslab

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "model/autocast.h"
 #include "model/causal_softmax.h"
 #include "model/cross_entropy.h"
+#include "model/layer_norm.h"
 
 namespace poslab {
 namespace F = torch::nn::functional;
@@ -14,6 +16,9 @@ LayerNormImpl::LayerNormImpl(int64_t n_embd, bool use_bias) {
 }
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  // On CPU, one fused op; under bf16 autocast it emits bf16 itself (what the next matrix product would cast to).
+  if (x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
+    return fused_layer_norm(x, weight, bias, 1e-5, cpu_autocast_bf16());
   return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
 }
 

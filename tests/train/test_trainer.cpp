@@ -178,7 +178,7 @@ TEST(Trainer, OneTrainerPerRunFolder) {
 TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   TempDir dir;
   TrainRequest r = tiny_run(dir, "nan", 4);
-  r.overrides.push_back("model.wpe_init_std=1e25");  // LayerNorm's variance overflows: NaN from the first step
+  r.overrides.push_back("model.wpe_init_std=1e300");  // an infinite position table: NaN from the first step
   try {
     train(r);
     FAIL() << "expected an error";
@@ -188,7 +188,7 @@ TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   }
   EXPECT_FALSE(fs::exists(dir / "nan/lock")) << "the lock is released on errors too";
   TrainRequest skip = tiny_run(dir, "skip", 4);
-  skip.overrides.push_back("model.wpe_init_std=1e25");
+  skip.overrides.push_back("model.wpe_init_std=1e300");
   skip.overrides.push_back("train.on_nonfinite=skip");
   const TrainSummary s = train(skip);
   EXPECT_TRUE(s.finished);
