@@ -7,9 +7,7 @@
 namespace poslab {
 namespace {
 
-using simd::bf16_to_float;
 using simd::exp_np;
-using simd::float_to_bf16;
 
 // Softmax of scale * x[0..n) into y, in float; y[n..T) = 0.
 POSLAB_SIMD_TARGETS void softmax_row(const float* x, float* y, int64_t n, int64_t T, float scale) {
@@ -38,16 +36,6 @@ POSLAB_SIMD_TARGETS void softmax_backward_row(const float* p, const float* dp, f
   for (int64_t j = n; j < T; ++j) ds[j] = 0.0f;
 }
 
-POSLAB_SIMD_TARGETS void widen(const uint16_t* in, float* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = bf16_to_float(in[j]);
-}
-
-POSLAB_SIMD_TARGETS void narrow(const float* in, uint16_t* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = float_to_bf16(in[j]);
-}
-
 }  // namespace
 
 void causal_softmax_rows(const float* s, float* out, int64_t begin, int64_t end, int64_t T, float scale) {
@@ -60,9 +48,9 @@ void causal_softmax_rows_bf16(const uint16_t* s, uint16_t* out, int64_t begin, i
   y.resize(static_cast<size_t>(T));
   for (int64_t r = begin; r < end; ++r) {
     const int64_t n = r % T + 1;
-    widen(s + r * T, x.data(), n);
+    simd::widen_bf16(s + r * T, x.data(), n);
     softmax_row(x.data(), y.data(), n, T, scale);
-    narrow(y.data(), out + r * T, T);
+    simd::narrow_bf16(y.data(), out + r * T, T);
   }
 }
 
@@ -79,10 +67,10 @@ void causal_softmax_backward_rows_bf16(const uint16_t* p, const uint16_t* dp, ui
   dsf.resize(static_cast<size_t>(T));
   for (int64_t r = begin; r < end; ++r) {
     const int64_t n = r % T + 1;
-    widen(p + r * T, pf.data(), n);
-    widen(dp + r * T, dpf.data(), n);
+    simd::widen_bf16(p + r * T, pf.data(), n);
+    simd::widen_bf16(dp + r * T, dpf.data(), n);
     softmax_backward_row(pf.data(), dpf.data(), dsf.data(), n, T, scale);
-    narrow(dsf.data(), ds + r * T, T);
+    simd::narrow_bf16(dsf.data(), ds + r * T, T);
   }
 }
 

@@ -8,9 +8,7 @@
 namespace poslab {
 namespace {
 
-using simd::bf16_to_float;
 using simd::exp_np;
-using simd::float_to_bf16;
 
 // One row in float: returns the loss and leaves exp(x - max) / sum * scale in `e` when want_grad.
 POSLAB_SIMD_TARGETS float row_loss(const float* x, int64_t V, int64_t target, float* e, float grad_scale, bool want_grad) {
@@ -30,16 +28,6 @@ POSLAB_SIMD_TARGETS float row_loss(const float* x, int64_t V, int64_t target, fl
     e[target] -= grad_scale;
   }
   return m + std::log(sum) - x[target];
-}
-
-POSLAB_SIMD_TARGETS void widen(const uint16_t* in, float* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = bf16_to_float(in[j]);
-}
-
-POSLAB_SIMD_TARGETS void narrow(const float* in, uint16_t* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = float_to_bf16(in[j]);
 }
 
 }  // namespace
@@ -62,9 +50,9 @@ void cross_entropy_rows_bf16(const uint16_t* logits, const int64_t* targets, int
   row.resize(static_cast<size_t>(V));
   e.resize(static_cast<size_t>(V));
   for (int64_t i = begin; i < end; ++i) {
-    widen(logits + i * V, row.data(), V);
+    simd::widen_bf16(logits + i * V, row.data(), V);
     losses[i] = row_loss(row.data(), V, targets[i], e.data(), grad_scale, grad != nullptr);
-    if (grad != nullptr) narrow(e.data(), grad + i * V, V);
+    if (grad != nullptr) simd::narrow_bf16(e.data(), grad + i * V, V);
   }
 }
 

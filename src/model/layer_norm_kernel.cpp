@@ -8,9 +8,6 @@
 namespace poslab {
 namespace {
 
-using simd::bf16_to_float;
-using simd::float_to_bf16;
-
 POSLAB_SIMD_TARGETS void norm_row(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                                   int64_t C, float eps) {
   float s = 0.0f;
@@ -55,16 +52,6 @@ POSLAB_SIMD_TARGETS void norm_backward_row(const float* x, const float* w, float
   }
 }
 
-POSLAB_SIMD_TARGETS void widen(const uint16_t* in, float* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = bf16_to_float(in[j]);
-}
-
-POSLAB_SIMD_TARGETS void narrow(const float* in, uint16_t* out, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) out[j] = float_to_bf16(in[j]);
-}
-
 }  // namespace
 
 void layer_norm_rows(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
@@ -78,7 +65,7 @@ void layer_norm_rows_bf16(const float* x, const float* w, const float* b, uint16
   row.resize(static_cast<size_t>(C));
   for (int64_t i = begin; i < end; ++i) {
     norm_row(x + i * C, w, b, row.data(), mean + i, rstd + i, C, eps);
-    narrow(row.data(), y + i * C, C);
+    simd::narrow_bf16(row.data(), y + i * C, C);
   }
 }
 
@@ -94,7 +81,7 @@ void layer_norm_backward_rows_bf16(const float* x, const float* w, const float* 
   thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(C));
   for (int64_t i = begin; i < end; ++i) {
-    widen(dy + i * C, row.data(), C);
+    simd::widen_bf16(dy + i * C, row.data(), C);
     norm_backward_row(x + i * C, w, mean[i], rstd[i], row.data(), dx + i * C, dw, db, C);
   }
 }

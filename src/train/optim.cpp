@@ -57,6 +57,10 @@ double grad_norm(const torch::optim::AdamW& opt) {
   for (const auto& group : opt.param_groups())
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
+      if (!p.grad().device().is_cpu()) {
+        squares += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+        continue;
+      }
       const torch::Tensor g = p.grad().to(torch::kFloat32).contiguous();
       squares += sum_of_squares(g.data_ptr<float>(), g.numel());
     }

@@ -42,6 +42,10 @@ inline uint16_t float_to_bf16(float f) {  // round to nearest even, as c10::BFlo
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
+// Row conversions between bfloat16 bit patterns and float (vectorised; simd_math.cpp).
+void widen_bf16(const uint16_t* in, float* out, int64_t n);
+void narrow_bf16(const float* in, uint16_t* out, int64_t n);
+
 }  // namespace poslab::simd
 
 // One clone of a function per instruction set, chosen when the program starts.
