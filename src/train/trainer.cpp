@@ -82,6 +82,10 @@ TrainSummary train(const TrainRequest& req) {
   make_dirs(rdir);
   const RunLock lock(rdir);  // one trainer per run folder, released when train() returns or throws
   make_dirs((fs::path(rdir) / "checkpoints").string());
+  // A trainer killed while writing leaves its temporary file; with the lock held, no writer is running.
+  int stale = 0;
+  for (const char* sub : {"checkpoints", "snapshots", "report", ""}) stale += remove_stale_temporaries((fs::path(rdir) / sub).string());
+  if (stale > 0) spdlog::warn("removed {} temporary file{} left by an interrupted write", stale, stale == 1 ? "" : "s");
   write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
 
   // 2. Machine: BLAS, threads, device.

@@ -87,6 +87,20 @@ void AtomicWriter::commit() {
   committed_ = true;
 }
 
+int remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto at = name.rfind(".tmp.");
+    if (at == std::string::npos || at + 5 >= name.size() ||
+        name.find_first_not_of("0123456789", at + 5) != std::string::npos || !e.is_regular_file(ec))
+      continue;
+    if (fs::remove(e.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   AtomicWriter out(path);
   out.write(bytes.data(), bytes.size());

@@ -36,6 +36,10 @@ class AtomicWriter {
   bool committed_ = false;
 };
 
+// Removes the temporary files AtomicWriter leaves behind when a process is killed mid-write (NAME.tmp.<pid>) from
+// `dir` (not recursive); returns how many. Call it only while holding the folder's lock: no writer is running.
+int remove_stale_temporaries(const std::string& dir);
+
 // fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths.
 void commit_file(const std::string& tmp, const std::string& to);
 

@@ -55,6 +55,17 @@ TEST(Fs, AppendToAFullDiskIsAnErrorNamingThePath) {
   EXPECT_NE(msg.find(path + ": cannot append: No space left on device"), std::string::npos) << msg;
 }
 
+TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
+  TempDir dir;
+  for (const char* f : {"latest.pt.tmp.1420", "wpe_step000100.npy.tmp.77", "latest.pt", "notes.tmp.txt", "x.tmp."})
+    test::write_text(dir / f, "x");
+  EXPECT_EQ(remove_stale_temporaries(dir.str()), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "latest.pt.tmp.1420"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "wpe_step000100.npy.tmp.77"));
+  for (const char* f : {"latest.pt", "notes.tmp.txt", "x.tmp."}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  EXPECT_EQ(remove_stale_temporaries(dir / "missing"), 0);
+}
+
 TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   TempDir dir;
   append_line(dir / "log", "one");
