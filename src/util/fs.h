@@ -28,7 +28,6 @@ class AtomicWriter {
 
   void write(const void* data, std::size_t n);
   void commit();
-  const std::string& temp_path() const { return tmp_; }
 
  private:
   std::string path_, what_, hint_, tmp_, failure_;
