@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
+
 #include "config/config.h"
 #include "model/gpt.h"
 #include "test_util.h"
@@ -191,24 +193,34 @@ TEST(Checkpoint, ParameterOfAnotherDtypeAndDamagedOptimizerStateAreErrorsNamingT
 
 std::string tmp_name(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
 
-TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
-  TempDir dir;
+// Saves step 5 to PATH, lets `block` stand in the way of the temporary file, then saves step 6: returns the
+// error that second save gave ("what | hint"), or "" when it gave none.
+std::string second_save_error(const std::string& path, const std::function<void(const std::string&)>& block) {
   const Config cfg = small_config();
   GPT model(cfg.model, 30);
   CheckpointMeta meta;
   meta.step = 5;
   meta.config_yaml = to_yaml(cfg);
-  save_checkpoint(dir / "latest.pt", model, nullptr, meta);
-  // The temporary file cannot be created (a folder stands in its way; root ignores permission bits).
-  std::filesystem::create_directories(tmp_name(dir / "latest.pt"));
+  save_checkpoint(path, model, nullptr, meta);
+  block(tmp_name(path));
   meta.step = 6;
   try {
-    save_checkpoint(dir / "latest.pt", model, nullptr, meta);
-    FAIL() << "expected an error";
+    save_checkpoint(path, model, nullptr, meta);
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(dir / "latest.pt"), std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("previous checkpoint is intact"), std::string::npos) << e.hint();
+    return std::string(e.what()) + " | " + e.hint();
   }
+  return "";
+}
+
+TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
+  TempDir dir;
+  // The temporary file cannot be created (a folder stands in its way; root ignores permission bits).
+  const std::string msg = second_save_error(dir / "latest.pt", [](const std::string& tmp) {
+    std::filesystem::create_directories(tmp);
+  });
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  EXPECT_NE(msg.find(dir / "latest.pt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("previous checkpoint is intact"), std::string::npos) << msg;
   EXPECT_EQ(read_checkpoint_meta(dir / "latest.pt").step, 5);
 }
 
@@ -216,22 +228,12 @@ TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
 TEST(Checkpoint, DiskFullNamesThePathAndKeepsThePreviousFile) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent";
   TempDir dir;
-  const Config cfg = small_config();
-  GPT model(cfg.model, 30);
-  CheckpointMeta meta;
-  meta.step = 5;
-  meta.config_yaml = to_yaml(cfg);
-  save_checkpoint(dir / "latest.pt", model, nullptr, meta);
-  std::filesystem::create_symlink("/dev/full", tmp_name(dir / "latest.pt"));
-  meta.step = 6;
-  try {
-    save_checkpoint(dir / "latest.pt", model, nullptr, meta);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(dir / "latest.pt: cannot write checkpoint: No space left on device"),
-              std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("previous checkpoint is intact"), std::string::npos) << e.hint();
-  }
+  const std::string msg = second_save_error(dir / "latest.pt", [](const std::string& tmp) {
+    std::filesystem::create_symlink("/dev/full", tmp);
+  });
+  ASSERT_FALSE(msg.empty()) << "expected an error";
+  EXPECT_NE(msg.find(dir / "latest.pt: cannot write checkpoint: No space left on device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("previous checkpoint is intact"), std::string::npos) << msg;
   EXPECT_EQ(read_checkpoint_meta(dir / "latest.pt").step, 5);
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(tmp_name(dir / "latest.pt"))));
 }
