@@ -11,6 +11,7 @@
 
 int main(int argc, char** argv) {
   poslab::ensure_fast_blas(argc, argv);  // may re-execute once with OPENBLAS_CORETYPE set
+  poslab::keep_freed_memory();
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
   spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
   try {

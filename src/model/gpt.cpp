@@ -5,10 +5,23 @@
 #include "model/autocast.h"
 #include "model/causal_softmax.h"
 #include "model/cross_entropy.h"
+#include "model/gelu.h"
 #include "model/layer_norm.h"
 
 namespace poslab {
 namespace F = torch::nn::functional;
+namespace {
+
+// A linear layer on (..., C_in) as one addmm on the 2-D view. LibTorch 1.13's linear() runs a 3-D input as a
+// matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead.
+torch::Tensor linear(torch::nn::Linear& layer, const torch::Tensor& x) {
+  auto sizes = x.sizes().vec();
+  const torch::Tensor y = layer->forward(x.reshape({-1, sizes.back()}));
+  sizes.back() = y.size(1);
+  return y.view(sizes);
+}
+
+}  // namespace
 
 LayerNormImpl::LayerNormImpl(int64_t n_embd, bool use_bias) {
   weight = register_parameter("weight", torch::ones({n_embd}));
@@ -33,7 +46,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
-  auto qkv = c_attn(x).split(C, /*dim=*/2);                        // 3 x (B, T, C)
+  auto qkv = linear(c_attn, x).split(C, /*dim=*/2);                        // 3 x (B, T, C)
   auto q = qkv[0].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
   auto k = qkv[1].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
   auto v = qkv[2].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
@@ -55,7 +68,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto y = torch::bmm(att, v3).view({B, n_head, T, hs});          // (B, nh, T, hs)
 #endif
   y = y.transpose(1, 2).contiguous().view({B, T, C});              // (B, T, C)
-  return resid_dropout(c_proj(y));
+  return resid_dropout(linear(c_proj, y));
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
@@ -65,7 +78,7 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return dropout(c_proj(torch::gelu(c_fc(x))));  // (B, T, C)
+  return dropout(linear(c_proj, poslab::gelu(linear(c_fc, x))));  // (B, T, C)
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) {
@@ -130,7 +143,7 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
   x = drop(x);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
   x = ln_f(x);
-  return F::linear(x, wte->weight);                                                 // (B, T, V), head tied to wte
+  return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight).view({x.size(0), T, -1});                                               // (B, T, V), head tied to wte
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {

@@ -1,6 +1,7 @@
 #include "util/platform.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -48,6 +49,12 @@ void ensure_fast_blas(int argc, char** argv) {
   setenv("POSLAB_NO_REEXEC", "1", 1);  // never loop
   execv("/proc/self/exe", argv);
   // execv failed: carry on with OpenBLAS's own choices.
+}
+
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: a fixed value also stops its dynamic adjustment
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
 }
 
 std::string blas_summary() {

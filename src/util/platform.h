@@ -12,6 +12,12 @@ namespace poslab {
 // POSLAB_NO_REEXEC=1 turns it off.
 void ensure_fast_blas(int argc, char** argv);
 
+// glibc's malloc hands tensors above 128 KiB back to the kernel when they are freed, so every training step
+// faults in and zeroes its activations afresh (~15k page faults and ~1 s of system time per 30 default steps,
+// measured). This keeps freed memory in the process for reuse: allocations up to 32 MiB stay in the heap and
+// the heap is not trimmed.
+void keep_freed_memory();
+
 // The OPENBLAS_CORETYPE this CPU should use ("SkylakeX", "Haswell"), or "" to leave OpenBLAS's own choice.
 std::string preferred_openblas_coretype();
 

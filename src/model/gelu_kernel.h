@@ -1,0 +1,16 @@
+// GELU over bfloat16 arrays (no LibTorch: vectorised loops), computed in float and rounded once.
+#pragma once
+
+#include <cstdint>
+
+namespace poslab {
+
+// y = x * Phi(x), Phi the standard normal CDF (the exact, erf form of torch::gelu), for n elements.
+void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
+// dx = dy * (Phi(x) + x * phi(x)), phi the standard normal density.
+void gelu_backward_bf16(const uint16_t* x, const uint16_t* dy, uint16_t* dx, int64_t n);
+
+// erf(x) for any float x, absolute error < 5e-7: Abramowitz & Stegun 7.1.26 (1.5e-7) plus float rounding.
+float erf_approx(float x);
+
+}  // namespace poslab

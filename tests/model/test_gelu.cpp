@@ -1,0 +1,52 @@
+// The fused bf16 GELU against torch::gelu computed in float on the same inputs, in value and gradient.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/gelu.h"
+#include "model/gelu_kernel.h"
+
+namespace poslab {
+namespace {
+
+TEST(Gelu, ErfApproximationIsWithin5e7OfStdErf) {
+  float worst = 0.0f;
+  for (float x = -8.0f; x <= 8.0f; x += 1.0f / 1024) worst = std::max(worst, std::fabs(erf_approx(x) - std::erf(x)));
+  EXPECT_LT(worst, 5e-7f);  // the formula's 1.5e-7 plus float rounding
+  EXPECT_EQ(erf_approx(0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(erf_approx(-30.0f), -1.0f);
+  EXPECT_FLOAT_EQ(erf_approx(30.0f), 1.0f);
+}
+
+TEST(Gelu, BFloat16ValueAndGradientMatchTorchGeluInFloatRoundedOnce) {
+  torch::manual_seed(0);
+  // Odd length (vector tails) and a wide range: large negative inputs give 0, large positive ones x.
+  const auto x = (torch::randn({3, 1001}) * 4).to(torch::kBFloat16).requires_grad_(true);
+  const auto up = torch::randn({3, 1001}).to(torch::kBFloat16);
+  const auto ours = poslab::gelu(x);
+  ASSERT_EQ(ours.scalar_type(), torch::kBFloat16);
+  ours.backward(up);
+  ASSERT_EQ(x.grad().scalar_type(), torch::kBFloat16);
+
+  const auto wide = x.detach().to(torch::kFloat32).requires_grad_(true);
+  const auto ref = torch::gelu(wide);
+  ref.backward(up.to(torch::kFloat32));
+  // One bf16 rounding of each result: relative error <= 2^-8.
+  EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6)) << (ours.to(torch::kFloat32) - ref).abs().max();
+  EXPECT_TRUE(torch::allclose(x.grad().to(torch::kFloat32), wide.grad(), 1.0 / 128, 1e-5))
+      << (x.grad().to(torch::kFloat32) - wide.grad()).abs().max();
+}
+
+TEST(Gelu, OtherDtypesAndNoGradUseTheSameValues) {
+  const auto x = torch::linspace(-6, 6, 97);
+  EXPECT_TRUE(torch::equal(poslab::gelu(x), torch::gelu(x)));  // float32: torch::gelu itself
+  torch::NoGradGuard no_grad;
+  const auto b = x.to(torch::kBFloat16);
+  EXPECT_TRUE(torch::allclose(poslab::gelu(b).to(torch::kFloat32), torch::gelu(x), 1.0 / 128, 1e-2));
+  // A non-contiguous input is read correctly.
+  const auto m = torch::randn({8, 6}).to(torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(poslab::gelu(m.t()), poslab::gelu(m.t().contiguous())));
+}
+
+}  // namespace
+}  // namespace poslab
