@@ -7,6 +7,7 @@
 #include "model/cross_entropy.h"
 #include "model/gelu.h"
 #include "model/layer_norm.h"
+#include "model/residual.h"
 
 namespace poslab {
 namespace F = torch::nn::functional;
@@ -89,8 +90,8 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor BlockImpl::forward(torch::Tensor x) {
-  x = x + attn(ln_1(x));
-  return x + mlp(ln_2(x));
+  x = residual_add(x, attn(ln_1(x)));
+  return residual_add(x, mlp(ln_2(x)));
 }
 
 torch::Tensor sinusoidal_table(int64_t positions, int64_t dims) {

@@ -45,6 +45,8 @@ inline uint16_t float_to_bf16(float f) {  // round to nearest even, as c10::BFlo
 // Row conversions between bfloat16 bit patterns and float (vectorised; simd_math.cpp).
 void widen_bf16(const uint16_t* in, float* out, int64_t n);
 void narrow_bf16(const float* in, uint16_t* out, int64_t n);
+// out = x + float(y) elementwise, y bfloat16 bit patterns.
+void add_widened_bf16(const float* x, const uint16_t* y, float* out, int64_t n);
 
 }  // namespace poslab::simd
 
