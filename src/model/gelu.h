@@ -10,4 +10,9 @@ namespace poslab {
 // from float (tests/model/test_gelu.cpp); any other input: torch::gelu.
 torch::Tensor gelu(const torch::Tensor& x);
 
+// gelu(x + bias) for x (..., C) and bias (C). bfloat16 CPU x with a float32 bias: one op that adds the bias in
+// float (no bf16 copy of it, no broadcast copy into a matrix product's output) and gives the bias its float32
+// gradient, summed in a fixed order; otherwise torch::gelu(x + bias).
+torch::Tensor bias_gelu(const torch::Tensor& x, const torch::Tensor& bias);
+
 }  // namespace poslab

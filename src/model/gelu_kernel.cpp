@@ -48,6 +48,16 @@ POSLAB_SIMD_TARGETS void gelu_backward_block(const float* x, const float* dy, fl
   }
 }
 
+POSLAB_SIMD_TARGETS void add_bias(float* x, const float* b, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] += b[j];
+}
+
+POSLAB_SIMD_TARGETS void accumulate(float* into, const float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) into[j] += x[j];
+}
+
 }  // namespace
 
 float erf_approx(float x) { return erf_inline(x); }
@@ -70,6 +80,35 @@ void gelu_backward_bf16(const uint16_t* x, const uint16_t* dy, uint16_t* dx, int
     simd::widen_bf16(dy + b, dyf, m);
     gelu_backward_block(xf, dyf, dxf, m);
     simd::narrow_bf16(dxf, dx + b, m);
+  }
+}
+
+void bias_gelu_rows_bf16(const uint16_t* x, const float* b, uint16_t* y, int64_t begin, int64_t end, int64_t C) {
+  alignas(64) float xf[kBlock], yf[kBlock];
+  for (int64_t r = begin; r < end; ++r) {
+    for (int64_t c = 0; c < C; c += kBlock) {
+      const int64_t m = std::min(kBlock, C - c), o = r * C + c;
+      simd::widen_bf16(x + o, xf, m);
+      add_bias(xf, b + c, m);
+      gelu_block(xf, yf, m);
+      simd::narrow_bf16(yf, y + o, m);
+    }
+  }
+}
+
+void bias_gelu_backward_rows_bf16(const uint16_t* x, const float* b, const uint16_t* dy, uint16_t* dx, float* db,
+                                  int64_t begin, int64_t end, int64_t C) {
+  alignas(64) float xf[kBlock], dyf[kBlock], dxf[kBlock];
+  for (int64_t r = begin; r < end; ++r) {
+    for (int64_t c = 0; c < C; c += kBlock) {
+      const int64_t m = std::min(kBlock, C - c), o = r * C + c;
+      simd::widen_bf16(x + o, xf, m);
+      add_bias(xf, b + c, m);
+      simd::widen_bf16(dy + o, dyf, m);
+      gelu_backward_block(xf, dyf, dxf, m);
+      accumulate(db + c, dxf, m);
+      simd::narrow_bf16(dxf, dx + o, m);
+    }
   }
 }
 

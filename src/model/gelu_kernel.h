@@ -10,6 +10,12 @@ void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 // dx = dy * (Phi(x) + x * phi(x)), phi the standard normal density.
 void gelu_backward_bf16(const uint16_t* x, const uint16_t* dy, uint16_t* dx, int64_t n);
 
+// The same with a float bias folded in, over rows [begin, end) of C columns: y = gelu(x + b) rounded once;
+// backward dx = dy * gelu'(x + b) rounded once, and db[c] += the float dx summed over the rows.
+void bias_gelu_rows_bf16(const uint16_t* x, const float* b, uint16_t* y, int64_t begin, int64_t end, int64_t C);
+void bias_gelu_backward_rows_bf16(const uint16_t* x, const float* b, const uint16_t* dy, uint16_t* dx, float* db,
+                                  int64_t begin, int64_t end, int64_t C);
+
 // erf(x) for any float x, absolute error < 5e-7: Abramowitz & Stegun 7.1.26 (1.5e-7) plus float rounding.
 float erf_approx(float x);
 

@@ -79,7 +79,15 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return dropout(linear(c_proj, poslab::gelu(linear(c_fc, x))));  // (B, T, C)
+  torch::Tensor h;  // (B, T, 4C)
+  if (x.device().is_cpu() && cpu_autocast_bf16() && c_fc->bias.defined()) {
+    // bf16: the bias added inside the GELU, in float (addmm would first copy it into every row of the output).
+    const torch::Tensor pre = torch::mm(x.reshape({-1, x.size(-1)}), c_fc->weight.t());
+    h = bias_gelu(pre, c_fc->bias).view({x.size(0), x.size(1), -1});
+  } else {
+    h = poslab::gelu(linear(c_fc, x));
+  }
+  return dropout(linear(c_proj, h));  // (B, T, C)
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) {

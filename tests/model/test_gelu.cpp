@@ -48,5 +48,30 @@ TEST(Gelu, OtherDtypesAndNoGradUseTheSameValues) {
   EXPECT_TRUE(torch::equal(poslab::gelu(m.t()), poslab::gelu(m.t().contiguous())));
 }
 
+TEST(Gelu, BiasFoldedInMatchesGeluOfTheFloatSumAndGivesTheBiasItsGradient) {
+  torch::manual_seed(2);
+  const auto x = (torch::randn({5, 7, 600}) * 3).to(torch::kBFloat16).requires_grad_(true);  // 600: a block and a tail
+  const auto b = torch::randn({600}).requires_grad_(true);
+  const auto up = torch::randn({5, 7, 600}).to(torch::kBFloat16);
+  const auto ours = bias_gelu(x, b);
+  ASSERT_EQ(ours.scalar_type(), torch::kBFloat16);
+  ASSERT_EQ(ours.sizes(), x.sizes());
+  ours.backward(up);
+  ASSERT_EQ(b.grad().scalar_type(), torch::kFloat32);
+
+  const auto wide = x.detach().to(torch::kFloat32).requires_grad_(true);
+  const auto wb = b.detach().clone().requires_grad_(true);
+  const auto ref = torch::gelu(wide + wb);
+  ref.backward(up.to(torch::kFloat32));
+  EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6));
+  EXPECT_TRUE(torch::allclose(x.grad().to(torch::kFloat32), wide.grad(), 1.0 / 128, 1e-5));
+  // The bias gradient is summed in float from unrounded terms: float-sum accuracy, not bf16's.
+  EXPECT_TRUE(torch::allclose(b.grad(), wb.grad(), 1e-4, 1e-4)) << (b.grad() - wb.grad()).abs().max();
+
+  // Other dtypes: torch::gelu(x + bias) itself.
+  const auto xf = torch::randn({3, 4}), bf = torch::randn({4});
+  EXPECT_TRUE(torch::equal(bias_gelu(xf, bf), torch::gelu(xf + bf)));
+}
+
 }  // namespace
 }  // namespace poslab
