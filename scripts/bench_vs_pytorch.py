@@ -5,7 +5,8 @@ For each (config, dtype): `poslab bench --export DIR` trains a few steps and wri
 scripts/torch_reference.py trains from the same weights on the same batches. Prints tokens/s of both, the ratio
 poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
 
-Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N]   (default 3 rounds; --quick: 1, fewer steps)
+Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|medium]
+       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the two configs)
 """
 import json
 import os
@@ -47,6 +48,13 @@ ROUNDS = 1 if quick else 3
 for a in sys.argv[1:]:
     if a.startswith("--rounds="):
         ROUNDS = int(a.split("=", 1)[1])
+    elif a.startswith("--only="):
+        names = [c[0] for c in CASES]
+        if a.split("=", 1)[1] not in names:
+            sys.exit(f"error: {a}: no such config\nhint: one of {', '.join(names)}")
+        CASES = [c for c in CASES if c[0] == a.split("=", 1)[1]]
+    elif a != "--quick":
+        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|medium]")
 
 
 def run_pair(config, sets, steps, warmup, dtype):

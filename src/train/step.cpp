@@ -126,7 +126,10 @@ StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& 
   // when that is below 1.
   const double coef = t.grad_clip > 0 ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;
   if (r.finite) fused_adamw_step(optimizer, std::min(coef, 1.0));
-  optimizer.zero_grad();
+  // Gradients dropped rather than zeroed: the next backward then hands each parameter its gradient tensor
+  // (no fill with zeros, no add into them: two passes over every gradient saved per step).
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
   return r;
 }
 
