@@ -6,6 +6,7 @@
 #include "model/causal_softmax.h"
 #include "model/cross_entropy.h"
 #include "model/gelu.h"
+#include "model/head_loss.h"
 #include "model/layer_norm.h"
 #include "model/residual.h"
 
@@ -144,15 +145,25 @@ GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab
   }
 }
 
-torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
+torch::Tensor GPTImpl::hidden(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= cfg.block_size, "sequence of length ", T, " is longer than block_size ", cfg.block_size);
   auto x = wte(idx);                                                                // (B, T, C)
   if (wpe) x = x + wpe->weight.slice(0, 0, T);                                      // + (T, C)
   x = drop(x);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
-  x = ln_f(x);
-  return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight).view({x.size(0), T, -1});                                               // (B, T, V), head tied to wte
+  return ln_f(x);
+}
+
+torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
+  const torch::Tensor x = hidden(idx);                                              // (B, T, C)
+  return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight).view({x.size(0), x.size(1), -1});  // (B, T, V), head tied to wte
+}
+
+torch::Tensor GPTImpl::forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight) {
+  const torch::Tensor x = hidden(idx);                                              // (B, T, C)
+  if (x.device().is_cpu()) return head_cross_entropy(x.reshape({-1, cfg.n_embd}), wte->weight, targets.reshape(-1), weight);
+  return loss(F::linear(x, wte->weight), targets, weight);
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {

@@ -58,6 +58,11 @@ struct GPTImpl : torch::nn::Module {
 
   // idx: (B, T) int64 token ids -> logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& idx);
+  // idx -> the final LayerNorm's output (B, T, C), what the head multiplies by wte.
+  torch::Tensor hidden(const torch::Tensor& idx);
+  // loss(forward(idx), targets, weight) without the (B, T, V) logits on CPU: head and cross-entropy as one op
+  // in chunks of rows (model/head_loss.h). Call it under the autocast guard, as forward.
+  torch::Tensor forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight = 1.0);
   // Mean cross-entropy of logits against targets (B, T), computed in float32, times `weight` (slices of a batch, gradient
   // accumulation; the gradient is scaled too).
   static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight = 1.0);

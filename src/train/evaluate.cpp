@@ -14,12 +14,12 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
   auto total = torch::zeros({}, torch::kFloat64);
   for (int i = 0; i < batches; ++i) {
     auto [x, y] = sampler.next();
-    torch::Tensor logits;
+    torch::Tensor loss;
     {
       AutocastGuard autocast(bf16, device.is_cuda());
-      logits = model->forward(x.to(device));
+      loss = model->forward_loss(x.to(device), y.to(device));  // no (B, T, V) logits on CPU
     }
-    total += GPTImpl::loss(logits, y.to(device)).to(torch::kCPU, torch::kFloat64);
+    total += loss.to(torch::kCPU, torch::kFloat64);
   }
   model->train(was_training);
   return total.item<double>() / batches;

@@ -14,12 +14,11 @@ namespace {
 
 torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                          const torch::Device& device) {
-  torch::Tensor logits;
+  torch::Tensor loss;
   {
     AutocastGuard autocast(bf16, device.is_cuda());
-    logits = model->forward(x.to(device));  // (B, T, V)
+    loss = model->forward_loss(x.to(device), y.to(device), scale);
   }
-  auto loss = GPTImpl::loss(logits, y.to(device), scale);
   loss.backward();
   return loss.detach();
 }
