@@ -3,7 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "model/autocast.h"
@@ -25,13 +28,68 @@ torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor
 
 }  // namespace
 
+// Runs one task at a time on its own thread, with one intra-op thread.
+class BatchSplit::Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      task_ = std::move(task);
+    }
+    wake_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return !task_; });
+  }
+
+ private:
+  void loop() {
+    bool single = false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || task_; });
+      if (stop_) return;
+      lock.unlock();
+      if (!single) {  // this thread's own OpenMP setting (the caller has set the process-wide count to 1 by now)
+        at::set_num_threads(1);
+        single = true;
+      }
+      task_();  // the task catches its own exceptions
+      lock.lock();
+      task_ = nullptr;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::function<void()> task_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses exist
+};
+
+BatchSplit::~BatchSplit() = default;
+
 BatchSplit::BatchSplit(GPT& model, int ways) : model_(model), ways_(std::max(1, ways)) {
   if (ways_ == 1) return;
   // Building a replica draws its (discarded) initial weights from the default generator: put its state back,
   // so that a run with and without the split sees the same random numbers.
   auto gen = at::detail::getDefaultCPUGenerator();
   const torch::Tensor state = gen.get_state();
-  for (int i = 1; i < ways_; ++i) replicas_.emplace_back(model->cfg, model->wte->weight.size(0));
+  for (int i = 1; i < ways_; ++i) {
+    replicas_.emplace_back(model->cfg, model->wte->weight.size(0));
+    workers_.push_back(std::make_unique<Worker>());
+  }
   gen.set_state(state);
   share_parameters();
 }
@@ -57,12 +115,11 @@ torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::
   const double batch = static_cast<double>(x.size(0));
   std::vector<torch::Tensor> losses(n);
   const int intra = at::get_num_threads();
-  at::set_num_threads(1);  // one thread per slice; threads started below inherit it
-  std::vector<std::thread> workers;
+  at::set_num_threads(1);  // one intra-op thread per slice
   std::vector<std::exception_ptr> errors(n);
   for (int i = 1; i < n; ++i) {
     replicas_[i - 1]->train(model_->is_training());
-    workers.emplace_back([&, i] {
+    workers_[i - 1]->start([&, i] {
       try {
         losses[i] = slice_loss(replicas_[i - 1], xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device);
       } catch (...) {
@@ -75,7 +132,7 @@ torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::
   } catch (...) {
     errors[0] = std::current_exception();
   }
-  for (auto& w : workers) w.join();
+  for (int i = 1; i < n; ++i) workers_[i - 1]->wait();
   at::set_num_threads(intra);
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
