@@ -1,5 +1,5 @@
-// GELU as one op for bfloat16 on CPU (forward and backward); LibTorch 1.13's bf16 gelu converts element by
-// element through slow paths (~7 ms per (16, 128, 512) activation, forward plus backward, measured).
+// GELU as one op for bfloat16 on CPU (forward and backward); LibTorch 1.13's bf16 gelu and gelu_backward take
+// ~3.6 ms per (16, 128, 512) activation together, this ~2.2 ms (measured, one thread).
 #pragma once
 
 #include <torch/torch.h>
