@@ -18,11 +18,9 @@ torch::Tensor run(const torch::Tensor& logits, const torch::Tensor& targets, dou
               "fused_cross_entropy: logits must be float32 or bfloat16, got ", logits.scalar_type());
   TORCH_CHECK(logits.device().is_cpu(), "fused_cross_entropy: CPU only");
   const torch::Tensor x = logits.contiguous();
-  const torch::Tensor t = targets.to(torch::kLong).contiguous();
   const int64_t N = x.size(0), V = x.size(1);
+  const torch::Tensor t = checked_targets(targets, V, "fused_cross_entropy");
   const int64_t* tp = t.data_ptr<int64_t>();
-  for (int64_t i = 0; i < N; ++i)
-    TORCH_CHECK(tp[i] >= 0 && tp[i] < V, "fused_cross_entropy: target ", tp[i], " at row ", i, " is outside [0, ", V, ")");
   torch::Tensor losses = torch::empty({N}, torch::kFloat32);
   float* lp = losses.data_ptr<float>();
   const float scale = static_cast<float>(weight / static_cast<double>(N));
@@ -36,9 +34,7 @@ torch::Tensor run(const torch::Tensor& logits, const torch::Tensor& targets, dou
     auto* gp = grad.defined() ? reinterpret_cast<uint16_t*>(grad.data_ptr<at::BFloat16>()) : nullptr;
     at::parallel_for(0, N, grain, [&](int64_t b, int64_t e) { cross_entropy_rows_bf16(xp, tp, b, e, V, lp, gp, scale); });
   }
-  double total = 0;  // in row order: the same sum whatever the thread count
-  for (int64_t i = 0; i < N; ++i) total += lp[i];
-  return torch::full({}, weight * total / static_cast<double>(N), torch::kFloat32);
+  return mean_row_loss(losses, weight);
 }
 
 struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
@@ -59,6 +55,22 @@ struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
 };
 
 }  // namespace
+
+torch::Tensor checked_targets(const torch::Tensor& targets, int64_t V, const char* op) {
+  const torch::Tensor t = targets.to(torch::kLong).contiguous();
+  const int64_t* tp = t.data_ptr<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    TORCH_CHECK(tp[i] >= 0 && tp[i] < V, op, ": target ", tp[i], " at row ", i, " is outside [0, ", V, ")");
+  return t;
+}
+
+torch::Tensor mean_row_loss(const torch::Tensor& losses, double weight) {
+  const float* lp = losses.data_ptr<float>();
+  const int64_t N = losses.numel();
+  double total = 0;
+  for (int64_t i = 0; i < N; ++i) total += lp[i];
+  return torch::full({}, weight * total / static_cast<double>(N), torch::kFloat32);
+}
 
 torch::Tensor fused_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {
   if (torch::GradMode::is_enabled() && logits.requires_grad()) return FusedCrossEntropy::apply(logits, targets, weight);

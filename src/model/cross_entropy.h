@@ -13,4 +13,11 @@ namespace poslab {
 // `weight` multiplies the result and its gradient (a loss scaled for gradient accumulation costs no extra pass).
 torch::Tensor fused_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, double weight = 1.0);
 
+// Shared by the cross-entropy ops. The targets as contiguous int64, every one checked to lie in [0, V) (the
+// error names `op`, the row and the value).
+torch::Tensor checked_targets(const torch::Tensor& targets, int64_t V, const char* op);
+// weight * the mean of (N,) float32 per-row losses, summed in row order (the same whatever the threads or
+// chunks): a 0-dim float32 tensor.
+torch::Tensor mean_row_loss(const torch::Tensor& losses, double weight);
+
 }  // namespace poslab

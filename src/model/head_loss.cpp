@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include "model/cross_entropy.h"
 #include "model/cross_entropy_kernel.h"
 
 namespace poslab {
@@ -31,10 +32,8 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
   const int64_t N = x.size(0), V = w.size(0);
   const auto dtype = x.scalar_type();
   const torch::Tensor wc = w.to(dtype);  // (V, C): the bf16 copy autocast would make, or w itself
-  const torch::Tensor t = targets.to(torch::kLong).contiguous();
+  const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
   const int64_t* tp = t.data_ptr<int64_t>();
-  for (int64_t i = 0; i < N; ++i)
-    TORCH_CHECK(tp[i] >= 0 && tp[i] < V, "head_cross_entropy: target ", tp[i], " at row ", i, " is outside [0, ", V, ")");
   const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * x.element_size())));
   torch::Tensor losses = torch::empty({N}, torch::kFloat32);
   torch::Tensor logits = torch::empty({rows, V}, x.options());
@@ -61,9 +60,7 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
     at::mm_out(dxc, dc, wc);  // (m, C), while the chunk's gradient is in cache
   }
   if (grad) r.dw = torch::mm(dlogits.t(), x).to(torch::kFloat32);  // (V, C)
-  double total = 0;  // in row order: the same sum whatever the chunking
-  for (int64_t i = 0; i < N; ++i) total += lp[i];
-  r.loss = torch::full({}, weight * total / static_cast<double>(N), torch::kFloat32);
+  r.loss = mean_row_loss(losses, weight);
   return r;
 }
 

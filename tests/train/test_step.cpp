@@ -1,6 +1,7 @@
 // One optimizer update: the fp32 loss trajectory is pinned, so speed work cannot change results unnoticed.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "config/config.h"
@@ -82,6 +83,22 @@ TEST(Step, BatchSplitFollowsThePinnedTrajectoryAndRepeatsExactly) {
     EXPECT_EQ(first, second) << ways << " ways";
     EXPECT_TRUE(torch::equal(table1, table2)) << ways << " ways";
   }
+}
+
+// A slice that fails on a worker thread: the error reaches the caller, and the same workers serve the next call.
+TEST(Step, BatchSplitReportsAWorkersErrorAndKeepsWorking) {
+  const Config cfg = pinned_config();
+  torch::manual_seed(1234);
+  GPT model(cfg.model, 40);
+  BatchSplit split(model, 2);
+  const auto x = torch::zeros({8, 16}, torch::kLong);
+  auto y = torch::zeros({8, 16}, torch::kLong);
+  y[7][3] = 40;  // outside the vocabulary, in the worker's slice (rows 4..7) only
+  EXPECT_THROW(split.forward_backward(x, y, 1.0, false, torch::kCPU), c10::Error);
+  y[7][3] = 0;
+  const double loss = split.forward_backward(x, y, 1.0, false, torch::kCPU).item<double>();
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_GT(loss, 0.0);
 }
 
 TEST(Step, BatchSplitWaysFollowTheConfig) {
