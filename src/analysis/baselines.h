@@ -6,24 +6,33 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis.h"
+
 namespace poslab {
 
-// N(0, std²) entries: what a learned table is at initialisation.
+// N(0, std²) entries: what a learned table is at initialisation. (positions, dims) float64.
 torch::Tensor random_table(int64_t positions, int64_t dims, double std, uint64_t seed);
-
-// The fixed sinusoidal encoding of Vaswani et al.
-torch::Tensor sinusoidal_baseline(int64_t positions, int64_t dims);
 
 // The seed chapter's simulated "trained" table: for dim j, 0.5·sin(f_j·pos + φ_j) with f_j = 0.1 + 0.5·j/d and
 // φ_j ~ U(0, 2π), plus 0.2·N(0, 1)·exp(−0.01·pos) noise, all scaled by 1/√d.
 torch::Tensor handbook_table(int64_t positions, int64_t dims, uint64_t seed);
 
-// kind: random | sinusoidal | handbook. Throws poslab::Error for another kind or a non-positive size.
+// kind: random | sinusoidal (util/positions.h) | handbook. Throws poslab::Error for another kind or a size under
+// 4 positions x 1 dim.
 torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed, double std = 0.02);
 
-inline const std::vector<std::string>& synthetic_kinds() {
-  static const std::vector<std::string> kinds = {"random", "sinusoidal", "handbook"};
-  return kinds;
-}
+// The controls every comparison shows (analyze's table, the report's table and figures), the same numbers
+// wherever they appear: a random N(0, kBaselineStd²) table (nanoGPT's init of a learned table) drawn with
+// kBaselineSeed, the sinusoidal table, and the handbook table drawn with kBaselineSeed.
+inline constexpr uint64_t kBaselineSeed = 0;
+inline constexpr double kBaselineStd = 0.02;
+
+struct Baseline {
+  std::string name;  // random | sinusoidal | handbook
+  Analysis analysis;
+};
+
+// The three controls of shape (positions, dims), analysed with `opt`, in the order above.
+std::vector<Baseline> baseline_analyses(int64_t positions, int64_t dims, const AnalysisOptions& opt = {});
 
 }  // namespace poslab

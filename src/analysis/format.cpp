@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "analysis/metric_list.h"
+
 namespace poslab {
 
 nlohmann::json to_json(const Analysis& a) {
@@ -25,6 +27,7 @@ nlohmann::json to_json(const Analysis& a) {
   for (const auto& f : a.pc_frequencies)
     pcs.push_back({{"component", f.component}, {"explained", f.explained}, {"cycles_per_position", f.cycles_per_position},
                    {"period", f.period}, {"power_share", f.power_share}, {"projection", f.projection}});
+  // The vectors and structures; every scalar metric comes from the one list (analysis/metric_list.h).
   json j = {
       {"source", a.source},
       {"positions", a.positions},
@@ -34,27 +37,18 @@ nlohmann::json to_json(const Analysis& a) {
       {"singular_values_centered", a.singular_values_centered},
       {"explained_variance", a.explained_variance},
       {"cumulative_variance", a.cumulative_variance},
-      {"k50", a.k50}, {"k90", a.k90}, {"k95", a.k95}, {"k99", a.k99},
-      {"k90_uncentered", a.k90_uncentered},
-      {"effective_rank", a.effective_rank},
-      {"roy_vetterli_rank", a.roy_vetterli_rank},
-      {"participation_ratio", a.participation_ratio},
-      {"stable_rank", a.stable_rank},
-      {"adjacent_cosine", a.smooth.adjacent_cosine},
       {"adjacent_cosine_per_position", a.adjacent_cosines},
       {"cos_by_offset", a.cos_by_offset},
       {"half_offset", a.half_offset ? json(*a.half_offset) : json(nullptr)},
-      {"first_difference_energy", a.smooth.first_difference_energy},
-      {"second_difference_energy", a.smooth.second_difference_energy},
       {"shuffled", smooth(a.shuffled)},
       {"row_norms", a.row_norms},
       {"boundary", boundary},
       {"boundary_outliers", outliers},
       {"pc_frequencies", pcs},
       {"sinusoid_k", a.sinusoid_k},
-      {"sinusoid_r2", a.sinusoid_r2},
       {"seconds", a.seconds},
   };
+  for (const Metric& m : scalar_metrics()) j[m.key] = metric_json(m, a);
   return j;
 }
 
@@ -99,22 +93,14 @@ std::string summary_text(const Analysis& a) {
 }
 
 std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns) {
-  std::string s = fmt::format("{:<26}", "metric");
+  std::string s = fmt::format("{:<36}", "metric");
   for (const auto& [name, a] : columns) s += fmt::format("{:>14}", name);
   s += "\n";
-  auto row = [&](const char* label, auto get, const char* f) {
-    s += fmt::format("{:<26}", label);
-    for (const auto& [name, a] : columns) s += fmt::format(fmt::runtime(f), get(*a));
+  for (const Metric& m : headline_metrics()) {
+    s += fmt::format("{:<36}", m.label);
+    for (const auto& [name, a] : columns) s += fmt::format("{:>14}", format_metric(m, *a));
     s += "\n";
-  };
-  row("k90 (centred)", [](const Analysis& a) { return a.k90; }, "{:>14}");
-  row("effective rank", [](const Analysis& a) { return a.effective_rank; }, "{:>14.2f}");
-  row("participation ratio", [](const Analysis& a) { return a.participation_ratio; }, "{:>14.2f}");
-  row("adjacent cosine", [](const Analysis& a) { return a.smooth.adjacent_cosine; }, "{:>14.3f}");
-  row("  shuffled copy", [](const Analysis& a) { return a.shuffled.adjacent_cosine; }, "{:>14.3f}");
-  row("1st-difference energy", [](const Analysis& a) { return a.smooth.first_difference_energy; }, "{:>14.3f}");
-  row("2nd-difference energy", [](const Analysis& a) { return a.smooth.second_difference_energy; }, "{:>14.3f}");
-  row("sinusoid R²", [](const Analysis& a) { return a.sinusoid_r2; }, "{:>14.3f}");
+  }
   return s;
 }
 

@@ -37,8 +37,8 @@ SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::str
     const auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
     if (e.dtype == "F32") e.element_size = 4;
     else if (e.dtype == "F16" || e.dtype == "BF16") e.element_size = 2;
-    else if (e.dtype == "F64") e.element_size = 8;
-    else throw Error(path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64");
+    else if (e.dtype == "F64" || e.dtype == "I64") e.element_size = 8;
+    else throw Error(path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64, I64");
     if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size)
       throw Error(path + ": tensor '" + name + "' lies outside the file (truncated?)", "download the file again");
     e.offset = data_start + offsets[0];

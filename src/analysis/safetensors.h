@@ -9,7 +9,7 @@
 namespace poslab {
 
 struct SafetensorsEntry {
-  std::string dtype;           // F32 | F16 | BF16 | F64
+  std::string dtype;           // F32 | F16 | BF16 | F64 | I64
   size_t element_size = 0;     // bytes per element
   std::vector<int64_t> shape;
   size_t offset = 0;           // of the first byte in the file

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <filesystem>
 #include <fstream>
 
+#include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "util/error.h"
 
@@ -86,24 +86,8 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
 nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& p : points) {
-    const Analysis& a = p.analysis;
-    nlohmann::json j = {{"step", p.step},
-                        {"file", p.file},
-                        {"k50", a.k50},
-                        {"k90", a.k90},
-                        {"k90_uncentered", a.k90_uncentered},
-                        {"effective_rank", a.effective_rank},
-                        {"roy_vetterli_rank", a.roy_vetterli_rank},
-                        {"participation_ratio", a.participation_ratio},
-                        {"stable_rank", a.stable_rank},
-                        {"adjacent_cosine", a.smooth.adjacent_cosine},
-                        {"shuffled_adjacent_cosine", a.shuffled.adjacent_cosine},
-                        {"first_difference_energy", a.smooth.first_difference_energy},
-                        {"second_difference_energy", a.smooth.second_difference_energy},
-                        {"sinusoid_r2", a.sinusoid_r2},
-                        {"mean_row_norm", a.row_norms.empty() ? 0.0
-                                                              : std::accumulate(a.row_norms.begin(), a.row_norms.end(), 0.0) /
-                                                                    static_cast<double>(a.row_norms.size())}};
+    nlohmann::json j = {{"step", p.step}, {"file", p.file}};
+    for (const Metric& m : scalar_metrics()) j[m.key] = metric_json(m, p.analysis);
     if (std::isfinite(p.train_loss)) j["train_loss"] = p.train_loss;
     if (std::isfinite(p.val_loss)) j["val_loss"] = p.val_loss;
     arr.push_back(j);
@@ -122,17 +106,15 @@ nlohmann::json verdict_json(const Verdict& v) {
 
 std::string trajectory_csv(const std::vector<TrajectoryPoint>& points) {
   const nlohmann::json rows = trajectory_json(points);
-  const std::vector<std::string> cols = {"step", "train_loss", "val_loss", "k50", "k90", "k90_uncentered", "effective_rank",
-                                         "roy_vetterli_rank", "participation_ratio", "stable_rank", "adjacent_cosine",
-                                         "shuffled_adjacent_cosine", "first_difference_energy", "second_difference_energy",
-                                         "sinusoid_r2", "mean_row_norm"};
+  std::vector<std::string> cols = {"step", "train_loss", "val_loss"};
+  for (const Metric& m : scalar_metrics()) cols.push_back(m.key);
   std::string csv;
   for (size_t i = 0; i < cols.size(); ++i) csv += (i ? "," : "") + cols[i];
   csv += "\n";
   for (const auto& r : rows) {
     for (size_t i = 0; i < cols.size(); ++i) {
       if (i) csv += ",";
-      if (r.contains(cols[i])) csv += r[cols[i]].dump();
+      if (r.contains(cols[i]) && !r[cols[i]].is_null()) csv += r[cols[i]].dump();
     }
     csv += "\n";
   }

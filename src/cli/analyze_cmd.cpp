@@ -7,7 +7,7 @@
 
 #include "analysis/baselines.h"
 #include "analysis/format.h"
-#include "analysis/table_io.h"
+#include "analysis/metric_list.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -20,8 +20,10 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str();
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str();
-  cmd->add_option("--seed", t.seed, "seed of the synthetic and random tables")->capture_default_str();
-  cmd->add_option("--std", t.std, "std of the random table (and of the random baseline)")->capture_default_str();
+  cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table (the baselines always use seed 0)")
+      ->capture_default_str();
+  cmd->add_option("--std", t.std, "std of a synthetic random table (the random baseline always uses 0.02)")
+      ->capture_default_str();
   cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
 }
 
@@ -43,6 +45,20 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
 }
 
 namespace {
+
+// One row per snapshot: the step, the headline metrics (analysis/metric_list.h) and the val loss.
+std::string step_table(const std::vector<TrajectoryPoint>& points) {
+  const std::vector<Metric> metrics = headline_metrics();
+  std::string s = fmt::format("{:>8}", "step");
+  for (const Metric& m : metrics) s += fmt::format(" {:>9}", m.column);
+  s += fmt::format(" {:>9}\n", "val loss");
+  for (const auto& p : points) {
+    s += fmt::format("{:>8}", p.step);
+    for (const Metric& m : metrics) s += fmt::format(" {:>9}", format_metric(m, p.analysis));
+    s += fmt::format(" {:>9}\n", std::isfinite(p.val_loss) ? fmt::format("{:.4f}", p.val_loss) : "");
+  }
+  return s;
+}
 
 void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json.empty()) return;
@@ -80,11 +96,7 @@ int run_analyze(const AnalyzeArgs& a) {
     j["trajectory"] = tj;
     j["verdict"] = verdict_json(v);
     out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step, points.back().step);
-    out << fmt::format("{:>8} {:>6} {:>9} {:>9} {:>9} {:>10}\n", "step", "k90", "eff rank", "adj cos", "shuffled", "val loss");
-    for (const auto& p : points)
-      out << fmt::format("{:>8} {:>6} {:>9.2f} {:>9.3f} {:>9.3f} {:>10}\n", p.step, p.analysis.k90, p.analysis.effective_rank,
-                         p.analysis.smooth.adjacent_cosine, p.analysis.shuffled.adjacent_cosine,
-                         std::isfinite(p.val_loss) ? fmt::format("{:.4f}", p.val_loss) : "");
+    out << step_table(points);
     out << "\nverdict: " << v.summary << "\n";
     out << "wrote " << (dir / "trajectory.csv").string() << ", trajectory.json, verdict.json\n\n";
     out << "last snapshot:\n" << summary_text(main);
@@ -107,11 +119,9 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool with_baselines = a.baselines || run_folder;
   if (with_baselines) {
     nlohmann::json bj;
-    for (const std::string kind : {"random", "sinusoidal", "handbook"}) {
-      const Analysis b =
-          analyze_table(synthetic_table(kind, main.positions, main.dims, a.table.seed, a.table.std), kind, a.options);
-      bj[kind] = to_json(b);
-      columns.emplace_back(kind, b);
+    for (const Baseline& b : baseline_analyses(main.positions, main.dims, a.options)) {
+      bj[b.name] = to_json(b.analysis);
+      columns.emplace_back(b.name, b.analysis);
     }
     j["baselines"] = bj;
     std::vector<std::pair<std::string, const Analysis*>> view;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "analysis/analysis.h"
-#include "analysis/table_io.h"
+#include "cli/table_source.h"
 #include "analysis/trajectory.h"
 
 namespace poslab {

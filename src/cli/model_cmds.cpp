@@ -11,7 +11,6 @@
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
-#include "analysis/table_io.h"
 #include "data/dataset.h"
 #include "report/report.h"
 #include "train/evaluate.h"
@@ -22,6 +21,15 @@
 
 namespace poslab {
 namespace fs = std::filesystem;
+
+namespace {
+
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "auto (CUDA when present) | cpu | cuda")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
+}  // namespace
 
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
   auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
@@ -48,7 +56,7 @@ int run_report(const ReportArgs& a) {
                             : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
-    r = write_table_report(W, source, out, offset, t.seed, t.std);
+    r = write_table_report(W, source, out, offset);
   }
   std::cerr << r.figures.size() << " figures (PNG and SVG) with their data and gnuplot scripts\n";
   std::cout << r.index_html << "\n";
@@ -93,11 +101,12 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens; 0 = all")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str();
+  add_device_option(cmd, a.device);
   return cmd;
 }
 
 int run_sample(const SampleArgs& a) {
-  LoadedModel m = load_model(a.checkpoint);
+  LoadedModel m = load_model(a.checkpoint, torch::Device(resolve_device(a.device, "--device")));
   const std::vector<int> prompt = m.tokenizer.encode(a.prompt);
   const int start = m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0;
   std::vector<int> ids = generate(m.model, prompt, a.options, start);
@@ -114,18 +123,20 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", a.out, "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv)");
+  add_device_option(cmd, a.device);
   return cmd;
 }
 
 int run_eval(const EvalArgs& a) {
-  LoadedModel m = load_model(a.checkpoint);
+  const torch::Device device(resolve_device(a.device, "--device"));
+  LoadedModel m = load_model(a.checkpoint, device);
   const int threads = apply_threads(m.cfg.run.threads);
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
   const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
                                             eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16",
-                                            torch::Device(torch::kCPU));
+                                            device);
   std::string out = a.out;
   if (out.empty()) {
     // RUN_DIR/checkpoints/x.pt -> RUN_DIR/eval/

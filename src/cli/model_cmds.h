@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "analysis/table_io.h"
 #include "analysis/trajectory.h"
+#include "cli/table_source.h"
 #include "model/sample.h"
 
 namespace poslab {
@@ -21,10 +21,12 @@ struct InspectArgs {
 };
 struct SampleArgs {
   std::string checkpoint, prompt;
+  std::string device = "auto";  // auto | cpu | cuda, as run.device
   SampleOptions options;
 };
 struct EvalArgs {
   std::string checkpoint, split = "val", out;
+  std::string device = "auto";      // auto | cpu | cuda, as run.device
   int batches = 0, batch_size = 0;  // 0 = the run's train.eval_batches / train.batch_size
 };
 

@@ -105,8 +105,9 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
     data.tokenizer = Tokenizer::from_file(tc.model);
     spdlog::info("tokenizer: loaded {} ({} pieces)", tc.model, data.tokenizer.vocab_size());
   } else {
-    const int vocab = tc.type == "char" ? distinct_chars(corpus.text) + 2 : tc.vocab_size;
-    const std::string tok_key = tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
+    // char: each character of the corpus, <unk>, the newline piece and the 256 byte pieces.
+    const int vocab = tc.type == "char" ? distinct_chars(corpus.text) + 2 + 256 : tc.vocab_size;
+    const std::string tok_key = "r" + std::to_string(kTokenizerRecipe) + "-" + tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
     const std::string model_path = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
     std::error_code ec;
     if (fs::is_regular_file(model_path, ec)) {

@@ -51,8 +51,8 @@ int copy_out(const T* items, size_t count, T** out, size_t* n, char* err, size_t
 extern "C" {
 
 int poslab_spm_train(const char* input_path, const char* model_prefix, const char* model_type,
-                     int vocab_size, const char* newline_piece, int hard_vocab_limit, int num_threads,
-                     char* err, size_t errlen) {
+                     int vocab_size, const char* newline_piece, int hard_vocab_limit, int byte_fallback,
+                     int num_threads, char* err, size_t errlen) {
   try {
     std::unordered_map<std::string, std::string> args = {
         {"input", input_path},
@@ -70,6 +70,7 @@ int poslab_spm_train(const char* input_path, const char* model_prefix, const cha
         {"pad_id", "-1"},
         {"unk_id", "0"},
         {"hard_vocab_limit", hard_vocab_limit ? "true" : "false"},
+        {"byte_fallback", byte_fallback ? "true" : "false"},  // a character without a piece becomes its UTF-8 bytes
         {"input_sentence_size", "2000000"},
         {"shuffle_input_sentence", "true"},
         {"max_sentence_length", "16384"},

@@ -19,9 +19,10 @@ extern "C" {
 // Trains a model on a UTF-8 text file (one sentence per line) and writes PREFIX.model and PREFIX.vocab.
 // model_type: "bpe" | "unigram" | "char". newline_piece: a user-defined symbol that stands for '\n'.
 // hard_vocab_limit: 0 lets sentencepiece use fewer pieces than vocab_size (needed for char).
+// byte_fallback: 1 adds the 256 byte pieces <0x00>..<0xFF>, so text with any character encodes without <unk>.
 int poslab_spm_train(const char* input_path, const char* model_prefix, const char* model_type,
-                     int vocab_size, const char* newline_piece, int hard_vocab_limit, int num_threads,
-                     char* err, size_t errlen);
+                     int vocab_size, const char* newline_piece, int hard_vocab_limit, int byte_fallback,
+                     int num_threads, char* err, size_t errlen);
 
 // Loads a model from its serialized bytes (the content of a .model file). Returns NULL on error.
 void* poslab_spm_load(const char* data, size_t len, char* err, size_t errlen);

@@ -87,11 +87,12 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
   char err[kErrLen] = {0};
   const bool is_char = type == "char";
   if (shim().train(text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size, kNewlinePiece,
-                   is_char ? 0 : 1, threads, err, kErrLen) != 0) {
+                   /*hard_vocab_limit=*/is_char ? 0 : 1, /*byte_fallback=*/1, threads, err, kErrLen) != 0) {
     std::string hint = "check data.tokenizer (type, vocab_size) and the corpus";
     if (std::string(err).find("Vocabulary size") != std::string::npos)
-      hint = "the corpus is too small for data.tokenizer.vocab_size = " + std::to_string(vocab_size) +
-             ": lower it, add text, or use data.tokenizer.type: char";
+      hint = "data.tokenizer.vocab_size = " + std::to_string(vocab_size) + " must hold 256 byte pieces, <unk>, "
+             "the newline piece and every distinct character of the corpus, and is either too small for them or too "
+             "large for the corpus: choose a size in between (e.g. 512), or use data.tokenizer.type: char";
     throw Error(text_file + ": training the " + type + " tokenizer failed: " + err, hint);
   }
   std::string bytes = read_file(work_prefix + ".model");

@@ -1,6 +1,8 @@
 // Sentencepiece tokenizer, reached through libposlab_spm.so (see spm_shim.h).
-// Text is encoded line by line; each '\n' becomes the user-defined piece kNewlinePiece, so decode(encode(t)) == t
-// for any text whose characters are in the vocabulary.
+// Text is encoded line by line; each '\n' becomes the user-defined piece kNewlinePiece. The text is never
+// normalised, and every model falls back to UTF-8 byte pieces (<0x09>, ...) for a character without a piece of
+// its own, so decode(encode(t)) == t for any text. (sentencepiece never makes a piece of a tab, whatever the
+// type: without byte fallback a tab would be <unk>.)
 #pragma once
 
 #include <memory>
@@ -12,10 +14,15 @@ namespace poslab {
 
 inline constexpr const char* kNewlinePiece = "\xE2\x90\xA4";  // U+2424 SYMBOL FOR NEWLINE
 
+// How poslab trains a tokenizer, part of the cache key: raised whenever the training options change, so that a
+// tokenizer cached by an older poslab is never reused. 2: byte fallback (256 byte pieces) for every type.
+inline constexpr int kTokenizerRecipe = 2;
+
 class Tokenizer {
  public:
   // Trains a model on a UTF-8 text file and returns the serialized model (the .model file's bytes).
   // type: bpe | unigram | char. For char, vocab_size is an upper bound (the corpus's characters decide).
+  // Every model holds the 256 byte pieces, <unk> and the newline piece besides.
   static std::string train(const std::string& text_file, const std::string& work_prefix,
                            const std::string& type, int vocab_size, int threads);
 

@@ -9,6 +9,7 @@
 #include "model/head_loss.h"
 #include "model/layer_norm.h"
 #include "model/residual.h"
+#include "util/positions.h"
 
 namespace poslab {
 namespace F = torch::nn::functional;
@@ -101,16 +102,6 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 torch::Tensor BlockImpl::forward(torch::Tensor x) {
   x = residual_add(x, attn(ln_1(x)));
   return residual_add(x, mlp(ln_2(x)));
-}
-
-torch::Tensor sinusoidal_table(int64_t positions, int64_t dims) {
-  auto pos = torch::arange(positions, torch::kFloat64).unsqueeze(1);                     // (P, 1)
-  auto i = torch::arange(0, dims, 2, torch::kFloat64);                                    // (C/2,)
-  auto angle = pos * torch::exp(i * (-std::log(10000.0) / static_cast<double>(dims)));    // (P, C/2)
-  auto pe = torch::zeros({positions, dims}, torch::kFloat64);
-  pe.slice(1, 0, dims, 2).copy_(torch::sin(angle));
-  pe.slice(1, 1, dims, 2).copy_(torch::cos(angle).slice(1, 0, dims / 2));
-  return pe.to(torch::kFloat32);
 }
 
 GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab) {

@@ -81,7 +81,4 @@ struct GPTImpl : torch::nn::Module {
 };
 TORCH_MODULE(GPT);
 
-// The fixed sinusoidal table of Vaswani et al.: PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(...).
-torch::Tensor sinusoidal_table(int64_t positions, int64_t dims);  // (positions, dims) float32
-
 }  // namespace poslab

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "analysis/baselines.h"
-#include "config/config.h"
+#include "analysis/metric_list.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
 #include "util/error.h"
@@ -61,32 +61,31 @@ std::vector<std::string> draw(const std::string& dir, const std::vector<Figure>&
   return names;
 }
 
+// The headline metrics of analysis/metric_list.h, one column per series, and the boundary outliers.
 std::string metrics_table(const std::vector<Series>& columns) {
   std::string h = "<table>\n<tr><th>metric</th>";
   for (const auto& c : columns) h += "<th>" + html_escape(c.label) + "</th>";
   h += "</tr>\n";
-  auto row = [&](const std::string& name, auto get) {
-    h += "<tr><td>" + name + "</td>";
-    for (const auto& c : columns) h += "<td>" + get(*c.analysis) + "</td>";
+  for (const Metric& m : headline_metrics()) {
+    h += "<tr><td>" + html_escape(m.label) + "</td>";
+    for (const auto& c : columns) h += "<td>" + format_metric(m, *c.analysis) + "</td>";
     h += "</tr>\n";
-  };
-  row("components for 90 % (k90)", [](const Analysis& a) { return std::to_string(a.k90); });
-  row("entropy effective rank", [](const Analysis& a) { return fmt::format("{:.2f}", a.effective_rank); });
-  row("participation ratio", [](const Analysis& a) { return fmt::format("{:.2f}", a.participation_ratio); });
-  row("top component's share", [](const Analysis& a) {
-    return a.explained_variance.empty() ? std::string("–") : fmt::format("{:.1f} %", 100 * a.explained_variance[0]);
-  });
-  row("adjacent cosine", [](const Analysis& a) { return fmt::format("{:.3f}", a.smooth.adjacent_cosine); });
-  row("&nbsp;&nbsp;row-shuffled copy", [](const Analysis& a) { return fmt::format("{:.3f}", a.shuffled.adjacent_cosine); });
-  row("first-difference energy", [](const Analysis& a) { return fmt::format("{:.3f}", a.smooth.first_difference_energy); });
-  row("sinusoid R²", [](const Analysis& a) { return fmt::format("{:.3f}", a.sinusoid_r2); });
-  row("boundary outliers", [](const Analysis& a) {
+  }
+  h += "<tr><td>boundary outliers</td>";
+  for (const auto& c : columns) {
     std::string s;
-    for (const auto& r : a.boundary)
+    for (const auto& r : c.analysis->boundary)
       if (r.outlier) s += (s.empty() ? "" : ", ") + std::to_string(r.position);
-    return s.empty() ? std::string("none") : s;
-  });
-  return h + "</table>\n";
+    h += "<td>" + (s.empty() ? std::string("none") : s) + "</td>";
+  }
+  return h + "</tr>\n</table>\n";
+}
+
+// The run's name for the title: the folder's own name, also for "runs/default/" or "runs/x/../default".
+std::string run_name(const std::string& run_dir) {
+  fs::path p = fs::absolute(run_dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
 }
 
 std::string page(const std::string& title, const std::string& source, const std::string& top,
@@ -117,23 +116,13 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const Analysis& last = points.back().analysis;
 
   std::string config_text;
-  double init_std = 0.02;
-  uint64_t seed = 0;
   const fs::path config_path = fs::path(run_dir) / "config.yaml";
   std::error_code ec;
-  if (fs::is_regular_file(config_path, ec)) {
-    config_text = read_file(config_path.string());
-    try {
-      const Config cfg = config_from_yaml(config_text, config_path.string());
-      init_std = cfg.model.wpe_init_std > 0 ? cfg.model.wpe_init_std : 0.02;
-      seed = static_cast<uint64_t>(cfg.run.seed);
-    } catch (const Error& e) {
-      spdlog::warn("{}", e.what());
-    }
-  }
-  const Analysis random = analyze_table(random_table(last.positions, last.dims, init_std, seed), "random", opt);
-  const Analysis sinus = analyze_table(sinusoidal_baseline(last.positions, last.dims), "sinusoidal", opt);
-  const Analysis handbook = analyze_table(handbook_table(last.positions, last.dims, seed), "handbook", opt);
+  if (fs::is_regular_file(config_path, ec)) config_text = read_file(config_path.string());
+  const std::vector<Baseline> baselines = baseline_analyses(last.positions, last.dims, opt);
+  const Analysis& random = baselines[0].analysis;
+  const Analysis& sinus = baselines[1].analysis;
+  const Analysis& handbook = baselines[2].analysis;
 
   auto label = [](const TrajectoryPoint& p) { return "step " + std::to_string(p.step); };
   const Series s_first{label(points.front()), &first}, s_mid{label(points[points.size() / 2]), &mid},
@@ -168,26 +157,28 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
                   points.size(), points.front().step, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
-  write_file_atomic(result.index_html, page("poslab report: " + fs::path(run_dir).filename().string(),
+  write_file_atomic(result.index_html, page("poslab report: " + run_name(run_dir),
                                             fs::absolute(run_dir).string(), top, figures));
   return result;
 }
 
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
-                                int64_t row_offset, uint64_t seed, double random_std) {
+                                int64_t row_offset) {
   AnalysisOptions opt;
   opt.keep_cosine_matrix = true;
   opt.row_offset = row_offset;
   const Analysis a = analyze_table(W, source, opt);
-  const Analysis random = analyze_table(random_table(a.positions, a.dims, random_std, seed), "random", opt);
-  const Analysis sinus = analyze_table(sinusoidal_baseline(a.positions, a.dims), "sinusoidal", opt);
+  const std::vector<Baseline> baselines = baseline_analyses(a.positions, a.dims, opt);
+  const Analysis& random = baselines[0].analysis;
+  const Analysis& sinus = baselines[1].analysis;
+  const Analysis& handbook = baselines[2].analysis;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
   std::vector<Figure> figures = {spectrum_figure({s, r, sn}), cumulative_variance_figure({s, r, sn}),
                                  similarity_heatmaps_figure({s}), principal_components_figure(s), helix_figure(s),
                                  row_norms_figure({s})};
   ReportResult result;
   result.figures = draw(out_dir, figures);
-  const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn}) +
+  const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
                           fmt::format("<p>{} positions × {} dims. Definitions of every metric: README.md, “The analysis”.</p>\n"
                                       "<h2>Figures</h2>\n",
                                       a.positions, a.dims);

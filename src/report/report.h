@@ -20,8 +20,9 @@ struct ReportResult {
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds = {});
 
 // The figures that make sense for one table (spectrum, variance, heatmap, PCs, helix, row norms), in out_dir.
+// Both reports compare with analysis/baselines.h's controls (the same seed and scale as poslab analyze).
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
-                                int64_t row_offset = 0, uint64_t seed = 0, double random_std = 0.02);
+                                int64_t row_offset = 0);
 
 // Escapes &, <, >, " for HTML text and attributes.
 std::string html_escape(const std::string& s);

@@ -32,7 +32,7 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(path + ": checkpoint not found", "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   try {
-    ar.load_from(path);
+    ar.load_from(path, torch::Device(torch::kCPU));  // every tensor to the CPU first: a GPU's checkpoint opens anywhere
   } catch (const c10::Error& e) {
     throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",
                 "use another checkpoint of the run, e.g. best.pt");
@@ -122,6 +122,16 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer, const torch::Orde
   }
 }
 
+void move_optimizer_state(torch::optim::Optimizer& optimizer, const torch::Device& device) {
+  for (auto& [key, state] : optimizer.state()) {
+    auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state.get());
+    if (adamw == nullptr) continue;
+    adamw->exp_avg(adamw->exp_avg().to(device));
+    adamw->exp_avg_sq(adamw->exp_avg_sq().to(device));
+    if (adamw->max_exp_avg_sq().defined()) adamw->max_exp_avg_sq(adamw->max_exp_avg_sq().to(device));
+  }
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer,
@@ -208,6 +218,10 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
                         c10::str(t.sizes()) + " in the checkpoint, the model expects " + c10::toString(e.dtype) +
                         " " + c10::str(c10::IntArrayRef(e.shape)), hint);
     }
+    // Loaded on the CPU (LibTorch's loader would otherwise move a parameter to the file's device), then moved to
+    // the model's device with its optimizer state; Module::to keeps the parameters the optimizer refers to.
+    const torch::Device device = model->wte->weight.device();
+    model->to(torch::kCPU);
     model->load(model_ar);
     const auto params = model->named_parameters();
     if (optimizer != nullptr) {
@@ -216,10 +230,27 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
       optimizer->load(opt_ar);
       check_optimizer_state(*optimizer, params, path);
     }
+    model->to(device);
+    if (optimizer != nullptr) move_optimizer_state(*optimizer, device);
   } catch (const c10::Error& e) {
     throw Error(path + ": cannot load weights: " + e.what_without_backtrace(), hint);
   }
   return meta;
+}
+
+torch::Tensor read_checkpoint_position_table(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  load_archive(ar, path);
+  (void)read_meta(ar, path);  // a readable poslab checkpoint, or an error naming the entry
+  torch::serialize::InputArchive model_ar;
+  if (!ar.try_read("model", model_ar)) throw Error(path + ": checkpoint has no 'model' entry", "the file is damaged: use another checkpoint of the run (e.g. best.pt)");
+  const torch::Tensor w = archived_tensor(model_ar, "wpe.weight");
+  if (!w.defined())
+    throw Error(path + ": the checkpoint has no position table (model.position = none)",
+                "analyse a run with model.position learned or sinusoidal");
+  if (w.dim() != 2 || !c10::isFloatingType(w.scalar_type()))
+    throw damaged(path, "model/wpe.weight", "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " + c10::str(w.sizes()) + ")");
+  return w;
 }
 
 }  // namespace poslab

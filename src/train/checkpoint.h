@@ -30,8 +30,14 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
 // Reads only the metadata. Throws poslab::Error naming the file when it is not a readable poslab checkpoint.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// Loads weights (and optimizer state when given) into a model built from the checkpoint's config.
+// Loads weights (and optimizer state when given) into a model built from the checkpoint's config. Every tensor
+// is read to the CPU and then moved to the model's device, so a checkpoint written on a GPU loads on a CPU.
 // Throws poslab::Error naming what differs when the model's architecture does not match.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer);
+
+// The position table wpe.weight of a checkpoint, (block_size, n_embd) as stored (float32), on the CPU, without
+// building the model. Throws poslab::Error naming the file: not a poslab checkpoint, or no table
+// (model.position = none).
+torch::Tensor read_checkpoint_position_table(const std::string& path);
 
 }  // namespace poslab

@@ -13,11 +13,12 @@ namespace poslab {
 struct LoadedModel {
   Config cfg;              // the effective config the model was trained with
   Tokenizer tokenizer;     // from the checkpoint itself
-  GPT model{nullptr};      // in eval mode
+  GPT model{nullptr};      // in eval mode, on the device asked for
   CheckpointMeta meta;
 };
 
+// Reads every tensor to the CPU, then moves the model to `device` (a GPU's checkpoint opens on a CPU and back).
 // Throws poslab::Error naming the file for anything that is not a readable poslab checkpoint.
-LoadedModel load_model(const std::string& checkpoint_path);
+LoadedModel load_model(const std::string& checkpoint_path, const torch::Device& device = torch::kCPU);
 
 }  // namespace poslab

@@ -11,7 +11,6 @@ class Progress {
   Progress(int64_t first_step, int64_t last_step);
   void update(int64_t step);  // redraws at most ~5 times a second
   void clear();               // erases the bar so that a log line can be printed
-  bool enabled() const { return enabled_; }
 
   // "1m23s" style duration.
   static std::string format_duration(double seconds);

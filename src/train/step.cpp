@@ -165,14 +165,20 @@ int batch_split_ways(const Config& cfg, int threads, const torch::Device& device
 
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
                       double lr, const torch::Device& device, BatchSplit* split) {
+  std::vector<Batch> micro_batches;
+  for (int micro = 0; micro < t.grad_accum; ++micro) micro_batches.push_back(sampler.next());
+  return train_step_on(model, optimizer, micro_batches, t, lr, device, split);
+}
+
+StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
+                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split) {
+  TORCH_CHECK(!micro_batches.empty(), "train_step_on: no micro-batches");
   const bool bf16 = t.dtype == "bfloat16";
   set_optimizer_hparams(optimizer, lr, t);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  for (int micro = 0; micro < t.grad_accum; ++micro) {
-    auto [x, y] = sampler.next();
-    const double scale = 1.0 / t.grad_accum;
+  const double scale = 1.0 / static_cast<double>(micro_batches.size());
+  for (const auto& [x, y] : micro_batches)
     loss_sum += split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
-  }
   if (split) split->reduce_grads();
   StepResult r;
   r.loss = loss_sum;

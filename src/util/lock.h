@@ -13,7 +13,6 @@ class RunLock {
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
-  const std::string& path() const { return path_; }
 
  private:
   std::string path_;

@@ -103,10 +103,9 @@ int apply_threads(int threads) {
   return n;
 }
 
-std::string resolve_device(const std::string& device) {
+std::string resolve_device(const std::string& device, const std::string& key) {
   if (device == "cuda" && !torch::cuda::is_available())
-    throw Error("run.device = cuda: no CUDA device is available to this LibTorch build",
-                "use run.device: auto or cpu");
+    throw Error(key + " = cuda: no CUDA device is available to this LibTorch build", "use " + key + " auto or cpu");
   if (device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
   return device;
 }

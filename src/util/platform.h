@@ -33,6 +33,7 @@ void set_blas_threads(int n);
 int blas_threads();
 
 // "cpu" or "cuda" for run.device (auto picks CUDA when present).
-std::string resolve_device(const std::string& device);
+// `key` names the setting in errors (run.device, --device).
+std::string resolve_device(const std::string& device, const std::string& key = "run.device");
 
 }  // namespace poslab

@@ -33,6 +33,5 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_signal != 0; }
 int stop_signal() { return static_cast<int>(g_signal); }
-void clear_stop_request() { g_signal = 0; }
 
 }  // namespace poslab

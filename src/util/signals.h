@@ -8,6 +8,5 @@ namespace poslab {
 void install_stop_handlers();
 bool stop_requested();
 int stop_signal();        // the signal received, 0 if none
-void clear_stop_request();  // for tests
 
 }  // namespace poslab

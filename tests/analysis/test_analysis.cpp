@@ -8,6 +8,7 @@
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/table_io.h"
+#include "util/positions.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -70,7 +71,7 @@ TEST(Analysis, OrthonormalRowsGiveAnIdentitySimilarityMatrix) {
 }
 
 TEST(Analysis, SinusoidalSimilarityDependsOnlyOnDistance) {
-  auto W = sinusoidal_baseline(48, 32);
+  auto W = sinusoidal_table(48, 32);
   const auto C = cosine_matrix(W);
   double worst = 0;
   for (int64_t i = 0; i < 48; ++i)
@@ -89,13 +90,13 @@ TEST(Analysis, WhiteNoiseDifferenceEnergiesAreTwoAndSix) {
 }
 
 TEST(Analysis, ShuffledCopyOfASmoothTableIsNotSmooth) {
-  const Analysis a = analyze_table(sinusoidal_baseline(128, 64), "sin");
+  const Analysis a = analyze_table(sinusoidal_table(128, 64), "sin");
   EXPECT_LT(a.smooth.first_difference_energy, 0.5);
   EXPECT_GT(a.shuffled.first_difference_energy, 1.0);
   EXPECT_GT(a.smooth.adjacent_cosine, 0.9);
   EXPECT_LT(a.shuffled.adjacent_cosine, a.smooth.adjacent_cosine - 0.3);
   // the shuffle is a permutation: same rows, same spectrum
-  auto W = sinusoidal_baseline(128, 64);
+  auto W = sinusoidal_table(128, 64);
   auto S = shuffle_rows(W, 1);
   EXPECT_TRUE(torch::allclose(std::get<0>(W.sort(0)), std::get<0>(S.sort(0))));
   EXPECT_TRUE(torch::equal(shuffle_rows(W, 1), S));  // fixed seed
@@ -186,10 +187,9 @@ TEST(Analysis, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["cos_by_offset"].size(), 31u);
 }
 
-// The facts ../shared/README.md gives for the first 64 rows of GPT-2's real position table.
-TEST(Analysis, Gpt2TableFromSharedMatchesTheKnownFacts) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/../shared/data/gpt2_wpe_rows0-63.npy";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "../shared/data is absent: skipping the GPT-2 facts";
+// The facts known of the first 64 rows of GPT-2's real position table (tests/fixtures/README.md).
+TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
+  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const torch::Tensor W = read_npy_table(path);
   const Analysis all = analyze_table(W, path);
   EXPECT_NEAR(all.row_norms[0], 9.876, 1e-3);

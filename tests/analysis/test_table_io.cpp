@@ -4,36 +4,17 @@
 #include <cstring>
 
 #include "analysis/table_io.h"
-#include "config/config.h"
-#include "model/gpt.h"
+#include "test_safetensors.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
 #include "util/error.h"
 
 namespace poslab {
 namespace {
 
 using test::TempDir;
+using test::raw;
+using test::safetensors;
 using test::write_text;
-
-// A .safetensors file: u64 header length, JSON header, data.
-std::string safetensors(const std::vector<std::tuple<std::string, std::string, std::vector<int64_t>, std::string>>& tensors) {
-  nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
-  std::string data;
-  for (const auto& [name, dtype, shape, bytes] : tensors) {
-    header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
-    data += bytes;
-  }
-  const std::string h = header.dump();
-  const uint64_t n = h.size();
-  return std::string(reinterpret_cast<const char*>(&n), 8) + h + data;
-}
-
-template <typename T>
-std::string raw(const torch::Tensor& t) {
-  auto c = t.contiguous();
-  return std::string(reinterpret_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * sizeof(T));
-}
 
 TEST(TableIo, SafetensorsF32F16Bf16) {
   TempDir dir;
@@ -79,65 +60,6 @@ TEST(TableIo, SafetensorsBadInputNamesTheFile) {
   write_text(dir / "json.safetensors", not_json);
   EXPECT_NE(message("json.safetensors", "wpe.weight").find("not a JSON object"), std::string::npos);
   EXPECT_NE(message("missing.safetensors", "wpe.weight").find("missing.safetensors"), std::string::npos);
-}
-
-TEST(TableIo, CheckpointPositionTable) {
-  TempDir dir;
-  Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8"});
-  GPT model(cfg.model, 20);
-  CheckpointMeta meta;
-  meta.config_yaml = to_yaml(cfg);
-  save_checkpoint(dir / "c.pt", model, nullptr, meta);
-  EXPECT_TRUE(torch::equal(read_checkpoint_table(dir / "c.pt"), model->wpe->weight.to(torch::kFloat64)));
-
-  cfg.model.position = "none";
-  GPT none(cfg.model, 20);
-  meta.config_yaml = to_yaml(cfg);
-  save_checkpoint(dir / "none.pt", none, nullptr, meta);
-  try {
-    read_checkpoint_table(dir / "none.pt");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no position table"), std::string::npos) << e.what();
-  }
-}
-
-TEST(TableIo, LoadTableDispatchesAndNamesItsSource) {
-  TempDir dir;
-  std::string source;
-  TableSource t;
-  t.synthetic = "handbook";
-  t.positions = 16;
-  t.dims = 8;
-  EXPECT_EQ(load_table(t, source).sizes(), (std::vector<int64_t>{16, 8}));
-  EXPECT_EQ(source, "synthetic handbook (16 x 8, seed 0)");
-  auto w = torch::randn({6, 4});
-  write_text(dir / "m.safetensors", safetensors({{"wpe.weight", "F32", {6, 4}, raw<float>(w)}}));
-  t = TableSource{};
-  t.input = dir / "m.safetensors";
-  t.tensor = "wpe.weight";
-  EXPECT_TRUE(torch::equal(load_table(t, source), w.to(torch::kFloat64)));
-  EXPECT_EQ(source, dir / "m.safetensors:wpe.weight");
-  auto message = [&](const TableSource& bad) {
-    try {
-      load_table(bad, source);
-    } catch (const Error& e) {
-      return std::string(e.what()) + " | " + e.hint();
-    }
-    return std::string("no error");
-  };
-  t.tensor.clear();
-  EXPECT_NE(message(t).find("pass --tensor NAME"), std::string::npos);
-  t.synthetic = "random";
-  EXPECT_NE(message(t).find("not both"), std::string::npos);
-  EXPECT_NE(message(TableSource{}).find("nothing to analyse"), std::string::npos);
-  TableSource missing;
-  missing.input = dir / "nope.npy";
-  EXPECT_NE(message(missing).find("nope.npy: not found"), std::string::npos);
-  write_text(dir / "t.csv", "1,2\n");
-  TableSource csv;
-  csv.input = dir / "t.csv";
-  EXPECT_NE(message(csv).find("unknown kind of input '.csv'"), std::string::npos);
 }
 
 }  // namespace

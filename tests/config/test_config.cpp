@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+
 #include "config/config.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -138,6 +143,50 @@ TEST(Config, MalformedFilesAndOverrides) {
 TEST(Config, RunDirIsOutDirSlashName) {
   const Config c = load_config("", {"run.out_dir=/tmp/x", "run.name=abc"});
   EXPECT_EQ(run_dir(c), "/tmp/x/abc");
+}
+
+// "section.key=value" for every leaf of a YAML mapping (lists stay whole, in flow style).
+void leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& kv : node) {
+    const std::string key = prefix + kv.first.as<std::string>();
+    if (kv.second.IsMap()) {
+      leaves(kv.second, key + ".", out);
+    } else {
+      YAML::Emitter e;
+      e << YAML::Flow << kv.second;
+      out.push_back(key + "=" + e.c_str());
+    }
+  }
+}
+
+// Every config in configs/ loads, finds its corpus in a clone (relative paths from the repository root; absolute
+// ones are Debian packages that scripts/setup.sh installs), and lists only what differs from the defaults.
+TEST(Config, EveryShippedConfigRunsFromACloneAndListsOnlyWhatDiffers) {
+  const std::filesystem::path root = POSLAB_SOURCE_DIR;
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++configs;
+    SCOPED_TRACE(entry.path().string());
+    const Config cfg = load_config(entry.path().string());
+    for (const auto& corpus : cfg.data.corpus) {
+      const std::filesystem::path p = corpus;
+      if (p.is_relative()) EXPECT_TRUE(std::filesystem::exists(root / p)) << corpus << " is not in the repository";
+      else EXPECT_EQ(corpus.rfind("/usr/share/", 0), 0u) << corpus << " is outside the repository and Debian's packages";
+    }
+    std::vector<std::string> settings;
+    leaves(YAML::LoadFile(entry.path().string()), "", settings);
+    const std::string defaults = to_yaml(load_config("", {"run.name=" + cfg.run.name}));
+    for (const auto& setting : settings) {
+      if (setting.rfind("run.name=", 0) == 0) continue;  // compared against the file's own name below
+      EXPECT_NE(to_yaml(load_config("", {"run.name=" + cfg.run.name, setting})), defaults)
+          << setting << " only repeats a default";
+    }
+    EXPECT_EQ(std::find_if(settings.begin(), settings.end(), [&](const std::string& s) {
+                return s == "run.name=" + entry.path().stem().string();
+              }), settings.end()) << "run.name repeats the file's stem, which is the default name";
+  }
+  EXPECT_GE(configs, 2);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config/config.h"
@@ -30,9 +31,9 @@ TEST(Tokenizer, TrainsEncodesAndDecodesInTheSameProcessAsLibTorch) {
   ASSERT_EQ(t.size(0), 4);
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(400));
-  const std::string model = Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 120, 1);
+  const std::string model = Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 300, 1);
   const Tokenizer tok = Tokenizer::from_bytes(model, "m.model");
-  EXPECT_EQ(tok.vocab_size(), 120);
+  EXPECT_EQ(tok.vocab_size(), 300);  // 256 byte pieces, <unk>, the newline piece and 42 more
   ASSERT_GE(tok.newline_id(), 0);
   const std::string text = "the cat sat on the mat.\na bird ran to the river.\n\n";
   const auto ids = tok.encode(text);
@@ -45,9 +46,55 @@ TEST(Tokenizer, TrainsEncodesAndDecodesInTheSameProcessAsLibTorch) {
 TEST(Tokenizer, UnigramModelRoundTrips) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(400));
-  const Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "u", "unigram", 40, 1), "u");
+  const Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "u", "unigram", 290, 1), "u");
   const std::string text = "my friend dreamed of a small house.\n";
   EXPECT_EQ(tok.decode(tok.encode(text)), text);
+}
+
+// Text a tokenizer must give back byte for byte: tabs, runs of spaces, leading and trailing spaces, carriage
+// returns, control characters, empty lines, Latin, Cyrillic, CJK and emoji.
+std::string awkward_text() {
+  return "\tindented\twith tabs\t\n"
+         "  two leading spaces, a run of     five, and trailing   \n"
+         "\n\n"
+         "bell\x07 escape\x1b[0m backspace\x08 unit-separator\x1f del\x7f\r\n"
+         "Съешь же ещё этих мягких французских булок.\n"
+         "色は匂へど 散りぬるを\t🙂 👍🏽\n"
+         "--\t\tThe Fortune File, 1987\n";
+}
+
+// decode(encode(x)) = x for a whole corpus of awkward text, for every tokenizer type, through prepare_tokens (the
+// path training takes: cache, wrapping, encoding) and directly.
+TEST(Tokenizer, EveryByteOfTheCorpusSurvivesTheRoundTrip) {
+  for (const std::string type : {"bpe", "unigram", "char"}) {
+    SCOPED_TRACE(type);
+    TempDir dir;
+    std::string corpus;
+    for (int i = 0; i < 40; ++i) corpus += awkward_text() + test::generated_corpus(5, static_cast<unsigned>(i));
+    write_text(dir / "corpus.txt", corpus);
+    Config c = tiny_config(dir, type, type == "unigram" ? 350 : 400);  // unigram finds fewer pieces in this corpus
+    const TokenData data = prepare_tokens(c, 1);
+    std::vector<int> all(data.train.begin(), data.train.end());
+    all.insert(all.end(), data.val.begin(), data.val.end());
+    const std::string back = data.tokenizer.decode(all);
+    EXPECT_TRUE(back == corpus) << "first difference at byte "
+                                << std::mismatch(back.begin(), back.end(), corpus.begin(), corpus.end()).first - back.begin();
+    EXPECT_EQ(data.tokenizer.decode(data.tokenizer.encode(awkward_text())), awkward_text());
+  }
+}
+
+// Every type falls back to UTF-8 bytes for characters it never saw, so any prompt round-trips.
+TEST(Tokenizer, UnseenCharactersFallBackToBytes) {
+  for (const std::string type : {"bpe", "unigram", "char"}) {
+    SCOPED_TRACE(type);
+    TempDir dir;
+    write_text(dir / "corpus.txt", test::generated_corpus(400));
+    const Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "t", type, 290, 1), "t");
+    const std::string unseen = "Größe ∑ 🙂\tQ\x01Z";
+    const std::vector<int> ids = tok.encode(unseen);
+    EXPECT_EQ(tok.decode(ids), unseen);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 0), 0) << "no <unk> (id 0)";
+  }
 }
 
 TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
@@ -57,8 +104,8 @@ TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
   c.model.block_size = 2;
   c.data.val_fraction = 0.4;
   const TokenData data = prepare_tokens(c, 1);
-  // a, b, c, space + unk + newline piece
-  EXPECT_EQ(data.tokenizer.vocab_size(), 6);
+  // a, b, c, space + unk + newline piece + 256 byte pieces
+  EXPECT_EQ(data.tokenizer.vocab_size(), 262);
   const auto ids = data.tokenizer.encode("abc\ncab");
   EXPECT_EQ(ids.size(), 7u);
   EXPECT_EQ(data.tokenizer.decode(ids), "abc\ncab");
@@ -67,7 +114,7 @@ TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
 TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  const Config c = tiny_config(dir, "bpe", 100);
+  const Config c = tiny_config(dir, "bpe", 300);
   const TokenData first = prepare_tokens(c, 1);
   EXPECT_FALSE(first.tokenizer_from_cache);
   EXPECT_FALSE(first.tokens_from_cache);
@@ -78,8 +125,19 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   EXPECT_EQ(first.val, second.val);
   EXPECT_EQ(first.tokenizer.model_bytes(), second.tokenizer.model_bytes());
 
+  // The cache key names the training recipe: a tokenizer cached by a poslab that trained it otherwise (before byte
+  // fallback, "tokenizer-bpe-300-HASH.model") is never picked up.
+  int cached = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("tokenizer-", 0) != 0) continue;
+    ++cached;
+    EXPECT_EQ(name.rfind("tokenizer-r" + std::to_string(kTokenizerRecipe) + "-bpe-300-", 0), 0u) << name;
+  }
+  EXPECT_EQ(cached, 1);
+
   // Another vocabulary size or another corpus is another cache entry.
-  const TokenData other = prepare_tokens(tiny_config(dir, "bpe", 90), 1);
+  const TokenData other = prepare_tokens(tiny_config(dir, "bpe", 290), 1);
   EXPECT_FALSE(other.tokenizer_from_cache);
   write_text(dir / "corpus.txt", test::generated_corpus(300, /*seed=*/99));
   EXPECT_FALSE(prepare_tokens(c, 1).tokenizer_from_cache);
@@ -88,13 +146,13 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
 TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  const std::string bytes = Tokenizer::train(dir / "corpus.txt", dir / "own", "bpe", 100, 1);
+  const std::string bytes = Tokenizer::train(dir / "corpus.txt", dir / "own", "bpe", 300, 1);
   write_text(dir / "own.model", bytes);
   Config c = tiny_config(dir, "bpe", 500);
   c.data.tokenizer.model = dir / "own.model";
   const TokenData data = prepare_tokens(c, 1);
   EXPECT_EQ(data.tokenizer.model_bytes(), bytes);
-  EXPECT_EQ(data.tokenizer.vocab_size(), 100);
+  EXPECT_EQ(data.tokenizer.vocab_size(), 300);
 }
 
 TEST(Tokenizer, TrainTokensSplitAndErrors) {
@@ -121,12 +179,12 @@ TEST(Tokenizer, TrainTokensSplitAndErrors) {
 TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
   TempDir dir;
   // One 200,000-character line (sentencepiece's trainer skips lines over 16 KiB) between short ones: its
-  // characters appear nowhere else, so unless it is wrapped for training they would decode as unknown.
+  // characters appear nowhere else, so unless it is wrapped for training they would have no pieces of their own.
   std::string text = test::generated_corpus(50);
   for (int i = 0; i < 20000; ++i) text += "abcdefghij";
   text += "\n" + test::generated_corpus(50, 3);
   write_text(dir / "corpus.txt", text);
-  const TokenData data = prepare_tokens(tiny_config(dir, "bpe", 60), 1);
+  const TokenData data = prepare_tokens(tiny_config(dir, "bpe", 300), 1);
   std::vector<int> all(data.train.begin(), data.train.end());
   all.insert(all.end(), data.val.begin(), data.val.end());
   EXPECT_TRUE(data.tokenizer.decode(all) == text) << "the whole corpus, long line included, must round-trip";

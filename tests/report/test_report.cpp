@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <spdlog/fmt/fmt.h>
+
 #include "analysis/baselines.h"
 #include "report/gnuplot.h"
 #include "report/report.h"
@@ -18,6 +20,9 @@ namespace {
 using test::TempDir;
 using test::write_text;
 namespace fs = std::filesystem;
+
+// scripts/setup.sh installs gnuplot: without it these tests fail rather than skip.
+constexpr const char* kNeedGnuplot = "gnuplot is not installed: run bash scripts/setup.sh (it installs gnuplot-nox)";
 
 void fake_run(const TempDir& dir) {
   std::string index, metrics;
@@ -63,7 +68,7 @@ void expect_valid_images(const std::string& dir, const std::vector<std::string>&
 }
 
 TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
-  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
   fake_run(dir);
   const ReportResult r = write_run_report(dir / "run");
@@ -79,8 +84,38 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
 }
 
+// The title names the run's folder however the path is written.
+TEST(Report, TitleNamesTheRunAlsoThroughDotDotAndATrailingSlash) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  fake_run(dir);
+  fs::create_directories(dir / "other");
+  for (const std::string& path : {dir / "other/../run", dir / "run/", dir / "run/."}) {
+    const std::string html = read_file(write_run_report(path).index_html);
+    EXPECT_NE(html.find("<title>poslab report: run</title>"), std::string::npos) << path;
+  }
+}
+
+// The report's table shows the same baselines as poslab analyze: analysis/baselines.h's, whatever the run's seed.
+TEST(Report, BaselinesAreTheOnesAnalyzeShows) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  fake_run(dir);
+  write_text(dir / "run/config.yaml", "run:\n  seed: 99\nmodel:\n  n_embd: 16\n  block_size: 32\n  wpe_init_std: 0.5\n");
+  const std::string html = read_file(write_run_report(dir / "run").index_html);
+  AnalysisOptions opt;
+  opt.keep_cosine_matrix = true;
+  const std::vector<Baseline> baselines = baseline_analyses(32, 16, opt);
+  const std::string rank_row = "<tr><td>entropy effective rank</td>";
+  const size_t row = html.find(rank_row);
+  ASSERT_NE(row, std::string::npos);
+  const std::string cells = html.substr(row, html.find("</tr>", row) - row);
+  for (const Baseline& b : baselines)
+    EXPECT_NE(cells.find(fmt::format("<td>{:.2f}</td>", b.analysis.effective_rank)), std::string::npos) << b.name << ": " << cells;
+}
+
 TEST(Report, OneTableReport) {
-  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
   const ReportResult r = write_table_report(handbook_table(40, 16, 3), "handbook", dir / "one");
   EXPECT_EQ(r.figures.size(), 6u);
@@ -107,7 +142,7 @@ TEST(Report, WithoutGnuplotTheDataIsWrittenAndTheErrorIsClear) {
 }
 
 TEST(Report, FailingGnuplotScriptIsAnErrorNamingIt) {
-  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed";
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
   write_text(dir / "bad.gp", "plot 'no-such-file.dat'\n");
   try {

@@ -238,5 +238,26 @@ TEST(Checkpoint, DiskFullNamesThePathAndKeepsThePreviousFile) {
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(tmp_name(dir / "latest.pt"))));
 }
 
+TEST(Checkpoint, PositionTableIsReadWithoutTheModel) {
+  TempDir dir;
+  Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8"});
+  GPT model(cfg.model, 20);
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  save_checkpoint(dir / "c.pt", model, nullptr, meta);
+  EXPECT_TRUE(torch::equal(read_checkpoint_position_table(dir / "c.pt"), model->wpe->weight));
+
+  cfg.model.position = "none";
+  GPT none(cfg.model, 20);
+  meta.config_yaml = to_yaml(cfg);
+  save_checkpoint(dir / "none.pt", none, nullptr, meta);
+  try {
+    read_checkpoint_position_table(dir / "none.pt");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no position table"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace poslab

@@ -64,14 +64,13 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
   }
 }
 
-TEST(Npy, ReadsTheRealGpt2TableFromShared) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/../shared/data/gpt2_wpe_rows0-63.npy";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "../shared/data is absent: skipping the GPT-2 table check";
+TEST(Npy, ReadsTheRealGpt2Table) {
+  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const NpyArray a = read_npy(path);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{64, 768}));
   double norm0 = 0;
   for (int j = 0; j < 768; ++j) norm0 += a.data[j] * a.data[j];
-  EXPECT_NEAR(std::sqrt(norm0), 9.876, 5e-3);  // ../shared/README.md: position 0 has norm 9.876
+  EXPECT_NEAR(std::sqrt(norm0), 9.876, 5e-3);  // tests/fixtures/README.md: position 0 has norm 9.876
 }
 
 }  // namespace

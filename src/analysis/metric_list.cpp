@@ -1,0 +1,62 @@
+#include "analysis/metric_list.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+#include <numeric>
+
+namespace poslab {
+
+const std::vector<Metric>& scalar_metrics() {
+  using A = const Analysis&;
+  static const std::vector<Metric> list = {
+      {"k50", "components for 50 %", "k50", "{:.0f}", false, true, [](A a) { return double(a.k50); }},
+      {"k90", "components for 90 % (k90)", "k90", "{:.0f}", true, true, [](A a) { return double(a.k90); }},
+      {"k95", "components for 95 %", "k95", "{:.0f}", false, true, [](A a) { return double(a.k95); }},
+      {"k99", "components for 99 %", "k99", "{:.0f}", false, true, [](A a) { return double(a.k99); }},
+      {"k90_uncentered", "k90 of the uncentred table", "k90 unc", "{:.0f}", false, true,
+       [](A a) { return double(a.k90_uncentered); }},
+      {"effective_rank", "entropy effective rank", "eff rank", "{:.2f}", true, false, [](A a) { return a.effective_rank; }},
+      {"roy_vetterli_rank", "Roy-Vetterli rank", "RV rank", "{:.2f}", false, false, [](A a) { return a.roy_vetterli_rank; }},
+      {"participation_ratio", "participation ratio", "part rat", "{:.2f}", true, false,
+       [](A a) { return a.participation_ratio; }},
+      {"stable_rank", "stable rank", "stable rk", "{:.2f}", false, false, [](A a) { return a.stable_rank; }},
+      {"top_component_share", "top component's share", "PC1 share", "{:.3f}", false, false,
+       [](A a) { return a.explained_variance.empty() ? NAN : a.explained_variance[0]; }},
+      {"adjacent_cosine", "adjacent cosine", "adj cos", "{:.3f}", true, false, [](A a) { return a.smooth.adjacent_cosine; }},
+      {"shuffled_adjacent_cosine", "adjacent cosine, row-shuffled copy", "shuffled", "{:.3f}", true, false,
+       [](A a) { return a.shuffled.adjacent_cosine; }},
+      {"first_difference_energy", "first-difference energy", "1st diff", "{:.3f}", true, false,
+       [](A a) { return a.smooth.first_difference_energy; }},
+      {"second_difference_energy", "second-difference energy", "2nd diff", "{:.3f}", false, false,
+       [](A a) { return a.smooth.second_difference_energy; }},
+      {"sinusoid_r2", "sinusoid R²", "sin R²", "{:.3f}", true, false, [](A a) { return a.sinusoid_r2; }},
+      {"mean_row_norm", "mean row norm", "row norm", "{:.4f}", false, false,
+       [](A a) {
+         return a.row_norms.empty() ? NAN
+                                    : std::accumulate(a.row_norms.begin(), a.row_norms.end(), 0.0) /
+                                          static_cast<double>(a.row_norms.size());
+       }},
+  };
+  return list;
+}
+
+std::vector<Metric> headline_metrics() {
+  std::vector<Metric> out;
+  for (const Metric& m : scalar_metrics())
+    if (m.headline) out.push_back(m);
+  return out;
+}
+
+std::string format_metric(const Metric& m, const Analysis& a) {
+  const double v = m.value(a);
+  return std::isfinite(v) ? fmt::format(fmt::runtime(m.format), v) : std::string("-");
+}
+
+nlohmann::json metric_json(const Metric& m, const Analysis& a) {
+  const double v = m.value(a);
+  if (!std::isfinite(v)) return nullptr;
+  return m.integer ? nlohmann::json(static_cast<int64_t>(v)) : nlohmann::json(v);
+}
+
+}  // namespace poslab
