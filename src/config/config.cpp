@@ -117,7 +117,7 @@ const std::vector<Field>& fields() {
         POSLAB_FIELD(double, "number", train.beta1),
         POSLAB_FIELD(double, "number", train.beta2),
         POSLAB_FIELD(double, "number", train.grad_clip),
-        POSLAB_FIELD(std::string, "float32 | bfloat16", train.dtype),
+        POSLAB_FIELD(std::string, "float32 | bfloat16 | auto", train.dtype),
         POSLAB_FIELD(std::string, "stop | skip", train.on_nonfinite),
         POSLAB_FIELD(int, "integer", train.eval_every),
         POSLAB_FIELD(int, "integer", train.eval_batches),
@@ -320,7 +320,7 @@ void validate(const Config& c) {
   if (!(c.train.beta1 >= 0.0 && c.train.beta1 < 1.0)) fail("train.beta1", str(c.train.beta1), "must be in [0, 1)");
   if (!(c.train.beta2 >= 0.0 && c.train.beta2 < 1.0)) fail("train.beta2", str(c.train.beta2), "must be in [0, 1)");
   if (!(c.train.grad_clip >= 0.0)) fail("train.grad_clip", str(c.train.grad_clip), "must be >= 0 (0 turns clipping off)");
-  one_of("train.dtype", c.train.dtype, {"float32", "bfloat16"});
+  one_of("train.dtype", c.train.dtype, {"float32", "bfloat16", "auto"});
   one_of("train.on_nonfinite", c.train.on_nonfinite, {"stop", "skip"});
   if (c.train.eval_every < 1) fail("train.eval_every", str(c.train.eval_every), "must be at least 1");
   if (c.train.eval_batches < 1) fail("train.eval_batches", str(c.train.eval_batches), "must be at least 1");

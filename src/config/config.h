@@ -55,7 +55,7 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.99;
   double grad_clip = 1.0;             // max global grad norm; 0 = off
-  std::string dtype = "float32";      // float32 | bfloat16 (forward under autocast)
+  std::string dtype = "float32";      // float32 | bfloat16 (forward under autocast) | auto (bf16 where native)
   std::string on_nonfinite = "stop";  // stop | skip: what a NaN/Inf loss or gradient does
   int eval_every = 250;
   int eval_batches = 20;

@@ -54,11 +54,14 @@ void export_matrix(const std::string& path, const torch::Tensor& t) {
 
 }  // namespace
 
-nlohmann::json run_bench(const Config& cfg, const BenchOptions& opt) {
-  const int threads = apply_threads(cfg.run.threads);
-  const std::string device_name = resolve_device(cfg.run.device);
+nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
+  const int threads = apply_threads(config.run.threads);
+  const std::string device_name = resolve_device(config.run.device);
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
-  const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 : cfg.data.tokenizer.vocab_size;
+  Config cfg = config;
+  cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
+  // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
+  const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
 
   // A seeded random token stream: the speed does not depend on the text.

@@ -330,7 +330,10 @@ class Run {
 TrainSummary train(const TrainRequest& req) {
   const auto wall_start = Clock::now();
   CheckpointMeta resume_meta;
-  const Config cfg = resolve_config(req, resume_meta);
+  Config cfg = resolve_config(req, resume_meta);
+  // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
+  const std::string asked_dtype = cfg.train.dtype;
+  cfg.train.dtype = resolve_dtype(cfg.train.dtype, resolve_device(cfg.run.device));
   const bool resuming = !req.resume_dir.empty();
   const std::string rdir = resuming ? req.resume_dir : run_dir(cfg);
   if (!resuming) check_folder_is_free(rdir);
@@ -340,6 +343,9 @@ TrainSummary train(const TrainRequest& req) {
   remove_interrupted_writes(rdir);
   write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
 
+  if (asked_dtype == "auto")
+    spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
+                 cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 would be emulated, and slow)" : "");
   Run run(req, cfg, rdir, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);

@@ -15,18 +15,37 @@
 
 namespace poslab {
 
-std::string preferred_openblas_coretype() {
+namespace {
+
+// The CPU's feature flags from /proc/cpuinfo, space-separated with a space at both ends ("" when unknown).
+std::string cpu_flags() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    line += " ";
-    auto has = [&](const char* f) { return line.find(std::string(" ") + f + " ") != std::string::npos; };
-    if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) return "SkylakeX";
-    if (has("avx2") && has("fma")) return "Haswell";
-    return "";
-  }
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return " " + line.substr(line.find(':') + 1) + " ";
   return "";
+}
+
+bool has_flag(const std::string& flags, const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; }
+
+}  // namespace
+
+std::string preferred_openblas_coretype() {
+  const std::string flags = cpu_flags();
+  auto has = [&](const char* f) { return has_flag(flags, f); };
+  if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) return "SkylakeX";
+  if (has("avx2") && has("fma")) return "Haswell";
+  return "";
+}
+
+bool cpu_has_native_bf16() {
+  const std::string flags = cpu_flags();
+  return has_flag(flags, "avx512_bf16") || has_flag(flags, "amx_bf16");
+}
+
+std::string resolve_dtype(const std::string& dtype, const std::string& device) {
+  if (dtype != "auto") return dtype;
+  return device == "cuda" || cpu_has_native_bf16() ? "bfloat16" : "float32";
 }
 
 void ensure_fast_blas(int argc, char** argv) {

@@ -13,6 +13,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/npy.h"
+#include "util/platform.h"
 
 namespace poslab {
 namespace {
@@ -208,6 +209,19 @@ TEST(Trainer, ControlsTrainToo) {
   const TrainSummary sum = train(s);
   EXPECT_TRUE(std::isfinite(sum.val_loss));
   EXPECT_EQ(read_npy(dir / "sin/snapshots/wpe_step000000.npy").data, read_npy(dir / "sin/snapshots/wpe_step000010.npy").data);
+}
+
+// train.dtype auto is resolved before anything is written: config.yaml and the checkpoint say what ran, so a
+// resumed run keeps its dtype on any machine.
+TEST(Trainer, AutoDtypeIsStoredAsTheDtypeThatRan) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "auto", 2);
+  r.overrides.push_back("train.dtype=auto");
+  train(r);
+  const std::string ran = resolve_dtype("auto", "cpu");
+  EXPECT_EQ(load_config(dir / "auto/config.yaml").train.dtype, ran);
+  const Config stored = config_from_yaml(read_checkpoint_meta(dir / "auto/checkpoints/latest.pt").config_yaml, "stored");
+  EXPECT_EQ(stored.train.dtype, ran);
 }
 
 }  // namespace
