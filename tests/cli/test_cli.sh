@@ -159,6 +159,21 @@ if "$poslab" sample "$ckpt" --prompt "$(printf '\t--  x')" --tokens 5 --temperat
 else
   failed=$((failed + 1)); echo "FAIL sample keeps a tab prompt"; od -c "$tmp/s4" | head -3; cat "$tmp/err"
 fi
+# --device: cpu always works; cuda works with a GPU, else it is an error saying so; anything else is refused.
+if "$poslab" eval "$ckpt" --batches 1 --device cpu --out "$tmp/pos.csv" >"$tmp/out" 2>"$tmp/err" &&
+   "$poslab" sample "$ckpt" --tokens 3 --device cpu >/dev/null 2>>"$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval/sample --device cpu"; cat "$tmp/err"
+fi
+"$poslab" eval "$ckpt" --batches 1 --device cuda --out "$tmp/pos.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] && grep -q "^error: --device = cuda: no CUDA device is available" "$tmp/err"; }; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval --device cuda: exit $rc"; cat "$tmp/err"
+fi
+expect_error "eval unknown device" "device" eval "$ckpt" --device gpu
 expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
 expect_error "eval bad split" "split" eval "$ckpt" --split test
 # The runs below stop, resume and fail on purpose: float32 and 2 eval batches keep them quick on any CPU (bf16 is
