@@ -97,6 +97,7 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   make_dirs(dir);
   const std::string corpus_key = content_hash(corpus.text);
   TokenData data;
+  data.corpus_hash = corpus_key;
 
   // Tokenizer: an explicit .model, a cached one, or a fresh one trained on the corpus.
   if (given != nullptr) {

@@ -17,6 +17,7 @@ struct TokenData {
   bool tokenizer_from_cache = false;
   bool tokens_from_cache = false;
   std::string tokens_path;     // cache file of the encoded corpus
+  std::string corpus_hash;     // content hash of the corpus text (checkpoints keep it to notice a changed corpus)
 };
 
 // The cache folder: data.cache_dir, else $POSLAB_CACHE_DIR, $XDG_CACHE_HOME/poslab, ~/.cache/poslab.

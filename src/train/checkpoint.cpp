@@ -80,6 +80,8 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   m.best_val_loss = l[2].item<double>();
   m.config_yaml = read_bytes(ar, "config_yaml", path);
   m.tokenizer_model = read_bytes(ar, "tokenizer_model", path);
+  torch::Tensor present;
+  if (ar.try_read("corpus_hash", present)) m.corpus_hash = read_bytes(ar, "corpus_hash", path);  // optional: newer
   m.sampler_state = read_bytes(ar, "sampler_state", path);
   m.torch_rng_state = read_tensor(ar, "torch_rng_state", path);
   const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
@@ -142,6 +144,7 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   ar.write("losses", torch::tensor({meta.train_loss, meta.val_loss, meta.best_val_loss}, torch::kFloat64));
   ar.write("config_yaml", to_tensor(meta.config_yaml));
   ar.write("tokenizer_model", to_tensor(meta.tokenizer_model));
+  ar.write("corpus_hash", to_tensor(meta.corpus_hash));
   ar.write("sampler_state", to_tensor(meta.sampler_state));
   ar.write("torch_rng_state", meta.torch_rng_state.defined() ? meta.torch_rng_state : torch::empty({0}, torch::kUInt8));
   torch::serialize::OutputArchive model_ar;

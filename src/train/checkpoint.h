@@ -19,6 +19,7 @@ struct CheckpointMeta {
   double best_val_loss = INFINITY;
   std::string config_yaml;          // effective config
   std::string tokenizer_model;      // sentencepiece .model bytes
+  std::string corpus_hash;          // content hash of the training corpus; "" in checkpoints written before it was kept
   std::string sampler_state;        // BatchSampler generator state
   torch::Tensor torch_rng_state;    // default CPU generator state (dropout)
 };

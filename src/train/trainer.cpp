@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "data/batches.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "report/report.h"
 #include "train/checkpoint.h"
@@ -50,6 +51,12 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 
 std::string human_rate(double tokens_per_s) {
   return tokens_per_s >= 1000 ? fmt::format("{:.1f}k", tokens_per_s / 1000) : fmt::format("{:.0f}", tokens_per_s);
+}
+
+std::string to_yaml_list(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s + "]";
 }
 
 // The config of a fresh run (YAML + overrides), or the stored config of the run being resumed (+ overrides).
@@ -140,11 +147,19 @@ class Run {
     spdlog::info("effective config:\n{}", to_yaml(cfg_));
   }
 
+  // A resumed run keeps the tokenizer it was trained with (the checkpoint's own, whatever poslab would train
+  // today) and must find the same corpus.
   void load_data(const CheckpointMeta& resume_meta) {
-    data_ = prepare_tokens(cfg_, threads_);
-    if (resuming_ && data_.tokenizer.model_bytes() != resume_meta.tokenizer_model)
-      throw Error(req_.resume_dir + ": the corpus or tokenizer changed since the checkpoint was written",
-                  "restore the original data.corpus, or start a new run");
+    if (resuming_) {
+      const Tokenizer stored = Tokenizer::from_bytes(resume_meta.tokenizer_model, latest_path() + " (stored tokenizer)");
+      data_ = prepare_tokens(cfg_, threads_, &stored);
+      if (!resume_meta.corpus_hash.empty() && resume_meta.corpus_hash != data_.corpus_hash)
+        throw Error(req_.resume_dir + ": the corpus changed since the checkpoint was written (data.corpus: " +
+                        to_yaml_list(cfg_.data.corpus) + ")",
+                    "restore the original data.corpus, or start a new run");
+    } else {
+      data_ = prepare_tokens(cfg_, threads_);
+    }
     spdlog::info("data: vocab {} | train {} tokens | val {} tokens", data_.tokenizer.vocab_size(), data_.train.size(),
                  data_.val.size());
   }
@@ -186,6 +201,7 @@ class Run {
     m.best_val_loss = best_val_;
     m.config_yaml = to_yaml(cfg_);
     m.tokenizer_model = data_.tokenizer.model_bytes();
+    m.corpus_hash = data_.corpus_hash;
     m.sampler_state = sampler_->state();
     m.torch_rng_state = cpu_rng_state();
     return m;

@@ -173,7 +173,7 @@ if [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] && grep -q "^error: --device = cuda: no 
 else
   failed=$((failed + 1)); echo "FAIL eval --device cuda: exit $rc"; cat "$tmp/err"
 fi
-expect_error "eval unknown device" "device" eval "$ckpt" --device gpu
+expect_error "eval unknown device" "^error: --device: gpu not in" eval "$ckpt" --device gpu
 expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
 expect_error "eval bad split" "split" eval "$ckpt" --split test
 # The runs below stop, resume and fail on purpose: float32 and 2 eval batches keep them quick on any CPU (bf16 is

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "data/dataset.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -209,6 +210,48 @@ TEST(Trainer, ControlsTrainToo) {
   const TrainSummary sum = train(s);
   EXPECT_TRUE(std::isfinite(sum.val_loss));
   EXPECT_EQ(read_npy(dir / "sin/snapshots/wpe_step000000.npy").data, read_npy(dir / "sin/snapshots/wpe_step000010.npy").data);
+}
+
+// A resumed run keeps its own tokenizer, even when poslab would train another one today (here: the cached
+// tokenizer is swapped for one of another vocabulary, as a change of poslab's tokenizer recipe would); a changed
+// corpus is an error naming it.
+TEST(Trainer, ResumeKeepsItsTokenizerAndNoticesAChangedCorpus) {
+  TempDir dir;
+  TrainRequest part = tiny_run(dir, "keep", 10);
+  part.stop_at = 4;
+  train(part);
+  Config other = load_config("", part.overrides);
+  other.data.tokenizer.type = "bpe";
+  other.data.tokenizer.vocab_size = 300;
+  other.data.cache_dir = dir / "other-cache";
+  const std::string other_bytes = prepare_tokens(other, 1).tokenizer.model_bytes();
+  int swapped = 0;
+  for (const auto& e : fs::directory_iterator(dir / "cache"))
+    if (e.path().filename().string().rfind("tokenizer-", 0) == 0) {
+      test::write_text(e.path().string(), other_bytes);
+      ++swapped;
+    }
+  ASSERT_EQ(swapped, 1);
+  TrainRequest resume;
+  resume.resume_dir = dir / "keep";
+  EXPECT_EQ(train(resume).steps, 10);
+  const Config stored = config_from_yaml(read_checkpoint_meta(dir / "keep/checkpoints/latest.pt").config_yaml, "stored");
+  EXPECT_EQ(stored.data.tokenizer.type, "char");
+
+  TrainRequest again = tiny_run(dir, "changed", 10);
+  again.stop_at = 4;
+  train(again);
+  test::write_text(dir / "corpus.txt", test::generated_corpus(2000, /*seed=*/42));
+  TrainRequest changed;
+  changed.resume_dir = dir / "changed";
+  try {
+    train(changed);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the corpus changed since the checkpoint was written"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("corpus.txt"), std::string::npos) << e.what();
+  }
 }
 
 // train.dtype auto is resolved before anything is written: config.yaml and the checkpoint say what ran, so a
