@@ -50,5 +50,10 @@ void add_widened_bf16(const float* x, const uint16_t* y, float* out, int64_t n);
 
 }  // namespace poslab::simd
 
-// One clone of a function per instruction set, chosen when the program starts.
+// One clone of a function per instruction set, chosen when the program starts (x86-64); elsewhere one build for
+// the compiler's own target.
+#if defined(__x86_64__)
 #define POSLAB_SIMD_TARGETS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define POSLAB_SIMD_TARGETS
+#endif
