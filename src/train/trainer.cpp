@@ -92,9 +92,9 @@ void remove_interrupted_writes(const std::string& rdir) {
 // after s updates; eval, snapshot and checkpoint look at them before the update s -> s + 1.
 class Run {
  public:
-  Run(const TrainRequest& req, Config cfg, std::string rdir, const CheckpointMeta& resume_meta)
+  Run(const TrainRequest& req, Config cfg, std::string rdir, std::string device_name, const CheckpointMeta& resume_meta)
       : req_(req), cfg_(std::move(cfg)), rdir_(std::move(rdir)), resuming_(!req.resume_dir.empty()),
-        threads_(apply_threads(cfg_.run.threads)), device_name_(resolve_device(cfg_.run.device)),
+        threads_(apply_threads(cfg_.run.threads)), device_name_(std::move(device_name)),
         device_(device_name_ == "cuda" ? torch::kCUDA : torch::kCPU) {
     log_machine(resume_meta);
     torch::manual_seed(static_cast<uint64_t>(cfg_.run.seed));
@@ -349,7 +349,8 @@ TrainSummary train(const TrainRequest& req) {
   Config cfg = resolve_config(req, resume_meta);
   // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
   const std::string asked_dtype = cfg.train.dtype;
-  cfg.train.dtype = resolve_dtype(cfg.train.dtype, resolve_device(cfg.run.device));
+  const std::string device_name = resolve_device(cfg.run.device);
+  cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   const bool resuming = !req.resume_dir.empty();
   const std::string rdir = resuming ? req.resume_dir : run_dir(cfg);
   if (!resuming) check_folder_is_free(rdir);
@@ -362,7 +363,7 @@ TrainSummary train(const TrainRequest& req) {
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
                  cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 would be emulated, and slow)" : "");
-  Run run(req, cfg, rdir, resume_meta);
+  Run run(req, cfg, rdir, device_name, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,
