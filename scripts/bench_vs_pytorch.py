@@ -6,7 +6,10 @@ scripts/torch_reference.py trains from the same weights on the same batches. Pri
 poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
 
 Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|medium]
-       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the two configs)
+                                                   [--device=cpu|cuda] [--poslab=PATH]
+       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the two configs; --device: where both
+       train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it); --poslab: the binary,
+       default build/poslab)
 """
 import json
 import os
@@ -22,8 +25,16 @@ except ImportError as e:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POSLAB = os.path.join(ROOT, "build", "poslab")
+DEVICE = "cpu"
+for a in sys.argv[1:]:
+    if a.startswith("--poslab="):
+        POSLAB = os.path.abspath(a.split("=", 1)[1])
+    elif a.startswith("--device="):
+        DEVICE = a.split("=", 1)[1]
+        if DEVICE not in ("cpu", "cuda"):
+            sys.exit(f"error: {a}: not a device\nhint: --device=cpu or --device=cuda")
 if not os.access(POSLAB, os.X_OK):
-    sys.exit("error: build/poslab is missing\nhint: bash scripts/build.sh")
+    sys.exit(f"error: {POSLAB} is missing\nhint: bash scripts/build.sh")
 quick = "--quick" in sys.argv
 
 # (name, config, overrides, timed steps, warm-up steps)
@@ -53,15 +64,17 @@ for a in sys.argv[1:]:
         if a.split("=", 1)[1] not in names:
             sys.exit(f"error: {a}: no such config\nhint: one of {', '.join(names)}")
         CASES = [c for c in CASES if c[0] == a.split("=", 1)[1]]
-    elif a != "--quick":
-        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|medium]")
+    elif a != "--quick" and not a.startswith(("--poslab=", "--device=")):
+        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|medium] "
+                 "[--device=cpu|cuda] [--poslab=PATH]")
 
 
 def run_pair(config, sets, steps, warmup, dtype):
     """One round: poslab bench, then the PyTorch reference on poslab's exported weights and batches."""
     with tempfile.TemporaryDirectory() as d:
         args = [POSLAB, "bench", os.path.join(ROOT, config), "--steps", str(steps), "--warmup", str(warmup),
-                "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false"]
+                "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false",
+                "--set", "run.device=" + DEVICE]
         for s in sets:
             args += ["--set", s]
         ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
@@ -92,7 +105,8 @@ for name, config, sets, steps, warmup in CASES:
             print(f"{name} {dtype} round {i + 1}: poslab {o['tokens_per_s']:.0f} tok/s, PyTorch {r['tokens_per_s']:.0f} "
                   f"tok/s, loss at step 0 {o['losses'][0]:.5f} vs {r['losses'][0]:.5f}", file=sys.stderr, flush=True)
 
-print(f"threads {ours['threads']} (batch split {ours.get('batch_split', 1)}), {ours['blas']}; best of {ROUNDS} rounds")
+where = f"GPU {ours.get('gpu', '')}" if DEVICE == "cuda" else f"threads {ours['threads']} (batch split {ours.get('batch_split', 1)}), {ours['blas']}"
+print(f"{where}; poslab on LibTorch {ours.get('libtorch', '?')}, PyTorch {ref.get('torch', '?')}; best of {ROUNDS} rounds")
 print(f"{'config':<8} {'dtype':<9} {'poslab tok/s':>12} {'PyTorch tok/s':>13} {'ratio':>6} {'rounds':>10} {'MFU':>6} "
       f"{'matmul GF/s':>11} {'|dloss| step0':>13} {'max |dloss|':>11} {'agree':>5}")
 for r in rows:

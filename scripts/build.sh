@@ -1,6 +1,31 @@
 #!/usr/bin/env bash
-# Configures and builds poslab (Release) into ./build.
+# Configures and builds poslab (Release).
+#   bash scripts/build.sh                         Debian's LibTorch 1.13 (CPU), into ./build
+#   bash scripts/build.sh --libtorch pip          PyTorch's LibTorch 2.x from PyPI (with CUDA), into ./build-pip
+#   bash scripts/build.sh --libtorch python|DIR   another LibTorch (see scripts/libtorch.sh), into ./build-python
+#                                                 or ./build-custom
+# Prints the build folder last, on stdout. POSLAB_BUILD_DIR overrides the folder. A LibTorch with CUDA needs the CUDA toolkit (nvcc), not a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+
+libtorch=debian
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --libtorch) libtorch="${2:?--libtorch needs debian, pip, python or a folder}"; shift 2 ;;
+    --libtorch=*) libtorch="${1#--libtorch=}"; shift ;;
+    *) echo "error: unknown argument $1" >&2; echo "hint: bash scripts/build.sh [--libtorch debian|pip|python|DIR]" >&2; exit 2 ;;
+  esac
+done
+
+case "$libtorch" in
+  debian) build=build ;;
+  pip|python) build="build-$libtorch" ;;
+  *) build=build-custom ;;
+esac
+build="${POSLAB_BUILD_DIR:-$build}"
+prefix=$(bash scripts/libtorch.sh "$libtorch")
+args=(-DCMAKE_BUILD_TYPE=Release)
+[ -n "$prefix" ] && args+=("-DCMAKE_PREFIX_PATH=$prefix")
+cmake -S . -B "$build" "${args[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)" >&2  # the build's output on stderr: stdout is the folder alone
+echo "$build"

@@ -5,8 +5,9 @@ Usage: /usr/bin/python3 scripts/torch_reference.py EXPORT_DIR
 EXPORT_DIR comes from `poslab bench CONFIG --export EXPORT_DIR`: bench.json (the hyperparameters, the step count
 and poslab's own losses), init/NAME.npy (the initial weights, by GPT-2 parameter name) and batches.npy (the token
 windows, one row of block_size + 1 ids per sequence). This script starts from the same weights, trains on the
-same batches with the same optimizer, schedule, dtype and thread count, and prints JSON: tokens/s, ms/step and the
-loss of every step. Debian's python3-torch is the same LibTorch 1.13 that poslab links.
+same batches with the same optimizer, schedule, dtype, thread count and device (bench.json's "device": cpu or
+cuda), and prints JSON: tokens/s, ms/step and the loss of every step. On the CPU, Debian's python3-torch is the same
+LibTorch 1.13 that poslab links; on a GPU, the machine's PyTorch (scripts/gpu_check.sh).
 """
 import json
 import math
@@ -113,12 +114,14 @@ def main():
     bench = json.load(open(os.path.join(export, "bench.json")))
     c = bench["config"]
     torch.set_num_threads(c["threads"])
+    device = torch.device(bench.get("device", "cpu"))
     model = GPT(c)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(torch.from_numpy(np.load(os.path.join(export, "init", name + ".npy"))).reshape(p.shape))
         if model.wpe is not None and not model.wpe.weight.requires_grad:
             model.wpe.weight.copy_(torch.from_numpy(np.load(os.path.join(export, "init", "wpe.weight.npy"))))
+    model.to(device)
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -129,6 +132,7 @@ def main():
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=1e-8)
     windows = torch.from_numpy(np.load(os.path.join(export, "batches.npy"))).long()  # (steps * accum * B, T + 1)
+    windows = windows.to(device)  # all of them up front: no copies inside the timed steps
     B, accum, T = c["batch_size"], c["grad_accum"], c["block_size"]
     bf16 = c["dtype"] == "bfloat16"
     model.train()
@@ -138,11 +142,11 @@ def main():
         t0 = time.perf_counter()
         for g in opt.param_groups:
             g["lr"] = lr_at(s, c)
-        loss_sum = torch.zeros(())
+        loss_sum = torch.zeros((), device=device)
         for m in range(accum):
             w = windows[(s * accum + m) * B:(s * accum + m + 1) * B]
             x, y = w[:, :T], w[:, 1:]
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = model(x)
             loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1)) / accum
             loss.backward()
@@ -151,13 +155,16 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"])
         opt.step()
         opt.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # as poslab bench does after each step
         dt = time.perf_counter() - t0
         if s >= warmup:
             timed += dt
         losses.append(loss_sum.item())
     n = bench["steps"]
     print(json.dumps({"ms_per_step": 1000 * timed / n, "tokens_per_s": bench["tokens_per_step"] * n / timed,
-                      "losses": losses, "torch": torch.__version__, "threads": torch.get_num_threads()}))
+                      "losses": losses, "torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "device": str(device)}))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "train/bench.h"
 #include "train/trainer.h"
+#include "util/cuda.h"
 #include "util/fs.h"
 #include "util/signals.h"
 
@@ -19,6 +20,7 @@ namespace poslab {
 int run_cli(int argc, char** argv) {
   CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "poslab, built with " + build_summary());
 
   TrainRequest train_req;
   auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
@@ -68,6 +70,8 @@ int run_cli(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << e.what() << "\n" << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
     return 2;
@@ -90,6 +94,8 @@ int run_cli(int argc, char** argv) {
   if (*bench_cmd) {
     const nlohmann::json j = run_bench(load_config(bench_config, bench_sets), bench_opt);
     std::ostream& out = bench_json == "-" ? std::cerr : std::cout;
+    const std::string gpu = j["gpu"].get<std::string>();
+    out << fmt::format("{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu);
     out << fmt::format("{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
                        "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
                        j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),

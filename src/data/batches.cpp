@@ -15,7 +15,13 @@ BatchSampler::BatchSampler(const std::vector<int32_t>& tokens, int batch_size, i
   window_ = torch::arange(block_size + 1, torch::kInt64);
 }
 
-std::pair<torch::Tensor, torch::Tensor> BatchSampler::next() {
+Batch to_device(const Batch& batch, const torch::Device& device) {
+  if (device.is_cpu()) return batch;
+  const torch::Tensor both = torch::stack({batch.first, batch.second}).pin_memory().to(device, /*non_blocking=*/true);
+  return {both[0], both[1]};
+}
+
+Batch BatchSampler::next() {
   const uint64_t n_starts = static_cast<uint64_t>(data_.size(0) - block_size_);  // valid starts: [0, N - T - 1]
   auto starts = torch::empty({batch_size_}, torch::kInt64);
   auto* s = starts.data_ptr<int64_t>();

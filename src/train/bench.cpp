@@ -13,6 +13,7 @@
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/step.h"
+#include "util/cuda.h"
 #include "util/fs.h"
 #include "util/npy.h"
 #include "util/platform.h"
@@ -25,24 +26,34 @@ double flops_per_token(int64_t n, const ModelConfig& m) {
   return 6.0 * static_cast<double>(n) + 12.0 * m.n_layer * m.n_embd * m.block_size;
 }
 
-double matmul_gflops(const std::string& dtype, int64_t n, int reps) {
+double matmul_gflops(const std::string& dtype, int64_t n, int reps, const std::string& device) {
   torch::NoGradGuard no_grad;
+  const bool cuda = device == "cuda";
   // The machine's peak: every core in the BLAS too, whatever the training uses.
   const int previous = blas_threads();
-  set_blas_threads(torch::get_num_threads());
-  const auto type = dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
-  auto a = torch::randn({n, n}).to(type), b = torch::randn({n, n}).to(type);
-  auto c = torch::matmul(a, b);  // warm up
+  if (!cuda) set_blas_threads(torch::get_num_threads());
+  const auto options = torch::TensorOptions()
+                           .dtype(dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32)
+                           .device(cuda ? torch::kCUDA : torch::kCPU);
+  auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+  auto sync = [cuda] {
+    if (cuda) torch::cuda::synchronize();
+  };
+  auto c = torch::matmul(a, b);  // warm up (cuBLAS picks its kernel, oneDNN builds its primitive)
+  sync();
   double best = 0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     c = torch::matmul(a, b);
+    sync();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     best = std::max(best, 2.0 * n * n * n / s / 1e9);
   }
-  if (previous > 0) set_blas_threads(previous);
+  if (!cuda && previous > 0) set_blas_threads(previous);
   return best;
 }
+
+int64_t peak_matmul_size(const std::string& device) { return device == "cuda" ? 8192 : 1024; }
 
 namespace {
 
@@ -120,7 +131,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   const int64_t n_params = model->num_params(false);
   const double step_flops = flops_per_token(n_params, cfg.model) * tokens_per_step;
   const double achieved = step_flops / (timed / opt.steps) / 1e9;
-  const double peak = device.is_cuda() ? 0.0 : matmul_gflops(cfg.train.dtype);
+  const double peak = matmul_gflops(cfg.train.dtype, peak_matmul_size(device_name), 5, device_name);
   nlohmann::json j = {
       {"config", {{"n_layer", cfg.model.n_layer}, {"n_head", cfg.model.n_head}, {"n_embd", cfg.model.n_embd},
                   {"block_size", cfg.model.block_size}, {"batch_size", cfg.train.batch_size},
@@ -132,6 +143,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
                   {"wpe_init_std", cfg.model.wpe_init_std}, {"position", cfg.model.position},
                   {"max_steps", total}, {"threads", threads}}},
       {"device", device_name},
+      {"gpu", device.is_cuda() ? cuda_device_summary() : ""},
+      {"libtorch", TORCH_VERSION},
       {"blas", blas_summary()},
       {"threads", threads},
       {"batch_split", split.ways()},

@@ -27,7 +27,11 @@ nlohmann::json run_bench(const Config& cfg, const BenchOptions& opt);
 // + 12·n_layer·n_embd·block_size (attention scores and their use).
 double flops_per_token(int64_t n_params_without_wpe, const ModelConfig& m);
 
-// GFLOP/s of an (n x n) @ (n x n) matmul in float32 or bfloat16, best of `reps`.
-double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5);
+// GFLOP/s of an (n x n) @ (n x n) matmul in float32 or bfloat16 on `device` ("cpu" | "cuda"), best of `reps`.
+// On a GPU the products are timed between synchronisations, so the rate is the GPU's own.
+double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5, const std::string& device = "cpu");
+
+// The matrix side bench uses for the peak rate: 1024 on a CPU; 8192 on a GPU, whose peak needs large products.
+int64_t peak_matmul_size(const std::string& device);
 
 }  // namespace poslab

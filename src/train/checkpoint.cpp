@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "train/optim.h"
+#include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -88,6 +90,13 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   if (m.torch_rng_state.scalar_type() != torch::kUInt8 || m.torch_rng_state.dim() != 1 ||
       (m.torch_rng_state.numel() != 0 && m.torch_rng_state.numel() != rng_bytes))
     throw damaged(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
+  if (ar.try_read("cuda_rng_state", present)) {  // optional: newer
+    m.cuda_rng_state = read_tensor(ar, "cuda_rng_state", path);
+    if (m.cuda_rng_state.scalar_type() != torch::kUInt8 || m.cuda_rng_state.dim() != 1 ||
+        (m.cuda_rng_state.numel() != 0 && m.cuda_rng_state.numel() != kCudaRngStateBytes))
+      throw damaged(path, "cuda_rng_state",
+                    "is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)");
+  }
   return m;
 }
 
@@ -109,7 +118,7 @@ torch::Tensor archived_tensor(torch::serialize::InputArchive& ar, const std::str
 void check_optimizer_state(torch::optim::Optimizer& optimizer, const torch::OrderedDict<std::string, torch::Tensor>& params,
                            const std::string& path) {
   for (const auto& p : params) {
-    const auto it = optimizer.state().find(c10::guts::to_string(p.value().unsafeGetTensorImpl()));
+    const auto it = optimizer.state().find(optimizer_state_key(p.value()));
     if (it == optimizer.state().end()) continue;  // no step taken yet for this parameter
     const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get());
     if (adamw == nullptr) continue;
@@ -147,6 +156,8 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   ar.write("corpus_hash", to_tensor(meta.corpus_hash));
   ar.write("sampler_state", to_tensor(meta.sampler_state));
   ar.write("torch_rng_state", meta.torch_rng_state.defined() ? meta.torch_rng_state : torch::empty({0}, torch::kUInt8));
+  ar.write("cuda_rng_state", meta.cuda_rng_state.defined() ? meta.cuda_rng_state.to(torch::kCPU)
+                                                          : torch::empty({0}, torch::kUInt8));
   torch::serialize::OutputArchive model_ar;
   model->save(model_ar);
   ar.write("model", model_ar);

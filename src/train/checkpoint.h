@@ -21,7 +21,9 @@ struct CheckpointMeta {
   std::string tokenizer_model;      // sentencepiece .model bytes
   std::string corpus_hash;          // content hash of the training corpus; "" in checkpoints written before it was kept
   std::string sampler_state;        // BatchSampler generator state
-  torch::Tensor torch_rng_state;    // default CPU generator state (dropout)
+  torch::Tensor torch_rng_state;    // default CPU generator state (dropout on the CPU)
+  torch::Tensor cuda_rng_state;     // default CUDA generator state (dropout on the GPU); empty when trained on a CPU
+                                    // or written before it was kept
 };
 
 // Writes atomically: PATH.tmp, fsync, rename. The previous file at `path` survives any failure.

@@ -11,15 +11,15 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
   model->eval();
   torch::NoGradGuard no_grad;
   BatchSampler sampler(tokens, batch_size, static_cast<int>(model->cfg.block_size), seed);
-  auto total = torch::zeros({}, torch::kFloat64);
+  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   for (int i = 0; i < batches; ++i) {
-    auto [x, y] = sampler.next();
+    auto [x, y] = to_device(sampler.next(), device);
     torch::Tensor loss;
     {
       AutocastGuard autocast(bf16, device.is_cuda());
-      loss = model->forward_loss(x.to(device), y.to(device));  // no (B, T, V) logits on CPU
+      loss = model->forward_loss(x, y);  // no (B, T, V) logits on CPU
     }
-    total += loss.to(torch::kCPU, torch::kFloat64);
+    total += loss.to(torch::kFloat64);  // summed where it is: one copy to the host at the end
   }
   model->train(was_training);
   return total.item<double>() / batches;
@@ -32,19 +32,20 @@ PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, 
   torch::NoGradGuard no_grad;
   const int64_t T = model->cfg.block_size;
   BatchSampler sampler(tokens, batch_size, static_cast<int>(T), seed);
-  auto sum = torch::zeros({T}, torch::kFloat64);  // (T,)
+  auto sum = torch::zeros({T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));  // (T,)
   for (int i = 0; i < batches; ++i) {
-    auto [x, y] = sampler.next();
+    auto [x, y] = to_device(sampler.next(), device);
     torch::Tensor logits;
     {
       AutocastGuard autocast(bf16, device.is_cuda());
-      logits = model->forward(x.to(device));  // (B, T, V)
+      logits = model->forward(x);  // (B, T, V)
     }
     auto nll = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), y.to(device).reshape(-1),
+        logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), y.reshape(-1),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // (B*T,)
-    sum += nll.view({-1, T}).sum(0).to(torch::kCPU, torch::kFloat64);
+    sum += nll.view({-1, T}).sum(0).to(torch::kFloat64);
   }
+  sum = sum.to(torch::kCPU);
   model->train(was_training);
   PositionLoss r;
   r.tokens = static_cast<int64_t>(batches) * batch_size * T;

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "train/adamw_kernel.h"
 
@@ -33,6 +34,23 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const Trai
   return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
 }
 
+namespace {
+
+template <typename Key>  // a template, so that only the branch of this LibTorch's key type is compiled
+Key state_key(const torch::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;  // as LibTorch 1.x's c10::guts::to_string(param.unsafeGetTensorImpl())
+    key << param.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
+}
+
+}  // namespace
+
+OptimizerStateKey optimizer_state_key(const torch::Tensor& param) { return state_key<OptimizerStateKey>(param); }
+
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t) {
   auto& groups = opt.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -54,16 +72,18 @@ bool fusable(const torch::Tensor& p) {
 
 double grad_norm(const torch::optim::AdamW& opt) {
   double squares = 0;
+  std::vector<torch::Tensor> on_device;  // GPU gradients' sums of squares, added there: one copy to the host
   for (const auto& group : opt.param_groups())
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (!p.grad().device().is_cpu()) {
-        squares += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+        on_device.push_back(p.grad().to(torch::kFloat64).pow(2).sum());
         continue;
       }
       const torch::Tensor g = p.grad().to(torch::kFloat32).contiguous();
       squares += sum_of_squares(g.data_ptr<float>(), g.numel());
     }
+  if (!on_device.empty()) squares += torch::stack(on_device).sum().item<double>();
   return std::sqrt(squares);
 }
 
@@ -86,7 +106,7 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
     TORCH_CHECK(!o.amsgrad(), "fused_adamw_step: amsgrad is not supported");
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const OptimizerStateKey key = optimizer_state_key(p);
       auto& states = opt.state();
       if (states.find(key) == states.end()) {  // as AdamW::step does on a parameter's first step
         auto st = std::make_unique<torch::optim::AdamWParamState>();

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -22,6 +24,11 @@ ParamGroups split_param_groups(const GPT& model, bool decay_position_table);
 
 // Group 0 decays with train.weight_decay, group 1 has weight decay 0.
 std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const TrainConfig& t);
+
+// The key of a parameter's entry in Optimizer::state(): LibTorch 1.x keys it by the TensorImpl's address printed
+// as a string, 2.x by the address itself. Chosen from the map's key type, so both compile.
+using OptimizerStateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+OptimizerStateKey optimizer_state_key(const torch::Tensor& param);
 
 // Sets the lr of every group, and restores each group's weight decay (LibTorch 1.13's load does not).
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t);

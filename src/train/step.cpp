@@ -166,7 +166,7 @@ int batch_split_ways(const Config& cfg, int threads, const torch::Device& device
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
                       double lr, const torch::Device& device, BatchSplit* split) {
   std::vector<Batch> micro_batches;
-  for (int micro = 0; micro < t.grad_accum; ++micro) micro_batches.push_back(sampler.next());
+  for (int micro = 0; micro < t.grad_accum; ++micro) micro_batches.push_back(to_device(sampler.next(), device));
   return train_step_on(model, optimizer, micro_batches, t, lr, device, split);
 }
 

@@ -61,9 +61,6 @@ int batch_split_ways(const Config& cfg, int threads, const torch::Device& device
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
                       double lr, const torch::Device& device, BatchSplit* split = nullptr);
 
-// (x, y): (B, T) int64 inputs and targets.
-using Batch = std::pair<torch::Tensor, torch::Tensor>;
-
 // The same update on the given micro-batches (train_step draws train.grad_accum of them from the sampler); the
 // loss is their mean.
 StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,

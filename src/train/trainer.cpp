@@ -22,6 +22,7 @@
 #include "train/schedule.h"
 #include "train/snapshot.h"
 #include "train/step.h"
+#include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/lock.h"
@@ -142,7 +143,7 @@ class Run {
   void log_machine(const CheckpointMeta& resume_meta) const {
     spdlog::info("BLAS: {}", blas_summary());
     spdlog::info("threads: {} (LibTorch intra-op), {} (OpenBLAS) | device: {} | dtype: {}", threads_, blas_threads(),
-                 device_name_, cfg_.train.dtype);
+                 device_.is_cuda() ? "cuda: " + cuda_device_summary() : device_name_, cfg_.train.dtype);
     spdlog::info("run folder {}{}", rdir_, resuming_ ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
     spdlog::info("effective config:\n{}", to_yaml(cfg_));
   }
@@ -182,6 +183,7 @@ class Run {
     const CheckpointMeta m = load_checkpoint(latest_path(), model_, optimizer_.get());
     sampler_->set_state(m.sampler_state);
     set_cpu_rng_state(m.torch_rng_state);
+    if (device_.is_cuda()) set_cuda_rng_state(m.cuda_rng_state, latest_path());
     start_step_ = finished_at_ = m.step;
     best_val_ = m.best_val_loss;
     train_est_ = m.train_loss;
@@ -204,6 +206,7 @@ class Run {
     m.corpus_hash = data_.corpus_hash;
     m.sampler_state = sampler_->state();
     m.torch_rng_state = cpu_rng_state();
+    if (device_.is_cuda()) m.cuda_rng_state = cuda_rng_state();
     return m;
   }
 

@@ -9,8 +9,10 @@
 #include <sstream>
 #include <thread>
 
+#include <ATen/Version.h>
 #include <torch/torch.h>
 
+#include "util/cuda.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -98,6 +100,12 @@ std::string blas_summary() {
     if (const char* env = std::getenv("OPENBLAS_CORETYPE")) out << ", OPENBLAS_CORETYPE=" << env;
   } else if (lib.find("blas/libblas") != std::string::npos) {
     out << "reference BLAS (slow: run scripts/setup.sh to install OpenBLAS)";
+  } else if (lib.empty()) {  // none loaded on its own: PyTorch's LibTorch 2.x links its BLAS (MKL on x86) inside
+    const std::string config = at::show_config();
+    const auto at = config.find("BLAS_INFO=");
+    const std::string name =
+        at == std::string::npos ? "" : config.substr(at + 10, config.find_first_of(", \n", at + 10) - (at + 10));
+    out << (name == "mkl" ? "MKL" : name.empty() ? "BLAS" : name) << " (inside LibTorch)";
   } else {
     out << "BLAS";
   }
@@ -124,7 +132,7 @@ int apply_threads(int threads) {
 
 std::string resolve_device(const std::string& device, const std::string& key) {
   if (device == "cuda" && !torch::cuda::is_available())
-    throw Error(key + " = cuda: no CUDA device is available to this LibTorch build", "use " + key + " auto or cpu");
+    throw Error(key + " = cuda: " + cuda_unavailable_reason(), "use " + key + " auto or cpu");
   if (device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
   return device;
 }

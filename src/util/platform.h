@@ -22,7 +22,7 @@ void keep_freed_memory();
 std::string preferred_openblas_coretype();
 
 // One line: which BLAS library is loaded, its core type and build config, e.g.
-// "OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3) core SkylakeX".
+// "OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3) core SkylakeX", or "MKL (inside LibTorch)" with PyTorch's LibTorch.
 std::string blas_summary();
 
 // Threads for config value `threads` (0 = all cores), applied to LibTorch's intra-op pool.

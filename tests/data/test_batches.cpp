@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "data/batches.h"
+#include "test_devices.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -54,6 +55,26 @@ TEST(Batches, SeededAndResumable) {
   EXPECT_TRUE(torch::equal(restored.next().first, next2));
   EXPECT_THROW(restored.set_state("garbage"), Error);
 }
+
+class BatchesOnDevice : public test::OnDevice {};
+
+// A batch arrives on the device unchanged; on a GPU it came through pinned memory, asynchronously.
+TEST_P(BatchesOnDevice, ToDeviceKeepsTheBatch) {
+  const auto tokens = ramp(1000);
+  BatchSampler s(tokens, 8, 16, 1);
+  const Batch b = s.next();
+  const Batch d = to_device(b, device());
+  EXPECT_EQ(d.first.device(), device());
+  EXPECT_EQ(d.second.device(), device());
+  EXPECT_EQ(d.first.sizes(), b.first.sizes());
+  EXPECT_TRUE(torch::equal(d.first.to(torch::kCPU), b.first));
+  EXPECT_TRUE(torch::equal(d.second.to(torch::kCPU), b.second));
+  if (!is_cuda()) {
+    EXPECT_TRUE(d.first.is_same(b.first)) << "on the CPU the batch is not copied";
+  }
+}
+
+POSLAB_ON_EVERY_DEVICE(BatchesOnDevice);
 
 TEST(Batches, TooFewTokensIsAnError) {
   const auto tokens = ramp(16);

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
+#include "train/optim.h"
 #include "util/error.h"
 
 namespace {
@@ -70,7 +71,7 @@ void write_structured(FuzzedDataProvider& in, const std::string& path) {
       params[which].set_data(fuzzed_tensor(in));
     } else {
       auto& state = opt.state();
-      auto it = state.find(c10::guts::to_string(params[which].unsafeGetTensorImpl()));
+      auto it = state.find(optimizer_state_key(params[which]));
       if (it != state.end()) static_cast<torch::optim::AdamWParamState&>(*it->second).exp_avg(fuzzed_tensor(in));
     }
   }

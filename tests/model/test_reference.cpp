@@ -17,6 +17,7 @@
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/schedule.h"
+#include "test_devices.h"
 #include "train/step.h"
 #include "util/fs.h"
 
@@ -120,32 +121,37 @@ Config reference_config(const std::string& dtype) {
   return load_config("", settings);
 }
 
-// poslab's GPT with the fixture's initial weights.
-GPT reference_model(const Fixture& f, const Config& cfg) {
+// poslab's GPT with the fixture's initial weights, on `device`.
+GPT reference_model(const Fixture& f, const Config& cfg, const torch::Device& device = torch::kCPU) {
   GPT model(cfg.model, kVocab);
-  torch::NoGradGuard no_grad;
-  for (auto& p : model->named_parameters()) p.value().copy_(f["param." + p.key()]);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) p.value().copy_(f["param." + p.key()]);
+  }
+  model->to(device);
   model->train();
   return model;
 }
 
-void check_forward_backward(const std::string& dtype, const Tolerance& logits_tol, const Tolerance& loss_tol,
-                            const Tolerance& grad_tol) {
+// On the CPU through poslab's fused kernels; on a GPU through LibTorch's ops and CUDA autocast.
+void check_forward_backward(const torch::Device& device, const std::string& dtype, const Tolerance& logits_tol,
+                            const Tolerance& loss_tol, const Tolerance& grad_tol) {
   const Fixture f;
   const Config cfg = reference_config(dtype);
   const std::string prefix = dtype == "float32" ? "fp32." : "bf16.";
-  GPT model = reference_model(f, cfg);
+  GPT model = reference_model(f, cfg, device);
+  const torch::Tensor x = f.x().to(device), y = f.y().to(device);
   torch::Tensor logits;
   {
-    AutocastGuard autocast(dtype == "bfloat16", false);
-    logits = model->forward(f.x());  // (B, T, V)
+    AutocastGuard autocast(dtype == "bfloat16", device.is_cuda());
+    logits = model->forward(x);  // (B, T, V)
   }
   EXPECT_CLOSE(logits, f[prefix + "logits"], logits_tol, prefix + "logits");
   // The loss as training computes it: the fused head + cross-entropy, whose gradient reaches every parameter.
   torch::Tensor loss;
   {
-    AutocastGuard autocast(dtype == "bfloat16", false);
-    loss = model->forward_loss(f.x(), f.y());
+    AutocastGuard autocast(dtype == "bfloat16", device.is_cuda());
+    loss = model->forward_loss(x, y);
   }
   EXPECT_CLOSE(loss.reshape(1), f[prefix + "loss"], loss_tol, prefix + "loss");
   loss.backward();
@@ -158,20 +164,20 @@ void check_forward_backward(const std::string& dtype, const Tolerance& logits_to
   EXPECT_EQ(checked, 4 + 12 * 2);  // wte, wpe, ln_f (2) + 12 tensors in each of 2 blocks
 }
 
-// kSteps AdamW updates on the same batch through poslab's own train step (fused clip + AdamW), with `ways`
-// batch slices in parallel threads.
-void check_training(const std::string& dtype, int ways, const Tolerance& loss_tol, const Tolerance& norm_tol,
-                    const Tolerance& table_tol) {
+// kSteps AdamW updates on the same batch through poslab's own train step (on the CPU: fused clip + AdamW, with
+// `ways` batch slices in parallel threads; on a GPU: LibTorch's AdamW), the batch moved as training moves it.
+void check_training(const torch::Device& device, const std::string& dtype, int ways, const Tolerance& loss_tol,
+                    const Tolerance& norm_tol, const Tolerance& table_tol) {
   const Fixture f;
   const Config cfg = reference_config(dtype);
   const std::string prefix = dtype == "float32" ? "fp32." : "bf16.";
-  GPT model = reference_model(f, cfg);
+  GPT model = reference_model(f, cfg, device);
   auto opt = make_optimizer(model, cfg.train);
   BatchSplit split(model, ways);
+  const Batch batch = to_device({f.x(), f.y()}, device);
   std::vector<double> losses, norms;
   for (int step = 0; step < kSteps; ++step) {
-    const StepResult r = train_step_on(model, *opt, {{f.x(), f.y()}}, cfg.train, lr_at(step, cfg.train),
-                                       torch::kCPU, &split);
+    const StepResult r = train_step_on(model, *opt, {batch}, cfg.train, lr_at(step, cfg.train), device, &split);
     losses.push_back(r.loss.item<double>());
     norms.push_back(r.grad_norm);
   }
@@ -181,25 +187,32 @@ void check_training(const std::string& dtype, int ways, const Tolerance& loss_to
   EXPECT_CLOSE(model->wpe->weight, f[prefix + "final.wpe.weight"], table_tol, what + "final.wpe.weight");
 }
 
-TEST(Reference, Fp32LogitsLossAndEveryGradientMatchPyTorch) {
-  check_forward_backward("float32", kFp32Logits, kFp32Loss, kFp32Grad);
+class Reference : public test::OnDevice {
+ protected:
+  std::vector<int> ways() const { return is_cuda() ? std::vector<int>{1} : std::vector<int>{1, 2}; }  // split: CPU only
+};
+
+TEST_P(Reference, Fp32LogitsLossAndEveryGradientMatchPyTorch) {
+  check_forward_backward(device(), "float32", kFp32Logits, kFp32Loss, kFp32Grad);
 }
 
-TEST(Reference, Bf16LogitsLossAndEveryGradientMatchPyTorch) {
-  check_forward_backward("bfloat16", kBf16Logits, kBf16Loss, kBf16Grad);
+TEST_P(Reference, Bf16LogitsLossAndEveryGradientMatchPyTorch) {
+  check_forward_backward(device(), "bfloat16", kBf16Logits, kBf16Loss, kBf16Grad);
 }
 
-TEST(Reference, Fp32TenAdamWStepsMatchPyTorch) {
-  for (int ways : {1, 2}) check_training("float32", ways, kFp32Loss, kFp32Norm, kFp32Table);
+TEST_P(Reference, Fp32TenAdamWStepsMatchPyTorch) {
+  for (int ways : ways()) check_training(device(), "float32", ways, kFp32Loss, kFp32Norm, kFp32Table);
 }
 
-TEST(Reference, Bf16TenAdamWStepsMatchPyTorch) {
-  for (int ways : {1, 2}) check_training("bfloat16", ways, kBf16Loss, kBf16Norm, kBf16Table);
+TEST_P(Reference, Bf16TenAdamWStepsMatchPyTorch) {
+  for (int ways : ways()) check_training(device(), "bfloat16", ways, kBf16Loss, kBf16Norm, kBf16Table);
 }
+
+POSLAB_ON_EVERY_DEVICE(Reference);
 
 // The tolerances are tight enough to see a wrong weight: one weight of the fixture moved by 0.01 (half of its
 // init's standard deviation) shows in the logits and in the gradients.
-TEST(Reference, APerturbedWeightIsCaught) {
+TEST(ReferenceTolerance, APerturbedWeightIsCaught) {
   const Fixture f;
   const Config cfg = reference_config("float32");
   GPT model = reference_model(f, cfg);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "test_devices.h"
 #include "test_util.h"
 #include "train/bench.h"
 
@@ -16,6 +17,25 @@ TEST(Bench, FlopsPerTokenIsNanoGptsEstimate) {
   m.block_size = 64;
   EXPECT_DOUBLE_EQ(flops_per_token(1000, m), 6.0 * 1000 + 12.0 * 4 * 128 * 64);
 }
+
+class BenchOnDevice : public test::OnDevice {};
+
+// The peak rate is the device's own: a GPU's products are timed between synchronisations, so MFU is not 0.
+TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
+  EXPECT_GT(matmul_gflops("float32", 256, 2, device_name()), 0);
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=" + device_name()});
+  BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  const auto j = run_bench(cfg, opt);
+  EXPECT_EQ(j["device"], device_name());
+  EXPECT_GT(j["matmul_gflops"].get<double>(), 0);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(j["gpu"].get<std::string>().empty(), !is_cuda());
+}
+
+POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 
 TEST(Bench, ReportsFiguresAndExportsForTheReference) {
   test::TempDir dir;

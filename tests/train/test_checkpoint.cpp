@@ -7,7 +7,9 @@
 #include "model/gpt.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "test_devices.h"
 #include "train/optim.h"
+#include "util/cuda.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -108,8 +110,8 @@ void replace_entry(const std::string& path, const std::string& key, const torch:
   torch::serialize::InputArchive in;
   in.load_from(path);
   torch::serialize::OutputArchive out;
-  for (const char* k : {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model", "sampler_state",
-                        "torch_rng_state"}) {
+  for (const char* k : {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model", "corpus_hash",
+                        "sampler_state", "torch_rng_state", "cuda_rng_state"}) {
     torch::Tensor t;
     in.read(k, t);
     if (k != key) out.write(k, t);
@@ -143,6 +145,8 @@ TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
       {"losses", torch::zeros({2}, torch::kFloat64), "'losses' is not 3 floating-point numbers"},
       {"losses", torch::zeros({3}, torch::kInt64), "'losses' is not 3 floating-point numbers"},
       {"torch_rng_state", torch::zeros({7}, torch::kUInt8), "'torch_rng_state' is not a CPU generator state"},
+      {"cuda_rng_state", torch::zeros({7}, torch::kUInt8), "'cuda_rng_state' is not a CUDA generator state (16 bytes)"},
+      {"cuda_rng_state", torch::zeros({16}, torch::kFloat32), "'cuda_rng_state' is not a CUDA generator state"},
       {"sampler_state", torch::Tensor(), "checkpoint has no 'sampler_state' entry"},
   };
   for (const auto& [key, value, expected] : cases) {
@@ -159,6 +163,83 @@ TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
     EXPECT_NE(msg.find(expected), std::string::npos) << key << ": " << msg;
   }
 }
+
+// The CUDA generator's state is kept as bytes whatever the machine: written and read back here without a GPU.
+TEST(Checkpoint, CudaGeneratorStateIsKeptAsBytesWithoutAGpu) {
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  meta.cuda_rng_state = torch::arange(kCudaRngStateBytes, torch::kInt64).mul(7).to(torch::kUInt8);
+  save_checkpoint(dir / "c.pt", model, nullptr, meta);
+  const CheckpointMeta back = read_checkpoint_meta(dir / "c.pt");
+  ASSERT_EQ(back.cuda_rng_state.numel(), kCudaRngStateBytes);
+  EXPECT_TRUE(torch::equal(back.cuda_rng_state, meta.cuda_rng_state));
+
+  // A CPU run's checkpoint keeps an empty state; a checkpoint from before the entry existed reads as empty too.
+  meta.cuda_rng_state = torch::Tensor();
+  save_checkpoint(dir / "cpu.pt", model, nullptr, meta);
+  EXPECT_EQ(read_checkpoint_meta(dir / "cpu.pt").cuda_rng_state.numel(), 0);
+  save_checkpoint(dir / "old.pt", model, nullptr, meta);
+  replace_entry(dir / "old.pt", "cuda_rng_state", torch::Tensor());
+  EXPECT_EQ(read_checkpoint_meta(dir / "old.pt").cuda_rng_state.numel(), 0);
+
+  // Without a GPU, restoring is a no-op (the run goes on on the CPU).
+  if (!torch::cuda::is_available()) {
+    EXPECT_NO_THROW(set_cuda_rng_state(back.cuda_rng_state, "c.pt"));
+  }
+}
+
+class CheckpointOnDevice : public test::OnDevice {};
+
+// A checkpoint written from a model and optimizer on the device opens on the CPU, with the same weights and moments.
+TEST_P(CheckpointOnDevice, WrittenOnTheDeviceOpensOnTheCpu) {
+  TempDir dir;
+  const Config cfg = small_config();
+  torch::manual_seed(0);
+  GPT model(cfg.model, 30);
+  model->to(device());
+  auto opt = make_optimizer(model, cfg.train);
+  auto idx = torch::randint(0, 30, {2, 8}, torch::kInt64).to(device());
+  GPTImpl::loss(model->forward(idx), idx).backward();
+  opt->step();
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  meta.cuda_rng_state = cuda_rng_state();
+  save_checkpoint(dir / "c.pt", model, opt.get(), meta);
+
+  GPT cpu_model(cfg.model, 30);
+  auto cpu_opt = make_optimizer(cpu_model, cfg.train);
+  load_checkpoint(dir / "c.pt", cpu_model, cpu_opt.get());
+  const auto want = model->named_parameters();
+  for (const auto& p : cpu_model->named_parameters()) {
+    EXPECT_TRUE(p.value().device().is_cpu()) << p.key();
+    EXPECT_TRUE(torch::equal(p.value(), want[p.key()].to(torch::kCPU))) << p.key();
+  }
+  // The AdamW moments came along, to the CPU.
+  for (auto& [key, state] : cpu_opt->state())
+    EXPECT_TRUE(static_cast<torch::optim::AdamWParamState&>(*state).exp_avg().device().is_cpu());
+  EXPECT_EQ(read_checkpoint_meta(dir / "c.pt").cuda_rng_state.numel(), is_cuda() ? kCudaRngStateBytes : 0);
+}
+
+POSLAB_ON_EVERY_DEVICE(CheckpointOnDevice);
+
+// On a GPU, the generator state restores the random stream dropout draws from (a CUDA case only).
+class CudaGenerator : public test::OnDevice {};
+
+TEST_P(CudaGenerator, StateRestoresTheRandomStream) {
+  torch::manual_seed(3);
+  const torch::Tensor state = cuda_rng_state();
+  ASSERT_EQ(state.numel(), kCudaRngStateBytes);
+  const torch::Tensor a = torch::rand({1000}, device());
+  set_cuda_rng_state(state, "test");
+  EXPECT_TRUE(torch::equal(torch::rand({1000}, device()), a));
+  EXPECT_THROW(set_cuda_rng_state(torch::zeros({3}, torch::kUInt8), "test"), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, CudaGenerator, ::testing::Values("cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Checkpoint, ParameterOfAnotherDtypeAndDamagedOptimizerStateAreErrorsNamingThem) {
   TempDir dir;

@@ -110,7 +110,7 @@ TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
   // The moments live where LibTorch keeps them: a checkpoint of either optimizer has the same state.
   for (const auto& p : b->parameters()) {
     const auto& st = static_cast<torch::optim::AdamWParamState&>(
-        *opt_b->state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+        *opt_b->state().at(optimizer_state_key(p)));
     EXPECT_EQ(st.step(), 5);
   }
 }

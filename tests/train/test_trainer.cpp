@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "test_devices.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -80,14 +81,19 @@ TEST(Trainer, TinyRunLearnsAndWritesTheRunFolder) {
   EXPECT_EQ(read_checkpoint_meta(rd + "/checkpoints/latest.pt").step, 60);
 }
 
-TEST(Trainer, ResumedRunMatchesUninterruptedRunBitForBit) {
+class TrainerOnDevice : public test::OnDevice {};
+
+// On a GPU, dropout draws from the CUDA generator, whose state the checkpoint keeps too.
+TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
   TempDir dir;
   TrainRequest full = tiny_run(dir, "full", 40);
   full.overrides.push_back("model.dropout=0.1");  // the RNG state of dropout must survive too
+  full.overrides.push_back("run.device=" + device_name());
   train(full);
 
   TrainRequest part = tiny_run(dir, "part", 40);
   part.overrides.push_back("model.dropout=0.1");
+  part.overrides.push_back("run.device=" + device_name());
   part.stop_at = 25;  // not a checkpoint_every multiple
   const TrainSummary stopped = train(part);
   EXPECT_FALSE(stopped.finished);
@@ -116,6 +122,8 @@ TEST(Trainer, ResumedRunMatchesUninterruptedRunBitForBit) {
   EXPECT_EQ(wa.data, wb.data) << "final position tables differ";
   EXPECT_EQ(read_jsonl(dir / "part/snapshots/index.jsonl").size(), read_jsonl(dir / "full/snapshots/index.jsonl").size());
 }
+
+POSLAB_ON_EVERY_DEVICE(TrainerOnDevice);
 
 TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   TempDir dir;

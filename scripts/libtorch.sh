@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Prints the LibTorch folder to build poslab against (for CMAKE_PREFIX_PATH), installing it first when needed.
+#
+#   bash scripts/libtorch.sh debian   prints nothing: Debian's libtorch-dev (1.13, CPU), which CMake finds itself
+#   bash scripts/libtorch.sh pip      PyTorch's own LibTorch from the torch wheel on PyPI (version POSLAB_TORCH_VERSION,
+#                                     default below; on Linux it comes with CUDA), installed once into a virtual
+#                                     environment under ${POSLAB_CACHE:-~/.cache/poslab} and reused after
+#   bash scripts/libtorch.sh python   the LibTorch inside the torch that `python3` imports (a GPU machine's PyTorch)
+#   bash scripts/libtorch.sh DIR      DIR itself: an unpacked LibTorch archive, or a torch package folder
+#
+# Messages go to stderr; stdout is the folder alone.
+set -euo pipefail
+
+TORCH_VERSION="${POSLAB_TORCH_VERSION:-2.11.0}"  # the version CI tests; the GPU machine's PyTorch is 2.11 too
+CACHE="${POSLAB_CACHE:-$HOME/.cache/poslab}"
+
+die() { echo "error: $1" >&2; [ -n "${2:-}" ] && echo "hint: $2" >&2; exit 2; }
+has_cmake_config() { [ -f "$1/share/cmake/Torch/TorchConfig.cmake" ]; }
+
+which="${1:-debian}"
+case "$which" in
+  debian)
+    ;;
+  pip)
+    venv="$CACHE/torch-$TORCH_VERSION"
+    if [ ! -e "$venv/.complete" ]; then
+      echo "libtorch: installing torch==$TORCH_VERSION from PyPI into $venv (about 5 GB with its CUDA libraries; once)" >&2
+      rm -rf "$venv"
+      mkdir -p "$CACHE"
+      if ! python3 -m venv "$venv" >&2 2>/dev/null; then
+        # Debian's own python3 needs python3-venv for this.
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get install -y -qq --no-install-recommends python3-venv >&2
+        rm -rf "$venv"
+        python3 -m venv "$venv" >&2
+      fi
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" >&2 ||
+        die "pip could not install torch==$TORCH_VERSION" "check that PyPI is reachable, or set POSLAB_TORCH_VERSION"
+      touch "$venv/.complete"
+    fi
+    torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null) ||
+      die "$venv: its torch does not import" "remove $venv and run this again"
+    echo "$torch_dir"
+    exit 0
+    ;;
+  python)
+    torch_dir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null) ||
+      die "python3 cannot import torch" "install PyTorch for python3, or pass a LibTorch folder"
+    has_cmake_config "$torch_dir" || die "$torch_dir has no share/cmake/Torch" "this torch carries no LibTorch for C++"
+    echo "$torch_dir"
+    ;;
+  *)
+    [ -d "$which" ] || die "$which: no such folder" "pass debian, pip, python or a LibTorch folder"
+    has_cmake_config "$which" || die "$which has no share/cmake/Torch/TorchConfig.cmake" \
+      "pass the folder of an unpacked LibTorch archive (libtorch/) or of a torch package"
+    (cd "$which" && pwd)
+    ;;
+esac

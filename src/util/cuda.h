@@ -1,0 +1,36 @@
+// What a CUDA build of LibTorch adds: the GPU's facts and the CUDA generator's state. Every function here is safe
+// to call in a CPU-only build and on a machine without a GPU (Debian's LibTorch 1.13 is CPU-only; PyTorch's own
+// LibTorch 2.x usually has CUDA).
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+
+namespace poslab {
+
+// Whether poslab was compiled against a LibTorch with CUDA (set by CMake when the LibTorch found has CUDA).
+bool cuda_built();
+
+// The LibTorch poslab was built with and the GPU it sees, one line: "LibTorch 1.13.0 (CPU only)",
+// "LibTorch 2.11.0 with CUDA 13.0; GPU: none visible", "LibTorch 2.11.0 with CUDA 13.0; GPU: NVIDIA H200 (...)".
+std::string build_summary();
+
+// The current GPU in one line, e.g. "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)"; "" without a GPU.
+std::string cuda_device_summary();
+
+// Why run.device = cuda cannot run here, "" when it can: no CUDA in this LibTorch build, or no GPU it can see.
+std::string cuda_unavailable_reason();
+
+// The default CUDA generator's state of the current GPU (seed and Philox offset: dropout on the GPU draws from
+// it), as a 1-D uint8 tensor; an empty tensor when there is no GPU.
+torch::Tensor cuda_rng_state();
+
+// Restores a state from cuda_rng_state(). An empty tensor, or no GPU, changes nothing; a state of another size is
+// a poslab::Error naming `what` (e.g. the checkpoint file).
+void set_cuda_rng_state(const torch::Tensor& state, const std::string& what);
+
+// Bytes of a CUDA generator state: the seed and the Philox offset, 8 each (LibTorch 1.13 and 2.x).
+inline constexpr int64_t kCudaRngStateBytes = 16;
+
+}  // namespace poslab
