@@ -22,7 +22,8 @@ class OnDevice : public ::testing::TestWithParam<std::string> {
   }
   bool is_cuda() const { return GetParam() == "cuda"; }
   const std::string& device_name() const { return GetParam(); }
-  torch::Device device() const { return is_cuda() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU); }
+  // cuda:0, as tensors report it (a Device without an index compares unequal to it).
+  torch::Device device() const { return is_cuda() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU); }
 };
 
 }  // namespace poslab::test

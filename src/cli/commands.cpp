@@ -20,7 +20,8 @@ namespace poslab {
 int run_cli(int argc, char** argv) {
   CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "poslab, built with " + build_summary());
+  // A callback: the summary looks for a GPU, which only --version should pay for.
+  app.set_version_flag("--version", std::function<std::string()>([] { return "poslab, built with " + build_summary(); }));
 
   TrainRequest train_req;
   auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");

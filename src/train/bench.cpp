@@ -69,6 +69,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   const int threads = apply_threads(config.run.threads);
   const std::string device_name = resolve_device(config.run.device);
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
+  if (device.is_cuda()) make_cuda_deterministic();  // as training runs
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.

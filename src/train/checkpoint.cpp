@@ -82,15 +82,16 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   m.best_val_loss = l[2].item<double>();
   m.config_yaml = read_bytes(ar, "config_yaml", path);
   m.tokenizer_model = read_bytes(ar, "tokenizer_model", path);
-  torch::Tensor present;
-  if (ar.try_read("corpus_hash", present)) m.corpus_hash = read_bytes(ar, "corpus_hash", path);  // optional: newer
+  torch::Tensor has_hash;  // a fresh tensor per probe: try_read into a defined tensor would set_() it
+  if (ar.try_read("corpus_hash", has_hash)) m.corpus_hash = read_bytes(ar, "corpus_hash", path);  // optional: newer
   m.sampler_state = read_bytes(ar, "sampler_state", path);
   m.torch_rng_state = read_tensor(ar, "torch_rng_state", path);
   const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
   if (m.torch_rng_state.scalar_type() != torch::kUInt8 || m.torch_rng_state.dim() != 1 ||
       (m.torch_rng_state.numel() != 0 && m.torch_rng_state.numel() != rng_bytes))
     throw damaged(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
-  if (ar.try_read("cuda_rng_state", present)) {  // optional: newer
+  torch::Tensor has_cuda_state;
+  if (ar.try_read("cuda_rng_state", has_cuda_state)) {  // optional: newer
     m.cuda_rng_state = read_tensor(ar, "cuda_rng_state", path);
     if (m.cuda_rng_state.scalar_type() != torch::kUInt8 || m.cuda_rng_state.dim() != 1 ||
         (m.cuda_rng_state.numel() != 0 && m.cuda_rng_state.numel() != kCudaRngStateBytes))

@@ -70,7 +70,9 @@ bool fusable(const torch::Tensor& p) {
 
 }  // namespace
 
-double grad_norm(const torch::optim::AdamW& opt) {
+double grad_norm(const torch::optim::AdamW& opt) { return grad_norm_and(opt, torch::Tensor()).first; }
+
+std::pair<double, double> grad_norm_and(const torch::optim::AdamW& opt, const torch::Tensor& scalar) {
   double squares = 0;
   std::vector<torch::Tensor> on_device;  // GPU gradients' sums of squares, added there: one copy to the host
   for (const auto& group : opt.param_groups())
@@ -83,8 +85,12 @@ double grad_norm(const torch::optim::AdamW& opt) {
       const torch::Tensor g = p.grad().to(torch::kFloat32).contiguous();
       squares += sum_of_squares(g.data_ptr<float>(), g.numel());
     }
-  if (!on_device.empty()) squares += torch::stack(on_device).sum().item<double>();
-  return std::sqrt(squares);
+  if (on_device.empty()) return {std::sqrt(squares), scalar.defined() ? scalar.item<double>() : NAN};
+  torch::Tensor sums = torch::stack(on_device).sum();
+  if (scalar.defined()) sums = torch::stack({sums, scalar.to(sums.device(), torch::kFloat64).reshape({})});
+  const torch::Tensor host = sums.to(torch::kCPU).reshape(-1);  // the one copy (and synchronisation)
+  squares += host[0].item<double>();
+  return {std::sqrt(squares), scalar.defined() ? host[1].item<double>() : NAN};
 }
 
 void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {

@@ -36,6 +36,10 @@ void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfi
 // Global gradient norm of the optimizer's parameters (L2 over all of them), in one pass per parameter.
 double grad_norm(const torch::optim::AdamW& opt);
 
+// The same norm, and the value of `scalar` (a 0-dim tensor on the parameters' device, e.g. the step's loss): from a
+// GPU both come to the host in one copy, the step's only synchronisation.
+std::pair<double, double> grad_norm_and(const torch::optim::AdamW& opt, const torch::Tensor& scalar);
+
 // One AdamW step of every parameter with a gradient, fused: one pass over each parameter, its gradient and its
 // two moments, with the gradient multiplied by grad_scale on the way (clipping without a pass of its own).
 // Same state as LibTorch's AdamW (checkpoints are interchangeable) and the same arithmetic to float rounding

@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "model/autocast.h"
 #include "train/optim.h"
@@ -182,8 +183,9 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   if (split) split->reduce_grads();
   StepResult r;
   r.loss = loss_sum;
-  r.grad_norm = grad_norm(optimizer);
-  r.finite = std::isfinite(r.grad_norm) && std::isfinite(loss_sum.item<double>());
+  double loss = 0;
+  std::tie(r.grad_norm, loss) = grad_norm_and(optimizer, loss_sum);
+  r.finite = std::isfinite(r.grad_norm) && std::isfinite(loss);
   // Clipping as torch::nn::utils::clip_grad_norm_ does it, folded into the update: scale max_norm / (norm + 1e-6)
   // when that is below 1.
   const double coef = t.grad_clip > 0 ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;

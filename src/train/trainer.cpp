@@ -166,6 +166,7 @@ class Run {
   }
 
   void build_model() {
+    if (device_.is_cuda()) make_cuda_deterministic();  // before the first CUDA op: resumes repeat exactly
     model_ = GPT(cfg_.model, data_.tokenizer.vocab_size());
     model_->to(device_);
     optimizer_ = make_optimizer(model_, cfg_.train);

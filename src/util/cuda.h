@@ -30,6 +30,11 @@ torch::Tensor cuda_rng_state();
 // a poslab::Error naming `what` (e.g. the checkpoint file).
 void set_cuda_rng_state(const torch::Tensor& state, const std::string& what);
 
+// Makes a run on a GPU repeat itself bit for bit (so a resumed run matches the uninterrupted one): LibTorch's
+// deterministic algorithms (a warning, not an error, for an op that has none) and cuBLAS's fixed workspace
+// (CUBLAS_WORKSPACE_CONFIG=:4096:8, unless set). Call before the first CUDA op; it costs little at poslab's sizes.
+void make_cuda_deterministic();
+
 // Bytes of a CUDA generator state: the seed and the Philox offset, 8 each (LibTorch 1.13 and 2.x).
 inline constexpr int64_t kCudaRngStateBytes = 16;
 

@@ -40,7 +40,7 @@ POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 TEST(Bench, ReportsFiguresAndExportsForTheReference) {
   test::TempDir dir;
   const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
-                                      "train.batch_size=4", "data.tokenizer.vocab_size=50"});
+                                      "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=cpu"});
   BenchOptions opt;
   opt.steps = 2;
   opt.warmup = 1;

@@ -34,7 +34,8 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
 TrainRequest tiny_run(const TempDir& dir, const std::string& name, int max_steps) {
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
   TrainRequest r;
-  r.overrides = {"run.out_dir=" + dir.str(), "run.name=" + name, "run.threads=2", "run.report=false",
+  // On the CPU unless a test says otherwise (run.device auto would pick a GPU where there is one).
+  r.overrides = {"run.out_dir=" + dir.str(), "run.name=" + name, "run.threads=2", "run.report=false", "run.device=cpu",
                  "data.corpus=" + (dir / "corpus.txt"), "data.cache_dir=" + (dir / "cache"),
                  "data.tokenizer.type=char", "model.n_layer=1", "model.n_head=2", "model.n_embd=32",
                  "model.block_size=16", "train.batch_size=16", "train.max_steps=" + std::to_string(max_steps),
