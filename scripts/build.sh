@@ -26,8 +26,8 @@ build="${POSLAB_BUILD_DIR:-$build}"
 prefix=$(bash scripts/libtorch.sh "$libtorch")
 # A build folder configured against another LibTorch (another POSLAB_TORCH_VERSION, say) keeps that one's paths in
 # its CMake cache: start its configuration afresh rather than mix two LibTorches.
-want="${prefix:-/usr/lib/x86_64-linux-gnu}"
-[ -n "$prefix" ] && want="$prefix/share/cmake/Torch" || want="$want/cmake/Torch"
+want=/usr/lib/x86_64-linux-gnu/cmake/Torch  # Debian's
+[ -n "$prefix" ] && want="$prefix/share/cmake/Torch"
 if [ -f "$build/CMakeCache.txt" ]; then
   have=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
   if [ -n "$have" ] && [ "$(readlink -f "$have")" != "$(readlink -f "$want")" ]; then

@@ -31,7 +31,4 @@ double flops_per_token(int64_t n_params_without_wpe, const ModelConfig& m);
 // On a GPU the products are timed between synchronisations, so the rate is the GPU's own.
 double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5, const std::string& device = "cpu");
 
-// The matrix side bench uses for the peak rate: 1024 on a CPU; 8192 on a GPU, whose peak needs large products.
-int64_t peak_matmul_size(const std::string& device);
-
 }  // namespace poslab
