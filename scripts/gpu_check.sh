@@ -29,7 +29,7 @@ die() { echo "error: $1" >&2; [ -n "${2:-}" ] && echo "hint: $2" >&2; exit 2; }
 # Debian 12 packages, unpacked side by side; their own library dependencies are glibc and libstdc++ only.
 DEBS=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7 libgtest-dev libgmock-dev
       libcli11-dev nlohmann-json3-dev libsentencepiece-dev libsentencepiece0 pkgconf pkgconf-bin libpkgconf3
-      fortunes fortunes-min)
+      libgloo-dev fortunes fortunes-min)
 
 prepare() {
   local dir=.gpu-deps
@@ -118,11 +118,13 @@ for lib in spdlog fmt yaml-cpp sentencepiece; do
 done
 
 # --- unit tests, CUDA cases included --------------------------------------------------------------------
-# The CLI test and the report tests draw figures with gnuplot; where there is none they are left to CI.
+# The CLI test and the report tests draw figures with gnuplot; where there is none they are left to CI, as is the
+# torchrun test where python3 has no torchrun.
 t0=$SECONDS
 ctest_log=build-gpu/ctest.log
 exclude='^cli$'
 command -v gnuplot >/dev/null || exclude='^cli$|^Report\.'
+command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
 if ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
   tests_ok=yes
 else

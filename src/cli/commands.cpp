@@ -9,13 +9,35 @@
 #include "cli/analyze_cmd.h"
 #include "cli/model_cmds.h"
 #include "config/config.h"
+#include "dist/comm.h"
+#include "dist/env.h"
+#include "dist/launcher.h"
 #include "train/bench.h"
 #include "train/trainer.h"
 #include "util/cuda.h"
 #include "util/fs.h"
+#include "util/error.h"
 #include "util/signals.h"
 
 namespace poslab {
+
+namespace {
+
+// poslab train --nproc N: checks what all workers would reject (once, here), then starts and watches them.
+int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
+  if (read_dist_env().distributed())
+    throw Error("--nproc " + std::to_string(nproc) + " inside a process that a launcher already started (WORLD_SIZE is set)",
+                "leave out --nproc under torchrun or srun: they start the processes");
+  const Config cfg = train_config(req);
+  check_divides("train.batch_size", cfg.train.batch_size, nproc);
+  LocalLaunch launch;
+  launch.nproc = nproc;
+  launch.argv = without_nproc(std::vector<std::string>(argv, argv + argc));
+  launch.grace_s = cfg.run.dist_timeout_s;
+  return launch_local(launch);
+}
+
+}  // namespace
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
@@ -33,6 +55,11 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   train_cmd->add_option("--stop-at", train_req.stop_at,
                         "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
+  int nproc = 1;
+  train_cmd->add_option("--nproc", nproc,
+                        "train data-parallel on N processes of this machine (each with its share of the cores); "
+                        "torchrun and srun launch many machines")
+      ->check(CLI::PositiveNumber);
 
   auto* config_cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
   std::string config_path;
@@ -81,8 +108,15 @@ int run_cli(int argc, char** argv) {
   if (*train_cmd) {
     if (!train_req.resume_dir.empty() && !train_req.config_path.empty())
       throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+    if (nproc > 1) return launch_train(train_req, nproc, argc, argv);
+    const DistEnv env = read_dist_env();
+    if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
+      spdlog::set_level(spdlog::level::warn);
+      spdlog::set_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
+    }
     install_stop_handlers();
     const TrainSummary s = train(train_req);
+    if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
     std::cout << s.run_dir << "\n";
     if (!s.report_html.empty()) std::cout << s.report_html << "\n";
     if (s.interrupted_by != 0) {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "dist/env.h"
 #include "util/error.h"
 #include "util/platform.h"
 
@@ -17,14 +18,14 @@ int main(int argc, char** argv) {
   try {
     return poslab::run_cli(argc, argv);
   } catch (const poslab::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    std::cerr << poslab::error_prefix() << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << poslab::error_prefix() << "hint: " << e.hint() << "\n";
     return 2;
   } catch (const CLI::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << poslab::error_prefix() << "error: " << e.what() << "\n";
     return 1;
   }
 }

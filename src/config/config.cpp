@@ -79,6 +79,7 @@ const std::vector<Field>& fields() {
     t.push_back(auto_or_positive("run.threads", &RunConfig::threads));
     t.push_back(auto_or_positive("run.batch_split", &RunConfig::batch_split));
     t.push_back(POSLAB_FIELD(bool, "true | false", run.report));
+    t.push_back(POSLAB_FIELD(int, "integer (seconds)", run.dist_timeout_s));
 
     Field corpus;
     corpus.key = "data.corpus";
@@ -311,6 +312,8 @@ void validate(const Config& c) {
          "one generator shared by the threads, so the run would not repeat)");
   if (c.run.batch_split > c.train.batch_size)
     fail("run.batch_split", str(c.run.batch_split), "must be at most train.batch_size (" + str(c.train.batch_size) + ")");
+  if (c.run.dist_timeout_s < 1)
+    fail("run.dist_timeout_s", str(c.run.dist_timeout_s), "must be at least 1 (seconds a rank waits for the others)");
   if (c.train.max_steps < 1) fail("train.max_steps", str(c.train.max_steps), "must be at least 1");
   if (!(c.train.lr > 0.0)) fail("train.lr", str(c.train.lr), "must be > 0");
   if (!(c.train.min_lr >= 0.0 && c.train.min_lr <= c.train.lr))

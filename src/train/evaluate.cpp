@@ -6,18 +6,19 @@
 namespace poslab {
 
 double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
-                     bool bf16, const torch::Device& device) {
+                     bool bf16, const torch::Device& device, const Shard& shard) {
   const bool was_training = model->is_training();
   model->eval();
   torch::NoGradGuard no_grad;
   BatchSampler sampler(tokens, batch_size, static_cast<int>(model->cfg.block_size), seed);
   auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   for (int i = 0; i < batches; ++i) {
-    auto [x, y] = to_device(sampler.next(), device);
+    auto [x, y] = sampler.next();
+    std::tie(x, y) = to_device({shard.of(x), shard.of(y)}, device);
     torch::Tensor loss;
     {
       AutocastGuard autocast(bf16, device.is_cuda());
-      loss = model->forward_loss(x, y);  // no (B, T, V) logits on CPU
+      loss = model->forward_loss(x, y, 1.0 / shard.world);  // no (B, T, V) logits on CPU
     }
     total += loss.to(torch::kFloat64);  // summed where it is: one copy to the host at the end
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "model/gpt.h"
 
 namespace poslab {
@@ -17,9 +18,10 @@ inline uint64_t eval_seed(int64_t run_seed, const std::string& split) {
 }
 
 // Mean loss over `batches` random windows (same windows for the same seed), in eval mode without grad;
-// the model's previous train/eval mode is restored.
+// the model's previous train/eval mode is restored. With a shard of a world of N, this rank scores its rows of
+// every window batch and returns its part of the mean: the N ranks' parts add up to the whole mean.
 double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
-                     bool bf16, const torch::Device& device);
+                     bool bf16, const torch::Device& device, const Shard& shard = {});
 
 struct PositionLoss {
   double loss = 0;                  // mean over every position and batch

@@ -6,8 +6,8 @@
 
 namespace poslab {
 
-Progress::Progress(int64_t first_step, int64_t last_step)
-    : first_(first_step), last_(last_step), enabled_(isatty(STDERR_FILENO) == 1),
+Progress::Progress(int64_t first_step, int64_t last_step, bool draw)
+    : first_(first_step), last_(last_step), enabled_(draw && isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 std::string Progress::format_duration(double seconds) {

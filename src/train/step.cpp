@@ -12,6 +12,7 @@
 
 #include "model/autocast.h"
 #include "train/optim.h"
+#include "util/signals.h"
 
 namespace poslab {
 namespace {
@@ -25,6 +26,23 @@ torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor
   }
   loss.backward();
   return loss.detach();
+}
+
+// One sum across ranks per step: every gradient, the loss and a stop flag (1 on a rank with a stop request), in
+// Comm's buckets. Returns whether any rank asked to stop.
+bool sum_across_ranks(torch::optim::AdamW& optimizer, torch::Tensor& loss_sum, Comm& comm, const torch::Device& device) {
+  std::vector<torch::Tensor> tensors;
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) {
+      // Every rank sends the same list: a parameter this batch left without a gradient sends zeros.
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      tensors.push_back(p.grad());
+    }
+  auto flags = torch::tensor({stop_requested() ? 1.0f : 0.0f}, torch::TensorOptions().device(device));
+  tensors.push_back(loss_sum);
+  tensors.push_back(flags);
+  comm.sum_(tensors, "the gradient sum");
+  return flags.item<float>() > 0;  // on a GPU, the copy waits for the sum the gradient norm needs anyway
 }
 
 }  // namespace
@@ -158,30 +176,38 @@ void BatchSplit::reduce_grads() {
   }
 }
 
-int batch_split_ways(const Config& cfg, int threads, const torch::Device& device) {
+int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes) {
   if (device.is_cuda()) return 1;
   const int ways = cfg.run.batch_split > 0 ? cfg.run.batch_split : (cfg.model.dropout > 0 ? 1 : threads);
-  return std::max(1, std::min(ways, cfg.train.batch_size));
+  return std::max(1, std::min(ways, cfg.train.batch_size / std::max(1, processes)));
 }
 
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                      double lr, const torch::Device& device, BatchSplit* split) {
+                      double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
+  const Shard shard = comm ? comm->shard() : Shard{};
   std::vector<Batch> micro_batches;
-  for (int micro = 0; micro < t.grad_accum; ++micro) micro_batches.push_back(to_device(sampler.next(), device));
-  return train_step_on(model, optimizer, micro_batches, t, lr, device, split);
+  for (int micro = 0; micro < t.grad_accum; ++micro) {
+    const auto [x, y] = sampler.next();  // every rank draws the whole batch: the sampler stays the same on all
+    micro_batches.push_back(to_device({shard.of(x), shard.of(y)}, device));
+  }
+  return train_step_on(model, optimizer, micro_batches, t, lr, device, split, comm);
 }
 
 StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
-                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split) {
+                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split,
+                         Comm* comm) {
   TORCH_CHECK(!micro_batches.empty(), "train_step_on: no micro-batches");
+  const int world = comm ? comm->size() : 1;
   const bool bf16 = t.dtype == "bfloat16";
   set_optimizer_hparams(optimizer, lr, t);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  const double scale = 1.0 / static_cast<double>(micro_batches.size());
+  // Each rank's share of the batch weighs 1 / world of it (equal shares): the sum over ranks is the batch mean.
+  const double scale = 1.0 / (static_cast<double>(micro_batches.size()) * world);
   for (const auto& [x, y] : micro_batches)
     loss_sum += split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
   if (split) split->reduce_grads();
   StepResult r;
+  if (world > 1) r.stop = sum_across_ranks(optimizer, loss_sum, *comm, device);
   r.loss = loss_sum;
   double loss = 0;
   std::tie(r.grad_norm, loss) = grad_norm_and(optimizer, loss_sum);

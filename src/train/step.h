@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "data/batches.h"
+#include "dist/comm.h"
 #include "model/gpt.h"
 
 namespace poslab {
@@ -17,6 +18,7 @@ struct StepResult {
   torch::Tensor loss;       // mean loss, 0-dim (already read once for the finiteness check)
   double grad_norm = 0;     // global gradient norm before clipping
   bool finite = true;       // loss and gradient norm are finite; when not, the optimizer did not step
+  bool stop = false;        // many processes: some rank had a stop request (SIGINT / SIGTERM) at the step's sum
 };
 
 // Batch-parallel forward and backward on CPU. Each micro-batch is cut into `ways` slices along the batch; slice
@@ -52,18 +54,23 @@ class BatchSplit {
 };
 
 // The number of slices run.batch_split asks for: auto = one per intra-op thread on CPU when the model has no
-// dropout, else 1; never more than the batch.
-int batch_split_ways(const Config& cfg, int threads, const torch::Device& device);
+// dropout, else 1; never more than this process's rows of the batch (train.batch_size / `processes`).
+int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes = 1);
 
 // grad_accum micro-batches (forward under bf16 autocast when train.dtype says so), backward, clip, AdamW step.
 // A non-finite loss or gradient norm skips the optimizer step (the caller decides to stop or go on).
 // With `split`, each micro-batch runs batch-parallel (see BatchSplit).
+// With `comm` (data parallel over its ranks): every rank draws the same micro-batches from the same sampler and
+// trains on its shard of each; one sum across ranks per step (the gradients, the loss and the stop flag, in
+// buckets) comes before the norm, the clipping and AdamW, so every rank makes the same update, the one a single
+// process would make up to the order of float sums.
 StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                      double lr, const torch::Device& device, BatchSplit* split = nullptr);
+                      double lr, const torch::Device& device, BatchSplit* split = nullptr, Comm* comm = nullptr);
 
 // The same update on the given micro-batches (train_step draws train.grad_accum of them from the sampler); the
 // loss is their mean.
 StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
-                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split = nullptr);
+                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split = nullptr,
+                         Comm* comm = nullptr);
 
 }  // namespace poslab

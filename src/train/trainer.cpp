@@ -13,6 +13,8 @@
 #include "data/batches.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
+#include "dist/comm.h"
+#include "dist/env.h"
 #include "model/gpt.h"
 #include "report/report.h"
 #include "train/checkpoint.h"
@@ -93,34 +95,41 @@ void remove_interrupted_writes(const std::string& rdir) {
 // after s updates; eval, snapshot and checkpoint look at them before the update s -> s + 1.
 class Run {
  public:
-  Run(const TrainRequest& req, Config cfg, std::string rdir, std::string device_name, const CheckpointMeta& resume_meta)
+  // Rank 0 of `comm` writes the run folder; every rank trains (data parallel). One process: comm of size 1.
+  Run(const TrainRequest& req, Config cfg, std::string rdir, torch::Device device, int threads, Comm& comm,
+      const CheckpointMeta& resume_meta)
       : req_(req), cfg_(std::move(cfg)), rdir_(std::move(rdir)), resuming_(!req.resume_dir.empty()),
-        threads_(apply_threads(cfg_.run.threads)), device_name_(std::move(device_name)),
-        device_(device_name_ == "cuda" ? torch::kCUDA : torch::kCPU) {
+        threads_(threads), device_(device), comm_(comm), writer_(comm.is_main()) {
     log_machine(resume_meta);
     torch::manual_seed(static_cast<uint64_t>(cfg_.run.seed));
     load_data(resume_meta);
     build_model();
     if (resuming_) resume();
+    if (comm_.size() > 1) {  // the same start on every rank, whatever each one's initialisation did
+      torch::NoGradGuard no_grad;
+      comm_.broadcast_(model_->parameters(), "the initial weights' broadcast");
+    }
   }
 
   TrainSummary loop() {
     model_->train();
-    Progress progress(start_step_, cfg_.train.max_steps);
+    Progress progress(start_step_, cfg_.train.max_steps, writer_);
     progress_ = &progress;
     for (int64_t step = start_step_; step <= cfg_.train.max_steps; ++step) {
+      comm_.set_step(step);
       const bool last = step == cfg_.train.max_steps;
       const bool on_disk = resuming_ && step == start_step_;  // its eval, snapshot and checkpoint are on disk
       const double lr = lr_at(static_cast<int>(step), cfg_.train);
       nlohmann::json record = {{"step", step}, {"lr", lr}};
       if (!on_disk && (step % cfg_.train.eval_every == 0 || last)) evaluate(step, record);
-      if (!on_disk && model_->wpe && (step % cfg_.snapshot.every == 0 || last || stop_requested()))
+      const bool stop = stop_agreed();
+      if (writer_ && !on_disk && model_->wpe && (step % cfg_.snapshot.every == 0 || last || stop))
         snapshot(step, record);
-      const bool stop_here = (step == req_.stop_at || stop_requested()) && step > start_step_;
-      if (!on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here))  // step 0 too: resumable at once
+      const bool stop_here = (step == req_.stop_at || stop) && step > start_step_;
+      if (writer_ && !on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here))  // step 0 too
         save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
       if (last || stop_here) {
-        if (record.contains("val_loss")) append_line(metrics_path(), record.dump());
+        if (writer_ && record.contains("val_loss")) append_line(metrics_path(), record.dump());
         finished_at_ = step;
         break;
       }
@@ -136,14 +145,17 @@ class Run {
   std::string latest_path() const { return (fs::path(rdir_) / "checkpoints" / "latest.pt").string(); }
   std::string best_path() const { return (fs::path(rdir_) / "checkpoints" / "best.pt").string(); }
   std::string metrics_path() const { return (fs::path(rdir_) / "metrics.jsonl").string(); }
-  int64_t tokens_per_step() const {
+  int64_t tokens_per_step() const {  // of the whole run, all ranks together
     return static_cast<int64_t>(cfg_.train.batch_size) * cfg_.train.grad_accum * cfg_.model.block_size;
   }
+  // A stop request (signal) that every rank acts on at the same step: one process reads its own flag; many
+  // processes read the flag summed with the last update's gradients.
+  bool stop_agreed() const { return comm_.size() == 1 ? stop_requested() : stop_seen_; }
 
   void log_machine(const CheckpointMeta& resume_meta) const {
     spdlog::info("BLAS: {}", blas_summary());
     spdlog::info("threads: {} (LibTorch intra-op), {} (OpenBLAS) | device: {} | dtype: {}", threads_, blas_threads(),
-                 device_.is_cuda() ? "cuda: " + cuda_device_summary() : device_name_, cfg_.train.dtype);
+                 device_.is_cuda() ? device_.str() + ": " + cuda_device_summary() : device_.str(), cfg_.train.dtype);
     spdlog::info("run folder {}{}", rdir_, resuming_ ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
     spdlog::info("effective config:\n{}", to_yaml(cfg_));
   }
@@ -151,6 +163,13 @@ class Run {
   // A resumed run keeps the tokenizer it was trained with (the checkpoint's own, whatever poslab would train
   // today) and must find the same corpus.
   void load_data(const CheckpointMeta& resume_meta) {
+    // Rank 0 trains the tokenizer and writes the token cache; the others then read them.
+    if (!writer_) comm_.barrier("waiting for rank 0's tokenizer and token cache");
+    load_tokens(resume_meta);
+    if (writer_) comm_.barrier("the other ranks waiting for the tokenizer and token cache");
+  }
+
+  void load_tokens(const CheckpointMeta& resume_meta) {
     if (resuming_) {
       const Tokenizer stored = Tokenizer::from_bytes(resume_meta.tokenizer_model, latest_path() + " (stored tokenizer)");
       data_ = prepare_tokens(cfg_, threads_, &stored);
@@ -174,7 +193,7 @@ class Run {
                  model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position);
     sampler_ = std::make_unique<BatchSampler>(data_.train, cfg_.train.batch_size, cfg_.model.block_size,
                                               static_cast<uint64_t>(cfg_.run.seed));
-    split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_));
+    split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_, comm_.size()));
     spdlog::info("batch split: {} way{} (run.batch_split: {})", split_->ways(), split_->ways() == 1 ? "" : "s",
                  cfg_.run.batch_split == 0 ? "auto" : std::to_string(cfg_.run.batch_split));
   }
@@ -189,6 +208,7 @@ class Run {
     best_val_ = m.best_val_loss;
     train_est_ = m.train_loss;
     val_est_ = m.val_loss;
+    if (!writer_) return;
     truncate_jsonl_after(metrics_path(), start_step_);
     truncate_jsonl_after((fs::path(rdir_) / "snapshots" / "index.jsonl").string(), start_step_);
     if (start_step_ >= cfg_.train.max_steps)
@@ -214,17 +234,23 @@ class Run {
   // Train and val loss on the fixed eval windows; a new best val loss writes best.pt.
   void evaluate(int64_t step, nlohmann::json& record) {
     const bool bf16 = cfg_.train.dtype == "bfloat16";
-    train_est_ = estimate_loss(model_, data_.train, cfg_.train.eval_batches, cfg_.train.batch_size,
-                               eval_seed(cfg_.run.seed, "train"), bf16, device_);
-    val_est_ = estimate_loss(model_, data_.val, cfg_.train.eval_batches, cfg_.train.batch_size,
-                             eval_seed(cfg_.run.seed, "val"), bf16, device_);
+    // Each rank scores its shard of the same windows; the parts add up to the estimates on every rank.
+    auto parts = torch::tensor({estimate_loss(model_, data_.train, cfg_.train.eval_batches, cfg_.train.batch_size,
+                                              eval_seed(cfg_.run.seed, "train"), bf16, device_, comm_.shard()),
+                                estimate_loss(model_, data_.val, cfg_.train.eval_batches, cfg_.train.batch_size,
+                                              eval_seed(cfg_.run.seed, "val"), bf16, device_, comm_.shard())},
+                               torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+    comm_.sum_({parts}, "the evaluation's loss sum");
+    parts = parts.to(torch::kCPU);
+    train_est_ = parts[0].item<double>();
+    val_est_ = parts[1].item<double>();
     record["train_loss"] = train_est_;
     record["val_loss"] = val_est_;
     progress_->clear();
     spdlog::info("eval step {} | train {:.4f} | val {:.4f}", step, train_est_, val_est_);
     if (val_est_ < best_val_) {
       best_val_ = val_est_;
-      save_checkpoint(best_path(), model_, optimizer_.get(), meta(step));
+      if (writer_) save_checkpoint(best_path(), model_, optimizer_.get(), meta(step));
     }
   }
 
@@ -251,7 +277,12 @@ class Run {
   // One optimizer update (grad_accum micro-batches, clip, AdamW), then its log line and metrics record.
   void update(int64_t step, double lr, nlohmann::json& record) {
     const auto t0 = Clock::now();
-    const StepResult result = train_step(model_, *optimizer_, *sampler_, cfg_.train, lr, device_, split_.get());
+    const double comm_before = comm_.seconds();
+    const StepResult result = train_step(model_, *optimizer_, *sampler_, cfg_.train, lr, device_, split_.get(),
+                                         comm_.size() > 1 ? &comm_ : nullptr);
+    stop_seen_ = stop_seen_ || result.stop;
+    interval_comm_seconds_ += comm_.seconds() - comm_before;
+    step_comm_seconds_ += comm_.seconds() - comm_before;
     if (!result.finite) handle_nonfinite(step, result);
     last_batch_loss_ = result.loss;
     const double dt = seconds_since(t0);
@@ -281,12 +312,15 @@ class Run {
     record["loss"] = loss;
     record["tokens_per_s"] = tok_s;
     record["ms_per_step"] = 1000.0 * interval_seconds_ / interval_steps_;
-    append_line(metrics_path(), record.dump());
+    if (comm_.size() > 1) record["allreduce_ms_per_step"] = 1000.0 * interval_comm_seconds_ / interval_steps_;
+    if (writer_) append_line(metrics_path(), record.dump());
     if (step % cfg_.train.log_every != 0) return;
     progress_->clear();
-    spdlog::info("step {} | loss {:.4f} | lr {:.1e} | {:.1f} ms | {} tok/s", step, loss, lr,
-                 1000.0 * interval_seconds_ / interval_steps_, human_rate(tok_s));
+    spdlog::info("step {} | loss {:.4f} | lr {:.1e} | {:.1f} ms | {} tok/s{}", step, loss, lr,
+                 1000.0 * interval_seconds_ / interval_steps_, human_rate(tok_s),
+                 comm_.size() > 1 ? fmt::format(" | all-reduce {:.1f} ms", 1000.0 * interval_comm_seconds_ / interval_steps_) : "");
     interval_seconds_ = 0.0;
+    interval_comm_seconds_ = 0.0;
     interval_steps_ = 0;
   }
 
@@ -296,7 +330,7 @@ class Run {
     s.run_dir = rdir_;
     s.steps = finished_at_;
     s.finished = finished_at_ >= cfg_.train.max_steps;
-    if (cfg_.run.report && s.finished && model_->wpe) {
+    if (writer_ && cfg_.run.report && s.finished && model_->wpe) {
       try {
         s.report_html = write_run_report(rdir_).index_html;
         spdlog::info("report: {}", s.report_html);
@@ -316,6 +350,14 @@ class Run {
     if (train_seconds_ > 0)
       spdlog::info("snapshots with their analysis took {:.2f} s = {:.2f}% of the training time", snapshot_seconds_,
                    100.0 * snapshot_seconds_ / train_seconds_);
+    s.world_size = comm_.size();
+    s.allreduce_seconds = step_comm_seconds_;
+    s.train_seconds = train_seconds_;
+    if (comm_.size() > 1 && train_steps_run_ > 0)
+      spdlog::info("{} processes ({} backend) | gradient all-reduce {:.2f} s = {:.1f} ms per step = {:.1f}% of the "
+                   "training time (waits for the slowest rank included)", comm_.size(), comm_.backend(),
+                   step_comm_seconds_, 1000.0 * step_comm_seconds_ / train_steps_run_,
+                   100.0 * step_comm_seconds_ / train_seconds_);
     return s;
   }
 
@@ -324,8 +366,9 @@ class Run {
   const std::string rdir_;
   const bool resuming_;
   const int threads_;
-  const std::string device_name_;
   const torch::Device device_;
+  Comm& comm_;
+  const bool writer_;         // rank 0: the only one that writes the run folder
   TokenData data_;
   GPT model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
@@ -341,33 +384,66 @@ class Run {
   double train_seconds_ = 0.0;              // time in training steps only
   double snapshot_seconds_ = 0.0;           // time writing and analysing snapshots
   double interval_seconds_ = 0.0;           // since the last log line
+  double interval_comm_seconds_ = 0.0;      // of which in the gradient all-reduce
+  double step_comm_seconds_ = 0.0;          // in the gradient all-reduce, all steps
+  bool stop_seen_ = false;                  // some rank had a stop request (many processes)
   int64_t interval_steps_ = 0;
   int64_t train_steps_run_ = 0;
 };
 
 }  // namespace
 
+Config train_config(const TrainRequest& req) {
+  CheckpointMeta resume_meta;
+  return resolve_config(req, resume_meta);
+}
+
 TrainSummary train(const TrainRequest& req) {
   const auto wall_start = Clock::now();
+  const DistEnv env = read_dist_env();
   CheckpointMeta resume_meta;
   Config cfg = resolve_config(req, resume_meta);
+  check_divides("train.batch_size", cfg.train.batch_size, env.world_size);
   // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
   const std::string asked_dtype = cfg.train.dtype;
   const std::string device_name = resolve_device(cfg.run.device);
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
+  torch::Device device(torch::kCPU);
+  if (device_name == "cuda") {  // one GPU per process: the LOCAL_RANK-th of this machine
+    use_cuda_device(env.local_rank);
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  }
+  const int threads = apply_threads(cfg.run.threads, env.local_world_size);
   const bool resuming = !req.resume_dir.empty();
   const std::string rdir = resuming ? req.resume_dir : run_dir(cfg);
-  if (!resuming) check_folder_is_free(rdir);
-  make_dirs(rdir);
-  const RunLock lock(rdir);  // one trainer per run folder, released when train() returns or throws
-  make_dirs((fs::path(rdir) / "checkpoints").string());
-  remove_interrupted_writes(rdir);
-  write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
+  Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
+
+  // Rank 0 alone owns the run folder: the lock, the folders, config.yaml. The others wait, then only read.
+  std::unique_ptr<RunLock> lock;
+  std::exception_ptr setup_error;
+  if (comm.is_main()) {
+    try {
+      if (!resuming) check_folder_is_free(rdir);
+      make_dirs(rdir);
+      lock = std::make_unique<RunLock>(rdir);  // one trainer per run folder, released when train() returns or throws
+      make_dirs((fs::path(rdir) / "checkpoints").string());
+      remove_interrupted_writes(rdir);
+      write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
+    } catch (...) {
+      setup_error = std::current_exception();
+    }
+  }
+  // Rank 0's verdict reaches every rank, so that a taken folder stops them all with rank 0's error.
+  auto failed = torch::tensor({setup_error ? 1.0f : 0.0f}, torch::TensorOptions().device(device));
+  comm.broadcast_({failed}, "the run folder's setup");
+  if (setup_error) std::rethrow_exception(setup_error);
+  if (failed.item<float>() > 0)
+    throw Error(rdir + ": rank 0 could not set up the run folder (its error is above)", "fix that, then start again");
 
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
                  cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 would be emulated, and slow)" : "");
-  Run run(req, cfg, rdir, device_name, resume_meta);
+  Run run(req, cfg, rdir, device, threads, comm, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,

@@ -24,8 +24,17 @@ struct TrainSummary {
   std::string report_html;      // the report written at the end (run.report), or empty
   int interrupted_by = 0;       // SIGINT / SIGTERM that stopped the run early, 0 if none
   int64_t skipped_steps = 0;    // non-finite steps skipped
+  int world_size = 1;           // processes that trained (data parallel)
+  double train_seconds = 0.0;   // time in training steps (this process)
+  double allreduce_seconds = 0.0;  // of which in collectives across processes
 };
 
+// Trains (or resumes) a run. Under a launcher (RANK, WORLD_SIZE, ... or SLURM's variables: see dist/env.h) this
+// process is one rank of a data-parallel run: rank 0 writes the run folder, every rank trains its share.
 TrainSummary train(const TrainRequest& request);
+
+// The config a train request would run with (the YAML + overrides, or the resumed run's own), validated.
+struct Config;
+Config train_config(const TrainRequest& request);
 
 }  // namespace poslab

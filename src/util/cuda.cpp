@@ -75,4 +75,16 @@ void set_cuda_rng_state(const torch::Tensor& state, const std::string& what) {
   gen.set_state(state);
 }
 
+void use_cuda_device(int index) {
+#if POSLAB_WITH_CUDA
+  const int count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count)
+    throw Error("LOCAL_RANK=" + std::to_string(index) + ": this machine has " + std::to_string(count) + " GPU" +
+                    (count == 1 ? "" : "s"), "start at most one process per GPU on each machine (--nproc-per-node)");
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
+#endif
+}
+
 }  // namespace poslab

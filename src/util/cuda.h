@@ -35,6 +35,10 @@ void set_cuda_rng_state(const torch::Tensor& state, const std::string& what);
 // (CUBLAS_WORKSPACE_CONFIG=:4096:8, unless set). Call before the first CUDA op; it costs little at poslab's sizes.
 void make_cuda_deterministic();
 
+// Makes GPU `index` the current one (a distributed run's LOCAL_RANK), so that its generator, its streams and
+// torch::kCUDA mean that GPU. Throws poslab::Error when there is no such GPU; a no-op in a CPU-only build.
+void use_cuda_device(int index);
+
 // Bytes of a CUDA generator state: the seed and the Philox offset, 8 each (LibTorch 1.13 and 2.x).
 inline constexpr int64_t kCudaRngStateBytes = 16;
 

@@ -124,8 +124,9 @@ int blas_threads() {
   return get ? get() : 0;
 }
 
-int apply_threads(int threads) {
-  const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+int apply_threads(int threads, int processes_here) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n = threads > 0 ? threads : std::max(1, cores / std::max(1, processes_here));
   torch::set_num_threads(n);
   return n;
 }

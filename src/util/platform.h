@@ -25,8 +25,9 @@ std::string preferred_openblas_coretype();
 // "OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3) core SkylakeX", or "MKL (inside LibTorch)" with PyTorch's LibTorch.
 std::string blas_summary();
 
-// Threads for config value `threads` (0 = all cores), applied to LibTorch's intra-op pool.
-int apply_threads(int threads);
+// Threads for config value `threads` (0 = this process's share of the cores: all of them divided by the
+// `processes_here` processes of a run on this machine, at least 1), applied to LibTorch's intra-op pool.
+int apply_threads(int threads, int processes_here = 1);
 
 // OpenBLAS's thread count (no-ops / 0 when the BLAS is not OpenBLAS).
 void set_blas_threads(int n);

@@ -20,16 +20,9 @@
 namespace poslab {
 namespace {
 
+using test::read_jsonl;
 using test::TempDir;
 namespace fs = std::filesystem;
-
-std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 TrainRequest tiny_run(const TempDir& dir, const std::string& name, int max_steps) {
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
