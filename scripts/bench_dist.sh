@@ -29,9 +29,12 @@ run() {  # name, extra args...: prints "tok/s ms_per_step allreduce_ms share%"
 }
 
 echo "configs/default.yaml, $steps steps, float32, $(nproc) cores; $("$poslab" --version)"
-printf '%-6s %-22s %-22s %s\n' round "1 process x 2 threads" "2 processes x 1 thread" "all-reduce per step (share)"
+tokens() { awk -v s="$1" 'BEGIN { n = s + 0; if (s ~ /k$/) n *= 1000; print n }'; }
+printf '%-6s %-22s %-23s %-8s %s\n' round "1 process x 2 threads" "2 processes x 1 thread" "2x1/1x2" \
+  "gradient all-reduce per step (share of the step; waits for the slower rank included)"
 for r in $(seq 1 "$rounds"); do
   read -r one _ _ <<<"$(run "one-$r" --set run.threads=2)"
   read -r two ar share <<<"$(run "two-$r" --nproc 2)"
-  printf '%-6s %-22s %-22s %s ms (%s%%)\n' "$r" "$one tok/s" "$two tok/s" "$ar" "$share"
+  ratio=$(awk -v a="$(tokens "$two")" -v b="$(tokens "$one")" 'BEGIN { printf "%.2f", a / b }')
+  printf '%-6s %-22s %-23s %-8s %s ms (%s%%)\n' "$r" "$one tok/s" "$two tok/s" "$ratio" "$ar" "$share"
 done

@@ -142,7 +142,7 @@ int launch_local(const LocalLaunch& launch) {
   spdlog::info("started {} processes on this machine (pids {}), rendezvous 127.0.0.1:{}", n, pids, port);
 
   int result = 0, failed_rank = -1, forwarded = 0;
-  Clock::time_point kill_at{};
+  Clock::time_point term_at{}, kill_at{};
   for (int running = n; running > 0;) {
     if (g_forward != 0 && forwarded < 2) {  // pass each of the first two signals on (the second exits at once)
       const int sig = g_forward;
@@ -168,12 +168,18 @@ int launch_local(const LocalLaunch& launch) {
           spdlog::error("rank {} (pid {}) {} {}; stopping the other {} process{}", r, pid, describe_status(status),
                         step >= 0 ? "at step " + std::to_string(step) : "before its first step", running,
                         running == 1 ? "" : "es");
-          for (const auto& w : workers)
-            if (w.running) ::kill(w.pid, SIGTERM);
-          kill_at = Clock::now() + std::chrono::seconds(launch.grace_s);
+          // The others usually fail on their own at once (their peer's connection closed); those still running
+          // after a moment are asked to stop, then killed.
+          term_at = Clock::now() + std::chrono::seconds(2);
+          kill_at = term_at + std::chrono::seconds(launch.grace_s);
         }
       }
       continue;
+    }
+    if (failed_rank >= 0 && Clock::now() >= term_at) {
+      for (const auto& w : workers)
+        if (w.running) ::kill(w.pid, SIGTERM);
+      term_at = Clock::now() + std::chrono::hours(1);
     }
     if (failed_rank >= 0 && Clock::now() >= kill_at) {
       for (int r = 0; r < n; ++r)

@@ -11,13 +11,13 @@ namespace poslab {
 struct LocalLaunch {
   int nproc = 2;
   std::vector<std::string> argv;  // the workers' command line; argv[0] is only their name
-  int grace_s = 10;               // after a worker fails, the others get this long to stop before SIGKILL
+  int grace_s = 10;               // after a worker fails and the others get SIGTERM, this long before SIGKILL
 };
 
-// Runs the workers to the end and returns the exit status: 0 when all succeed; when one fails (non-zero exit or
-// killed by a signal), one line names its rank, pid, status and step, the others are stopped (SIGTERM, then
-// SIGKILL after grace_s), and its status is returned (128 + signal for a signal). SIGINT / SIGTERM to the
-// launcher is passed on to every worker once, so all of them stop at the same step with one checkpoint.
+// Runs the workers to the end and returns the exit status: 0 when all succeed. When one fails (non-zero exit or
+// killed by a signal), one line names its rank, pid, status and step; the others get SIGTERM if still running 2 s
+// later and SIGKILL grace_s after that; its status is returned (128 + signal for a signal). SIGINT / SIGTERM to
+// the launcher is passed on to every worker once, so all of them stop at the same step with one checkpoint.
 int launch_local(const LocalLaunch& launch);
 
 // The argument list without `--nproc N` / `--nproc=N`.
