@@ -8,6 +8,7 @@
 
 #include "cli/analyze_cmd.h"
 #include "cli/model_cmds.h"
+#include "cli/sweep_cmds.h"
 #include "config/config.h"
 #include "dist/comm.h"
 #include "dist/env.h"
@@ -91,6 +92,10 @@ int run_cli(int argc, char** argv) {
   auto* sample_cmd = add_sample_command(app, sample_args);
   EvalArgs eval_args;
   auto* eval_cmd = add_eval_command(app, eval_args);
+  SweepArgs sweep_args;
+  auto* sweep_cmd = add_sweep_command(app, sweep_args);
+  CompareArgs compare_args;
+  auto* compare_cmd = add_compare_command(app, compare_args);
 
   try {
     app.parse(argc, argv);
@@ -147,6 +152,8 @@ int run_cli(int argc, char** argv) {
   if (*inspect_cmd) return run_inspect(inspect_args);
   if (*sample_cmd) return run_sample(sample_args);
   if (*eval_cmd) return run_eval(eval_args);
+  if (*sweep_cmd) return run_sweep_command(sweep_args);
+  if (*compare_cmd) return run_compare(compare_args);
   if (*config_cmd) {
     std::cout << to_yaml(load_config(config_path, config_sets));
     return 0;

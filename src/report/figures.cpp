@@ -23,19 +23,9 @@ std::string both_formats(const std::string& name, const std::string& body, int w
       fmt::arg("w", width), fmt::arg("h", height), fmt::arg("n", name), fmt::arg("b", body));
 }
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
-
-std::string quote(const std::string& s) {  // a gnuplot single-quoted string
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string slug(const std::string& s) {
-  std::string out;
-  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
+std::string num(double v) { return gp_number(v); }
+std::string quote(const std::string& s) { return gp_quote(s); }
+std::string slug(const std::string& s) { return gp_slug(s); }
 
 // Writes one data file per series ("PREFIX_LABEL.dat", rows from `rows`) and returns the plot clauses.
 template <typename Rows>
@@ -54,6 +44,20 @@ std::string series_plots(Figure& f, const std::vector<Series>& series, const std
 const char* kPalette = "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
 
 }  // namespace
+
+std::string gp_number(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
+
+std::string gp_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string gp_slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
 
 Figure spectrum_figure(const std::vector<Series>& series) {
   Figure f{"spectrum", "Singular-value spectrum",

@@ -18,6 +18,12 @@ struct Figure {
   std::string script;                        // gnuplot script (runs in the report folder)
 };
 
+// For figure data and scripts: a number as gnuplot reads it ("NaN" when not finite), a gnuplot single-quoted
+// string, a label made safe for a file name.
+std::string gp_number(double v);
+std::string gp_quote(const std::string& s);
+std::string gp_slug(const std::string& s);
+
 // A labelled analysis, one series of a figure.
 struct Series {
   std::string label;

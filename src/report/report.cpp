@@ -46,8 +46,9 @@ figcaption { color: #444; max-width: 900px; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
 )";
 
-// Writes each figure's data and script, then renders them all.
-std::vector<std::string> draw(const std::string& dir, const std::vector<Figure>& figures) {
+}  // namespace
+
+std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures) {
   make_dirs(dir);
   for (const auto& f : figures) {
     for (const auto& [file, content] : f.data) write_file_atomic((fs::path(dir) / file).string(), content);
@@ -60,6 +61,8 @@ std::vector<std::string> draw(const std::string& dir, const std::vector<Figure>&
   }
   return names;
 }
+
+namespace {
 
 // The headline metrics of analysis/metric_list.h, one column per series, and the boundary outliers.
 std::string metrics_table(const std::vector<Series>& columns) {
@@ -88,8 +91,10 @@ std::string run_name(const std::string& run_dir) {
   return p.filename().string();
 }
 
-std::string page(const std::string& title, const std::string& source, const std::string& top,
-                 const std::vector<Figure>& figures) {
+}  // namespace
+
+std::string report_page(const std::string& title, const std::string& source, const std::string& top,
+                        const std::vector<Figure>& figures) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
                   "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" +
                   "<p class=\"source\">" + html_escape(source) + "</p>\n" + top;
@@ -103,8 +108,6 @@ std::string page(const std::string& title, const std::string& source, const std:
   }
   return h + "</body>\n</html>\n";
 }
-
-}  // namespace
 
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds) {
   AnalysisOptions opt;
@@ -147,7 +150,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
 
   const std::string dir = (fs::path(run_dir) / "report").string();
   ReportResult result;
-  result.figures = draw(dir, figures);
+  result.figures = draw_figures(dir, figures);
 
   const std::string top =
       fmt::format("<p class=\"verdict{}\"><b>Verdict.</b> {}</p>\n", verdict.emerged ? "" : " no", html_escape(verdict.summary)) +
@@ -157,7 +160,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
                   points.size(), points.front().step, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
-  write_file_atomic(result.index_html, page("poslab report: " + run_name(run_dir),
+  write_file_atomic(result.index_html, report_page("poslab report: " + run_name(run_dir),
                                             fs::absolute(run_dir).string(), top, figures));
   return result;
 }
@@ -177,13 +180,13 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
                                  similarity_heatmaps_figure({s}), principal_components_figure(s), helix_figure(s),
                                  row_norms_figure({s})};
   ReportResult result;
-  result.figures = draw(out_dir, figures);
+  result.figures = draw_figures(out_dir, figures);
   const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
                           fmt::format("<p>{} positions × {} dims. Definitions of every metric: README.md, “The analysis”.</p>\n"
                                       "<h2>Figures</h2>\n",
                                       a.positions, a.dims);
   result.index_html = (fs::path(out_dir) / "index.html").string();
-  write_file_atomic(result.index_html, page("poslab report: one position table", source, top, figures));
+  write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));
   return result;
 }
 

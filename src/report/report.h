@@ -27,4 +27,12 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
 // Escapes &, <, >, " for HTML text and attributes.
 std::string html_escape(const std::string& s);
 
+// The pieces both reports and poslab compare are made of. Writes each figure's data and script into `dir`, then
+// renders them with gnuplot (poslab::Error naming the script when it fails); returns the figures' names.
+struct Figure;
+std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures);
+// A whole page: title, source line, `top` (HTML), then each figure (PNG, links to its SVG and script).
+std::string report_page(const std::string& title, const std::string& source, const std::string& top,
+                        const std::vector<Figure>& figures);
+
 }  // namespace poslab

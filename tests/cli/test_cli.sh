@@ -45,6 +45,12 @@ expect_error "missing corpus" "^error: $tmp/no-such-dir: corpus path not found" 
 expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 expect_error "no subcommand" "^error: " 
+printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]}\n' "$src" >"$tmp/bad_sweep.yaml"
+expect_error "sweep with an unknown config key" "^error: .*bad_sweep.yaml: variant n_layers-1: .*model.n_layers" \
+  sweep "$tmp/bad_sweep.yaml"
+expect_error "compare without runs" "^error: .*configs: neither a run folder" compare configs
+expect_error "nproc that does not divide the batch" "^error: train.batch_size = 32 does not divide among 3 processes" \
+  train configs/default.yaml --nproc 3
 printf 'tiny\n' >"$tmp/tiny.txt"
 expect_error "corpus too small" "tokens split into .* block_size \+ 1" \
   train configs/default.yaml --set "data.corpus=$tmp/tiny.txt" --set data.tokenizer.type=char --set "run.out_dir=$tmp/runs"

@@ -155,8 +155,9 @@ TEST_F(DistTrain, TwoProcessesTrainTheRunOneProcessTrains) {
   const auto m1 = read_jsonl(dir_ / "one/metrics.jsonl"), m2 = read_jsonl(dir_ / "two/metrics.jsonl");
   ASSERT_EQ(m1.size(), m2.size());
   for (size_t i = 0; i < m1.size(); ++i)
-    if (m1[i].contains("loss"))  // the batch loss of every step, summed over the ranks' shares
+    if (m1[i].contains("loss")) {  // the batch loss of every step, summed over the ranks' shares
       EXPECT_NEAR(m1[i]["loss"].get<double>(), m2[i]["loss"].get<double>(), kSameLossTol) << "step " << m1[i]["step"];
+    }
 
   // Rank 0 alone wrote the run folder (the same files as one process's), and rank 1 logged nothing but trouble.
   EXPECT_EQ(files_under(dir_ / "one"), files_under(dir_ / "two"));

@@ -1,0 +1,67 @@
+#include "cli/sweep_cmds.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "report/compare.h"
+#include "util/error.h"
+#include "util/signals.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
+  auto* cmd = app.add_subcommand("sweep", "train every (variant, seed) of a sweep file, one run after another; "
+                                          "run it again to resume");
+  cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
+      ->take_all();
+  cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--stop-at", a.options.stop_at, "stop the run being trained at this step with a checkpoint, and the sweep with it");
+  return cmd;
+}
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
+  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd");
+  cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
+  return cmd;
+}
+
+int run_sweep_command(const SweepArgs& a) {
+  install_stop_handlers();
+  const SweepSummary s = run_sweep(a.file, a.options);
+  std::cout << s.dir << "\n";
+  if (s.interrupted_by != 0) {
+    std::cerr << "interrupted; the run's checkpoint is written. Go on with:\n  poslab sweep " << a.file << "\n";
+    return 128 + s.interrupted_by;
+  }
+  if (s.finished == s.runs)
+    std::cerr << "every run is finished; compare them with:\n  poslab compare " << s.dir << "\n";
+  return 0;
+}
+
+int run_compare(const CompareArgs& a) {
+  std::string out = a.out;
+  if (out.empty()) {
+    std::error_code ec;
+    out = a.dirs.size() == 1 && fs::is_regular_file(fs::path(a.dirs[0]) / "sweep.json", ec)
+              ? (fs::path(a.dirs[0]) / "compare").string() : "compare";
+  }
+  const Comparison c = compare_runs(a.dirs);
+  for (const auto& row : c.rows) {
+    std::string line = row.variant + " (" + std::to_string(row.runs.size()) + " run" + (row.runs.size() == 1 ? "" : "s") + ")";
+    for (size_t k = 0; k < row.keys.size() && k < 2; ++k)
+      line += fmt::format(" | {} {:.4f}{}", row.keys[k], row.stats[k].mean,
+                          row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
+    if (row.judged > 0) line += fmt::format(" | emerged {} of {}", row.emerged, row.judged);
+    spdlog::info("{}", line);
+  }
+  std::cout << write_comparison(c, out) << "\n";
+  return 0;
+}
+
+}  // namespace poslab

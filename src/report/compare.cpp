@@ -1,0 +1,368 @@
+#include "report/compare.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "analysis/metric_list.h"
+#include "config/config.h"
+#include "report/figures.h"
+#include "report/gnuplot.h"
+#include "report/report.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+namespace {
+
+std::string num(double v) { return gp_number(v); }
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+bool is_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_regular_file(dir / "metrics.jsonl", ec);
+}
+
+// One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.
+std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant) {
+  ComparedRun r;
+  r.run_dir = dir.string();
+  r.variant = variant;
+  const Config cfg = config_from_yaml(read_file((dir / "config.yaml").string()), (dir / "config.yaml").string());
+  r.seed = cfg.run.seed;
+  r.position = cfg.model.position;
+  for (const auto& rec : read_jsonl((dir / "metrics.jsonl").string()))
+    if (rec.contains("val_loss")) {
+      r.step = rec["step"].get<int64_t>();
+      r.train_loss = rec["train_loss"].is_number() ? rec["train_loss"].get<double>() : NAN;
+      r.val_loss = rec["val_loss"].is_number() ? rec["val_loss"].get<double>() : NAN;
+    }
+  if (r.step < cfg.train.max_steps) {
+    spdlog::warn("compare: {} is at step {} of {}: left out until it finishes", r.run_dir, r.step, cfg.train.max_steps);
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (r.position == "learned" && fs::is_regular_file(dir / "snapshots" / "index.jsonl", ec)) {
+    r.points = analyze_run(r.run_dir);
+    r.verdict = judge(r.points);
+  }
+  return r;
+}
+
+// The value of column `key` for a run: a loss, or a headline metric at its last snapshot.
+double run_value(const ComparedRun& r, const std::string& key) {
+  if (key == "val_loss") return r.val_loss;
+  if (key == "train_loss") return r.train_loss;
+  if (r.points.empty()) return NAN;
+  for (const Metric& m : headline_metrics())
+    if (key == m.key) return m.value(r.points.back().analysis);
+  return NAN;
+}
+
+std::string label_of(const std::string& key) {
+  if (key == "val_loss") return "val loss";
+  if (key == "train_loss") return "train loss";
+  for (const Metric& m : headline_metrics())
+    if (key == m.key) return m.label;
+  return key;
+}
+
+std::string format_stat(const Stat& s, const char* spec) {
+  if (s.n == 0) return "–";
+  std::string out = fmt::format(fmt::runtime(spec), s.mean);
+  if (s.n > 1) out += " ± " + fmt::format(fmt::runtime(spec), s.sd);
+  return out;
+}
+
+// (k, v[k − 1]) for one vector of the run's last analysed snapshot (empty without a table), at least `floor`.
+std::vector<std::pair<double, double>> last_snapshot_curve(const ComparedRun& r, std::vector<double> Analysis::*field,
+                                                           double floor = -INFINITY) {
+  std::vector<std::pair<double, double>> curve;
+  if (r.points.empty()) return curve;
+  const std::vector<double>& v = r.points.back().analysis.*field;
+  for (size_t k = 0; k < v.size(); ++k) curve.emplace_back(static_cast<double>(k + 1), std::max(v[k], floor));
+  return curve;
+}
+
+// Mean and sd over the variant's runs at each x (the runs of one variant share their steps / positions).
+struct Band {
+  std::vector<double> x, mean, lo, hi;
+};
+Band band(const std::vector<std::vector<std::pair<double, double>>>& curves) {
+  std::map<double, std::vector<double>> at;
+  for (const auto& c : curves)
+    for (const auto& [x, y] : c) at[x].push_back(y);
+  Band b;
+  for (const auto& [x, ys] : at) {
+    const Stat s = pooled(ys);
+    b.x.push_back(x);
+    b.mean.push_back(s.mean);
+    b.lo.push_back(s.n > 1 ? s.mean - s.sd : s.mean);
+    b.hi.push_back(s.n > 1 ? s.mean + s.sd : s.mean);
+  }
+  return b;
+}
+
+// A figure with one mean curve and a ± sd band per variant.
+Figure band_figure(const std::string& name, const std::string& title, const std::string& caption,
+                   const std::string& xlabel, const std::string& ylabel, const std::vector<std::string>& variants,
+                   const std::vector<Band>& bands, const std::string& extra = "") {
+  Figure f{name, title, caption, {}, {}};
+  std::string plots;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (bands[i].x.empty()) continue;
+    const std::string file = name + "_" + gp_slug(variants[i]) + ".dat";
+    std::string d = "# x mean mean-sd mean+sd\n";
+    for (size_t k = 0; k < bands[i].x.size(); ++k)
+      d += fmt::format("{} {} {} {}\n", num(bands[i].x[k]), num(bands[i].mean[k]), num(bands[i].lo[k]), num(bands[i].hi[k]));
+    f.data[file] = d;
+    plots += fmt::format("{}'{}' using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc {} notitle, "
+                         "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {}",
+                         plots.empty() ? "" : ", ", file, i + 1, file, i + 1, gp_quote(variants[i]));
+  }
+  if (plots.empty()) plots = "NaN notitle";
+  const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +
+                           "\n  set key outside right top\n  set grid\n" + extra + "  plot " + plots + "\n";
+  f.script = fmt::format(
+      "set datafile missing 'NaN'\n"
+      "do for [fmt in \"png svg\"] {{\n"
+      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1000,520 enhanced font 'sans,11' }}\n"
+      "  else {{ set terminal svg size 1000,520 enhanced font 'sans,11' background rgb 'white' }}\n"
+      "  set output '{}.'.fmt\n{}  unset output\n}}\n",
+      name, body);
+  return f;
+}
+
+}  // namespace
+
+Stat pooled(const std::vector<double>& values) {
+  Stat s;
+  double sum = 0;
+  for (double v : values)
+    if (std::isfinite(v)) {
+      sum += v;
+      ++s.n;
+    }
+  if (s.n == 0) return s;
+  s.mean = sum / s.n;
+  if (s.n == 1) return s;
+  double ss = 0;
+  for (double v : values)
+    if (std::isfinite(v)) ss += (v - s.mean) * (v - s.mean);
+  s.sd = std::sqrt(ss / (s.n - 1));
+  return s;
+}
+
+Comparison compare_runs(const std::vector<std::string>& dirs) {
+  Comparison c;
+  for (const auto& d : dirs) {
+    const fs::path dir = fs::path(d).lexically_normal();
+    std::error_code ec;
+    if (fs::is_regular_file(dir / "sweep.json", ec)) {
+      const nlohmann::json index = nlohmann::json::parse(read_file((dir / "sweep.json").string()));
+      for (const auto& r : index.at("runs")) {
+        const fs::path run = dir / r.at("run_dir").get<std::string>();
+        if (!is_run(run)) {
+          spdlog::warn("compare: {} has not started: left out", run.string());
+          continue;
+        }
+        if (auto cr = read_run(run, r.at("variant").get<std::string>())) c.runs.push_back(*cr);
+      }
+    } else if (is_run(dir)) {
+      fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
+      const std::string name = p.filename().string();
+      const std::string variant = name.rfind("seed-", 0) == 0 ? p.parent_path().filename().string() : name;
+      if (auto cr = read_run(p, variant)) c.runs.push_back(*cr);
+    } else {
+      throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)",
+                  "give run folders (runs/NAME) or a sweep's folder (runs/SWEEP)");
+    }
+  }
+  if (c.runs.empty()) throw Error("compare: no finished run among " + std::to_string(dirs.size()) + " folder(s)",
+                                  "train the runs first (poslab train, or poslab sweep)");
+  std::vector<std::string> keys = {"val_loss", "train_loss"};
+  for (const Metric& m : headline_metrics()) keys.push_back(m.key);
+  for (size_t i = 0; i < c.runs.size(); ++i) {
+    auto it = std::find_if(c.rows.begin(), c.rows.end(), [&](const VariantRow& v) { return v.variant == c.runs[i].variant; });
+    if (it == c.rows.end()) {
+      c.rows.push_back(VariantRow{});
+      c.rows.back().variant = c.runs[i].variant;
+      it = c.rows.end() - 1;
+    }
+    it->runs.push_back(i);
+  }
+  for (auto& row : c.rows) {
+    row.keys = keys;
+    std::vector<double> emerged_at;
+    for (const auto& key : keys) {
+      std::vector<double> v;
+      for (size_t i : row.runs) v.push_back(run_value(c.runs[i], key));
+      row.stats.push_back(pooled(v));
+    }
+    for (size_t i : row.runs) {
+      const auto& r = c.runs[i];
+      if (!r.verdict) continue;
+      ++row.judged;
+      if (r.verdict->emerged) {
+        ++row.emerged;
+        if (r.verdict->emerged_from) emerged_at.push_back(static_cast<double>(*r.verdict->emerged_from));
+      }
+      for (const auto& b : r.points.back().analysis.boundary) row.boundary_outliers += b.outlier ? 1 : 0;
+    }
+    row.emerged_from = pooled(emerged_at);
+  }
+  return c;
+}
+
+std::string comparison_csv(const Comparison& c) {
+  std::string h = "variant,runs";
+  for (const auto& k : c.rows.front().keys) h += "," + k + "_mean," + k + "_sd";
+  h += ",emerged,judged,emerged_from_mean,emerged_from_sd,boundary_outliers\n";
+  for (const auto& row : c.rows) {
+    h += row.variant + "," + std::to_string(row.runs.size());
+    for (const auto& s : row.stats) h += "," + num(s.mean) + "," + num(s.sd);
+    h += fmt::format(",{},{},{},{},{}\n", row.emerged, row.judged, num(row.emerged_from.mean), num(row.emerged_from.sd),
+                     row.boundary_outliers);
+  }
+  return h;
+}
+
+nlohmann::json comparison_json(const Comparison& c) {
+  auto value = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j;
+  for (const auto& row : c.rows) {
+    nlohmann::json r = {{"variant", row.variant}, {"emerged", row.emerged}, {"judged", row.judged},
+                        {"emerged_from", {{"mean", value(row.emerged_from.mean)}, {"sd", value(row.emerged_from.sd)}}},
+                        {"boundary_outliers", row.boundary_outliers}};
+    for (size_t k = 0; k < row.keys.size(); ++k)
+      r["metrics"][row.keys[k]] = {{"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
+    for (size_t i : row.runs) {
+      const auto& run = c.runs[i];
+      r["runs"].push_back({{"run_dir", run.run_dir}, {"seed", run.seed}, {"step", run.step}, {"val_loss", value(run.val_loss)},
+                           {"train_loss", value(run.train_loss)}, {"emerged", run.verdict ? nlohmann::json(run.verdict->emerged) : nullptr},
+                           {"emerged_from", run.verdict && run.verdict->emerged_from ? nlohmann::json(*run.verdict->emerged_from) : nullptr}});
+    }
+    j["variants"].push_back(r);
+  }
+  return j;
+}
+
+std::string write_comparison(const Comparison& c, const std::string& out_dir) {
+  make_dirs(out_dir);
+  write_file_atomic((fs::path(out_dir) / "comparison.csv").string(), comparison_csv(c));
+  write_file_atomic((fs::path(out_dir) / "comparison.json").string(), comparison_json(c).dump(2) + "\n");
+
+  std::vector<std::string> variants;
+  for (const auto& row : c.rows) variants.push_back(row.variant);
+  auto bands_of = [&](auto curve_of) {
+    std::vector<Band> out;
+    for (const auto& row : c.rows) {
+      std::vector<std::vector<std::pair<double, double>>> curves;
+      for (size_t i : row.runs) curves.push_back(curve_of(c.runs[i]));
+      out.push_back(band(curves));
+    }
+    return out;
+  };
+  std::vector<Figure> figures;
+  figures.push_back(band_figure(
+      "val_loss", "Validation loss", "Mean validation loss of each variant over its seeds at every evaluation; the "
+      "band is ± one standard deviation over the seeds.", "step", "val loss", variants, bands_of([](const ComparedRun& r) {
+        std::vector<std::pair<double, double>> curve;
+        for (const auto& rec : read_jsonl((fs::path(r.run_dir) / "metrics.jsonl").string()))
+          if (rec.contains("val_loss") && rec["val_loss"].is_number())
+            curve.emplace_back(rec["step"].get<double>(), rec["val_loss"].get<double>());
+        return curve;
+      })));
+  for (const Metric& m : headline_metrics()) {
+    figures.push_back(band_figure(
+        std::string("trajectory_") + m.key, std::string(m.label) + " over training",
+        std::string("The position table's ") + m.label + " at each snapshot, mean of each variant's seeds with a ± sd "
+        "band (README.md, “The analysis”, defines it). Variants without a learned table have none.",
+        "step", m.column, variants, bands_of([&m](const ComparedRun& r) {
+          std::vector<std::pair<double, double>> curve;
+          for (const auto& p : r.points) curve.emplace_back(static_cast<double>(p.step), m.value(p.analysis));
+          return curve;
+        })));
+  }
+  figures.push_back(band_figure(
+      "cos_by_offset", "Cosine by offset at the last snapshot",
+      "Mean cosine between rows i and i + k of the final table, against the offset k: a smooth table stays high for "
+      "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",
+      "offset k", "mean cos(w_i, w_{i+k})", variants, bands_of([](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::cos_by_offset); })));
+  figures.push_back(band_figure(
+      "spectrum", "Explained variance at the last snapshot",
+      "Share of the final (centred) table's variance in each principal component, log scale: low-rank tables fall "
+      "steeply after a few components. Mean ± sd over seeds.",
+      "component k", "explained variance", variants, bands_of([](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }), "  set logscale y\n  set format y '10^{%T}'\n"));
+  bool evaluated = false;
+  for (const auto& r : c.runs) evaluated = evaluated || fs::exists(fs::path(r.run_dir) / "eval" / "per_position_loss_val.csv");
+  if (evaluated)
+    figures.push_back(band_figure(
+        "position_loss", "Validation loss by position", "Loss of the token predicted at each position of the context "
+        "(from poslab eval), mean ± sd over the seeds that were evaluated.", "position", "val loss", variants,
+        bands_of([](const ComparedRun& r) {
+          std::vector<std::pair<double, double>> curve;
+          const fs::path csv = fs::path(r.run_dir) / "eval" / "per_position_loss_val.csv";
+          if (!fs::exists(csv)) return curve;
+          std::istringstream in(read_file(csv.string()));
+          std::string line;
+          std::getline(in, line);  // header
+          while (std::getline(in, line)) {
+            const auto comma = line.find(',');
+            if (comma != std::string::npos) curve.emplace_back(std::stod(line.substr(0, comma)), std::stod(line.substr(comma + 1)));
+          }
+          return curve;
+        })));
+
+  // The table: losses and the headline metrics at the last snapshot, mean ± sd over seeds.
+  std::string t = "<table>\n<tr><th>variant</th><th>runs</th>";
+  for (const auto& k : c.rows.front().keys) t += "<th>" + html_escape(label_of(k)) + "</th>";
+  t += "<th>structure emerged</th><th>from step</th><th>boundary outliers</th></tr>\n";
+  for (const auto& row : c.rows) {
+    t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
+    for (size_t k = 0; k < row.keys.size(); ++k) {
+      const char* spec = "{:.4f}";  // losses
+      for (const Metric& m : headline_metrics())
+        if (row.keys[k] == m.key) spec = m.format;
+      t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
+    }
+    if (row.judged == 0) t += "<td>no table</td><td>–</td><td>–</td></tr>\n";
+    else
+      t += fmt::format("<td>{} of {}</td><td>{}</td><td>{}</td></tr>\n", row.emerged, row.judged,
+                       row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"), row.boundary_outliers);
+  }
+  t += "</table>\n";
+  std::string runs_list = "<details><summary>Runs</summary>\n<ul>\n";
+  for (const auto& r : c.runs)
+    runs_list += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f})</li>\n", html_escape(r.variant), r.seed,
+                             html_escape(fs::absolute(r.run_dir).string()), r.step, r.val_loss);
+  runs_list += "</ul>\n</details>\n";
+  const std::string top =
+      "<h2>Variants</h2>\n<p>Each cell: mean ± sample standard deviation over the variant's seeds (one seed: the value "
+      "alone). Table metrics at each run's last snapshot; “structure emerged”: low rank and smooth against step 0 and "
+      "the shuffled control, and stable to the end (README.md, “The analysis”). The same table as "
+      "<a href=\"comparison.csv\">CSV</a> and <a href=\"comparison.json\">JSON</a>.</p>\n" + t + runs_list +
+      "<h2>Figures</h2>\n";
+  const std::string html = report_page("poslab compare: " + std::to_string(c.rows.size()) + " variants, " +
+                                           std::to_string(c.runs.size()) + " runs",
+                                       fs::absolute(out_dir).string(), top, figures);
+  const std::string index = (fs::path(out_dir) / "index.html").string();
+  write_file_atomic(index, html);  // the page first: the tables in it stand without the figures
+  draw_figures(out_dir, figures);
+  return index;
+}
+
+}  // namespace poslab

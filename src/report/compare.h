@@ -1,0 +1,63 @@
+// poslab compare: runs grouped by variant (a sweep's VARIANT folder, or each run alone), seeds pooled as
+// mean ± standard deviation, as a table (CSV, JSON) and one HTML page with gnuplot figures.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/trajectory.h"
+
+namespace poslab {
+
+// One run's final numbers. Runs without a learned table (model.position none or sinusoidal) have losses only.
+struct ComparedRun {
+  std::string run_dir;
+  std::string variant;                // the sweep variant, or the run's folder name
+  int64_t seed = 0;
+  std::string position;               // model.position
+  int64_t step = 0;                   // last step with a val loss
+  double train_loss = NAN, val_loss = NAN;
+  std::vector<TrajectoryPoint> points;  // the table's snapshots, analysed (empty without a learned table)
+  std::optional<Verdict> verdict;
+};
+
+// mean ± sample standard deviation (n − 1) over the seeds; sd is NaN for one seed, both NaN for none.
+struct Stat {
+  double mean = NAN, sd = NAN;
+  int n = 0;
+};
+Stat pooled(const std::vector<double>& values);  // NaN values are left out
+
+struct VariantRow {
+  std::string variant;
+  std::vector<size_t> runs;             // indices into Comparison::runs
+  std::vector<std::string> keys;        // column keys: "val_loss", "train_loss", then the table metrics
+  std::vector<Stat> stats;              // one per key
+  int emerged = 0, judged = 0;          // runs whose structure emerged, runs with a table
+  Stat emerged_from;                    // over the runs where it emerged
+  int boundary_outliers = 0;            // summed over the runs' last snapshots
+};
+
+struct Comparison {
+  std::vector<ComparedRun> runs;
+  std::vector<VariantRow> rows;         // in the order variants first appear
+};
+
+// Reads each folder: a run folder (config.yaml + metrics.jsonl), or a sweep folder (sweep.json: its runs in the
+// sweep's order; unfinished or missing runs are listed with a warning and left out). Throws poslab::Error naming
+// a folder that is neither.
+Comparison compare_runs(const std::vector<std::string>& dirs);
+
+// The table: one line per variant; columns "variant,runs,<key>_mean,<key>_sd,...,emerged,emerged_from_mean".
+std::string comparison_csv(const Comparison& c);
+nlohmann::json comparison_json(const Comparison& c);
+
+// Writes OUT/index.html with the table and figures (trajectories with a band over seeds, losses, cosine by
+// offset and spectra at the last snapshot), comparison.csv and comparison.json; returns the page's path.
+// Without gnuplot, throws poslab::Error after writing the data, scripts and tables.
+std::string write_comparison(const Comparison& c, const std::string& out_dir);
+
+}  // namespace poslab

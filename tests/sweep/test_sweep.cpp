@@ -1,0 +1,204 @@
+// poslab sweep and compare: a tiny sweep (2 variants x 2 seeds) cut short twice and resumed, then its comparison
+// table against means and standard deviations computed here from the runs' own files; every sweep-file error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "analysis/analysis.h"
+#include "report/compare.h"
+#include "sweep/sweep.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "util/npy.h"
+
+namespace poslab {
+namespace {
+
+using test::read_jsonl;
+using test::TempDir;
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::write_text(dir_ / "corpus.txt", test::generated_corpus(2000));
+    test::write_text(dir_ / "configs/base.yaml",
+                     "run: {out_dir: " + (dir_ / "runs") + ", threads: 1, report: false, device: cpu}\n"
+                     "data: {corpus: " + (dir_ / "corpus.txt") + ", cache_dir: " + (dir_ / "cache") +
+                     ", tokenizer: {type: char}}\n"
+                     "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}\n"
+                     "train: {batch_size: 8, max_steps: 6, eval_every: 3, eval_batches: 2, checkpoint_every: 3, log_every: 3}\n"
+                     "snapshot: {every: 3}\n");
+  }
+  // A sweep file in configs/sweeps/ with `body` after its base line; returns its path.
+  std::string sweep_file(const std::string& body, const std::string& name = "tiny.yaml") {
+    const std::string path = dir_ / ("configs/sweeps/" + name);
+    test::write_text(path, "base: ../base.yaml\n" + body);
+    return path;
+  }
+  // The poslab::Error load_sweep throws for `body` ("" if none).
+  std::string sweep_error(const std::string& body) {
+    try {
+      load_sweep(sweep_file(body, "bad.yaml"));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  TempDir dir_;
+};
+
+constexpr const char* kTinySweep = "seeds: [1, 2]\ngrid:\n  model.position: [learned, none]\n";
+
+TEST_F(SweepTest, GridAndNamedVariantsCrossAndNameTheirFolders) {
+  const Sweep s = load_sweep(sweep_file(
+      "seeds: [7]\nset: {train.max_steps: 4}\ngrid:\n  model.block_size: [8, 16]\n  model.wpe_init_std: [0.002]\n"
+      "variants:\n  - {name: decay, set: {train.decay_position_table: true}}\n"
+      "  - {name: no-decay, set: {train.decay_position_table: false}}\n"));
+  ASSERT_EQ(s.variants.size(), 4u);
+  EXPECT_EQ(s.variants[0].name, "decay_block_size-8_wpe_init_std-0.002");
+  EXPECT_EQ(s.variants[3].name, "no-decay_block_size-16_wpe_init_std-0.002");
+  EXPECT_EQ(s.name, "tiny");
+  const auto runs = sweep_runs(s, {"train.max_steps=2"});
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[1].run_dir, dir_ / "runs/tiny/decay_block_size-16_wpe_init_std-0.002/seed-7");
+  // The sweep's set, the variant's, --set, then the run's own seed and folder.
+  EXPECT_EQ(runs[1].overrides.front(), "train.max_steps=4");
+  EXPECT_EQ(runs[1].overrides[4], "train.max_steps=2");
+  EXPECT_EQ(runs[1].overrides.back(), "run.name=seed-7");
+}
+
+TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesByVariant) {
+  const std::string file = sweep_file(kTinySweep);
+  SweepOptions first;
+  first.max_runs = 2;  // seed 1 of both variants
+  SweepSummary s = run_sweep(file, first);
+  EXPECT_EQ(s.runs, 4);
+  EXPECT_EQ(s.trained, 2);
+  EXPECT_EQ(s.finished, 2);
+  SweepOptions cut;
+  cut.stop_at = 3;  // the next run stops half way, as if interrupted
+  s = run_sweep(file, cut);
+  EXPECT_EQ(s.done_before, 2);
+  EXPECT_EQ(s.trained, 1);
+  EXPECT_EQ(s.finished, 2);
+
+  const std::string sweep = dir_ / "runs/tiny";
+  std::map<std::string, std::string> before;  // the finished runs' checkpoints and metrics, byte for byte
+  for (const std::string run : {"position-learned/seed-1", "position-none/seed-1"})
+    for (const std::string f : {"checkpoints/latest.pt", "metrics.jsonl"}) before[run + "/" + f] = slurp(sweep + "/" + run + "/" + f);
+  s = run_sweep(file, {});
+  EXPECT_EQ(s.done_before, 2);
+  EXPECT_EQ(s.resumed, 1);
+  EXPECT_EQ(s.trained, 1);
+  EXPECT_EQ(s.finished, 4);
+  for (const auto& [f, bytes] : before) EXPECT_EQ(slurp(sweep + "/" + f), bytes) << f << " was written again";
+  EXPECT_TRUE(fs::is_regular_file(sweep + "/sweep.json"));
+
+  // The comparison: per variant, mean and sample sd over the 2 seeds of numbers read here from each run's files.
+  const Comparison c = compare_runs({sweep});
+  ASSERT_EQ(c.rows.size(), 2u);
+  for (const auto& row : c.rows) {
+    ASSERT_EQ(row.runs.size(), 2u) << row.variant;
+    std::vector<double> val, k90;
+    for (int seed : {1, 2}) {
+      const std::string run = sweep + "/" + row.variant + "/seed-" + std::to_string(seed);
+      val.push_back(read_jsonl(run + "/metrics.jsonl").back()["val_loss"].get<double>());
+      if (row.variant == "position-learned") {
+        const NpyArray a = read_npy(run + "/snapshots/wpe_step000006.npy");
+        const auto W = torch::tensor(a.data, torch::kFloat64).view({a.shape[0], a.shape[1]});
+        k90.push_back(analyze_table(W, run).k90);
+      }
+    }
+    const double mean = (val[0] + val[1]) / 2, sd = std::abs(val[0] - val[1]) / std::sqrt(2.0);
+    ASSERT_EQ(row.keys[0], "val_loss");
+    EXPECT_NEAR(row.stats[0].mean, mean, 1e-12) << row.variant;
+    EXPECT_NEAR(row.stats[0].sd, sd, 1e-12) << row.variant;
+    EXPECT_EQ(row.stats[0].n, 2);
+    const size_t k = std::find(row.keys.begin(), row.keys.end(), "k90") - row.keys.begin();
+    ASSERT_LT(k, row.keys.size());
+    if (row.variant == "position-learned") {
+      EXPECT_EQ(row.judged, 2);
+      EXPECT_NEAR(row.stats[k].mean, (k90[0] + k90[1]) / 2, 1e-12);
+    } else {  // no table: losses only
+      EXPECT_EQ(row.judged, 0);
+      EXPECT_EQ(row.stats[k].n, 0);
+    }
+  }
+  const std::string csv = comparison_csv(c);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
+  EXPECT_EQ(csv.rfind("variant,runs,val_loss_mean,val_loss_sd,train_loss_mean", 0), 0u) << csv;
+
+  const std::string page = write_comparison(c, dir_ / "compare");
+  const std::string html = slurp(page);
+  EXPECT_NE(html.find("position-learned"), std::string::npos);
+  EXPECT_NE(html.find("±"), std::string::npos);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
+}
+
+TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
+  const Stat s = pooled({1.0, 2.0, 6.0, NAN});
+  EXPECT_EQ(s.n, 3);
+  EXPECT_DOUBLE_EQ(s.mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.sd, std::sqrt(7.0));  // ((4 + 1 + 9) / 2)
+  EXPECT_EQ(pooled({5.0}).n, 1);
+  EXPECT_TRUE(std::isnan(pooled({5.0}).sd));
+  EXPECT_EQ(pooled({}).n, 0);
+}
+
+TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
+  EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"), std::string::npos);
+  EXPECT_NE(sweep_error("grid: {model.n_layer: [1]}\n").find("bad.yaml: seeds: missing"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: []\n").find("seeds: expected a non-empty list"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layer: 2}\n").find("grid.model.n_layer: expected a non-empty list"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layers: [1, 2]}\n").find("variant n_layers-1"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layers: [1, 2]}\n").find("model.n_layers"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_head: [3]}\n").find("variant n_head-3"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a}, {name: a}]\n").find("two variants are named 'a'"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a/b}]\n").find("not a folder name"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a, sett: {}}]\n").find("unknown key 'sett'"), std::string::npos);
+  try {
+    test::write_text(dir_ / "configs/sweeps/nobase.yaml", "base: missing.yaml\nseeds: [1]\n");
+    load_sweep(dir_ / "configs/sweeps/nobase.yaml");
+    FAIL() << "a missing base config was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("base = missing.yaml: no such config file"), std::string::npos) << e.what();
+  }
+}
+
+// The example sweeps load: every variant's config is valid, each has at least 3 seeds and 2 variants.
+TEST(ExampleSweeps, EveryShippedSweepLoads) {
+  int sweeps = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(POSLAB_SOURCE_DIR) / "configs" / "sweeps")) {
+    SCOPED_TRACE(entry.path().string());
+    const Sweep s = load_sweep(entry.path().string());
+    EXPECT_GE(s.seeds.size(), 3u);
+    EXPECT_GE(s.variants.size(), 2u);
+    ++sweeps;
+  }
+  EXPECT_EQ(sweeps, 4);
+}
+
+TEST_F(SweepTest, CompareNamesAFolderThatHoldsNoRun) {
+  try {
+    compare_runs({dir_ / "configs"});
+    FAIL() << "a folder without runs was compared";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("configs: neither a run folder"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace poslab
