@@ -72,12 +72,13 @@ double run_value(const ComparedRun& r, const std::string& key) {
   return NAN;
 }
 
-std::string label_of(const std::string& key) {
-  if (key == "val_loss") return "val loss";
-  if (key == "train_loss") return "train loss";
+// A column's short header and its full name (the header's tooltip).
+std::pair<std::string, std::string> header_of(const std::string& key) {
+  if (key == "val_loss") return {"val loss", "validation loss at the last step"};
+  if (key == "train_loss") return {"train loss", "train loss (eval estimate) at the last step"};
   for (const Metric& m : headline_metrics())
-    if (key == m.key) return m.label;
-  return key;
+    if (key == m.key) return {m.column, m.label};
+  return {key, key};
 }
 
 std::string format_stat(const Stat& s, const char* spec) {
@@ -306,7 +307,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
       "spectrum", "Explained variance at the last snapshot",
       "Share of the final (centred) table's variance in each principal component, log scale: low-rank tables fall "
       "steeply after a few components. Mean ± sd over seeds.",
-      "component k", "explained variance", variants, bands_of([](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }), "  set logscale y\n  set format y '10^{%T}'\n"));
+      "component k", "explained variance", variants, bands_of([](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }), "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-6:1]\n"));
   bool evaluated = false;
   for (const auto& r : c.runs) evaluated = evaluated || fs::exists(fs::path(r.run_dir) / "eval" / "per_position_loss_val.csv");
   if (evaluated)
@@ -328,9 +329,13 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
         })));
 
   // The table: losses and the headline metrics at the last snapshot, mean ± sd over seeds.
-  std::string t = "<table>\n<tr><th>variant</th><th>runs</th>";
-  for (const auto& k : c.rows.front().keys) t += "<th>" + html_escape(label_of(k)) + "</th>";
-  t += "<th>structure emerged</th><th>from step</th><th>boundary outliers</th></tr>\n";
+  std::string t = "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th><th>runs</th>";
+  for (const auto& k : c.rows.front().keys) {
+    const auto [head, full] = header_of(k);
+    t += "<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>";
+  }
+  t += "<th title=\"low rank and smooth against step 0 and the shuffled control, to the end\">emerged</th>"
+       "<th>from step</th><th title=\"summed over the runs' last snapshots\">boundary outliers</th></tr>\n";
   for (const auto& row : c.rows) {
     t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
     for (size_t k = 0; k < row.keys.size(); ++k) {
@@ -339,20 +344,26 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
         if (row.keys[k] == m.key) spec = m.format;
       t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
     }
-    if (row.judged == 0) t += "<td>no table</td><td>–</td><td>–</td></tr>\n";
+    if (row.judged == 0) {
+      const std::string& position = c.runs[row.runs.front()].position;
+      t += "<td>" + std::string(position == "none" ? "no table" : position == "sinusoidal" ? "fixed table" : "no snapshots") +
+           "</td><td>–</td><td>–</td></tr>\n";
+    }
     else
       t += fmt::format("<td>{} of {}</td><td>{}</td><td>{}</td></tr>\n", row.emerged, row.judged,
                        row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"), row.boundary_outliers);
   }
-  t += "</table>\n";
+  t += "</table></div>\n";
   std::string runs_list = "<details><summary>Runs</summary>\n<ul>\n";
   for (const auto& r : c.runs)
     runs_list += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f})</li>\n", html_escape(r.variant), r.seed,
                              html_escape(fs::absolute(r.run_dir).string()), r.step, r.val_loss);
   runs_list += "</ul>\n</details>\n";
   const std::string top =
+      "<style>table.compare { font-size: 0.9em; } table.compare td { white-space: nowrap; }\n"
+      "table.compare th, table.compare td { padding: 0.25em 0.4em; } div.wide { overflow-x: auto; }</style>\n"
       "<h2>Variants</h2>\n<p>Each cell: mean ± sample standard deviation over the variant's seeds (one seed: the value "
-      "alone). Table metrics at each run's last snapshot; “structure emerged”: low rank and smooth against step 0 and "
+      "alone); hover a column's name for its full name. Table metrics at each run's last snapshot; “structure emerged”: low rank and smooth against step 0 and "
       "the shuffled control, and stable to the end (README.md, “The analysis”). The same table as "
       "<a href=\"comparison.csv\">CSV</a> and <a href=\"comparison.json\">JSON</a>.</p>\n" + t + runs_list +
       "<h2>Figures</h2>\n";
