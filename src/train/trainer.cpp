@@ -91,6 +91,33 @@ void remove_interrupted_writes(const std::string& rdir) {
   if (stale > 0) spdlog::warn("removed {} temporary file{} left by an interrupted write", stale, stale == 1 ? "" : "s");
 }
 
+// Rank 0 alone owns the run folder: it checks the folder is free, takes its lock (returned: one trainer per
+// folder until it is released), makes the folders, removes interrupted writes and writes config.yaml. Its verdict
+// reaches every rank, so that a taken folder stops them all with rank 0's error; the others only read later.
+std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, Comm& comm,
+                                           const torch::Device& device) {
+  std::unique_ptr<RunLock> lock;
+  std::exception_ptr error;
+  if (comm.is_main()) {
+    try {
+      if (!resuming) check_folder_is_free(rdir);
+      make_dirs(rdir);
+      lock = std::make_unique<RunLock>(rdir);
+      make_dirs((fs::path(rdir) / "checkpoints").string());
+      remove_interrupted_writes(rdir);
+      write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  auto failed = torch::tensor({error ? 1.0f : 0.0f}, torch::TensorOptions().device(device));
+  comm.broadcast_({failed}, "the run folder's setup");
+  if (error) std::rethrow_exception(error);
+  if (failed.item<float>() > 0)
+    throw Error(rdir + ": rank 0 could not set up the run folder (its error is above)", "fix that, then start again");
+  return lock;
+}
+
 // One training run: what it is made of, and the side effects of its loop as named steps. "Step s" = the weights
 // after s updates; eval, snapshot and checkpoint look at them before the update s -> s + 1.
 class Run {
@@ -417,28 +444,7 @@ TrainSummary train(const TrainRequest& req) {
   const bool resuming = !req.resume_dir.empty();
   const std::string rdir = resuming ? req.resume_dir : run_dir(cfg);
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
-
-  // Rank 0 alone owns the run folder: the lock, the folders, config.yaml. The others wait, then only read.
-  std::unique_ptr<RunLock> lock;
-  std::exception_ptr setup_error;
-  if (comm.is_main()) {
-    try {
-      if (!resuming) check_folder_is_free(rdir);
-      make_dirs(rdir);
-      lock = std::make_unique<RunLock>(rdir);  // one trainer per run folder, released when train() returns or throws
-      make_dirs((fs::path(rdir) / "checkpoints").string());
-      remove_interrupted_writes(rdir);
-      write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
-    } catch (...) {
-      setup_error = std::current_exception();
-    }
-  }
-  // Rank 0's verdict reaches every rank, so that a taken folder stops them all with rank 0's error.
-  auto failed = torch::tensor({setup_error ? 1.0f : 0.0f}, torch::TensorOptions().device(device));
-  comm.broadcast_({failed}, "the run folder's setup");
-  if (setup_error) std::rethrow_exception(setup_error);
-  if (failed.item<float>() > 0)
-    throw Error(rdir + ": rank 0 could not set up the run folder (its error is above)", "fix that, then start again");
+  const std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming, comm, device);  // held to the end
 
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,

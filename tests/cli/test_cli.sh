@@ -49,6 +49,8 @@ printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]
 expect_error "sweep with an unknown config key" "^error: .*bad_sweep.yaml: variant n_layers-1: .*model.n_layers" \
   sweep "$tmp/bad_sweep.yaml"
 expect_error "compare without runs" "^error: .*configs: neither a run folder" compare configs
+WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 expect_error "nproc under a launcher" "^rank 0: error: --nproc 2 inside a process that a launcher already started" \
+  train configs/default.yaml --nproc 2
 expect_error "nproc that does not divide the batch" "^error: train.batch_size = 32 does not divide among 3 processes" \
   train configs/default.yaml --nproc 3
 printf 'tiny\n' >"$tmp/tiny.txt"

@@ -121,6 +121,8 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   EXPECT_NE(error_of([] { load_config("", {"model.dropout=1"}); }).find("model.dropout"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"data.tokenizer.vocab_size=5"}); }).find("vocab_size"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"run.device=tpu"}); }).find("run.device"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"run.dist_timeout_s=0"}); }).find("run.dist_timeout_s = 0: must be at least 1"),
+            std::string::npos);
 }
 
 TEST(Config, MalformedFilesAndOverrides) {
