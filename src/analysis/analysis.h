@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,22 @@ struct PCFrequency {
   std::vector<double> projection;  // (P,) the positions projected on this component
 };
 
+// Held-out-row reconstruction at one stride s: rows 0, s, 2s, … and the last row are kept, every other row is
+// rebuilt by linear interpolation between its kept neighbours.
+struct Reconstruction {
+  int stride = 0;
+  double error = 0;           // Σ‖w_i − ŵ_i‖² / Σ‖w_i − w̄‖² over the rebuilt rows (0 = rebuilt exactly)
+  double shuffled_error = 0;  // the same on the row-shuffled copy
+};
+
+// A linear probe for position (Wang & Chen 2020): ridge regression from a row to its index, fitted on the even
+// rows (the penalty chosen by leave-one-out error among them) and scored on the odd rows.
+struct PositionProbe {
+  double mae = NAN;     // mean |predicted − true position| over the odd rows, in positions
+  double r2 = NAN;      // 1 − Σ(pred − i)² / Σ(i − ī)² over the odd rows
+  double lambda = NAN;  // the ridge penalty chosen
+};
+
 struct Analysis {
   std::string source;           // where the table came from
   int64_t positions = 0, dims = 0;
@@ -76,6 +93,9 @@ struct Analysis {
   std::vector<PCFrequency> pc_frequencies;
   int sinusoid_k = 0;
   double sinusoid_r2 = 0;  // R² of W from the constant and the K lowest-frequency sin/cos over P positions
+  // interpolability
+  std::vector<Reconstruction> reconstruction;  // strides 2, 4, 8, 16 while 2·stride <= P
+  PositionProbe probe, shuffled_probe;         // on the table and on its row-shuffled copy
   double seconds = 0;      // time the analysis took
 };
 
@@ -92,5 +112,9 @@ int components_for(const std::vector<double>& cumulative, double share);
 Smoothness smoothness(const torch::Tensor& W);       // W float64 (P, d)
 torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
 torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
+double reconstruction_error(const torch::Tensor& W, int stride);  // W float64 (P, d), 2 <= stride < P
+PositionProbe position_probe(const torch::Tensor& W);              // W float64 (P, d), P >= 4
+// The strides the analysis reports for a table of P rows.
+std::vector<int> reconstruction_strides(int64_t P);
 
 }  // namespace poslab

@@ -85,6 +85,16 @@ std::string summary_text(const Analysis& a) {
     pcs += fmt::format("{}PC{} period {:.1f} ({:.0f}% of power)", pcs.empty() ? "" : " | ", f.component, f.period,
                        100 * f.power_share);
   s += fmt::format("  sinusoids     {} | R² of {} lowest frequencies {:.3f}\n", pcs, a.sinusoid_k, a.sinusoid_r2);
+  std::string rebuilt, strides, shuffled;
+  for (const auto& r : a.reconstruction) {
+    strides += fmt::format("{}{}", strides.empty() ? "" : "/", r.stride);
+    rebuilt += fmt::format("{}{:.3f}", rebuilt.empty() ? "" : "/", r.error);
+    shuffled += fmt::format("{}{:.3f}", shuffled.empty() ? "" : "/", r.shuffled_error);
+  }
+  if (!strides.empty())
+    s += fmt::format("  interpolation error with every {}th row kept: {} (shuffled {})\n", strides, rebuilt, shuffled);
+  s += fmt::format("  position probe R² {:.3f}, MAE {:.2f} positions (shuffled R² {:.3f}, MAE {:.2f})\n", a.probe.r2,
+                   a.probe.mae, a.shuffled_probe.r2, a.shuffled_probe.mae);
   std::string out;
   for (const auto& r : a.boundary)
     if (r.outlier) out += fmt::format("\n    position {}: {}", r.position, r.reason);

@@ -6,6 +6,17 @@
 #include <numeric>
 
 namespace poslab {
+namespace {
+
+// Reconstruction error at `stride` (of the table or of its shuffled copy), NaN when the table is too short for it.
+template <int Stride, bool Shuffled>
+double reconstruction_at(const Analysis& a) {
+  for (const auto& r : a.reconstruction)
+    if (r.stride == Stride) return Shuffled ? r.shuffled_error : r.error;
+  return NAN;
+}
+
+}  // namespace
 
 const std::vector<Metric>& scalar_metrics() {
   using A = const Analysis&;
@@ -31,6 +42,29 @@ const std::vector<Metric>& scalar_metrics() {
       {"second_difference_energy", "second-difference energy", "2nd diff", "{:.3f}", false, false,
        [](A a) { return a.smooth.second_difference_energy; }},
       {"sinusoid_r2", "sinusoid R²", "sin R²", "{:.3f}", true, false, [](A a) { return a.sinusoid_r2; }},
+      {"interpolation_error_s2", "interpolation error, every 2nd row kept", "interp 2", "{:.3f}", false, false,
+       reconstruction_at<2, false>},
+      {"interpolation_error_s4", "interpolation error, every 4th row kept", "interp 4", "{:.3f}", true, false,
+       reconstruction_at<4, false>},
+      {"shuffled_interpolation_error_s4", "interpolation error (4th row), row-shuffled copy", "shuf int4", "{:.3f}",
+       true, false, reconstruction_at<4, true>},
+      {"interpolation_error_s8", "interpolation error, every 8th row kept", "interp 8", "{:.3f}", false, false,
+       reconstruction_at<8, false>},
+      {"interpolation_error_s16", "interpolation error, every 16th row kept", "interp 16", "{:.3f}", false, false,
+       reconstruction_at<16, false>},
+      {"shuffled_interpolation_error_s2", "interpolation error (2nd row), row-shuffled copy", "shuf int2", "{:.3f}",
+       false, false, reconstruction_at<2, true>},
+      {"shuffled_interpolation_error_s8", "interpolation error (8th row), row-shuffled copy", "shuf int8", "{:.3f}",
+       false, false, reconstruction_at<8, true>},
+      {"shuffled_interpolation_error_s16", "interpolation error (16th row), row-shuffled copy", "shuf i16", "{:.3f}",
+       false, false, reconstruction_at<16, true>},
+      {"probe_r2", "position probe R² (odd rows)", "probe R²", "{:.3f}", true, false, [](A a) { return a.probe.r2; }},
+      {"shuffled_probe_r2", "position probe R², row-shuffled copy", "shuf R²", "{:.3f}", true, false,
+       [](A a) { return a.shuffled_probe.r2; }},
+      {"probe_mae", "position probe mean abs. error (positions)", "probe MAE", "{:.2f}", false, false,
+       [](A a) { return a.probe.mae; }},
+      {"shuffled_probe_mae", "position probe MAE, row-shuffled copy", "shuf MAE", "{:.2f}", false, false,
+       [](A a) { return a.shuffled_probe.mae; }},
       {"mean_row_norm", "mean row norm", "row norm", "{:.4f}", false, false,
        [](A a) {
          return a.row_norms.empty() ? NAN

@@ -1,4 +1,5 @@
-// The analysis's building blocks, one concern per file (spectrum.cpp, similarity.cpp, sinusoid.cpp).
+// The analysis's building blocks, one concern per file (spectrum.cpp, similarity.cpp, sinusoid.cpp,
+// interpolation.cpp).
 // All take float64 CPU tensors; W is (P, d).
 #pragma once
 
@@ -18,6 +19,9 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
 
 // Fills pc_frequencies (needs explained_variance) and sinusoid_r2.
 void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const AnalysisOptions& opt, Analysis& out);
+
+// Fills reconstruction, probe and shuffled_probe.
+void interpolation(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
 
 std::vector<double> to_vector(const torch::Tensor& t);
 

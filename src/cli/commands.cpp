@@ -54,6 +54,9 @@ int run_cli(int argc, char** argv) {
       ->take_all();
   train_cmd->add_option("--resume", train_req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
       ->check(CLI::ExistingDirectory);
+  train_cmd->add_option("--init-from", train_req.init_from,
+                        "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
+                        "without a config, from its config too (e.g. a checkpoint of poslab extend)");
   train_cmd->add_option("--stop-at", train_req.stop_at,
                         "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
   int nproc = 1;
@@ -92,6 +95,8 @@ int run_cli(int argc, char** argv) {
   auto* sample_cmd = add_sample_command(app, sample_args);
   EvalArgs eval_args;
   auto* eval_cmd = add_eval_command(app, eval_args);
+  ExtendArgs extend_args;
+  auto* extend_cmd = add_extend_command(app, extend_args);
   SweepArgs sweep_args;
   auto* sweep_cmd = add_sweep_command(app, sweep_args);
   CompareArgs compare_args;
@@ -113,6 +118,9 @@ int run_cli(int argc, char** argv) {
   if (*train_cmd) {
     if (!train_req.resume_dir.empty() && !train_req.config_path.empty())
       throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+    if (!train_req.resume_dir.empty() && !train_req.init_from.empty())
+      throw CLI::ValidationError("train", "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
+                                          "continues from its own checkpoint)");
     if (nproc > 1) return launch_train(train_req, nproc, argc, argv);
     const DistEnv env = read_dist_env();
     if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
@@ -152,6 +160,7 @@ int run_cli(int argc, char** argv) {
   if (*inspect_cmd) return run_inspect(inspect_args);
   if (*sample_cmd) return run_sample(sample_args);
   if (*eval_cmd) return run_eval(eval_args);
+  if (*extend_cmd) return run_extend(extend_args);
   if (*sweep_cmd) return run_sweep_command(sweep_args);
   if (*compare_cmd) return run_compare(compare_args);
   if (*config_cmd) {

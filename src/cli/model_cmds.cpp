@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
@@ -14,6 +15,7 @@
 #include "data/dataset.h"
 #include "report/report.h"
 #include "train/evaluate.h"
+#include "train/extend.h"
 #include "train/loaded_model.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -153,7 +155,44 @@ int run_eval(const EvalArgs& a) {
                            std::exp(r.loss), r.tokens, batches, batch_size, p.size());
   std::cout << fmt::format("loss by position: 0: {:.3f} | 1: {:.3f} | {}: {:.3f} | {}: {:.3f} (last)\n", p[0], p[1],
                            p.size() / 2, p[p.size() / 2], p.size() - 1, p.back());
+  if (m.cfg.model.extended_from > 0) {  // the trained positions against the new ones
+    const auto T = static_cast<std::ptrdiff_t>(m.cfg.model.extended_from);
+    const double inside = std::accumulate(p.begin(), p.begin() + T, 0.0) / static_cast<double>(T);
+    const double beyond = std::accumulate(p.begin() + T, p.end(), 0.0) / static_cast<double>(p.size() - T);
+    std::cout << fmt::format("extended from {} by {}: positions 0-{}: {:.4f} | {}-{}: {:.4f}\n", T,
+                             m.cfg.model.extend_method, T - 1, inside, T, p.size() - 1, beyond);
+  }
   std::cout << "wrote " << out << "\n";
+  return 0;
+}
+
+CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
+  auto* cmd = app.add_subcommand("extend", "stretch a checkpoint's context to N positions by rebuilding its learned "
+                                           "table (then: poslab eval, poslab train --init-from)");
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt")->required();
+  cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--method", a.method, "linear | cubic | nearest | copy | random (the control)")
+      ->capture_default_str()->check(CLI::IsMember(extend_methods()));
+  cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)");
+  cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--force", a.force, "overwrite an existing --out");
+  return cmd;
+}
+
+int run_extend(const ExtendArgs& a) {
+  ExtendRequest req;
+  req.checkpoint = a.checkpoint;
+  req.to = a.to;
+  req.method = a.method;
+  req.out = a.out;
+  req.seed = a.seed;
+  req.force = a.force;
+  const ExtendResult r = extend_checkpoint(req);
+  std::cerr << r.summary;
+  std::cerr << "next: poslab eval " << r.checkpoint << "\n      poslab train --init-from " << r.checkpoint
+            << " --set train.max_steps=200\n";
+  std::cout << r.checkpoint << "\n";
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// poslab report / inspect / sample / eval.
+// poslab report / inspect / sample / eval / extend.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,14 +30,22 @@ struct EvalArgs {
   int batches = 0, batch_size = 0;  // 0 = the run's train.eval_batches / train.batch_size
 };
 
+struct ExtendArgs {
+  std::string checkpoint, method = "linear", out;
+  int64_t to = 0, seed = -1;
+  bool force = false;
+};
+
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a);
 CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a);
 CLI::App* add_sample_command(CLI::App& app, SampleArgs& a);
 CLI::App* add_eval_command(CLI::App& app, EvalArgs& a);
+CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a);
 
 int run_report(const ReportArgs& a);
 int run_inspect(const InspectArgs& a);
 int run_sample(const SampleArgs& a);
 int run_eval(const EvalArgs& a);
+int run_extend(const ExtendArgs& a);
 
 }  // namespace poslab

@@ -107,6 +107,8 @@ const std::vector<Field>& fields() {
         POSLAB_FIELD(bool, "true | false", model.bias),
         POSLAB_FIELD(std::string, "learned | sinusoidal | none", model.position),
         POSLAB_FIELD(double, "number", model.wpe_init_std),
+        POSLAB_FIELD(int, "integer", model.extended_from),
+        POSLAB_FIELD(std::string, "linear | cubic | nearest | copy | random", model.extend_method),
         POSLAB_FIELD(int, "integer", train.batch_size),
         POSLAB_FIELD(int, "integer", train.grad_accum),
         POSLAB_FIELD(int, "integer", train.max_steps),
@@ -124,6 +126,8 @@ const std::vector<Field>& fields() {
         POSLAB_FIELD(int, "integer", train.eval_batches),
         POSLAB_FIELD(int, "integer", train.checkpoint_every),
         POSLAB_FIELD(int, "integer", train.log_every),
+        POSLAB_FIELD(std::string, "string (path of a checkpoint)", train.init_from),
+        POSLAB_FIELD(std::string, "all | wpe", train.trainable),
         POSLAB_FIELD(int, "integer", snapshot.every),
     };
     t.insert(t.end(), rest.begin(), rest.end());
@@ -305,6 +309,17 @@ void validate(const Config& c) {
   if (!(c.model.wpe_init_std >= 0.0)) fail("model.wpe_init_std", str(c.model.wpe_init_std), "must be >= 0");
   if (c.model.position == "sinusoidal" && c.model.n_embd % 2 != 0)
     fail("model.n_embd", str(c.model.n_embd), "must be even for model.position = sinusoidal");
+  if (c.model.extended_from != 0 && !(c.model.extended_from >= 2 && c.model.extended_from < c.model.block_size))
+    fail("model.extended_from", str(c.model.extended_from),
+         "must be 0 (not extended) or a block_size below model.block_size (" + str(c.model.block_size) + ")");
+  if ((c.model.extended_from == 0) != c.model.extend_method.empty())
+    fail("model.extend_method", "'" + c.model.extend_method + "'",
+         "is set by poslab extend together with model.extended_from (" + str(c.model.extended_from) + "): both or neither");
+  if (!c.model.extend_method.empty())
+    one_of("model.extend_method", c.model.extend_method, {"linear", "cubic", "nearest", "copy", "random"});
+  one_of("train.trainable", c.train.trainable, {"all", "wpe"});
+  if (c.train.trainable == "wpe" && c.model.position != "learned")
+    fail("train.trainable", "wpe", "needs a learned table to train (model.position is " + c.model.position + ")");
   if (c.train.batch_size < 1) fail("train.batch_size", str(c.train.batch_size), "must be at least 1");
   if (c.train.grad_accum < 1) fail("train.grad_accum", str(c.train.grad_accum), "must be at least 1");
   if (c.run.batch_split > 1 && c.model.dropout > 0)

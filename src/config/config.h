@@ -42,6 +42,8 @@ struct ModelConfig {
   bool bias = true;                   // biases in Linear and LayerNorm
   std::string position = "learned";   // learned | sinusoidal | none
   double wpe_init_std = 0.02;         // N(0, std^2) init of the learned position table
+  int extended_from = 0;              // poslab extend: the block_size the table was stretched from; 0 = never
+  std::string extend_method;          // poslab extend: linear | cubic | nearest | copy | random; "" = never
 };
 
 struct TrainConfig {
@@ -62,6 +64,8 @@ struct TrainConfig {
   int eval_batches = 20;
   int checkpoint_every = 500;
   int log_every = 10;
+  std::string init_from;              // a checkpoint whose weights start the run (not its optimizer or step); "" = none
+  std::string trainable = "all";      // all | wpe (only the position table trains; the rest stays as loaded)
 };
 
 struct SnapshotConfig {

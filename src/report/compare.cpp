@@ -23,14 +23,6 @@ namespace {
 
 std::string num(double v) { return gp_number(v); }
 
-std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(read_file(path));
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 bool is_run(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_regular_file(dir / "metrics.jsonl", ec);

@@ -98,8 +98,8 @@ Figure cumulative_variance_figure(const std::vector<Series>& series) {
   return f;
 }
 
-Figure similarity_heatmaps_figure(const std::vector<Series>& tables) {
-  Figure f{"similarity", "Position-similarity heatmaps",
+Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::string& name) {
+  Figure f{name, "Position-similarity heatmaps",
            "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 to 1. "
            "Noise shows only the diagonal; a smooth table shows a bright band that widens along it.",
            {}, {}};
@@ -111,7 +111,7 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables) {
                       P);
   if (tables.size() > 1) body += fmt::format("  set multiplot layout 1,{}\n", tables.size());
   for (const auto& s : tables) {
-    const std::string file = "cos_" + slug(s.label) + ".dat";
+    const std::string file = (name == "similarity" ? "cos_" : name + "_") + slug(s.label) + ".dat";
     const auto& M = s.analysis->cosine_matrix;
     std::string d;
     if (M.defined()) {
@@ -128,7 +128,7 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables) {
   }
   if (tables.size() > 1) body += "  unset multiplot\n";
   body += "  set autoscale xy\n  set size noratio\n";
-  f.script = both_formats(f.name, body, tables.size() > 1 ? 1100 : 640, 520);
+  f.script = both_formats(f.name, body, tables.size() > 2 ? 1500 : tables.size() > 1 ? 1100 : 640, 520);
   return f;
 }
 

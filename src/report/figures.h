@@ -32,7 +32,8 @@ struct Series {
 
 Figure spectrum_figure(const std::vector<Series>& series);
 Figure cumulative_variance_figure(const std::vector<Series>& series);
-Figure similarity_heatmaps_figure(const std::vector<Series>& tables);   // 1 or 2 tables, one colour scale
+// 1 to 3 tables, one colour scale; `name` sets the figure's file stem.
+Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::string& name = "similarity");
 Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points);
 Figure principal_components_figure(const Series& s);
 Figure helix_figure(const Series& s);

@@ -7,6 +7,7 @@
 
 #include "analysis/baselines.h"
 #include "analysis/metric_list.h"
+#include "report/extension.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
 #include "util/error.h"
@@ -148,6 +149,9 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const fs::path eval_csv = fs::path(run_dir) / "eval" / "per_position_loss_val.csv";
   if (fs::is_regular_file(eval_csv, ec)) figures.push_back(position_loss_figure(read_file(eval_csv.string()), "val"));
 
+  const ExtensionSection extension = extension_section(run_dir);
+  figures.insert(figures.end(), extension.figures.begin(), extension.figures.end());
+
   const std::string dir = (fs::path(run_dir) / "report").string();
   ReportResult result;
   result.figures = draw_figures(dir, figures);
@@ -158,7 +162,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
       fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: README.md, “The analysis”.</p>\n",
                   points.size(), points.front().step, points.back().step) +
-      "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n<h2>Figures</h2>\n";
+      "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
+      extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: " + run_name(run_dir),
                                             fs::absolute(run_dir).string(), top, figures));

@@ -241,7 +241,9 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
     const auto params = model->named_parameters();
     if (optimizer != nullptr) {
       torch::serialize::InputArchive opt_ar;
-      ar.read("optimizer", opt_ar);
+      if (!ar.try_read("optimizer", opt_ar))
+        throw Error(path + ": the checkpoint holds no optimizer state (written by poslab extend, or weights only), so "
+                    "it cannot continue a run", "start a new run from its weights: poslab train --init-from " + path);
       optimizer->load(opt_ar);
       check_optimizer_state(*optimizer, params, path);
     }

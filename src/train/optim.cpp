@@ -10,6 +10,12 @@
 
 namespace poslab {
 
+void set_trainable(GPT& model, const std::string& trainable) {
+  if (trainable == "all") return;
+  TORCH_CHECK(trainable == "wpe", "set_trainable: unknown train.trainable ", trainable);
+  for (auto& p : model->named_parameters()) p.value().requires_grad_(p.key() == "wpe.weight");
+}
+
 ParamGroups split_param_groups(const GPT& model, bool decay_position_table) {
   ParamGroups g;
   for (const auto& p : model->named_parameters()) {

@@ -19,6 +19,9 @@ struct ParamGroups {
   std::vector<torch::Tensor> decay, no_decay;
 };
 
+// train.trainable: "all" leaves every parameter as the model made it; "wpe" freezes all but the position table.
+void set_trainable(GPT& model, const std::string& trainable);
+
 // Trainable parameters only (a fixed sinusoidal wpe is left out). wpe follows train.decay_position_table.
 ParamGroups split_param_groups(const GPT& model, bool decay_position_table);
 

@@ -118,6 +118,7 @@ void BatchSplit::share_parameters() {
   for (auto& r : replicas_) {
     auto params = r->parameters();
     for (size_t i = 0; i < params.size(); ++i) {
+      params[i].requires_grad_(master[i].requires_grad());  // frozen where the model's is (train.trainable)
       if (params[i].data_ptr() == master[i].data_ptr()) continue;
       torch::NoGradGuard no_grad;
       params[i].set_data(master[i]);

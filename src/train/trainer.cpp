@@ -62,9 +62,42 @@ std::string to_yaml_list(const std::vector<std::string>& items) {
   return s + "]";
 }
 
+// train.init_from names a checkpoint that exists (its contents are checked when it is loaded).
+void check_init_from(const std::string& path, const std::string& origin) {
+  std::error_code ec;
+  if (!path.empty() && !fs::is_regular_file(path, ec))
+    throw Error(origin + ": train.init_from = " + path + ": no such checkpoint",
+                "name a checkpoint file, e.g. runs/NAME/checkpoints/best.pt or one written by poslab extend");
+}
+
+void check_init_from(const Config& cfg) {
+  const auto it = cfg.origin.find("train.init_from");
+  check_init_from(cfg.train.init_from, it == cfg.origin.end() ? std::string("config") : it->second);
+}
+
 // The config of a fresh run (YAML + overrides), or the stored config of the run being resumed (+ overrides).
 Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
-  if (req.resume_dir.empty()) return load_config(req.config_path, req.overrides);
+  if (req.resume_dir.empty() && !req.init_from.empty()) {
+    // --init-from: the config file (or the checkpoint's own config), train.init_from set, then the overrides.
+    check_init_from(req.init_from, "--init-from");
+    Config cfg;
+    if (req.config_path.empty()) {
+      cfg = config_from_yaml(read_checkpoint_meta(req.init_from).config_yaml, req.init_from + " (stored config)");
+    } else {
+      cfg = load_config(req.config_path);
+    }
+    cfg.train.init_from = fs::absolute(req.init_from).lexically_normal().string();  // found from any folder later
+    cfg.origin["train.init_from"] = "--init-from";
+    for (const auto& o : req.overrides) apply_override(cfg, o);
+    validate(cfg);
+    check_init_from(cfg);
+    return cfg;
+  }
+  if (req.resume_dir.empty()) {
+    Config cfg = load_config(req.config_path, req.overrides);
+    check_init_from(cfg);
+    return cfg;
+  }
   const std::string latest = (fs::path(req.resume_dir) / "checkpoints" / "latest.pt").string();
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
@@ -204,6 +237,10 @@ class Run {
         throw Error(req_.resume_dir + ": the corpus changed since the checkpoint was written (data.corpus: " +
                         to_yaml_list(cfg_.data.corpus) + ")",
                     "restore the original data.corpus, or start a new run");
+    } else if (!cfg_.train.init_from.empty()) {  // the weights' own tokenizer: the vocabulary must match them
+      const std::string& from = cfg_.train.init_from;
+      const Tokenizer stored = Tokenizer::from_bytes(read_checkpoint_meta(from).tokenizer_model, from + " (stored tokenizer)");
+      data_ = prepare_tokens(cfg_, threads_, &stored);
     } else {
       data_ = prepare_tokens(cfg_, threads_);
     }
@@ -215,14 +252,27 @@ class Run {
     if (device_.is_cuda()) make_cuda_deterministic();  // before the first CUDA op: resumes repeat exactly
     model_ = GPT(cfg_.model, data_.tokenizer.vocab_size());
     model_->to(device_);
+    if (!resuming_ && !cfg_.train.init_from.empty()) init_from(cfg_.train.init_from);
+    set_trainable(model_, cfg_.train.trainable);
     optimizer_ = make_optimizer(model_, cfg_.train);
-    spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}",
-                 model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position);
+    spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}{}",
+                 model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position,
+                 cfg_.train.trainable == "wpe" ? " | trainable: the position table only" : "");
     sampler_ = std::make_unique<BatchSampler>(data_.train, cfg_.train.batch_size, cfg_.model.block_size,
                                               static_cast<uint64_t>(cfg_.run.seed));
     split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_, comm_.size()));
     spdlog::info("batch split: {} way{} (run.batch_split: {})", split_->ways(), split_->ways() == 1 ? "" : "s",
                  cfg_.run.batch_split == 0 ? "auto" : std::to_string(cfg_.run.batch_split));
+  }
+
+  // A new run from another run's weights: nothing else of that checkpoint (optimizer, step, sampler, RNG).
+  void init_from(const std::string& path) {
+    const CheckpointMeta m = load_checkpoint(path, model_, nullptr);
+    spdlog::info("weights from {} (step {}{}); optimizer, step, sampler and generator start afresh", path, m.step,
+                 cfg_.model.extended_from > 0 ? fmt::format(", its table extended from {} to {} positions by {}",
+                                                            cfg_.model.extended_from, cfg_.model.block_size,
+                                                            cfg_.model.extend_method)
+                                              : "");
   }
 
   // Weights, optimizer, sampler and generator as the checkpoint left them; logs cut back to its step.

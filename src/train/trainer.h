@@ -10,6 +10,8 @@ struct TrainRequest {
   std::string config_path;             // YAML file; empty = defaults
   std::vector<std::string> overrides;  // "section.key=value", applied last
   std::string resume_dir;              // non-empty: continue this RUN_DIR from checkpoints/latest.pt
+  std::string init_from;              // non-empty: a new run starting from this checkpoint's weights (train.init_from);
+                                      // without a config file, the checkpoint's own config is the base
   int64_t stop_at = -1;                // stop at this step with a checkpoint, as if interrupted (-1 = never)
 };
 

@@ -192,9 +192,39 @@ fi
 expect_error "eval unknown device" "^error: --device: gpu not in" eval "$ckpt" --device gpu
 expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
 expect_error "eval bad split" "split" eval "$ckpt" --split test
-# The runs below stop, resume and fail on purpose: float32 and 2 eval batches keep them quick on any CPU (bf16 is
-# emulated, and slow, on CPUs without AVX512-BF16 or AMX).
+# poslab extend: the extended checkpoint evaluates at its new length, names the trained and the new positions,
+# starts a fine-tuning run with --init-from (named after the extension), and the run's report shows them all.
+# float32 and 2 eval batches keep the training runs below quick on any CPU (bf16 is emulated, and slow, on CPUs
+# without AVX512-BF16 or AMX).
 quick=(--set train.dtype=float32 --set train.eval_batches=2)
+ext="$tmp/x/default/extend/160-cubic/checkpoint.pt"
+if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$ext" ] &&
+   grep -q "from 128 to 160 positions by cubic" "$tmp/err" &&
+   "$poslab" eval "$ext" --batches 1 >"$tmp/out" 2>>"$tmp/err" &&
+   grep -q "^extended from 128 by cubic: positions 0-127: .* | 128-159: " "$tmp/out" &&
+   [ "$(wc -l <"$tmp/x/default/extend/160-cubic/eval/per_position_loss_val.csv")" -eq 161 ] &&
+   "$poslab" train --init-from "$ext" "${quick[@]}" --set train.max_steps=2 --set train.eval_every=1 \
+     --set train.trainable=wpe --set run.report=false >"$tmp/out" 2>>"$tmp/err" &&
+   [ "$(sed -n 1p "$tmp/out")" = "$tmp/x/default-ext160-cubic" ] &&
+   "$poslab" report "$tmp/x/default" >/dev/null 2>>"$tmp/err" &&
+   grep -q "Extending the context" "$tmp/x/default/report/index.html" &&
+   grep -q "<td>default-ext160-cubic</td>" "$tmp/x/default/report/index.html" &&
+   [ -f "$tmp/x/default/report/extension_loss.png" ] && [ -f "$tmp/x/default/report/extension_similarity.png" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL extend, eval, train --init-from, report"; cat "$tmp/out"; tail -20 "$tmp/err"
+fi
+expect_error "extend to fewer positions" "^error: --to 64: the table already has 128 rows" extend "$ckpt" --to 64
+expect_error "extend unknown method" "^error: --method: spline not in" extend "$ckpt" --to 256 --method spline
+expect_error "extend over an existing file" "^error: .*160-cubic/checkpoint.pt: already exists" extend "$ckpt" --to 160 --method cubic
+mkdir -p "$tmp/ext-as-run/checkpoints" && cp "$ext" "$tmp/ext-as-run/checkpoints/latest.pt"
+expect_error "resume from an extension" "holds no optimizer state" train --resume "$tmp/ext-as-run"
+expect_error "init-from and resume" "^error: .*not both" train --init-from "$ckpt" --resume "$tmp/x/default"
+expect_error "init-from a missing checkpoint" "^error: --init-from: train.init_from = .*nope.pt: no such checkpoint" \
+  train --init-from "$tmp/nope.pt"
+expect_error "trainable table without a table" "train.trainable = wpe: needs a learned table" \
+  train configs/default.yaml --set train.trainable=wpe --set model.position=none
+# The runs below stop, resume and fail on purpose (quick: see above).
 # SIGINT during training: finish the step, checkpoint + snapshot, exit 130 saying how to resume; resume finishes.
 "$poslab" train configs/default.yaml "${quick[@]}" --set train.max_steps=400 --set train.log_every=1 --set train.eval_every=1000 \
   --set run.report=false --set "run.out_dir=$tmp/sig" >"$tmp/sig.out" 2>"$tmp/sig.err" &

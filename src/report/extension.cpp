@@ -1,0 +1,292 @@
+#include "report/extension.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include "analysis/analysis.h"
+#include "config/config.h"
+#include "report/report.h"
+#include "train/checkpoint.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+std::vector<double> read_position_loss(const std::string& csv_path) {
+  std::vector<double> loss;
+  std::error_code ec;
+  if (!fs::is_regular_file(csv_path, ec)) return loss;
+  std::istringstream in(read_file(csv_path));
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const auto comma = line.find(',');
+    if (comma == std::string::npos) continue;
+    loss.push_back(std::strtod(line.c_str() + comma + 1, nullptr));
+  }
+  return loss;
+}
+
+namespace {
+
+struct FineTune {
+  std::string name;                  // its run folder's name
+  std::vector<double> loss;          // by position, from its poslab eval (may be empty)
+  double first_val = NAN, last_val = NAN;
+  int64_t last_step = 0;
+  int64_t matched_step = -1;         // first eval step whose val loss <= the target, -1 if none
+};
+
+struct Extension {
+  nlohmann::json info;               // checkpoint.extension.json
+  std::vector<double> loss;          // by position, from poslab eval of the extended checkpoint (may be empty)
+  std::vector<FineTune> fine_tunes;
+};
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(path, ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+}
+
+double mean_of(const std::vector<double>& v, size_t begin, size_t end) {
+  end = std::min(end, v.size());
+  if (begin >= end) return NAN;
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end), 0.0) /
+         static_cast<double>(end - begin);
+}
+
+std::string cell(double v, const char* spec = "{:.4f}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("–");
+}
+
+// The val-loss evals of a run's metrics.jsonl, in step order.
+std::vector<std::pair<int64_t, double>> val_losses(const fs::path& run) {
+  std::vector<std::pair<int64_t, double>> out;
+  std::error_code ec;
+  if (!fs::is_regular_file(run / "metrics.jsonl", ec)) return out;
+  for (const auto& r : read_jsonl((run / "metrics.jsonl").string()))
+    if (r.contains("val_loss") && r.contains("step") && r["val_loss"].is_number())
+      out.emplace_back(r["step"].get<int64_t>(), r["val_loss"].get<double>());
+  return out;
+}
+
+// The runs beside `run` (same parent folder) whose train.init_from is `checkpoint`.
+std::vector<FineTune> fine_tunes_of(const fs::path& run, const std::string& checkpoint, double target) {
+  std::vector<FineTune> out;
+  std::error_code ec;
+  const std::string wanted = canonical(checkpoint);
+  for (const auto& entry : fs::directory_iterator(run.parent_path(), ec)) {
+    const fs::path config = entry.path() / "config.yaml";
+    if (!entry.is_directory(ec) || !fs::is_regular_file(config, ec)) continue;
+    Config cfg;
+    try {
+      cfg = config_from_yaml(read_file(config.string()), config.string());
+    } catch (const Error&) {
+      continue;  // not a poslab run of this version: not ours to judge here
+    }
+    if (cfg.train.init_from.empty() || canonical(cfg.train.init_from) != wanted) continue;
+    FineTune f;
+    f.name = entry.path().filename().string();
+    f.loss = read_position_loss((entry.path() / "eval" / "per_position_loss_val.csv").string());
+    const auto vals = val_losses(entry.path());
+    if (!vals.empty()) {
+      f.first_val = vals.front().second;
+      f.last_val = vals.back().second;
+      f.last_step = vals.back().first;
+    }
+    for (const auto& [step, v] : vals)
+      if (std::isfinite(target) && v <= target) {
+        f.matched_step = step;
+        break;
+      }
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const FineTune& a, const FineTune& b) { return a.name < b.name; });
+  return out;
+}
+
+// Loss by position, one curve per series (label, losses); a dashed line at `T` where the trained positions end.
+Figure loss_by_position_figure(const std::string& name, const std::string& caption,
+                               const std::vector<std::pair<std::string, std::vector<double>>>& series, int64_t T) {
+  Figure f{name, "Loss at each position, past the trained context", caption, {}, {}};
+  std::string plots;
+  for (const auto& [label, loss] : series) {
+    if (loss.empty()) continue;
+    const std::string file = name + "_" + gp_slug(label) + ".dat";
+    std::string d = "# position loss\n";
+    for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(loss[i]));
+    f.data[file] = d;
+    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file, gp_quote(label));
+  }
+  f.script = fmt::format(
+      "set datafile missing 'NaN'\n"
+      "do for [fmt in \"png svg\"] {{\n"
+      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1000,560 enhanced font 'sans,11' }}\n"
+      "  else {{ set terminal svg size 1000,560 enhanced font 'sans,11' background rgb 'white' }}\n"
+      "  set output '{n}.'.fmt\n"
+      "  set xlabel 'position in the context'\n  set ylabel 'cross-entropy (nats/token)'\n  set grid\n"
+      "  set key outside right\n  set autoscale xfix\n"
+      "  set arrow 1 from {T}-0.5, graph 0 to {T}-0.5, graph 1 nohead dt 2 lc rgb 'gray30'\n"
+      "  set label 1 'trained positions end' at {T}, graph 0.95 left textcolor rgb 'gray30'\n"
+      "  plot {p}\n"
+      "  unset output\n"
+      "}}\n",
+      fmt::arg("n", name), fmt::arg("T", T), fmt::arg("p", plots.empty() ? std::string("0 notitle") : plots));
+  return f;
+}
+
+// The section of a run that has extensions in RUN_DIR/extend/.
+void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
+  std::error_code ec;
+  std::vector<Extension> exts;
+  for (const auto& entry : fs::directory_iterator(run / "extend", ec)) {
+    if (!entry.is_directory(ec)) continue;
+    for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
+      const std::string fname = file.path().filename().string();
+      if (fname.size() < 15 || fname.compare(fname.size() - 15, 15, ".extension.json") != 0) continue;
+      Extension e;
+      try {
+        e.info = nlohmann::json::parse(read_file(file.path().string()));
+      } catch (const nlohmann::json::exception&) {
+        throw Error(file.path().string() + ": not JSON", "the file is damaged: write it again with poslab extend --force");
+      }
+      e.loss = read_position_loss((entry.path() / "eval" / "per_position_loss_val.csv").string());
+      exts.push_back(std::move(e));
+    }
+  }
+  if (exts.empty()) return;
+  const auto order = [](const std::string& m) {
+    static const std::vector<std::string> methods = {"linear", "cubic", "nearest", "copy", "random"};
+    return std::find(methods.begin(), methods.end(), m) - methods.begin();
+  };
+  std::sort(exts.begin(), exts.end(), [&](const Extension& a, const Extension& b) {
+    const int64_t na = a.info.value("to", 0), nb = b.info.value("to", 0);
+    return na != nb ? na < nb : order(a.info.value("method", "")) < order(b.info.value("method", ""));
+  });
+  const auto own_vals = val_losses(run);
+  const double target = own_vals.empty() ? NAN : own_vals.back().second;
+  for (auto& e : exts) e.fine_tunes = fine_tunes_of(run, e.info.value("checkpoint", ""), target);
+
+  const std::vector<double> original = read_position_loss((run / "eval" / "per_position_loss_val.csv").string());
+  const int64_t T = exts.front().info.value("from", int64_t{0});
+  auto metric = [](const nlohmann::json& table, const char* key, const char* spec) {
+    return table.contains(key) && table[key].is_number() ? cell(table[key].get<double>(), spec) : std::string("–");
+  };
+  std::string h = "<h2>Extending the context</h2>\n<p>The trained table stretched past its " + std::to_string(T) +
+                  " rows by <code>poslab extend</code>; the loss of each extended model by <code>poslab eval</code> "
+                  "(val split) over the trained positions and the new ones, and the runs that fine-tuned an extension "
+                  "(<code>poslab train --init-from</code>) with the first eval step at which their val loss reached this "
+                  "run's final val loss (" + cell(target) + ").</p>\n<div style=\"overflow-x:auto\"><table>\n"
+                  "<tr><th>table</th><th>rows</th><th>eff rank</th><th>adj cos</th><th>interp 4</th><th>probe R²</th>"
+                  "<th>loss 0–" + std::to_string(T - 1) + "</th><th>loss past " + std::to_string(T - 1) +
+                  "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + cell(target) +
+                  "</th><th>val at the end</th><th>loss past " + std::to_string(T - 1) + ", fine-tuned</th></tr>\n";
+  const nlohmann::json& before = exts.front().info["table_before"];
+  h += fmt::format("<tr><td>trained</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>–</td>"
+                   "<td></td><td></td><td></td><td></td><td></td></tr>\n",
+                   T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
+                   metric(before, "interpolation_error_s4", "{:.3f}"), metric(before, "probe_r2", "{:.3f}"),
+                   original.empty() ? std::string("run poslab eval") : cell(mean_of(original, 0, T)));
+  std::vector<std::pair<std::string, std::vector<double>>> curves = {{"trained (" + std::to_string(T) + ")", original}};
+  for (const auto& e : exts) {
+    const std::string method = e.info.value("method", "?");
+    const int64_t N = e.info.value("to", int64_t{0});
+    const nlohmann::json& after = e.info["table_after"];
+    const std::string row_start = fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        html_escape(method), N, metric(after, "effective_rank", "{:.2f}"), metric(after, "adjacent_cosine", "{:.3f}"),
+        metric(after, "interpolation_error_s4", "{:.3f}"), metric(after, "probe_r2", "{:.3f}"),
+        e.loss.empty() ? std::string("–") : cell(mean_of(e.loss, 0, T)),
+        e.loss.empty() ? std::string("run poslab eval") : cell(mean_of(e.loss, T, e.loss.size())));
+    curves.emplace_back(fmt::format("{} ({})", method, N), e.loss);
+    if (e.fine_tunes.empty()) h += row_start + "<td>none</td><td></td><td></td><td></td><td></td></tr>\n";
+    for (const auto& f : e.fine_tunes) {
+      h += row_start + fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(f.name),
+                                   cell(f.first_val),
+                                   f.matched_step >= 0 ? std::to_string(f.matched_step)
+                                                       : fmt::format("not in {}", f.last_step),
+                                   cell(f.last_val), f.loss.empty() ? std::string("–") : cell(mean_of(f.loss, T, f.loss.size())));
+      if (!f.loss.empty()) curves.emplace_back(fmt::format("{} ({}), fine-tuned", method, N), f.loss);
+    }
+  }
+  h += "</table></div>\n<p>Losses are nats per token. Steps are counted by the fine-tuning run's evals "
+       "(train.eval_every). A run's loss by position needs <code>poslab eval</code> of its checkpoint.</p>\n";
+  out.html += h;
+  out.figures.push_back(loss_by_position_figure(
+      "extension_loss",
+      "Mean val loss of the token predicted at each position: the trained model up to its block_size, each extended "
+      "model out to its new length, and the fine-tuned runs (poslab eval of each).",
+      curves, T));
+  // The similarity of up to three extended tables, interpolations first.
+  std::vector<Analysis> tables;
+  std::vector<std::string> labels;
+  for (const auto& e : exts) {
+    if (tables.size() == 3) break;
+    try {
+      const std::string ckpt = e.info.value("checkpoint", "");
+      AnalysisOptions opt;
+      opt.keep_cosine_matrix = true;
+      tables.push_back(analyze_table(read_checkpoint_position_table(ckpt), ckpt, opt));
+      labels.push_back(fmt::format("{} ({})", e.info.value("method", "?"), e.info.value("to", int64_t{0})));
+    } catch (const Error&) {
+      // the extended checkpoint was moved or deleted: its row stays, its heatmap goes
+    }
+  }
+  if (!tables.empty()) {
+    std::vector<Series> series;
+    for (size_t i = 0; i < tables.size(); ++i) series.push_back({labels[i], &tables[i]});
+    Figure sim = similarity_heatmaps_figure(series, "extension_similarity");
+    sim.title = "Similarity of the extended tables";
+    sim.caption = "Cosine similarity between every pair of rows of the extended tables. An interpolated table keeps "
+                  "the trained band, stretched; a tiled copy repeats it; the random control shows noise past the "
+                  "trained rows.";
+    out.figures.push_back(sim);
+  }
+}
+
+}  // namespace
+
+ExtensionSection extension_section(const std::string& run_dir) {
+  ExtensionSection out;
+  const fs::path run = fs::absolute(run_dir).lexically_normal();
+  extensions_of_this_run(run, out);
+  // The run itself started from an extended checkpoint: its loss by position before and after.
+  std::error_code ec;
+  const fs::path config = run / "config.yaml";
+  if (!fs::is_regular_file(config, ec)) return out;
+  Config cfg;
+  try {
+    cfg = config_from_yaml(read_file(config.string()), config.string());
+  } catch (const Error&) {
+    return out;
+  }
+  if (cfg.model.extended_from == 0 || cfg.train.init_from.empty()) return out;
+  const int64_t T = cfg.model.extended_from;
+  const fs::path from_dir = fs::path(cfg.train.init_from).parent_path();
+  const auto before = read_position_loss((from_dir / "eval" / "per_position_loss_val.csv").string());
+  const auto after = read_position_loss((run / "eval" / "per_position_loss_val.csv").string());
+  out.html += fmt::format(
+      "<h2>Started from an extended table</h2>\n<p>This run's weights came from <code>{}</code>: a model trained with "
+      "{} positions whose table was extended to {} by <b>{}</b>. Loss over positions 0–{} / {}–{}: before this run "
+      "{} / {}, after {} / {} (poslab eval of each; – where it was not run).</p>\n",
+      html_escape(cfg.train.init_from), T, cfg.model.block_size, html_escape(cfg.model.extend_method), T - 1, T,
+      cfg.model.block_size - 1, cell(mean_of(before, 0, T)), cell(mean_of(before, T, before.size())),
+      cell(mean_of(after, 0, T)), cell(mean_of(after, T, after.size())));
+  if (!before.empty() || !after.empty())
+    out.figures.push_back(loss_by_position_figure(
+        "extension_loss_finetune",
+        "Mean val loss at each position of the extended model before this run (poslab eval of its init_from "
+        "checkpoint) and after it (poslab eval of this run's checkpoint).",
+        {{"before (extended, " + cfg.model.extend_method + ")", before}, {"after this run", after}}, T));
+  return out;
+}
+
+}  // namespace poslab
