@@ -113,24 +113,41 @@ std::vector<FineTune> fine_tunes_of(const fs::path& run, const std::string& chec
   return out;
 }
 
-// Loss by position, one curve per series (label, losses); a dashed line at `T` where the trained positions end.
-Figure loss_by_position_figure(const std::string& name, const std::string& caption,
-                               const std::vector<std::pair<std::string, std::vector<double>>>& series, int64_t T) {
+// One curve of a loss-by-position figure: a method keeps its colour; its fine-tuned run is dashed.
+struct Curve {
+  std::string label;
+  std::vector<double> loss;
+  std::string colour;
+  bool dashed = false;
+};
+
+std::string method_colour(const std::string& method) {
+  static const std::vector<std::pair<std::string, std::string>> colours = {
+      {"linear", "#1b9e77"}, {"cubic", "#d95f02"}, {"nearest", "#7570b3"}, {"copy", "#e7298a"}, {"random", "#a6761d"}};
+  for (const auto& [m, c] : colours)
+    if (m == method) return c;
+  return "#666666";
+}
+
+// Loss by position, one curve per series; a dashed line at `T` where the trained positions end.
+Figure loss_by_position_figure(const std::string& name, const std::string& caption, const std::vector<Curve>& series,
+                               int64_t T) {
   Figure f{name, "Loss at each position, past the trained context", caption, {}, {}};
   std::string plots;
-  for (const auto& [label, loss] : series) {
-    if (loss.empty()) continue;
-    const std::string file = name + "_" + gp_slug(label) + ".dat";
+  for (const auto& c : series) {
+    if (c.loss.empty()) continue;
+    const std::string file = name + "_" + gp_slug(c.label) + ".dat";
     std::string d = "# position loss\n";
-    for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(loss[i]));
+    for (size_t i = 0; i < c.loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(c.loss[i]));
     f.data[file] = d;
-    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title {}", plots.empty() ? "" : ", ", file, gp_quote(label));
+    plots += fmt::format("{}'{}' using 1:2 with lines lw {} lc rgb '{}'{} title {}", plots.empty() ? "" : ", ", file,
+                         c.dashed ? 1.5 : 2, c.colour, c.dashed ? " dt 2" : "", gp_quote(c.label));
   }
   f.script = fmt::format(
       "set datafile missing 'NaN'\n"
       "do for [fmt in \"png svg\"] {{\n"
-      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1000,560 enhanced font 'sans,11' }}\n"
-      "  else {{ set terminal svg size 1000,560 enhanced font 'sans,11' background rgb 'white' }}\n"
+      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1200,560 enhanced font 'sans,11' }}\n"
+      "  else {{ set terminal svg size 1200,560 enhanced font 'sans,11' background rgb 'white' }}\n"
       "  set output '{n}.'.fmt\n"
       "  set xlabel 'position in the context'\n  set ylabel 'cross-entropy (nats/token)'\n  set grid\n"
       "  set key outside right\n  set autoscale xfix\n"
@@ -195,7 +212,7 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
                    T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
                    metric(before, "interpolation_error_s4", "{:.3f}"), metric(before, "probe_r2", "{:.3f}"),
                    original.empty() ? std::string("run poslab eval") : cell(mean_of(original, 0, T)));
-  std::vector<std::pair<std::string, std::vector<double>>> curves = {{"trained (" + std::to_string(T) + ")", original}};
+  std::vector<Curve> curves = {{"trained (" + std::to_string(T) + ")", original, "#000000"}};
   for (const auto& e : exts) {
     const std::string method = e.info.value("method", "?");
     const int64_t N = e.info.value("to", int64_t{0});
@@ -206,7 +223,7 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
         metric(after, "interpolation_error_s4", "{:.3f}"), metric(after, "probe_r2", "{:.3f}"),
         e.loss.empty() ? std::string("–") : cell(mean_of(e.loss, 0, T)),
         e.loss.empty() ? std::string("run poslab eval") : cell(mean_of(e.loss, T, e.loss.size())));
-    curves.emplace_back(fmt::format("{} ({})", method, N), e.loss);
+    curves.push_back({fmt::format("{} ({})", method, N), e.loss, method_colour(method)});
     if (e.fine_tunes.empty()) h += row_start + "<td>none</td><td></td><td></td><td></td><td></td></tr>\n";
     for (const auto& f : e.fine_tunes) {
       h += row_start + fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(f.name),
@@ -214,7 +231,8 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
                                    f.matched_step >= 0 ? std::to_string(f.matched_step)
                                                        : fmt::format("not in {}", f.last_step),
                                    cell(f.last_val), f.loss.empty() ? std::string("–") : cell(mean_of(f.loss, T, f.loss.size())));
-      if (!f.loss.empty()) curves.emplace_back(fmt::format("{} ({}), fine-tuned", method, N), f.loss);
+      if (!f.loss.empty())
+        curves.push_back({fmt::format("{} ({}), {}", method, N, f.name), f.loss, method_colour(method), true});
     }
   }
   h += "</table></div>\n<p>Losses are nats per token. Steps are counted by the fine-tuning run's evals "
@@ -223,7 +241,7 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   out.figures.push_back(loss_by_position_figure(
       "extension_loss",
       "Mean val loss of the token predicted at each position: the trained model up to its block_size, each extended "
-      "model out to its new length, and the fine-tuned runs (poslab eval of each).",
+      "model out to its new length (solid), and the runs that fine-tuned it (dashed, the same colour); poslab eval of each.",
       curves, T));
   // The similarity of up to three extended tables, interpolations first.
   std::vector<Analysis> tables;
@@ -285,7 +303,9 @@ ExtensionSection extension_section(const std::string& run_dir) {
         "extension_loss_finetune",
         "Mean val loss at each position of the extended model before this run (poslab eval of its init_from "
         "checkpoint) and after it (poslab eval of this run's checkpoint).",
-        {{"before (extended, " + cfg.model.extend_method + ")", before}, {"after this run", after}}, T));
+        {{"before (extended, " + cfg.model.extend_method + ")", before, method_colour(cfg.model.extend_method)},
+         {"after this run", after, method_colour(cfg.model.extend_method), true}},
+        T));
   return out;
 }
 
