@@ -125,6 +125,28 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
             std::string::npos);
 }
 
+// The keys poslab extend and --init-from write: what a hand-edited config could get wrong.
+TEST(Config, ExtensionAndInitFromKeysAreChecked) {
+  const std::vector<std::string> extended = {"model.block_size=256", "model.extended_from=128", "model.extend_method=cubic"};
+  EXPECT_EQ(load_config("", extended).model.extended_from, 128);
+  auto with = [&](const std::string& change) {
+    std::vector<std::string> o = extended;
+    o.push_back(change);
+    return error_of([&] { load_config("", o); });
+  };
+  EXPECT_NE(with("model.extended_from=256").find("model.extended_from = 256: must be 0 (not extended) or a block_size "
+                                                 "below model.block_size (256)"), std::string::npos);
+  EXPECT_NE(with("model.extend_method=spline").find("model.extend_method = spline: must be one of linear, cubic"),
+            std::string::npos);
+  EXPECT_NE(with("model.extended_from=0").find("model.extend_method = 'cubic': is set by poslab extend together with "
+                                               "model.extended_from (0): both or neither"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.trainable=mlp"}); }).find("train.trainable = mlp: must be one of all, wpe"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.trainable=wpe", "model.position=sinusoidal"}); })
+                .find("train.trainable = wpe: needs a learned table to train (model.position is sinusoidal)"),
+            std::string::npos);
+}
+
 TEST(Config, MalformedFilesAndOverrides) {
   TempDir dir;
   EXPECT_NE(error_of([&] { load_config(dir / "missing.yaml"); }).find("missing.yaml"), std::string::npos);
