@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "model/attention.h"
 #include "model/autocast.h"
+#include "model/bf16_products.h"
 #include "model/causal_softmax.h"
 #include "model/cross_entropy.h"
 #include "model/gelu.h"
@@ -16,10 +18,12 @@ namespace F = torch::nn::functional;
 namespace {
 
 // A linear layer on (..., C_in) as one addmm on the 2-D view. LibTorch 1.13's linear() runs a 3-D input as a
-// matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead.
+// matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead. Under bf16
+// autocast on a CPU without bf16 hardware, the product runs in float (bf16_products.h).
 torch::Tensor linear(torch::nn::Linear& layer, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
-  const torch::Tensor y = layer->forward(x.reshape({-1, sizes.back()}));
+  const torch::Tensor x2 = x.reshape({-1, sizes.back()});
+  const torch::Tensor y = widen_bf16_products(x) ? widened_linear(x2, layer->weight, layer->bias) : layer->forward(x2);
   sizes.back() = y.size(1);
   return y.view(sizes);
 }
@@ -49,10 +53,15 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
-  auto qkv = linear(c_attn, x).split(C, /*dim=*/2);                        // 3 x (B, T, C)
-  auto q = qkv[0].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
-  auto k = qkv[1].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
-  auto v = qkv[2].view({B, T, n_head, hs}).transpose(1, 2);       // (B, nh, T, hs)
+  const torch::Tensor qkv = linear(c_attn, x);                             // (B, T, 3C)
+  if (x.device().is_cpu() && !(is_training() && dropout > 0.0)) {
+    // Every head's scores, mask, softmax and weighted sum in one op that reads q, k, v in place (attention.h).
+    return resid_dropout(linear(c_proj, causal_attention(qkv, n_head)));
+  }
+  auto qkv3 = qkv.split(C, /*dim=*/2);                                    // 3 x (B, T, C)
+  auto q = qkv3[0].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
+  auto k = qkv3[1].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
+  auto v = qkv3[2].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
 #if TORCH_VERSION_MAJOR >= 2
   auto y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
 #else
@@ -84,7 +93,9 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   torch::Tensor h;  // (B, T, 4C)
   if (x.device().is_cpu() && cpu_autocast_bf16() && c_fc->bias.defined()) {
     // bf16: the bias added inside the GELU, in float (addmm would first copy it into every row of the output).
-    const torch::Tensor pre = torch::mm(x.reshape({-1, x.size(-1)}), c_fc->weight.t());
+    const torch::Tensor x2 = x.reshape({-1, x.size(-1)});
+    const torch::Tensor pre = widen_bf16_products(x) ? widened_linear(x2, c_fc->weight, torch::Tensor())
+                                                     : torch::mm(x2, c_fc->weight.t());
     h = bias_gelu(pre, c_fc->bias).view({x.size(0), x.size(1), -1});
   } else {
     h = poslab::gelu(linear(c_fc, x));

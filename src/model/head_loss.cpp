@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include "model/bf16_products.h"
 #include "model/cross_entropy.h"
 #include "model/cross_entropy_kernel.h"
 
@@ -32,6 +33,12 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
   const int64_t N = x.size(0), V = w.size(0);
   const auto dtype = x.scalar_type();
   const torch::Tensor wc = w.to(dtype);  // (V, C): the bf16 copy autocast would make, or w itself
+  // bf16 without bf16 hardware: the products in float (bf16_products.h), from one widened copy of wc.
+  const bool widen = dtype == torch::kBFloat16 && bf16_products_in_float();
+  const torch::Tensor wp = widen ? wc.to(torch::kFloat32) : wc;
+  const auto product_out = [widen](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
+    if (widen) widened_mm_out(out, a, b); else at::mm_out(out, a, b);
+  };
   const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
   const int64_t* tp = t.data_ptr<int64_t>();
   const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * x.element_size())));
@@ -49,7 +56,7 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
     const int64_t m = std::min(rows, N - r0);
     const torch::Tensor xc = x.narrow(0, r0, m);
     torch::Tensor lc = logits.narrow(0, 0, m);
-    at::mm_out(lc, xc, wc.t());
+    product_out(lc, xc, wp.t());
     if (!grad) {
       chunk_loss(lc, tp + r0, lp + r0, nullptr, scale);
       continue;
@@ -57,9 +64,12 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
     torch::Tensor dc = dlogits.narrow(0, r0, m);
     chunk_loss(lc, tp + r0, lp + r0, dc.data_ptr(), scale);
     torch::Tensor dxc = r.dx.narrow(0, r0, m);
-    at::mm_out(dxc, dc, wc);  // (m, C), while the chunk's gradient is in cache
+    product_out(dxc, dc, wp);  // (m, C), while the chunk's gradient is in cache
   }
-  if (grad) r.dw = torch::mm(dlogits.t(), x).to(torch::kFloat32);  // (V, C)
+  if (grad) {  // (V, C)
+    r.dw = widen ? torch::empty_like(w) : torch::mm(dlogits.t(), x).to(torch::kFloat32);
+    if (widen) widened_mm_out(r.dw, dlogits.t(), x);
+  }
   r.loss = mean_row_loss(losses, weight);
   return r;
 }

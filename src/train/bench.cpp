@@ -9,6 +9,7 @@
 #include "analysis/snapshot_hook.h"
 #include "data/batches.h"
 #include "model/autocast.h"
+#include "model/bf16_products.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/schedule.h"
@@ -39,12 +40,18 @@ double matmul_gflops(const std::string& dtype, int64_t n, int reps, const std::s
   auto sync = [cuda] {
     if (cuda) torch::cuda::synchronize();
   };
-  auto c = torch::matmul(a, b);  // warm up (cuBLAS picks its kernel, oneDNN builds its primitive)
+  // bf16 on a CPU without bf16 hardware: the rate of the product the model uses (widened to float).
+  const bool widen = !cuda && dtype == "bfloat16" && bf16_products_in_float();
+  torch::Tensor c = torch::empty({n, n}, options);
+  const auto product = [&] {
+    if (widen) widened_mm_out(c, a, b); else c = torch::matmul(a, b);
+  };
+  product();  // warm up (cuBLAS picks its kernel, oneDNN builds its primitive)
   sync();
   double best = 0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
-    c = torch::matmul(a, b);
+    product();
     sync();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     best = std::max(best, 2.0 * n * n * n / s / 1e9);
@@ -148,6 +155,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
       {"gpu", device.is_cuda() ? cuda_device_summary() : ""},
       {"libtorch", TORCH_VERSION},
       {"blas", blas_summary()},
+      {"bf16_products", cfg.train.dtype != "bfloat16" || device.is_cuda() ? ""
+                        : bf16_products_in_float() ? "float (no bf16 hardware: widened, rounded once)" : "onednn"},
       {"threads", threads},
       {"batch_split", split.ways()},
       {"steps", opt.steps},

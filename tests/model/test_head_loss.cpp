@@ -40,9 +40,14 @@ TEST(HeadLoss, BFloat16MatchesTheAutocastPathAndScalesWithTheWeight) {
   ASSERT_EQ(a.dx.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(a.dw.scalar_type(), torch::kFloat32);
   EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-4);
-  // Same bf16 products of the same bf16 operands; only the summation blocking of the GEMMs may differ.
-  EXPECT_TRUE(torch::allclose(a.dx.to(torch::kFloat32), b.dx.to(torch::kFloat32), 1.0 / 64, 1e-6));
-  EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1.0 / 64, 1e-6)) << (a.dw - b.dw).abs().max();
+  // Same bf16 products of the same bf16 operands; the summation may differ (on a CPU without bf16 hardware
+  // poslab sums in float while LibTorch's emulation may round partial sums): entries near zero are compared
+  // against the scale of the gradient. dx sums 1029 terms that mostly cancel (its entries are ~100x smaller than
+  // the terms), so rounding partial sums moves it by more than a bf16 step of its largest entry.
+  const auto dx = a.dx.to(torch::kFloat32), dx_ref = b.dx.to(torch::kFloat32);
+  EXPECT_TRUE(torch::allclose(dx, dx_ref, 1.0 / 64, dx_ref.abs().max().item<double>() / 16))
+      << (dx - dx_ref).abs().max();
+  EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1.0 / 64, b.dw.abs().max().item<double>() / 64)) << (a.dw - b.dw).abs().max();
   const Grads one = run(true, torch::kBFloat16, 1.0);
   EXPECT_NEAR(a.loss.item<double>(), 0.25 * one.loss.item<double>(), 1e-5);
 }
