@@ -498,7 +498,7 @@ TrainSummary train(const TrainRequest& req) {
 
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
-                 cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 would be emulated, and slow)" : "");
+                 cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)" : "");
   Run run(req, cfg, rdir, device, threads, comm, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);

@@ -194,8 +194,8 @@ expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample 
 expect_error "eval bad split" "split" eval "$ckpt" --split test
 # poslab extend: the extended checkpoint evaluates at its new length, names the trained and the new positions,
 # starts a fine-tuning run with --init-from (named after the extension), and the run's report shows them all.
-# float32 and 2 eval batches keep the training runs below quick on any CPU (bf16 is emulated, and slow, on CPUs
-# without AVX512-BF16 or AMX).
+# float32 and 2 eval batches keep the training runs below quick on any CPU (without AVX512-BF16 or AMX, bf16 is
+# no faster than float32).
 quick=(--set train.dtype=float32 --set train.eval_batches=2)
 ext="$tmp/x/default/extend/160-cubic/checkpoint.pt"
 if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$ext" ] &&
