@@ -6,8 +6,8 @@ scripts/torch_reference.py trains from the same weights on the same batches. Pri
 poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
 
 Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|medium]
-                                                   [--device=cpu|cuda] [--poslab=PATH]
-       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the three configs; --device: where both
+                                                   [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]
+       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the three configs; --dtype: one of the two dtypes; --device: where both
        train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it); --poslab: the binary,
        default build/poslab)
 """
@@ -66,9 +66,13 @@ for a in sys.argv[1:]:
         if a.split("=", 1)[1] not in names:
             sys.exit(f"error: {a}: no such config\nhint: one of {', '.join(names)}")
         CASES = [c for c in CASES if c[0] == a.split("=", 1)[1]]
+    elif a.startswith("--dtype="):
+        if a.split("=", 1)[1] not in DTYPES:
+            sys.exit(f"error: {a}: no such dtype\nhint: --dtype=float32 or --dtype=bfloat16")
+        DTYPES = [a.split("=", 1)[1]]
     elif a != "--quick" and not a.startswith(("--poslab=", "--device=")):
         sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|medium] "
-                 "[--device=cpu|cuda] [--poslab=PATH]")
+                 "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]")
 
 
 def run_pair(config, sets, steps, warmup, dtype):

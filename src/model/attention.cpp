@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "model/attention_kernel.h"

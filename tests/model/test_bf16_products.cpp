@@ -55,7 +55,9 @@ TEST(Bf16Products, WidenedLinearIsTheFloatProductOfBf16OperandsRoundedOnce) {
     EXPECT_TRUE(close(ours.y, exact.y, 1.0 / 256, 1e-5)) << "bias " << with_bias;
     EXPECT_TRUE(close(ours.gx, exact.gx, 1.0 / 256, 1e-5));
     EXPECT_TRUE(close(ours.gw, exact.gw, 1.0 / 256, 1e-5));
-    if (with_bias) EXPECT_TRUE(close(ours.gb, exact.gb, 1.0 / 256, 1e-5));
+    if (with_bias) {
+      EXPECT_TRUE(close(ours.gb, exact.gb, 1.0 / 256, 1e-5));
+    }
     // Autocast's bf16 kernels round the same operands (here oneDNN's or ATen's emulation, which may also round
     // partial sums): ours is at least as close to the exact products.
     EXPECT_LE(max_error(ours.y, exact.y), max_error(autocast.y, exact.y));

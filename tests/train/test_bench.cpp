@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "model/bf16_products.h"
 #include "test_devices.h"
 #include "test_util.h"
 #include "train/bench.h"
@@ -36,6 +37,23 @@ TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
 }
 
 POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
+
+// In bf16 on a CPU the report names how the products ran: in float (no bf16 hardware, or POSLAB_BF16_PRODUCTS=float)
+// or through oneDNN; in float32 the field is empty.
+TEST(Bench, NamesHowBf16ProductsRan) {
+  const std::vector<std::string> tiny = {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                         "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=cpu"};
+  BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  auto sets = tiny;
+  sets.push_back("train.dtype=bfloat16");
+  const auto j = run_bench(load_config("", sets), opt);
+  EXPECT_EQ(j["bf16_products"].get<std::string>(),
+            bf16_products_in_float() ? "float (bf16 operands widened, results rounded)" : "onednn");
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(run_bench(load_config("", tiny), opt)["bf16_products"].get<std::string>(), "");
+}
 
 TEST(Bench, ReportsFiguresAndExportsForTheReference) {
   test::TempDir dir;
