@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/attention_kernel.h"
+#include "model/bf16_bits.h"
 #include "util/simd_math.h"
 
 namespace poslab {
@@ -31,8 +32,6 @@ Shape shape_of(const torch::Tensor& qkv, int64_t n_head) {
   return {qkv.size(0), qkv.size(1), C, n_head, hs, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)))};
 }
 
-const uint16_t* bits(const torch::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
-uint16_t* mutable_bits(torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }
 
 // rows x hs floats from bf16 rows with stride ld (a head's slice of each row).
 void widen_rows(const uint16_t* src, int64_t ld, int64_t rows, int64_t hs, float* dst) {
@@ -73,7 +72,7 @@ std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, c
                              y.data_ptr<float>() + b * T * s.C + h * hs, s.C);
       return;
     }
-    const uint16_t* base = bits(qkv) + b * T * ld + h * hs;
+    const uint16_t* base = bf16_bits(qkv) + b * T * ld + h * hs;
     float* q = buffer(1, static_cast<size_t>(3 * T * hs)).data();
     float *k = q + T * hs, *v = k + T * hs;
     float* o = buffer(2, static_cast<size_t>(T * hs)).data();
@@ -81,7 +80,7 @@ std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, c
     widen_rows(base + s.C, ld, T, hs, k);
     widen_rows(base + 2 * s.C, ld, T, hs, v);
     attention_head_forward(q, k, v, hs, T, hs, s.scale, scores, ph, o, hs);
-    narrow_rows(o, T, hs, mutable_bits(y) + b * T * s.C + h * hs, s.C);
+    narrow_rows(o, T, hs, bf16_bits(y) + b * T * s.C + h * hs, s.C);
   });
   return {y, p};
 }
@@ -104,7 +103,7 @@ torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, co
                               s.C, T, hs, s.scale, scratch, grad, grad + s.C, grad + 2 * s.C, ld);
       return;
     }
-    const uint16_t* base = bits(qkv) + b * T * ld + h * hs;
+    const uint16_t* base = bf16_bits(qkv) + b * T * ld + h * hs;
     float* q = buffer(1, static_cast<size_t>(3 * T * hs)).data();
     float *k = q + T * hs, *v = k + T * hs;
     float* d_o = buffer(2, static_cast<size_t>(T * hs)).data();
@@ -113,9 +112,9 @@ torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, co
     widen_rows(base, ld, T, hs, q);
     widen_rows(base + s.C, ld, T, hs, k);
     widen_rows(base + 2 * s.C, ld, T, hs, v);
-    widen_rows(bits(dy) + b * T * s.C + h * hs, s.C, T, hs, d_o);
+    widen_rows(bf16_bits(dy) + b * T * s.C + h * hs, s.C, T, hs, d_o);
     attention_head_backward(q, k, v, hs, ph, d_o, hs, T, hs, s.scale, scratch, dq, dk, dv, hs);
-    uint16_t* grad = mutable_bits(dqkv) + b * T * ld + h * hs;
+    uint16_t* grad = bf16_bits(dqkv) + b * T * ld + h * hs;
     narrow_rows(dq, T, hs, grad, ld);
     narrow_rows(dk, T, hs, grad + s.C, ld);
     narrow_rows(dv, T, hs, grad + 2 * s.C, ld);

@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 
 #include "model/autocast.h"
+#include "model/bf16_bits.h"
 #include "util/platform.h"
 #include "util/simd_math.h"
 
@@ -19,15 +20,13 @@ using torch::autograd::tensor_list;
 
 constexpr int64_t kGrain = 16384;
 
-const uint16_t* bits(const torch::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
-uint16_t* mutable_bits(torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }
 
 // bf16 -> float and float -> bf16 (round to nearest even) in vectorised loops: LibTorch 1.13 converts one
 // element at a time.
 torch::Tensor widen(const torch::Tensor& t) {
   const torch::Tensor c = t.contiguous();
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kFloat32));
-  const uint16_t* in = bits(c);
+  const uint16_t* in = bf16_bits(c);
   float* o = out.data_ptr<float>();
   at::parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::widen_bf16(in + b, o + b, e - b); });
   return out;
@@ -37,7 +36,7 @@ torch::Tensor narrow(const torch::Tensor& t) {
   const torch::Tensor c = t.contiguous();
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kBFloat16));
   const float* in = c.data_ptr<float>();
-  uint16_t* o = mutable_bits(out);
+  uint16_t* o = bf16_bits(out);
   at::parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, o + b, e - b); });
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "model/bf16_bits.h"
 #include "model/gelu_kernel.h"
 
 namespace poslab {
@@ -12,13 +13,11 @@ using torch::autograd::tensor_list;
 
 constexpr int64_t kGrain = 16384;
 
-const uint16_t* bits(const torch::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
-uint16_t* bits(torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }
 
 torch::Tensor forward_impl(const torch::Tensor& x) {
   torch::Tensor y = torch::empty_like(x);
-  const uint16_t* xp = bits(x);
-  uint16_t* yp = bits(y);
+  const uint16_t* xp = bf16_bits(x);
+  uint16_t* yp = bf16_bits(y);
   at::parallel_for(0, x.numel(), kGrain, [&](int64_t b, int64_t e) { gelu_bf16(xp + b, yp + b, e - b); });
   return y;
 }
@@ -32,8 +31,8 @@ struct FusedGelu : public torch::autograd::Function<FusedGelu> {
     const torch::Tensor x = ctx->get_saved_variables()[0];
     const torch::Tensor dy = grad_output[0].to(torch::kBFloat16).contiguous();
     torch::Tensor dx = torch::empty_like(x);
-    const uint16_t *xp = bits(x), *dyp = bits(dy);
-    uint16_t* dxp = bits(dx);
+    const uint16_t *xp = bf16_bits(x), *dyp = bf16_bits(dy);
+    uint16_t* dxp = bf16_bits(dx);
     at::parallel_for(0, x.numel(), kGrain,
                      [&](int64_t b, int64_t e) { gelu_backward_bf16(xp + b, dyp + b, dxp + b, e - b); });
     return {dx};
@@ -45,9 +44,9 @@ constexpr int64_t kRowChunk = 256;  // rows per partial sum of the bias gradient
 torch::Tensor bias_forward_impl(const torch::Tensor& x2, const torch::Tensor& b) {
   torch::Tensor y = torch::empty_like(x2);
   const int64_t N = x2.size(0), C = x2.size(1);
-  const uint16_t* xp = bits(x2);
+  const uint16_t* xp = bf16_bits(x2);
   const float* bp = b.data_ptr<float>();
-  uint16_t* yp = bits(y);
+  uint16_t* yp = bf16_bits(y);
   at::parallel_for(0, N, std::max<int64_t>(1, kGrain / C),
                    [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C); });
   return y;
@@ -65,9 +64,9 @@ struct FusedBiasGelu : public torch::autograd::Function<FusedBiasGelu> {
     const torch::Tensor dy = grad_output[0].to(torch::kBFloat16).contiguous();
     torch::Tensor dx = torch::empty_like(x2);
     torch::Tensor db_parts = torch::zeros({chunks, C});
-    const uint16_t *xp = bits(x2), *dyp = bits(dy);
+    const uint16_t *xp = bf16_bits(x2), *dyp = bf16_bits(dy);
     const float* bp = b.data_ptr<float>();
-    uint16_t* dxp = bits(dx);
+    uint16_t* dxp = bf16_bits(dx);
     float* dbp = db_parts.data_ptr<float>();
     at::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t c = lo; c < hi; ++c)
