@@ -1,7 +1,7 @@
 // Analysis of a position table W: (P positions, d dims), any float dtype. Takes a plain tensor, never a model.
 //
 // Notation: w_i = row i of W, w̄ = mean row, W_c = W − w̄ (mean-centred), σ_k = singular values.
-// Every formula is written out in README.md ("What the metrics mean").
+// Every formula is written out in docs/analysis.md.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/noise_floor.h"
+
 namespace poslab {
 
 struct AnalysisOptions {
@@ -19,7 +21,8 @@ struct AnalysisOptions {
   double outlier_z = 3.0;       // |z| above this names a boundary row an outlier
   int top_pcs = 4;              // principal components whose frequency is reported
   int sinusoid_k = 8;           // K lowest frequencies in the sin/cos basis of sinusoid_r2 (capped at P/2 - 1)
-  uint64_t shuffle_seed = 1234;  // the row-shuffled control
+  uint64_t shuffle_seed = 1234;  // the row-shuffled control (copy 0; copy k uses shuffle_seed + k)
+  int shuffle_copies = 100;     // row-shuffled copies whose adjacent cosines give the smoothness control's mean and sd
   bool keep_cosine_matrix = false;  // keep the (P, P) matrix in the result (for reports)
   int64_t row_offset = 0;       // index of W's first row in the source table (after --rows), for naming rows
 };
@@ -28,6 +31,13 @@ struct Smoothness {
   double first_difference_energy = 0;   // Σ‖w_{i+1} − w_i‖² / Σ‖w_i − w̄‖²   (≈ 2 for white noise)
   double second_difference_energy = 0;  // Σ‖w_{i+2} − 2w_{i+1} + w_i‖² / Σ‖w_i − w̄‖²   (≈ 6 for white noise)
   double adjacent_cosine = 0;           // mean cos(w_i, w_{i+1})
+};
+
+// The adjacent cosine of row-shuffled copies: what it is when the rows carry no order.
+struct ShuffleControl {
+  int copies = 0;
+  double mean = 0, sd = 0;  // over the copies (sample sd)
+  double z = 0;             // (adjacent cosine of the table − mean) / sd: the table's order in units of the control's spread
 };
 
 struct BoundaryRow {
@@ -79,6 +89,7 @@ struct Analysis {
   double roy_vetterli_rank = 0;    // exp(H(p)), p = σ/Σσ
   double participation_ratio = 0;  // (Σσ²)² / Σσ⁴
   double stable_rank = 0;          // ‖W_c‖_F² / σ_max²
+  NoiseFloor noise;                // components above the noise floor (Gavish–Donoho) and their share
   // similarity
   std::vector<double> adjacent_cosines;  // (P−1,) cos(w_i, w_{i+1})
   std::vector<double> cos_by_offset;     // (P−1,) entry k−1 = mean_i cos(w_i, w_{i+k})
@@ -86,6 +97,7 @@ struct Analysis {
   torch::Tensor cosine_matrix;           // (P, P), only with keep_cosine_matrix
   // smoothness, and the same on a row-shuffled copy
   Smoothness smooth, shuffled;
+  ShuffleControl shuffle_control;        // adjacent cosine of shuffle_copies shuffled copies
   // boundary effects
   std::vector<double> row_norms;
   std::vector<BoundaryRow> boundary;     // first and last boundary_rows rows
@@ -112,6 +124,10 @@ int components_for(const std::vector<double>& cumulative, double share);
 Smoothness smoothness(const torch::Tensor& W);       // W float64 (P, d)
 torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
 torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
+std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed);  // the permutation shuffle_rows applies
+// Mean, sd and z of the adjacent cosine over `copies` row-shuffled copies (seeds seed, seed + 1, …), read from the
+// table's (P, P) cosine matrix C.
+ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, int copies, uint64_t seed);
 double reconstruction_error(const torch::Tensor& W, int stride);  // W float64 (P, d), 2 <= stride < P
 PositionProbe position_probe(const torch::Tensor& W);              // W float64 (P, d), P >= 4
 // The strides the analysis reports for a table of P rows.

@@ -41,6 +41,11 @@ nlohmann::json to_json(const Analysis& a) {
       {"cos_by_offset", a.cos_by_offset},
       {"half_offset", a.half_offset ? json(*a.half_offset) : json(nullptr)},
       {"shuffled", smooth(a.shuffled)},
+      {"shuffle_control", {{"copies", a.shuffle_control.copies}, {"mean", a.shuffle_control.mean}, {"sd", a.shuffle_control.sd},
+                           {"z", a.shuffle_control.z}}},
+      {"noise_floor", {{"beta", a.noise.beta}, {"omega", a.noise.omega}, {"threshold", a.noise.threshold},
+                       {"noise_sigma", a.noise.noise_sigma}, {"signal_rank", a.noise.signal_rank},
+                       {"signal_share", a.noise.signal_share}}},
       {"row_norms", a.row_norms},
       {"boundary", boundary},
       {"boundary_outliers", outliers},
@@ -53,8 +58,10 @@ nlohmann::json to_json(const Analysis& a) {
 }
 
 std::string one_line(const Analysis& a) {
-  return fmt::format("k90 {} | eff rank {:.1f} | adjacent cos {:.3f} (shuffled {:.3f}) | sinusoid R² {:.3f}", a.k90,
-                     a.effective_rank, a.smooth.adjacent_cosine, a.shuffled.adjacent_cosine, a.sinusoid_r2);
+  return fmt::format("above noise {} ({:.0f}% of variance) | k90 {} | eff rank {:.1f} | adjacent cos {:.3f} (shuffled "
+                     "{:.3f} ± {:.3f}) | sinusoid R² {:.3f}",
+                     a.noise.signal_rank, 100 * a.noise.signal_share, a.k90, a.effective_rank, a.smooth.adjacent_cosine,
+                     a.shuffle_control.mean, a.shuffle_control.sd, a.sinusoid_r2);
 }
 
 std::string summary_text(const Analysis& a) {
@@ -62,6 +69,10 @@ std::string summary_text(const Analysis& a) {
                               a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
+  s += fmt::format("  noise floor   {} components above it hold {:.1f}% of the variance | noise sd {:.3g} | threshold "
+                   "σ > {:.3g} (ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho)\n",
+                   a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, a.noise.omega,
+                   a.noise.beta);
   std::string top;
   for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
     top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);
@@ -77,6 +88,9 @@ std::string summary_text(const Analysis& a) {
                      return o;
                    }(),
                    a.half_offset ? std::to_string(*a.half_offset) : std::string("none"));
+  s += fmt::format("  order         adjacent cos {:.4f} against {:.4f} ± {:.4f} for {} row-shuffled copies (z = {:.1f})\n",
+                   a.smooth.adjacent_cosine, a.shuffle_control.mean, a.shuffle_control.sd, a.shuffle_control.copies,
+                   a.shuffle_control.z);
   s += fmt::format("  smoothness    1st-diff energy {:.3f} (shuffled {:.3f}, noise ≈ 2) | 2nd-diff {:.3f} (shuffled {:.3f}, noise ≈ 6)\n",
                    a.smooth.first_difference_energy, a.shuffled.first_difference_energy,
                    a.smooth.second_difference_energy, a.shuffled.second_difference_energy);

@@ -1,4 +1,5 @@
 // Cosine similarity, smoothness (with the row-shuffled control) and boundary effects.
+#include <cmath>
 #include <random>
 
 #include "analysis/metrics.h"
@@ -24,12 +25,38 @@ Smoothness smoothness(const torch::Tensor& W) {
   return s;
 }
 
-torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed) {
-  std::vector<int64_t> perm(static_cast<size_t>(W.size(0)));
+std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed) {
+  std::vector<int64_t> perm(static_cast<size_t>(P));
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
   std::mt19937_64 rng(seed);
   for (size_t i = perm.size() - 1; i > 0; --i) std::swap(perm[i], perm[rng() % (i + 1)]);  // Fisher–Yates
-  return W.index_select(0, torch::tensor(perm, torch::kInt64));
+  return perm;
+}
+
+torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed) {
+  return W.index_select(0, torch::tensor(shuffle_permutation(W.size(0), seed), torch::kInt64));
+}
+
+ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, int copies, uint64_t seed) {
+  ShuffleControl sc;
+  sc.copies = copies;
+  if (copies < 1) return sc;
+  const int64_t P = C.size(0);
+  auto c = C.to(torch::kFloat64).contiguous();
+  const double* cp = c.data_ptr<double>();
+  std::vector<double> values;
+  for (int k = 0; k < copies; ++k) {
+    const std::vector<int64_t> perm = shuffle_permutation(P, seed + static_cast<uint64_t>(k));
+    double sum = 0;  // the shuffled copy's row i is the table's row perm[i]: its adjacent pairs are C[perm[i], perm[i+1]]
+    for (int64_t i = 0; i + 1 < P; ++i) sum += cp[perm[i] * P + perm[i + 1]];
+    values.push_back(sum / static_cast<double>(P - 1));
+  }
+  for (double v : values) sc.mean += v / copies;
+  for (double v : values) sc.sd += copies > 1 ? (v - sc.mean) * (v - sc.mean) / (copies - 1) : 0.0;
+  sc.sd = std::sqrt(sc.sd);
+  const double gap = adjacent_cosine - sc.mean;
+  sc.z = sc.sd > 1e-12 ? gap / sc.sd : (std::abs(gap) > 1e-12 ? std::copysign(1e9, gap) : 0.0);
+  return sc;
 }
 
 namespace metrics {
@@ -50,6 +77,7 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   if (opt.keep_cosine_matrix) out.cosine_matrix = C.to(torch::kFloat32);
   out.smooth = smoothness(W);
   out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
+  out.shuffle_control = shuffle_control(C, out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
 }
 
 void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out) {

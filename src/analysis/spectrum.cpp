@@ -51,6 +51,7 @@ torch::Tensor spectrum(const torch::Tensor& W, Analysis& out) {
     out.participation_ratio = total * total / (s2 * s2).sum().item<double>();
     out.stable_rank = total / s2[0].item<double>();
   }
+  out.noise = noise_floor(out.singular_values_centered, W.size(0), W.size(1));
   return Vh.transpose(0, 1);  // (d, r)
 }
 

@@ -47,15 +47,44 @@ std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const Analy
   return points;
 }
 
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::emerged: return "emerged";
+    case Outcome::present_from_start: return "present from the start";
+    case Outcome::not_formed: return "not formed";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string signal_words(const Analysis& a) {
+  if (a.noise.signal_rank == 0) return "no component above the noise floor";
+  return fmt::format("{} component{} above the noise floor hold{} {:.0f} % of the variance", a.noise.signal_rank,
+                     a.noise.signal_rank == 1 ? "" : "s", a.noise.signal_rank == 1 ? "s" : "", 100 * a.noise.signal_share);
+}
+
+std::string order_words(const Analysis& a) {
+  return fmt::format("adjacent cosine {:.3f} against {:.3f} ± {:.3f} for {} shuffled copies (z = {:.1f})",
+                     a.smooth.adjacent_cosine, a.shuffle_control.mean, a.shuffle_control.sd, a.shuffle_control.copies,
+                     a.shuffle_control.z);
+}
+
+const Analysis* at_step(const std::vector<TrajectoryPoint>& points, int64_t step) {
+  for (const auto& p : points)
+    if (p.step == step) return &p.analysis;
+  return nullptr;
+}
+
+}  // namespace
+
 Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThresholds& t) {
   Verdict v;
   v.thresholds = t;
   if (points.empty()) return v;
-  const Analysis& init = points.front().analysis;
-  auto low_rank = [&](const Analysis& a) {
-    return a.k90 <= t.rank_ratio * init.k90 && a.effective_rank <= t.rank_ratio * init.effective_rank;
-  };
-  auto smooth = [&](const Analysis& a) { return a.smooth.adjacent_cosine >= a.shuffled.adjacent_cosine + t.smooth_margin; };
+  auto low_rank = [&](const Analysis& a) { return a.noise.signal_rank >= 1 && a.noise.signal_share >= t.min_signal_share; };
+  auto smooth = [&](const Analysis& a) { return a.shuffle_control.z >= t.smooth_z; };
+  auto present = [&](const Analysis& a) { return low_rank(a) && smooth(a); };
   // From the end backwards: the earliest step from which a criterion holds at every later snapshot.
   auto stable_from = [&](auto criterion) -> std::optional<int64_t> {
     std::optional<int64_t> from;
@@ -64,23 +93,68 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
   };
   v.low_rank_from = stable_from(low_rank);
   v.smooth_from = stable_from(smooth);
-  v.emerged_from = stable_from([&](const Analysis& a) { return low_rank(a) && smooth(a); });
+  v.present_from = stable_from(present);
   v.low_rank = v.low_rank_from.has_value();
   v.smooth = v.smooth_from.has_value();
-  v.emerged = v.emerged_from.has_value();
-  const Analysis& last = points.back().analysis;
-  const std::string numbers = fmt::format(
-      "k90 {} -> {}, effective rank {:.1f} -> {:.1f} (low rank needs <= {:.0f}% of step 0's); adjacent cosine {:.3f} -> {:.3f} "
-      "against {:.3f} for the shuffled copy (smooth needs a margin of {:.2f})",
-      init.k90, last.k90, init.effective_rank, last.effective_rank, 100 * t.rank_ratio, init.smooth.adjacent_cosine,
-      last.smooth.adjacent_cosine, last.shuffled.adjacent_cosine, t.smooth_margin);
-  auto from = [](const std::optional<int64_t>& s) { return s ? fmt::format("from step {}", *s) : std::string("no"); };
-  if (v.emerged)
-    v.summary = fmt::format("Smooth, low-rank structure emerged from step {}: {}.", *v.emerged_from, numbers);
-  else
-    v.summary = fmt::format("No stable smooth, low-rank structure yet (low rank: {}; smooth: {}): {}.", from(v.low_rank_from),
-                            from(v.smooth_from), numbers);
+  const TrajectoryPoint& first = points.front();
+  const TrajectoryPoint& last = points.back();
+  v.present_at_start = present(first.analysis);
+  if (v.present_from && !v.present_at_start) {
+    v.outcome = Outcome::emerged;
+    v.emerged = true;
+    v.emerged_from = v.present_from;
+  } else if (v.present_from) {
+    v.outcome = Outcome::present_from_start;
+  }
+
+  const Analysis& a0 = first.analysis;
+  const Analysis& aL = last.analysis;
+  switch (v.outcome) {
+    case Outcome::emerged: {
+      const Analysis& aS = *at_step(points, *v.emerged_from);
+      v.summary = fmt::format("Smooth, low-rank structure emerged from step {}: there {} (step {}: {}); {}. At step {}: {}; {}.",
+                              *v.emerged_from, signal_words(aS), first.step, a0.noise.signal_rank == 0 ? "none" : signal_words(a0),
+                              order_words(aS), last.step, signal_words(aL), order_words(aL));
+      break;
+    }
+    case Outcome::present_from_start:
+      v.summary = fmt::format(
+          "Smooth, low-rank structure present from the start{}: at step {} {}; {}. At step {}: {}; {}.",
+          *v.present_from == first.step ? std::string() : fmt::format(" (and stably from step {})", *v.present_from),
+          first.step, signal_words(a0), order_words(a0), last.step, signal_words(aL), order_words(aL));
+      break;
+    case Outcome::not_formed: {
+      auto from = [](const std::optional<int64_t>& s) { return s ? fmt::format("from step {}", *s) : std::string("no"); };
+      v.summary = fmt::format("No stable smooth, low-rank structure{}: at step {} {}; {}. Low rank (components above the "
+                              "noise floor hold >= {:.0f} % of the variance): {}; smooth (z >= {:.1f}): {}.",
+                              v.present_at_start ? " (it was present at the first snapshot and was lost)" : "", last.step,
+                              signal_words(aL), order_words(aL), 100 * t.min_signal_share, from(v.low_rank_from),
+                              t.smooth_z, from(v.smooth_from));
+      break;
+    }
+  }
   return v;
+}
+
+std::vector<HalfChange> half_change_steps(const std::vector<TrajectoryPoint>& points) {
+  std::vector<HalfChange> out;
+  for (const Metric& m : headline_metrics()) {
+    HalfChange h{m.key, std::nullopt};
+    if (!points.empty()) {
+      const double v0 = m.value(points.front().analysis), vL = m.value(points.back().analysis);
+      const double change = vL - v0;
+      if (std::isfinite(change) && std::abs(change) > 1e-12 * std::max(1.0, std::abs(v0)))
+        for (const auto& p : points) {
+          const double moved = (m.value(p.analysis) - v0) / change;
+          if (std::isfinite(moved) && moved >= 0.5) {
+            h.step = p.step;
+            break;
+          }
+        }
+    }
+    out.push_back(h);
+  }
+  return out;
 }
 
 nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points) {
@@ -95,13 +169,25 @@ nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points) {
   return arr;
 }
 
-nlohmann::json verdict_json(const Verdict& v) {
+nlohmann::json verdict_json(const Verdict& v, const std::vector<TrajectoryPoint>& points) {
   auto opt = [](const std::optional<int64_t>& s) { return s ? nlohmann::json(*s) : nlohmann::json(nullptr); };
-  return {{"emerged", v.emerged},          {"emerged_from", opt(v.emerged_from)},
-          {"low_rank", v.low_rank},        {"low_rank_from", opt(v.low_rank_from)},
-          {"smooth", v.smooth},            {"smooth_from", opt(v.smooth_from)},
-          {"thresholds", {{"rank_ratio", v.thresholds.rank_ratio}, {"smooth_margin", v.thresholds.smooth_margin}}},
-          {"summary", v.summary}};
+  nlohmann::json j = {{"outcome", outcome_name(v.outcome)},
+                      {"emerged", v.emerged},
+                      {"emerged_from", opt(v.emerged_from)},
+                      {"present_at_start", v.present_at_start},
+                      {"present_from", opt(v.present_from)},
+                      {"low_rank", v.low_rank},
+                      {"low_rank_from", opt(v.low_rank_from)},
+                      {"smooth", v.smooth},
+                      {"smooth_from", opt(v.smooth_from)},
+                      {"thresholds", {{"min_signal_share", v.thresholds.min_signal_share}, {"smooth_z", v.thresholds.smooth_z}}},
+                      {"summary", v.summary}};
+  if (!points.empty()) {
+    nlohmann::json h = nlohmann::json::object();
+    for (const HalfChange& c : half_change_steps(points)) h[c.key] = opt(c.step);
+    j["half_change_step"] = h;
+  }
+  return j;
 }
 
 std::string trajectory_csv(const std::vector<TrajectoryPoint>& points) {

@@ -11,13 +11,18 @@
 
 namespace poslab {
 
-// Structure "has emerged" at a snapshot when, against the step-0 table and the row-shuffled control:
-//   low rank:  k90 <= rank_ratio * k90(step 0)  and  effective rank <= rank_ratio * effective rank(step 0)
-//   smooth:    adjacent cosine >= shuffled copy's adjacent cosine + smooth_margin
-// and "from step S" means it holds at S and at every later snapshot.
+// The verdict reads each snapshot against the noise and the shuffled controls (docs/analysis.md, "Trajectory and verdict"):
+//   present:  low rank  — the components above the noise floor (Gavish–Donoho) hold >= min_signal_share of the
+//                         centred variance, and there is at least one;
+//             smooth    — the adjacent cosine is >= smooth_z standard deviations above the mean of the row-shuffled
+//                         copies' adjacent cosines.
+// "from step S": present at S and at every later snapshot. Three outcomes:
+//   emerged              — absent at the first snapshot, present from some later step S to the end;
+//   present from start   — present at the first snapshot and at the end (a fixed or extended table, --init-from);
+//   not formed           — not present from any step to the end.
 struct VerdictThresholds {
-  double rank_ratio = 0.5;
-  double smooth_margin = 0.3;
+  double min_signal_share = 0.5;
+  double smooth_z = 5.0;
 };
 
 struct TrajectoryPoint {
@@ -27,12 +32,25 @@ struct TrajectoryPoint {
   Analysis analysis;
 };
 
+enum class Outcome { emerged, present_from_start, not_formed };
+const char* outcome_name(Outcome o);  // "emerged", "present from the start", "not formed"
+
 struct Verdict {
-  bool low_rank = false, smooth = false, emerged = false;  // at the last snapshot, and stably
-  std::optional<int64_t> low_rank_from, smooth_from, emerged_from;
+  Outcome outcome = Outcome::not_formed;
+  bool low_rank = false, smooth = false, emerged = false;  // stably to the last snapshot (emerged: outcome == emerged)
+  bool present_at_start = false;                           // low rank and smooth at the first snapshot
+  std::optional<int64_t> low_rank_from, smooth_from, present_from, emerged_from;
   VerdictThresholds thresholds;
-  std::string summary;  // one or two sentences with the numbers
+  std::string summary;  // one or two sentences with the numbers that carry the outcome
 };
+
+// Per headline metric (analysis/metric_list.h), the first snapshot step where the metric has moved half of its
+// total change from the first snapshot to the last (nullopt when it did not change or is not finite).
+struct HalfChange {
+  std::string key;
+  std::optional<int64_t> step;
+};
+std::vector<HalfChange> half_change_steps(const std::vector<TrajectoryPoint>& points);
 
 // Reads RUN_DIR/snapshots/index.jsonl and analyses every snapshot (in step order).
 // Throws poslab::Error naming the folder when it has no snapshots.
@@ -41,7 +59,8 @@ std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const Analy
 Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThresholds& t = {});
 
 nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points);
-nlohmann::json verdict_json(const Verdict& v);
+// The verdict's fields, its thresholds and, with `points`, the half-change step of each headline metric.
+nlohmann::json verdict_json(const Verdict& v, const std::vector<TrajectoryPoint>& points = {});
 std::string trajectory_csv(const std::vector<TrajectoryPoint>& points);
 
 }  // namespace poslab

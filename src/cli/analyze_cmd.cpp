@@ -27,6 +27,24 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
 }
 
+void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
+  cmd->add_option("--min-signal-share", t.min_signal_share,
+                  "verdict: low rank when the components above the noise floor hold at least this share of the variance")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--smooth-z", t.smooth_z,
+                  "verdict: smooth when the adjacent cosine is this many sd above the shuffled copies' mean")
+      ->capture_default_str();
+  // The thresholds of the verdict on k90 / effective-rank ratios to step 0 and a fixed cosine margin: named, with
+  // what replaced them, rather than "not expected".
+  for (const char* old : {"--rank-ratio", "--smooth-margin"})
+    cmd->add_option_function<double>(old, [old](double) {
+         throw Error(std::string(old) + " is no longer an option: the verdict reads the noise floor and the shuffled copies",
+                     "use --min-signal-share (share of the variance above the noise floor) or --smooth-z (sd above "
+                     "the shuffled copies); docs/analysis.md, \"Trajectory and verdict\"");
+       })->group("");
+}
+
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   auto* cmd = app.add_subcommand("analyze", "analyse a position table: spectrum, effective rank, similarity, "
                                             "smoothness, boundaries, sinusoids");
@@ -37,10 +55,7 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")->capture_default_str();
   cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")->capture_default_str();
   cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")->capture_default_str();
-  cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict: low rank when k90 and eff. rank <= this x step 0's")
-      ->capture_default_str();
-  cmd->add_option("--smooth-margin", a.thresholds.smooth_margin,
-                  "verdict: smooth when adjacent cosine >= shuffled copy's + this")->capture_default_str();
+  add_verdict_options(cmd, a.thresholds);
   return cmd;
 }
 
@@ -91,13 +106,18 @@ int run_analyze(const AnalyzeArgs& a) {
     nlohmann::json tj = trajectory_json(points);
     write_file_atomic((dir / "trajectory.csv").string(), trajectory_csv(points));
     write_file_atomic((dir / "trajectory.json").string(), tj.dump(2) + "\n");
-    write_file_atomic((dir / "verdict.json").string(), verdict_json(v).dump(2) + "\n");
+    const nlohmann::json vj = verdict_json(v, points);
+    write_file_atomic((dir / "verdict.json").string(), vj.dump(2) + "\n");
     j = to_json(main);
     j["trajectory"] = tj;
-    j["verdict"] = verdict_json(v);
+    j["verdict"] = vj;
     out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step, points.back().step);
     out << step_table(points);
-    out << "\nverdict: " << v.summary << "\n";
+    out << "\nverdict (" << outcome_name(v.outcome) << "): " << v.summary << "\n";
+    std::string half;
+    for (const HalfChange& h : half_change_steps(points))
+      half += fmt::format("{}{} {}", half.empty() ? "" : " | ", h.key, h.step ? std::to_string(*h.step) : "-");
+    out << "half-change step: " << half << "\n";
     out << "wrote " << (dir / "trajectory.csv").string() << ", trajectory.json, verdict.json\n\n";
     out << "last snapshot:\n" << summary_text(main);
     columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);

@@ -25,6 +25,9 @@ struct AnalyzeArgs {
 // shared by analyze and report.
 void add_table_options(CLI::App* cmd, TableSource& table, std::string& rows);
 
+// --min-signal-share and --smooth-z, the verdict's thresholds, shared by analyze and report.
+void add_verdict_options(CLI::App* cmd, VerdictThresholds& thresholds);
+
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args);
 int run_analyze(const AnalyzeArgs& args);
 

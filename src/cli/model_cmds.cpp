@@ -38,8 +38,7 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
                                            "or one table (.npy, .safetensors, .pt, --synthetic)");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
-  cmd->add_option("--rank-ratio", a.thresholds.rank_ratio, "verdict threshold (see analyze)")->capture_default_str();
-  cmd->add_option("--smooth-margin", a.thresholds.smooth_margin, "verdict threshold (see analyze)")->capture_default_str();
+  add_verdict_options(cmd, a.thresholds);
   return cmd;
 }
 

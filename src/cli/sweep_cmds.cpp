@@ -57,7 +57,11 @@ int run_compare(const CompareArgs& a) {
     for (size_t k = 0; k < row.keys.size() && k < 2; ++k)
       line += fmt::format(" | {} {:.4f}{}", row.keys[k], row.stats[k].mean,
                           row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
-    if (row.judged > 0) line += fmt::format(" | emerged {} of {}", row.emerged, row.judged);
+    if (row.judged > 0)
+      line += fmt::format(" | emerged {} of {}{}", row.emerged, row.judged,
+                          row.emerged_from.n > 0 ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
+                                                               row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
+                                                 : std::string());
     spdlog::info("{}", line);
   }
   std::cout << write_comparison(c, out) << "\n";

@@ -200,6 +200,7 @@ Comparison compare_runs(const std::vector<std::string>& dirs) {
   for (auto& row : c.rows) {
     row.keys = keys;
     std::vector<double> emerged_at;
+    std::vector<std::vector<double>> half(headline_metrics().size());
     for (const auto& key : keys) {
       std::vector<double> v;
       for (size_t i : row.runs) v.push_back(run_value(c.runs[i], key));
@@ -213,9 +214,14 @@ Comparison compare_runs(const std::vector<std::string>& dirs) {
         ++row.emerged;
         if (r.verdict->emerged_from) emerged_at.push_back(static_cast<double>(*r.verdict->emerged_from));
       }
+      if (r.verdict->outcome == Outcome::present_from_start) ++row.present;
+      const std::vector<HalfChange> hc = half_change_steps(r.points);
+      for (size_t k = 0; k < hc.size(); ++k) half[k].push_back(hc[k].step ? static_cast<double>(*hc[k].step) : NAN);
       for (const auto& b : r.points.back().analysis.boundary) row.boundary_outliers += b.outlier ? 1 : 0;
     }
     row.emerged_from = pooled(emerged_at);
+    for (const Metric& m : headline_metrics()) row.half_keys.push_back(m.key);
+    for (const auto& v : half) row.half_change.push_back(pooled(v));
   }
   return c;
 }
@@ -223,12 +229,16 @@ Comparison compare_runs(const std::vector<std::string>& dirs) {
 std::string comparison_csv(const Comparison& c) {
   std::string h = "variant,runs";
   for (const auto& k : c.rows.front().keys) h += "," + k + "_mean," + k + "_sd";
-  h += ",emerged,judged,emerged_from_mean,emerged_from_sd,boundary_outliers\n";
+  h += ",emerged,judged,emerged_from_mean,emerged_from_sd,boundary_outliers,present";
+  for (const auto& k : c.rows.front().half_keys) h += "," + k + "_half_step_mean," + k + "_half_step_sd";
+  h += "\n";
   for (const auto& row : c.rows) {
     h += row.variant + "," + std::to_string(row.runs.size());
     for (const auto& s : row.stats) h += "," + num(s.mean) + "," + num(s.sd);
-    h += fmt::format(",{},{},{},{},{}\n", row.emerged, row.judged, num(row.emerged_from.mean), num(row.emerged_from.sd),
-                     row.boundary_outliers);
+    h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, num(row.emerged_from.mean), num(row.emerged_from.sd),
+                     row.boundary_outliers, row.present);
+    for (const auto& s : row.half_change) h += "," + num(s.mean) + "," + num(s.sd);
+    h += "\n";
   }
   return h;
 }
@@ -239,13 +249,17 @@ nlohmann::json comparison_json(const Comparison& c) {
   for (const auto& row : c.rows) {
     nlohmann::json r = {{"variant", row.variant}, {"emerged", row.emerged}, {"judged", row.judged},
                         {"emerged_from", {{"mean", value(row.emerged_from.mean)}, {"sd", value(row.emerged_from.sd)}}},
-                        {"boundary_outliers", row.boundary_outliers}};
+                        {"boundary_outliers", row.boundary_outliers}, {"present", row.present}};
+    for (size_t k = 0; k < row.half_keys.size(); ++k)
+      r["half_change_step"][row.half_keys[k]] = {
+          {"mean", value(row.half_change[k].mean)}, {"sd", value(row.half_change[k].sd)}, {"n", row.half_change[k].n}};
     for (size_t k = 0; k < row.keys.size(); ++k)
       r["metrics"][row.keys[k]] = {{"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
     for (size_t i : row.runs) {
       const auto& run = c.runs[i];
       r["runs"].push_back({{"run_dir", run.run_dir}, {"seed", run.seed}, {"step", run.step}, {"val_loss", value(run.val_loss)},
                            {"train_loss", value(run.train_loss)}, {"emerged", run.verdict ? nlohmann::json(run.verdict->emerged) : nullptr},
+                           {"outcome", run.verdict ? nlohmann::json(outcome_name(run.verdict->outcome)) : nullptr},
                            {"emerged_from", run.verdict && run.verdict->emerged_from ? nlohmann::json(*run.verdict->emerged_from) : nullptr}});
     }
     j["variants"].push_back(r);
@@ -283,7 +297,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
     figures.push_back(band_figure(
         std::string("trajectory_") + m.key, std::string(m.label) + " over training",
         std::string("The position table's ") + m.label + " at each snapshot, mean of each variant's seeds with a ± sd "
-        "band (README.md, “The analysis”, defines it). Variants without a learned table have none.",
+        "band (docs/analysis.md defines it). Variants without a learned table have none.",
         "step", m.column, variants, bands_of([&m](const ComparedRun& r) {
           std::vector<std::pair<double, double>> curve;
           for (const auto& p : r.points) curve.emplace_back(static_cast<double>(p.step), m.value(p.analysis));
@@ -326,7 +340,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
     const auto [head, full] = header_of(k);
     t += "<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>";
   }
-  t += "<th title=\"low rank and smooth against step 0 and the shuffled control, to the end\">emerged</th>"
+  t += "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled copies) from a step to the end\">emerged</th>"
        "<th>from step</th><th title=\"summed over the runs' last snapshots\">boundary outliers</th></tr>\n";
   for (const auto& row : c.rows) {
     t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
@@ -342,8 +356,22 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
            "</td><td>–</td><td>–</td></tr>\n";
     }
     else
-      t += fmt::format("<td>{} of {}</td><td>{}</td><td>{}</td></tr>\n", row.emerged, row.judged,
+      t += fmt::format("<td>{} of {}{}</td><td>{}</td><td>{}</td></tr>\n", row.emerged, row.judged,
+                       row.present > 0 ? fmt::format(" ({} present from the start)", row.present) : std::string(),
                        row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"), row.boundary_outliers);
+  }
+  t += "</table></div>\n";
+  // When each headline metric moved: its half-change step, mean ± sd over the seeds.
+  t += "<h3>When each metric moved</h3>\n<p>The half-change step of a run's metric: the first snapshot where it has "
+       "moved half of its change from the first snapshot to the last; mean ± sd over the variant's seeds. Less "
+       "sensitive to a threshold than “emerged from”.</p>\n<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th>";
+  for (const Metric& m : headline_metrics()) t += "<th title=\"" + html_escape(m.label) + "\">" + html_escape(m.column) + "</th>";
+  t += "</tr>\n";
+  for (const auto& row : c.rows) {
+    if (row.judged == 0) continue;
+    t += "<tr><td>" + html_escape(row.variant) + "</td>";
+    for (const auto& s : row.half_change) t += "<td>" + format_stat(s, "{:.0f}") + "</td>";
+    t += "</tr>\n";
   }
   t += "</table></div>\n";
   std::string runs_list = "<details><summary>Runs</summary>\n<ul>\n";
@@ -355,8 +383,9 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
       "<style>table.compare { font-size: 0.9em; } table.compare td { white-space: nowrap; }\n"
       "table.compare th, table.compare td { padding: 0.25em 0.4em; } div.wide { overflow-x: auto; }</style>\n"
       "<h2>Variants</h2>\n<p>Each cell: mean ± sample standard deviation over the variant's seeds (one seed: the value "
-      "alone); hover a column's name for its full name. Table metrics at each run's last snapshot; “structure emerged”: low rank and smooth against step 0 and "
-      "the shuffled control, and stable to the end (README.md, “The analysis”). The same table as "
+      "alone); hover a column's name for its full name. Table metrics at each run's last snapshot; “structure emerged”: absent at step 0, then low rank (components "
+      "above the noise floor hold most of the variance) and smooth (adjacent cosine far above shuffled copies') from a "
+      "step to the end (docs/analysis.md). The same table as "
       "<a href=\"comparison.csv\">CSV</a> and <a href=\"comparison.json\">JSON</a>.</p>\n" + t + runs_list +
       "<h2>Figures</h2>\n";
   const std::string html = report_page("poslab compare: " + std::to_string(c.rows.size()) + " variants, " +

@@ -37,7 +37,10 @@ struct VariantRow {
   std::vector<std::string> keys;        // column keys: "val_loss", "train_loss", then the table metrics
   std::vector<Stat> stats;              // one per key
   int emerged = 0, judged = 0;          // runs whose structure emerged, runs with a table
+  int present = 0;                      // runs whose structure was present from the start (a fixed or extended table)
   Stat emerged_from;                    // over the runs where it emerged
+  std::vector<std::string> half_keys;   // the headline metrics
+  std::vector<Stat> half_change;        // per headline metric: its half-change step over the judged runs
   int boundary_outliers = 0;            // summed over the runs' last snapshots
 };
 
@@ -51,7 +54,8 @@ struct Comparison {
 // a folder that is neither.
 Comparison compare_runs(const std::vector<std::string>& dirs);
 
-// The table: one line per variant; columns "variant,runs,<key>_mean,<key>_sd,...,emerged,emerged_from_mean".
+// The table: one line per variant; columns "variant,runs,<key>_mean,<key>_sd,...,emerged,judged,emerged_from_mean,
+// emerged_from_sd,boundary_outliers,present,<metric>_half_step_mean,<metric>_half_step_sd,...".
 std::string comparison_csv(const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
 

@@ -219,13 +219,14 @@ Figure row_norms_figure(const std::vector<Series>& series) {
 
 Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::string& metrics_jsonl) {
   Figure f{"trajectory", "How the structure emerges during training",
-           "Over training steps: components for 90 % of the variance, entropy effective rank, adjacent-position cosine "
-           "beside its row-shuffled control, and the train and val loss.",
+           "Over training steps: the components above the noise floor (Gavish–Donoho) beside k90, their share of the "
+           "variance, the adjacent-position cosine beside the row-shuffled copies' mean ± sd, and the train and val loss.",
            {}, {}};
-  std::string d = "# step k90 effective_rank adjacent_cosine shuffled_adjacent_cosine\n";
+  std::string d = "# step k90 signal_rank signal_share adjacent_cosine shuffled_mean shuffled_sd effective_rank\n";
   for (const auto& p : points)
-    d += fmt::format("{} {} {} {} {}\n", p.step, p.analysis.k90, num(p.analysis.effective_rank),
-                     num(p.analysis.smooth.adjacent_cosine), num(p.analysis.shuffled.adjacent_cosine));
+    d += fmt::format("{} {} {} {} {} {} {} {}\n", p.step, p.analysis.k90, p.analysis.noise.signal_rank,
+                     num(p.analysis.noise.signal_share), num(p.analysis.smooth.adjacent_cosine),
+                     num(p.analysis.shuffle_control.mean), num(p.analysis.shuffle_control.sd), num(p.analysis.effective_rank));
   f.data["trajectory.dat"] = d;
   std::string loss = "# step batch_loss eval_train_loss eval_val_loss\n";
   std::istringstream in(metrics_jsonl);
@@ -239,13 +240,14 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
   f.script = both_formats(
       f.name,
       "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n"
-      "  set title 'components for 90 % (k90)'\n  set ylabel 'components'\n"
-      "  plot 'trajectory.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 notitle\n"
-      "  set title 'entropy effective rank'\n  set ylabel 'effective rank'\n"
-      "  plot 'trajectory.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 notitle\n"
+      "  set title 'components'\n  set ylabel 'components'\n  set key top right\n"
+      "  plot 'trajectory.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'above the noise floor', "
+      "'trajectory.dat' using 1:2 with linespoints pt 6 ps 0.6 lw 1 title 'k90 (noise included)'\n"
+      "  set title 'share of the variance above the noise floor'\n  set ylabel 'signal share'\n  set yrange [0:1]\n"
+      "  plot 'trajectory.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 notitle\n  set autoscale y\n"
       "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key top left\n"
-      "  plot 'trajectory.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
-      "'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'row-shuffled copy'\n"
+      "  plot 'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
+      "'trajectory.dat' using 1:6:7 with yerrorlines pt 7 ps 0.4 lw 1 title 'row-shuffled copies (mean ± sd)'\n"
       "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key top right\n"
       "  plot 'loss.dat' using 1:2 with lines lc rgb '#bbbbbb' title 'batch', "
       "'loss.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'train (eval)', "

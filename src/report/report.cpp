@@ -38,6 +38,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 .source { color: #666; margin-top: 0; }
 .verdict { font-size: 1.1em; padding: 0.8em 1em; border-left: 5px solid #21918c; background: #f2f8f8; }
 .verdict.no { border-color: #b5651d; background: #fbf5ee; }
+.verdict.present { border-color: #5b5bb5; background: #f3f3fb; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
@@ -110,6 +111,20 @@ std::string report_page(const std::string& title, const std::string& source, con
   return h + "</body>\n</html>\n";
 }
 
+namespace {
+// "Half-change step: signal share 500, adjacent cosine 300, …": when each headline metric had moved half of its change.
+std::string half_change_line(const std::vector<TrajectoryPoint>& points) {
+  std::string items;
+  const std::vector<HalfChange> hc = half_change_steps(points);
+  for (const Metric& m : headline_metrics())
+    for (const HalfChange& h : hc)
+      if (h.key == m.key && h.step) items += fmt::format("{}{} {}", items.empty() ? "" : ", ", m.label, *h.step);
+  if (items.empty()) return "";
+  return "<p><b>Half-change step</b> (the first snapshot where a metric has moved half of its change over the run): " +
+         html_escape(items) + ".</p>\n";
+}
+}  // namespace
+
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds) {
   AnalysisOptions opt;
   opt.keep_cosine_matrix = true;
@@ -157,10 +172,13 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   result.figures = draw_figures(dir, figures);
 
   const std::string top =
-      fmt::format("<p class=\"verdict{}\"><b>Verdict.</b> {}</p>\n", verdict.emerged ? "" : " no", html_escape(verdict.summary)) +
+      fmt::format("<p class=\"verdict{}\"><b>Verdict: {}.</b> {}</p>\n",
+                  verdict.outcome == Outcome::emerged ? "" : verdict.outcome == Outcome::present_from_start ? " present" : " no",
+                  outcome_name(verdict.outcome), html_escape(verdict.summary)) +
+      (verdict.outcome == Outcome::emerged ? half_change_line(points) : std::string()) +
       "<h2>Key metrics</h2>\n" +
       metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
-      fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: README.md, “The analysis”.</p>\n",
+      fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
       extension.html + "<h2>Figures</h2>\n";
@@ -187,7 +205,7 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
   const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
-                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: README.md, “The analysis”.</p>\n"
+                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n"
                                       "<h2>Figures</h2>\n",
                                       a.positions, a.dims);
   result.index_html = (fs::path(out_dir) / "index.html").string();

@@ -61,7 +61,7 @@ void ensure_fast_blas(int argc, char** argv) {
   }
   // OpenBLAS's own thread pool spins between calls and fights LibTorch's pool for the same cores: measured
   // here, one BLAS thread made fp32 training of the default model 1.29x faster and bf16 1.15x (scripts in
-  // README, "Speed"). Only at start-up does this variable keep the pool from being created.
+  // docs/results.md, "Speed"). Only at start-up does this variable keep the pool from being created.
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     changed = true;

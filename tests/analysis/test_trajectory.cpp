@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "analysis/baselines.h"
+#include "analysis/metric_list.h"
+#include "analysis/table_io.h"
 #include "analysis/trajectory.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -45,32 +47,139 @@ TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
   ASSERT_EQ(points.size(), 5u);
   EXPECT_EQ(points[0].train_loss, 1.5);
   const Verdict v = judge(points);
+  EXPECT_EQ(v.outcome, Outcome::emerged);
   EXPECT_TRUE(v.emerged);
   EXPECT_TRUE(v.low_rank);
   EXPECT_TRUE(v.smooth);
+  EXPECT_FALSE(v.present_at_start);
   ASSERT_TRUE(v.emerged_from.has_value());
   EXPECT_EQ(*v.emerged_from, 300);
-  EXPECT_NE(v.summary.find("emerged from step 300"), std::string::npos) << v.summary;
-  const auto j = verdict_json(v);
+  // The sentence carries the numbers: the components above the floor, step 0's none, the shuffled copies.
+  EXPECT_NE(v.summary.find("emerged from step 300: there 2 components above the noise floor hold"), std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("(step 0: none)"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("for 100 shuffled copies"), std::string::npos) << v.summary;
+  const auto j = verdict_json(v, points);
   EXPECT_EQ(j["emerged_from"], 300);
+  EXPECT_EQ(j["outcome"], "emerged");
+  EXPECT_EQ(j["half_change_step"]["signal_share"], 100);  // the first smooth snapshot already moved all the way
   EXPECT_EQ(trajectory_json(points).size(), 5u);
   const std::string csv = trajectory_csv(points);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  EXPECT_EQ(csv.rfind("step,train_loss,val_loss,k50,k90", 0), 0u) << csv.substr(0, 80);
+  EXPECT_EQ(csv.rfind("step,train_loss,val_loss,signal_rank,signal_share,noise_sigma,k50,k90", 0), 0u) << csv.substr(0, 80);
 }
 
 TEST(Trajectory, NoiseStaysNoise) {
   TempDir dir;
   fake_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)}});
   const Verdict v = judge(analyze_run(dir / "run"));
+  EXPECT_EQ(v.outcome, Outcome::not_formed);
   EXPECT_FALSE(v.emerged);
   EXPECT_FALSE(v.low_rank);
   EXPECT_FALSE(v.smooth);
   EXPECT_NE(v.summary.find("No stable smooth, low-rank structure"), std::string::npos) << v.summary;
-  // Thresholds are configurable: with no margin at all, "smooth" only needs to beat the shuffled copy.
+  EXPECT_NE(v.summary.find("no component above the noise floor"), std::string::npos) << v.summary;
+  // Thresholds are configurable: with z >= -100, "smooth" holds for anything.
   VerdictThresholds lax;
-  lax.smooth_margin = -1.0;
+  lax.smooth_z = -100;
   EXPECT_TRUE(judge(analyze_run(dir / "run"), lax).smooth);
+}
+
+// Negative controls: order destroyed, or no structure at all, is never "emerged".
+TEST(Trajectory, ShuffledStructureIsLowRankButNotSmooth) {
+  TempDir dir;
+  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)},
+                 {100, shuffle_rows(smooth_table(2), 7)},
+                 {200, shuffle_rows(smooth_table(3), 8)}});
+  const Verdict v = judge(analyze_run(dir / "run"));
+  EXPECT_EQ(v.outcome, Outcome::not_formed) << v.summary;
+  EXPECT_TRUE(v.low_rank) << "shuffling keeps the spectrum";
+  EXPECT_FALSE(v.smooth) << v.summary;
+}
+
+// A table that was smooth and low rank before training (fixed sinusoidal, GPT-2's own rows, an extended table or
+// --init-from) is "present from the start", not "emerged".
+TEST(Trajectory, StructureAtStepZeroIsPresentNotEmerged) {
+  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const torch::Tensor gpt2 = select_rows(read_npy_table(path), "1:64");
+  const torch::Tensor sinus = synthetic_table("sinusoidal", 128, 128, 0);
+  for (const auto& [name, W] : std::vector<std::pair<std::string, torch::Tensor>>{{"gpt2", gpt2}, {"sinusoidal", sinus}}) {
+    TempDir dir;
+    fake_run(dir, {{0, W}, {100, W}, {200, W}});
+    const auto points = analyze_run(dir / "run");
+    const Verdict v = judge(points);
+    EXPECT_EQ(v.outcome, Outcome::present_from_start) << name << ": " << v.summary;
+    EXPECT_FALSE(v.emerged) << name;
+    EXPECT_TRUE(v.present_at_start) << name;
+    EXPECT_TRUE(v.low_rank && v.smooth) << name;
+    EXPECT_EQ(verdict_json(v, points)["outcome"], "present from the start");
+    EXPECT_NE(v.summary.find("present from the start"), std::string::npos) << v.summary;
+  }
+  // Lost during training: present at step 0, noise at the end.
+  TempDir dir;
+  fake_run(dir, {{0, sinus}, {100, random_table(128, 128, 0.02, 3)}});
+  const Verdict lost = judge(analyze_run(dir / "run"));
+  EXPECT_EQ(lost.outcome, Outcome::not_formed);
+  EXPECT_NE(lost.summary.find("it was present at the first snapshot and was lost"), std::string::npos) << lost.summary;
+}
+
+// Snapshots of real runs (tests/fixtures/runs/README in tests/fixtures/README.md): the default config in float32
+// (seed 1) forms its table; the small config with model.wpe_init_std 0.2 does not move its noise in 1500 steps.
+std::vector<std::pair<int64_t, torch::Tensor>> fixture_run(const std::string& name, const std::vector<int64_t>& steps) {
+  std::vector<std::pair<int64_t, torch::Tensor>> snaps;
+  for (int64_t step : steps) {
+    char file[64];
+    std::snprintf(file, sizeof file, "wpe_step%06lld.npy", static_cast<long long>(step));
+    snaps.emplace_back(step, read_npy_table(std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/runs/" + name + "/" + file));
+  }
+  return snaps;
+}
+
+TEST(Trajectory, RealRunsAreJudgedByWhatTheyShow) {
+  TempDir dir;
+  const auto formed = fixture_run("default_float32_seed1", {0, 400, 800, 1500});
+  fake_run(dir, formed);
+  const auto points = analyze_run(dir / "run");
+  const Verdict v = judge(points);
+  EXPECT_EQ(v.outcome, Outcome::emerged) << v.summary;
+  ASSERT_TRUE(v.emerged_from.has_value()) << v.summary;
+  EXPECT_EQ(*v.emerged_from, 800) << v.summary;
+  EXPECT_EQ(points.front().analysis.noise.signal_rank, 0);
+  EXPECT_GT(points.back().analysis.noise.signal_share, 0.6);
+  EXPECT_GT(points.back().analysis.shuffle_control.z, 10);
+
+  // Its last table with the rows shuffled: the same spectrum, no order.
+  TempDir shuffled;
+  fake_run(shuffled, {formed.front(), {1500, shuffle_rows(formed.back().second, 3)}});
+  const Verdict s = judge(analyze_run(shuffled / "run"));
+  EXPECT_EQ(s.outcome, Outcome::not_formed) << s.summary;
+  EXPECT_TRUE(s.low_rank);
+  EXPECT_FALSE(s.smooth);
+
+  TempDir loud;
+  fake_run(loud, fixture_run("init_std0.2", {0, 700, 1500}));
+  const Verdict n = judge(analyze_run(loud / "run"));
+  EXPECT_EQ(n.outcome, Outcome::not_formed) << n.summary;
+  EXPECT_FALSE(n.low_rank || n.smooth) << n.summary;
+}
+
+TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
+  // signal share goes 0 -> ~0 -> high -> high: half its change is reached at step 200.
+  TempDir dir;
+  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)},
+                 {200, smooth_table(3)}, {300, smooth_table(4)}});
+  const auto points = analyze_run(dir / "run");
+  const auto hc = half_change_steps(points);
+  ASSERT_EQ(hc.size(), headline_metrics().size());
+  for (const auto& h : hc)
+    if (h.key == "signal_share" || h.key == "adjacent_cosine") {
+      ASSERT_TRUE(h.step.has_value()) << h.key;
+      EXPECT_EQ(*h.step, 200) << h.key;
+    }
+  // A metric that does not change has no half-change step.
+  TempDir same;
+  fake_run(same, {{0, smooth_table(3)}, {100, smooth_table(3)}});
+  for (const auto& h : half_change_steps(analyze_run(same / "run"))) EXPECT_FALSE(h.step.has_value()) << h.key;
 }
 
 TEST(Trajectory, EmptyAndBrokenRunFoldersAreClearErrors) {

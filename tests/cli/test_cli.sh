@@ -100,6 +100,9 @@ expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp
 expect_error "analyze safetensors without --tensor" "pass --tensor NAME" analyze "$tmp/bad.safetensors"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
 expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
+expect_error "verdict share out of range" "^error: --min-signal-share: Value 2 not in range" analyze "$tmp/empty-run" --min-signal-share 2
+expect_error "verdict z not a number" "^error: Could not convert: --smooth-z = abc" report "$tmp/empty-run" --smooth-z abc
+expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
 expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
 expect_error "analyze nothing" "nothing to analyse" analyze
@@ -124,7 +127,7 @@ else
   echo "FAIL default config short run:"
   tail -20 "$tmp/err"
 fi
-if "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict: " "$tmp/out" &&
+if "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
    [ -f "$tmp/x/default/analysis/verdict.json" ] && [ -f "$tmp/x/default/analysis/trajectory.csv" ] &&
    [ -f "$tmp/x/default/snapshots/wpe_step000006.json" ] &&
    "$poslab" analyze "$tmp/x/default/checkpoints/latest.pt" >"$tmp/out" 2>"$tmp/err"; then

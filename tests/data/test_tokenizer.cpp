@@ -190,7 +190,7 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
   EXPECT_TRUE(data.tokenizer.decode(all) == text) << "the whole corpus, long line included, must round-trip";
 
   // Fewer tokens than one batch (batch 64 x block 16) but more than block_size + 1 per split: windows are
-  // drawn with replacement, so training works; documented in the README.
+  // drawn with replacement, so training works.
   write_text(dir / "small.txt", "a tiny corpus of a few dozen characters, enough for two windows.\nand a val tail line here.\n");
   Config c = tiny_config(dir, "char", 0);
   c.data.corpus = {dir / "small.txt"};

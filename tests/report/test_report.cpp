@@ -79,7 +79,7 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   expect_valid_images(dir / "run/report", r.figures);
   expect_links_exist(r.index_html);
   const std::string html = read_file(r.index_html);
-  EXPECT_NE(html.find("Verdict."), std::string::npos);
+  EXPECT_NE(html.find("<b>Verdict: "), std::string::npos);
   EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
 }

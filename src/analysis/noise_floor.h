@@ -1,0 +1,37 @@
+// The noise floor of a table's spectrum: how many principal components stand above what i.i.d. noise of the
+// same shape would give, by the optimal hard threshold of Gavish & Donoho (2014), "The optimal hard threshold for
+// singular values is 4/√3", IEEE Trans. Inf. Theory 60(8), for noise of unknown level. Torch-free.
+//
+// Notation: the centred table W_c is (P − 1) × d in effect (centring removes one dimension of the rows), so
+// m = min(P − 1, d) singular values σ_1 ≥ … ≥ σ_m are used, n = max(P − 1, d), β = m / n ∈ (0, 1].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace poslab {
+
+struct NoiseFloor {
+  double beta = 0;          // m / n
+  double omega = 0;         // ω(β) = λ*(β) / √μ_β
+  double threshold = 0;     // τ = ω(β) · median(σ): components with σ_k > τ are signal
+  double noise_sigma = 0;   // the noise's estimated per-entry sd, median(σ) / √(n · μ_β)
+  int signal_rank = 0;      // #{k : σ_k > τ}
+  double signal_share = 0;  // Σ_{k ≤ signal_rank} σ_k² / Σ_k σ_k² (0 for a zero table)
+};
+
+// μ_β: the median of the Marchenko–Pastur law with aspect ratio β ∈ (0, 1] (eigenvalues of X Xᵀ / n for an
+// m × n matrix X of unit-variance i.i.d. entries), by quadrature and bisection (|error| < 1e-9).
+double marchenko_pastur_median(double beta);
+
+// λ*(β) = √(2(β + 1) + 8β / (β + 1 + √(β² + 14β + 1))): the threshold, in units of √n · σ, for known noise.
+double optimal_threshold_known_noise(double beta);
+
+// ω(β) = λ*(β) / √μ_β; Gavish & Donoho's fit 0.56β³ − 0.95β² + 1.82β + 1.43 is within 0.02 of it.
+double optimal_threshold_coefficient(double beta);
+
+// The noise floor of a centred table's singular values (descending; only the first m = min(P − 1, d) are read).
+// P >= 2, d >= 1.
+NoiseFloor noise_floor(const std::vector<double>& singular_values_centered, int64_t P, int64_t d);
+
+}  // namespace poslab
