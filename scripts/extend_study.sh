@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's extension study ("What extending the default run showed"): train configs/default.yaml, extend it from
+# The extension study of docs/results.md ("What extending the default run showed"): train configs/default.yaml, extend it from
 # 128 to 256 positions by each method, evaluate, fine-tune 150 steps, evaluate again, plus the control that is not
 # extended, and write the run's report. About 40 minutes on 2 cores. Usage: bash scripts/extend_study.sh [POSLAB]
 set -euo pipefail
