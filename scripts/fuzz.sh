@@ -26,9 +26,9 @@ build fuzz_npy tests/fuzz/fuzz_npy.cpp src/util/npy.cpp src/util/fs.cpp
 build fuzz_safetensors tests/fuzz/fuzz_safetensors.cpp src/analysis/safetensors.cpp
 build fuzz_config tests/fuzz/fuzz_config.cpp src/config/config.cpp
 build fuzz_checkpoint tests/fuzz/fuzz_checkpoint.cpp src/train/checkpoint.cpp src/model/gpt.cpp src/config/config.cpp \
-  src/util/fs.cpp src/model/cross_entropy.cpp src/model/cross_entropy_kernel.cpp src/model/causal_softmax.cpp \
-  src/model/causal_softmax_kernel.cpp src/model/layer_norm.cpp src/model/layer_norm_kernel.cpp src/util/simd_math.cpp \
-  src/model/gelu.cpp src/model/gelu_kernel.cpp src/model/residual.cpp src/model/head_loss.cpp src/util/positions.cpp \
+  src/util/fs.cpp src/ops/cross_entropy.cpp src/ops/cross_entropy_kernel.cpp src/ops/causal_softmax.cpp \
+  src/ops/causal_softmax_kernel.cpp src/ops/layer_norm.cpp src/ops/layer_norm_kernel.cpp src/util/simd_math.cpp \
+  src/ops/gelu.cpp src/ops/gelu_kernel.cpp src/ops/residual.cpp src/ops/head_loss.cpp src/util/positions.cpp \
   -- -fopenmp-simd -Wno-pass-failed $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt
 
 # Seeds: one valid input of each kind, written here (no data file is needed).

@@ -7,7 +7,7 @@ packages=(
   cmake g++ make pkg-config
   libtorch-dev            # LibTorch 1.13 (CPU)
   libgloo-dev             # headers of Gloo, the CPU backend of LibTorch's c10d (multi-process training)
-  python3-torch           # torchrun, the launcher tests/dist/test_torchrun.sh starts poslab with
+  python3-torch           # torchrun, the launcher tests/distributed/test_torchrun.sh starts poslab with
   libsentencepiece-dev    # tokenizer (behind a dlopen shim: see src/data/spm_shim.h)
   libspdlog-dev libgtest-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libopenblas0-pthread    # fast BLAS for LibTorch (the reference BLAS runs ~50x slower here)

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "analysis/analysis.h"
-#include "cli/table_source.h"
+#include "app/table_source.h"
 #include "analysis/trajectory.h"
 
 namespace poslab {

@@ -10,10 +10,11 @@
 #include "cli/model_cmds.h"
 #include "cli/sweep_cmds.h"
 #include "config/config.h"
-#include "dist/comm.h"
-#include "dist/env.h"
-#include "dist/launcher.h"
-#include "train/bench.h"
+#include "distributed/comm.h"
+#include "distributed/env.h"
+#include "distributed/launcher.h"
+#include "app/bench.h"
+#include "report/report.h"
 #include "train/trainer.h"
 #include "util/cuda.h"
 #include "util/fs.h"
@@ -128,7 +129,8 @@ int run_cli(int argc, char** argv) {
       spdlog::set_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
     }
     install_stop_handlers();
-    const TrainSummary s = train(train_req);
+    TrainSummary s = train(train_req);
+    if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
     if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
     std::cout << s.run_dir << "\n";
     if (!s.report_html.empty()) std::cout << s.report_html << "\n";

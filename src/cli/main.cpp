@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "dist/env.h"
+#include "distributed/env.h"
 #include "util/error.h"
 #include "util/platform.h"
 

@@ -2,15 +2,15 @@
 
 #include <cmath>
 
-#include "model/attention.h"
-#include "model/autocast.h"
-#include "model/bf16_products.h"
-#include "model/causal_softmax.h"
-#include "model/cross_entropy.h"
-#include "model/gelu.h"
-#include "model/head_loss.h"
-#include "model/layer_norm.h"
-#include "model/residual.h"
+#include "ops/attention.h"
+#include "ops/autocast.h"
+#include "ops/bf16_products.h"
+#include "ops/causal_softmax.h"
+#include "ops/cross_entropy.h"
+#include "ops/gelu.h"
+#include "ops/head_loss.h"
+#include "ops/layer_norm.h"
+#include "ops/residual.h"
 #include "util/positions.h"
 
 namespace poslab {
@@ -52,35 +52,53 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
-  const torch::Tensor qkv = linear(c_attn, x);                             // (B, T, 3C)
-  if (x.device().is_cpu() && !(is_training() && dropout > 0.0)) {
-    // Every head's scores, mask, softmax and weighted sum in one op that reads q, k, v in place (attention.h).
-    return resid_dropout(linear(c_proj, causal_attention(qkv, n_head)));
-  }
-  auto qkv3 = qkv.split(C, /*dim=*/2);                                    // 3 x (B, T, C)
-  auto q = qkv3[0].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
-  auto k = qkv3[1].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
-  auto v = qkv3[2].view({B, T, n_head, hs}).transpose(1, 2);      // (B, nh, T, hs)
+  const torch::Tensor qkv = linear(c_attn, x);  // (B, T, 3C)
+  torch::Tensor y;                               // (B, T, C)
+  if (x.device().is_cpu() && !(is_training() && dropout > 0.0)) y = fused_attention(qkv);
+  else if (TORCH_VERSION_MAJOR >= 2) y = sdpa_attention(qkv);
+  else y = bmm_attention(qkv);
+  return resid_dropout(linear(c_proj, y));
+}
+
+torch::Tensor CausalSelfAttentionImpl::fused_attention(const torch::Tensor& qkv) {
+  // Every head's scores, mask, softmax and weighted sum in one op that reads q, k, v in place.
+  return causal_attention(qkv, n_head);
+}
+
+torch::Tensor CausalSelfAttentionImpl::sdpa_attention(const torch::Tensor& qkv) {
 #if TORCH_VERSION_MAJOR >= 2
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, hs = C / n_head;
+  auto qkv3 = qkv.split(C, /*dim=*/2);                        // 3 x (B, T, C)
+  auto q = qkv3[0].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
+  auto k = qkv3[1].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
+  auto v = qkv3[2].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   auto y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
+  return y.transpose(1, 2).contiguous().view({B, T, C});       // (B, T, C)
 #else
-  const auto q3 = q.reshape({B * n_head, T, hs}), k3 = k.reshape({B * n_head, T, hs}), v3 = v.reshape({B * n_head, T, hs});
+  TORCH_CHECK(false, "scaled_dot_product_attention needs LibTorch 2.x");
+#endif
+}
+
+torch::Tensor CausalSelfAttentionImpl::bmm_attention(const torch::Tensor& qkv) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, hs = C / n_head;
+  auto qkv3 = qkv.split(C, /*dim=*/2);                                              // 3 x (B, T, C)
+  auto heads = [&](const torch::Tensor& t) {                                        // (B*nh, T, hs)
+    return t.view({B, T, n_head, hs}).transpose(1, 2).reshape({B * n_head, T, hs});
+  };
+  const auto q3 = heads(qkv3[0]), k3 = heads(qkv3[1]), v3 = heads(qkv3[2]);
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   torch::Tensor att;  // (B*nh, T, T)
-  if (x.device().is_cpu()) {
+  if (qkv.device().is_cpu()) {
     // Scale, mask and softmax as one op that skips the keys after each query (forward and backward).
     att = causal_softmax(torch::bmm(q3, k3.transpose(1, 2)), scale);
   } else {
     // One GEMM for scores, scale and mask: scale * q k^T + bias, the bias 0 on and below the diagonal, -inf above.
-    if (causal_bias.device() != x.device()) causal_bias = causal_bias.to(x.device());
+    if (causal_bias.device() != qkv.device()) causal_bias = causal_bias.to(qkv.device());
     att = torch::softmax(torch::baddbmm(causal_bias.slice(0, 0, T).slice(1, 0, T), q3, k3.transpose(1, 2), 1.0, scale), -1);
   }
   att = attn_dropout(att);
-  auto y = torch::bmm(att, v3).view({B, n_head, T, hs});          // (B, nh, T, hs)
-#endif
-  y = y.transpose(1, 2).contiguous().view({B, T, C});              // (B, T, C)
-  return resid_dropout(linear(c_proj, y));
+  auto y = torch::bmm(att, v3).view({B, n_head, T, hs});       // (B, nh, T, hs)
+  return y.transpose(1, 2).contiguous().view({B, T, C});       // (B, T, C)
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {

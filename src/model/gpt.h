@@ -23,6 +23,11 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   CausalSelfAttentionImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
 
+  // The attention paths, each from qkv (B, T, 3C) to y (B, T, C); forward picks one by device and dropout:
+  torch::Tensor fused_attention(const torch::Tensor& qkv);  // CPU, no attention dropout: one op (ops/attention.h)
+  torch::Tensor sdpa_attention(const torch::Tensor& qkv);   // LibTorch 2.x otherwise: scaled_dot_product_attention
+  torch::Tensor bmm_attention(const torch::Tensor& qkv);    // LibTorch 1.13 otherwise: q kᵀ, causal softmax, p v
+
   torch::nn::Linear c_attn{nullptr};  // C -> 3C: q, k, v for all heads at once
   torch::nn::Linear c_proj{nullptr};  // C -> C
   torch::nn::Dropout attn_dropout{nullptr}, resid_dropout{nullptr};
@@ -61,7 +66,7 @@ struct GPTImpl : torch::nn::Module {
   // idx -> the final LayerNorm's output (B, T, C), what the head multiplies by wte.
   torch::Tensor hidden(const torch::Tensor& idx);
   // loss(forward(idx), targets, weight) without the (B, T, V) logits on CPU: head and cross-entropy as one op
-  // in chunks of rows (model/head_loss.h). Call it under the autocast guard, as forward.
+  // in chunks of rows (ops/head_loss.h). Call it under the autocast guard, as forward.
   torch::Tensor forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight = 1.0);
   // Mean cross-entropy of logits against targets (B, T), computed in float32, times `weight` (slices of a batch, gradient
   // accumulation; the gradient is scaled too).

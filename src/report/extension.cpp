@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "analysis/analysis.h"
+#include "analysis/table_io.h"
 #include "config/config.h"
 #include "report/report.h"
-#include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -249,13 +249,14 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   for (const auto& e : exts) {
     if (tables.size() == 3) break;
     try {
-      const std::string ckpt = e.info.value("checkpoint", "");
+      const std::string npy = e.info.value("table", "");  // the extended table poslab extend wrote beside its checkpoint
+      if (npy.empty()) continue;
       AnalysisOptions opt;
       opt.keep_cosine_matrix = true;
-      tables.push_back(analyze_table(read_checkpoint_position_table(ckpt), ckpt, opt));
+      tables.push_back(analyze_table(read_npy_table(npy), npy, opt));
       labels.push_back(fmt::format("{} ({})", e.info.value("method", "?"), e.info.value("to", int64_t{0})));
     } catch (const Error&) {
-      // the extended checkpoint was moved or deleted: its row stays, its heatmap goes
+      // the extended table was moved or deleted: its row stays, its heatmap goes
     }
   }
   if (!tables.empty()) {

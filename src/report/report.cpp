@@ -188,6 +188,17 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   return result;
 }
 
+std::string write_report_of_finished_run(const std::string& run_dir) {
+  try {
+    const std::string page = write_run_report(run_dir).index_html;
+    spdlog::info("report: {}", page);
+    return page;
+  } catch (const Error& e) {
+    spdlog::error("report not written: {}{}", e.what(), e.hint().empty() ? "" : " (" + e.hint() + ")");
+    return "";
+  }
+}
+
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
                                 int64_t row_offset) {
   AnalysisOptions opt;

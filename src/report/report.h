@@ -19,6 +19,10 @@ struct ReportResult {
 // Data and scripts are written first; without gnuplot this throws poslab::Error after writing them.
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds = {});
 
+// The report at the end of a training run (TrainSummary::report_due): write_run_report with a log line naming the
+// page, or an error line (a run's report failing does not fail the run). Returns the page's path, or "".
+std::string write_report_of_finished_run(const std::string& run_dir);
+
 // The figures that make sense for one table (spectrum, variance, heatmap, PCs, helix, row norms), in out_dir.
 // Both reports compare with analysis/baselines.h's controls (the same seed and scale as poslab analyze).
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
+#include "report/report.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -244,6 +245,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     TrainSummary s;
     try {
       s = train(req);
+      if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
     } catch (const Error& e) {
       spdlog::error("sweep {}: {} seed {} failed: {}{}", sweep.name, r.variant, r.seed, e.what(),
                     e.hint().empty() ? "" : " (" + e.hint() + ")");

@@ -1,7 +1,7 @@
 #include "train/evaluate.h"
 
 #include "data/batches.h"
-#include "model/autocast.h"
+#include "ops/autocast.h"
 
 namespace poslab {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "distributed/comm.h"
 #include "model/gpt.h"
 
 namespace poslab {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <tuple>
 
-#include "model/autocast.h"
+#include "ops/autocast.h"
 #include "train/optim.h"
 #include "util/signals.h"
 

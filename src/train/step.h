@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "data/batches.h"
-#include "dist/comm.h"
+#include "distributed/comm.h"
 #include "model/gpt.h"
 
 namespace poslab {

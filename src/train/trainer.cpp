@@ -13,10 +13,9 @@
 #include "data/batches.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
-#include "dist/comm.h"
-#include "dist/env.h"
+#include "distributed/comm.h"
+#include "distributed/env.h"
 #include "model/gpt.h"
-#include "report/report.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -401,20 +400,13 @@ class Run {
     interval_steps_ = 0;
   }
 
-  // The report of a finished run, the summary and its log lines.
+  // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).
   TrainSummary finish() {
     TrainSummary s;
     s.run_dir = rdir_;
     s.steps = finished_at_;
     s.finished = finished_at_ >= cfg_.train.max_steps;
-    if (writer_ && cfg_.run.report && s.finished && model_->wpe) {
-      try {
-        s.report_html = write_run_report(rdir_).index_html;
-        spdlog::info("report: {}", s.report_html);
-      } catch (const Error& e) {
-        spdlog::error("report not written: {}{}", e.what(), e.hint().empty() ? "" : " (" + e.hint() + ")");
-      }
-    }
+    s.report_due = writer_ && cfg_.run.report && s.finished && model_->wpe;
     s.train_loss = train_est_;
     s.val_loss = val_est_;
     s.tokens_per_s = train_seconds_ > 0 ? static_cast<double>(train_steps_run_ * tokens_per_step()) / train_seconds_ : 0.0;

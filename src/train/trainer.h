@@ -23,7 +23,9 @@ struct TrainSummary {
   double val_loss = 0.0;
   double seconds = 0.0;         // wall time of this invocation
   double tokens_per_s = 0.0;    // training throughput (train steps only)
-  std::string report_html;      // the report written at the end (run.report), or empty
+  bool report_due = false;      // rank 0 of a finished run with a position table and run.report: the caller writes
+                                // the report (report/report.h, write_report_of_finished_run)
+  std::string report_html;      // the report's page, once the caller wrote it
   int interrupted_by = 0;       // SIGINT / SIGTERM that stopped the run early, 0 if none
   int64_t skipped_steps = 0;    // non-finite steps skipped
   int world_size = 1;           // processes that trained (data parallel)
@@ -31,7 +33,7 @@ struct TrainSummary {
   double allreduce_seconds = 0.0;  // of which in collectives across processes
 };
 
-// Trains (or resumes) a run. Under a launcher (RANK, WORLD_SIZE, ... or SLURM's variables: see dist/env.h) this
+// Trains (or resumes) a run. Under a launcher (RANK, WORLD_SIZE, ... or SLURM's variables: see distributed/env.h) this
 // process is one rank of a data-parallel run: rank 0 writes the run folder, every rank trains its share.
 TrainSummary train(const TrainRequest& request);
 

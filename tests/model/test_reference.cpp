@@ -13,7 +13,7 @@
 
 #include "analysis/safetensors.h"
 #include "config/config.h"
-#include "model/autocast.h"
+#include "ops/autocast.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/schedule.h"

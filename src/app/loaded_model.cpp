@@ -1,0 +1,17 @@
+#include "app/loaded_model.h"
+
+namespace poslab {
+
+LoadedModel load_model(const std::string& path, const torch::Device& device) {
+  LoadedModel m;
+  m.meta = read_checkpoint_meta(path);
+  m.cfg = config_from_yaml(m.meta.config_yaml, path + " (stored config)");
+  m.tokenizer = Tokenizer::from_bytes(m.meta.tokenizer_model, path + " (stored tokenizer)");
+  m.model = GPT(m.cfg.model, m.tokenizer.vocab_size());
+  load_checkpoint(path, m.model, nullptr);
+  m.model->to(device);
+  m.model->eval();
+  return m;
+}
+
+}  // namespace poslab

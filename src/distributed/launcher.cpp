@@ -1,0 +1,199 @@
+#include "distributed/launcher.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "distributed/env.h"
+#include "util/error.h"
+
+extern char** environ;
+
+namespace poslab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_forward = 0;  // a signal to pass on to the workers
+extern "C" void on_launcher_signal(int sig) { g_forward = sig; }
+
+// The launcher's per-rank step file: nproc int64 steps, written by each worker's Comm::set_step.
+class StepFile {
+ public:
+  explicit StepFile(int nproc) : nproc_(nproc) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/poslab-steps-XXXXXX";
+    fd_ = ::mkstemp(pattern.data());
+    if (fd_ < 0) throw Error(pattern + ": cannot create the launcher's step file: " + std::strerror(errno), "set TMPDIR to a writable folder");
+    path_ = pattern;
+    const std::vector<int64_t> none(nproc, -1);
+    if (::pwrite(fd_, none.data(), none.size() * sizeof(int64_t), 0) < 0) spdlog::warn("{}: {}", path_, std::strerror(errno));
+  }
+  ~StepFile() {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  int64_t step(int rank) const {
+    int64_t s = -1;
+    if (rank < nproc_ && ::pread(fd_, &s, sizeof s, static_cast<off_t>(rank) * sizeof s) != sizeof s) return -1;
+    return s;
+  }
+
+ private:
+  int nproc_;
+  int fd_ = -1;
+  std::string path_;
+};
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+struct Worker {
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+int launch_local(const LocalLaunch& launch) {
+  const int n = launch.nproc;
+  const int port = free_tcp_port();
+  StepFile steps(n);
+
+  // Every worker's argv and environment, built before the first fork (a forked child only calls execve).
+  std::vector<char*> argv;
+  for (const auto& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const char* launch_vars[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
+                               "MASTER_PORT=", "GROUP_RANK=", "POSLAB_STEP_FILE=", "TORCHELASTIC_USE_AGENT_STORE="};
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool replaced = false;
+    for (const char* v : launch_vars) replaced = replaced || std::strncmp(*e, v, std::strlen(v)) == 0;
+    if (!replaced) inherited.emplace_back(*e);
+  }
+  std::vector<std::vector<std::string>> envs(n, inherited);
+  for (int r = 0; r < n; ++r) {
+    for (const std::string& kv : {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
+                                  "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(n),
+                                  std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port),
+                                  std::string("GROUP_RANK=0"), "POSLAB_STEP_FILE=" + steps.path()})
+      envs[r].push_back(kv);
+  }
+  std::vector<std::vector<char*>> envps(n);
+  for (int r = 0; r < n; ++r) {
+    for (auto& kv : envs[r]) envps[r].push_back(kv.data());
+    envps[r].push_back(nullptr);
+  }
+
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_launcher_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  const pid_t launcher = ::getpid();
+  std::vector<Worker> workers(n);
+  std::string pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error(std::string("fork(): ") + std::strerror(errno), "free some memory or processes, or lower --nproc");
+    if (pid == 0) {
+      // A process group of its own: a Ctrl-C reaches the launcher only, which passes it on once. If the launcher
+      // dies, the worker is told to stop.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher) ::_exit(1);
+      ::execve("/proc/self/exe", argv.data(), envps[r].data());
+      ::_exit(127);
+    }
+    workers[r] = {pid, true, 0};
+    pids += (r ? ", " : "") + std::to_string(pid);
+  }
+  spdlog::info("started {} processes on this machine (pids {}), rendezvous 127.0.0.1:{}", n, pids, port);
+
+  int result = 0, failed_rank = -1, forwarded = 0;
+  Clock::time_point term_at{}, kill_at{};
+  for (int running = n; running > 0;) {
+    if (g_forward != 0 && forwarded < 2) {  // pass each of the first two signals on (the second exits at once)
+      const int sig = g_forward;
+      g_forward = 0;
+      ++forwarded;
+      for (const auto& w : workers)
+        if (w.running) ::kill(w.pid, sig);
+      if (result == 0) result = 128 + sig;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (int r = 0; r < n; ++r) {
+        if (workers[r].pid != pid) continue;
+        workers[r].running = false;
+        workers[r].status = status;
+        --running;
+        const bool failure = exit_code_of(status) != 0 && !(forwarded > 0 && exit_code_of(status) == result);
+        if (failure && failed_rank < 0) {
+          failed_rank = r;
+          result = exit_code_of(status);
+          const int64_t step = steps.step(r);
+          spdlog::error("rank {} (pid {}) {} {}; stopping the other {} process{}", r, pid, describe_status(status),
+                        step >= 0 ? "at step " + std::to_string(step) : "before its first step", running,
+                        running == 1 ? "" : "es");
+          // The others usually fail on their own at once (their peer's connection closed); those still running
+          // after a moment are asked to stop, then killed.
+          term_at = Clock::now() + std::chrono::seconds(2);
+          kill_at = term_at + std::chrono::seconds(launch.grace_s);
+        }
+      }
+      continue;
+    }
+    if (failed_rank >= 0 && Clock::now() >= term_at) {
+      for (const auto& w : workers)
+        if (w.running) ::kill(w.pid, SIGTERM);
+      term_at = Clock::now() + std::chrono::hours(1);
+    }
+    if (failed_rank >= 0 && Clock::now() >= kill_at) {
+      for (int r = 0; r < n; ++r)
+        if (workers[r].running) {
+          spdlog::error("rank {} (pid {}) did not stop within {} s: killed", r, workers[r].pid, launch.grace_s);
+          ::kill(workers[r].pid, SIGKILL);
+        }
+      kill_at = Clock::now() + std::chrono::hours(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return result;
+}
+
+}  // namespace poslab

@@ -1,0 +1,18 @@
+// GELU as one op for bfloat16 on CPU (forward and backward); LibTorch 1.13's bf16 gelu and gelu_backward take
+// ~3.6 ms per (16, 128, 512) activation together, this ~2.2 ms (measured, one thread).
+#pragma once
+
+#include <torch/torch.h>
+
+namespace poslab {
+
+// torch::gelu (exact erf form) of x. bfloat16 CPU input: poslab's fused kernel, result and gradient rounded once
+// from float (tests/ops/test_gelu.cpp); any other input: torch::gelu.
+torch::Tensor gelu(const torch::Tensor& x);
+
+// gelu(x + bias) for x (..., C) and bias (C). bfloat16 CPU x with a float32 bias: one op that adds the bias in
+// float (no bf16 copy of it, no broadcast copy into a matrix product's output) and gives the bias its float32
+// gradient, summed in a fixed order; otherwise torch::gelu(x + bias).
+torch::Tensor bias_gelu(const torch::Tensor& x, const torch::Tensor& bias);
+
+}  // namespace poslab

@@ -1,0 +1,58 @@
+// The fused LayerNorm against torch::layer_norm, in value and gradients, with float32 and bfloat16 output.
+#include <gtest/gtest.h>
+
+#include "ops/layer_norm.h"
+
+namespace poslab {
+namespace {
+
+struct Grads {
+  torch::Tensor y, dx, dw, db;
+};
+
+Grads run(bool fused, bool bf16_out, bool with_bias) {
+  torch::manual_seed(0);
+  const auto x = (torch::randn({3, 333, 48}) * 2 + 0.5).requires_grad_(true);  // 999 rows: a partial chunk
+  const auto w = (torch::rand({48}) + 0.5).requires_grad_(true);
+  const auto b = with_bias ? torch::randn({48}).requires_grad_(true) : torch::Tensor();
+  const auto up = torch::randn({3, 333, 48});
+  torch::Tensor y;
+  if (fused) {
+    y = fused_layer_norm(x, w, b, 1e-5, bf16_out);
+  } else {
+    y = torch::layer_norm(x, {48}, w, b, 1e-5);
+    if (bf16_out) y = y.to(torch::kBFloat16);
+  }
+  (y.to(torch::kFloat32) * up).sum().backward();
+  return {y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::Tensor()};
+}
+
+TEST(LayerNorm, Float32OutputMatchesTorchLayerNorm) {
+  for (bool with_bias : {true, false}) {
+    const Grads ours = run(true, false, with_bias), ref = run(false, false, with_bias);
+    EXPECT_EQ(ours.y.scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(torch::allclose(ours.y, ref.y, 1e-5, 1e-5)) << (ours.y - ref.y).abs().max();
+    EXPECT_TRUE(torch::allclose(ours.dx, ref.dx, 1e-4, 1e-5)) << (ours.dx - ref.dx).abs().max();
+    EXPECT_TRUE(torch::allclose(ours.dw, ref.dw, 1e-4, 1e-4)) << (ours.dw - ref.dw).abs().max();
+    if (with_bias) {
+      EXPECT_TRUE(torch::allclose(ours.db, ref.db, 1e-4, 1e-4));
+    }
+  }
+}
+
+TEST(LayerNorm, BFloat16OutputIsTheFloatResultRoundedOnce) {
+  const Grads ours = run(true, true, true), ref = run(false, true, true);
+  ASSERT_EQ(ours.y.scalar_type(), torch::kBFloat16);
+  // At most one bf16 rounding step apart (the float results differ in the last bits before rounding).
+  EXPECT_TRUE(torch::allclose(ours.y.to(torch::kFloat32), ref.y.to(torch::kFloat32), 1.0 / 128, 1e-6));
+  EXPECT_TRUE(torch::allclose(ours.dx, ref.dx, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(ours.dw, ref.dw, 1e-4, 1e-4));
+}
+
+TEST(LayerNorm, WrongTypesAndSizesAreErrors) {
+  EXPECT_THROW(fused_layer_norm(torch::zeros({2, 4}, torch::kFloat64), torch::ones({4}), {}, 1e-5, false), c10::Error);
+  EXPECT_THROW(fused_layer_norm(torch::zeros({2, 4}), torch::ones({3}), {}, 1e-5, false), c10::Error);
+}
+
+}  // namespace
+}  // namespace poslab
