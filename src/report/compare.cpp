@@ -381,7 +381,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   runs_list += "</ul>\n</details>\n";
   const std::string top =
       "<style>table.compare { font-size: 0.9em; } table.compare td { white-space: nowrap; }\n"
-      "table.compare th, table.compare td { padding: 0.25em 0.4em; } div.wide { overflow-x: auto; }</style>\n"
+      "table.compare th, table.compare td { padding: 0.25em 0.4em; white-space: nowrap; } div.wide { overflow-x: auto; }</style>\n"
       "<h2>Variants</h2>\n<p>Each cell: mean ± sample standard deviation over the variant's seeds (one seed: the value "
       "alone); hover a column's name for its full name. Table metrics at each run's last snapshot; “structure emerged”: absent at step 0, then low rank (components "
       "above the noise floor hold most of the variance) and smooth (adjacent cosine far above shuffled copies') from a "
