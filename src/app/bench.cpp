@@ -8,9 +8,9 @@
 
 #include "analysis/snapshot_hook.h"
 #include "data/batches.h"
+#include "model/gpt.h"
 #include "ops/autocast.h"
 #include "ops/bf16_products.h"
-#include "model/gpt.h"
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/step.h"

@@ -10,9 +10,9 @@
 
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
+#include "app/loaded_model.h"
 #include "config/config.h"
 #include "train/checkpoint.h"
-#include "app/loaded_model.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/npy.h"

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "analysis/analysis.h"
-#include "app/table_source.h"
 #include "analysis/trajectory.h"
+#include "app/table_source.h"
 
 namespace poslab {
 

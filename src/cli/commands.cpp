@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "app/bench.h"
 #include "cli/analyze_cmd.h"
 #include "cli/model_cmds.h"
 #include "cli/sweep_cmds.h"
@@ -13,12 +14,11 @@
 #include "distributed/comm.h"
 #include "distributed/env.h"
 #include "distributed/launcher.h"
-#include "app/bench.h"
 #include "report/report.h"
 #include "train/trainer.h"
 #include "util/cuda.h"
-#include "util/fs.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/signals.h"
 
 namespace poslab {

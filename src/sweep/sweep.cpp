@@ -11,9 +11,9 @@
 #include <set>
 
 #include "config/config.h"
+#include "report/report.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
-#include "report/report.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"

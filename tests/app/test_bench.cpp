@@ -2,11 +2,11 @@
 
 #include <filesystem>
 
+#include "app/bench.h"
 #include "config/config.h"
 #include "ops/bf16_products.h"
 #include "test_devices.h"
 #include "test_util.h"
-#include "app/bench.h"
 
 namespace poslab {
 namespace {

@@ -4,15 +4,15 @@
 
 #include <filesystem>
 
+#include "analysis/table_io.h"
+#include "app/extend.h"
+#include "app/loaded_model.h"
 #include "config/config.h"
 #include "data/dataset.h"
 #include "model/sample.h"
 #include "test_util.h"
-#include "analysis/table_io.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
-#include "app/extend.h"
-#include "app/loaded_model.h"
 #include "train/optim.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"

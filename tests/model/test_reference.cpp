@@ -13,11 +13,11 @@
 
 #include "analysis/safetensors.h"
 #include "config/config.h"
-#include "ops/autocast.h"
 #include "model/gpt.h"
+#include "ops/autocast.h"
+#include "test_devices.h"
 #include "train/optim.h"
 #include "train/schedule.h"
-#include "test_devices.h"
 #include "train/step.h"
 #include "util/fs.h"
 
