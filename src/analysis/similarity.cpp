@@ -5,6 +5,15 @@
 #include "analysis/metrics.h"
 
 namespace poslab {
+namespace {
+
+// (v − mean) / sd; with no spread, ±1e9 for a value off the mean and 0 on it.
+double z_score(double v, double mean, double sd) {
+  if (sd > 1e-12) return (v - mean) / sd;
+  return std::abs(v - mean) > 1e-12 ? (v > mean ? 1e9 : -1e9) : 0.0;
+}
+
+}  // namespace
 
 torch::Tensor cosine_matrix(const torch::Tensor& W) {
   auto n = W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // (P, 1)
@@ -54,8 +63,7 @@ ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, i
   for (double v : values) sc.mean += v / copies;
   for (double v : values) sc.sd += copies > 1 ? (v - sc.mean) * (v - sc.mean) / (copies - 1) : 0.0;
   sc.sd = std::sqrt(sc.sd);
-  const double gap = adjacent_cosine - sc.mean;
-  sc.z = sc.sd > 1e-12 ? gap / sc.sd : (std::abs(gap) > 1e-12 ? std::copysign(1e9, gap) : 0.0);
+  sc.z = z_score(adjacent_cosine, sc.mean, sc.sd);
   return sc;
 }
 
@@ -92,15 +100,14 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
   auto inner_adj = adj.slice(0, b, P - 1 - b);                          // pairs fully inside
   const double nm = inner_norms.mean().item<double>(), ns = inner_norms.std().item<double>();
   const double am = inner_adj.mean().item<double>(), as = inner_adj.std().item<double>();
-  auto z = [](double v, double m, double s) { return s > 1e-12 ? (v - m) / s : (std::abs(v - m) > 1e-12 ? (v > m ? 1e9 : -1e9) : 0.0); };
   for (int64_t i = 0; i < P; ++i) {
     if (i >= b && i < P - b) continue;
     BoundaryRow r;
     r.position = i + out.row_offset;
     r.norm = out.row_norms[i];
-    r.norm_z = z(r.norm, nm, ns);
+    r.norm_z = z_score(r.norm, nm, ns);
     r.neighbour_cosine = i < b ? out.adjacent_cosines[i] : out.adjacent_cosines[i - 1];  // inward neighbour
-    r.cosine_z = z(r.neighbour_cosine, am, as);
+    r.cosine_z = z_score(r.neighbour_cosine, am, as);
     char buf[256];
     if (std::abs(r.norm_z) > opt.outlier_z) {
       std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z, nm, ns);

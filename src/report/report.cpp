@@ -115,10 +115,10 @@ namespace {
 // "Half-change step: signal share 500, adjacent cosine 300, …": when each headline metric had moved half of its change.
 std::string half_change_line(const std::vector<TrajectoryPoint>& points) {
   std::string items;
-  const std::vector<HalfChange> hc = half_change_steps(points);
-  for (const Metric& m : headline_metrics())
-    for (const HalfChange& h : hc)
-      if (h.key == m.key && h.step) items += fmt::format("{}{} {}", items.empty() ? "" : ", ", m.label, *h.step);
+  const std::vector<HalfChange> hc = half_change_steps(points);  // in headline_metrics() order
+  const std::vector<Metric> metrics = headline_metrics();
+  for (size_t k = 0; k < hc.size(); ++k)
+    if (hc[k].step) items += fmt::format("{}{} {}", items.empty() ? "" : ", ", metrics[k].label, *hc[k].step);
   if (items.empty()) return "";
   return "<p><b>Half-change step</b> (the first snapshot where a metric has moved half of its change over the run): " +
          html_escape(items) + ".</p>\n";

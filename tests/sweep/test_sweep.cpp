@@ -8,6 +8,8 @@
 #include <set>
 
 #include "analysis/analysis.h"
+#include "analysis/metric_list.h"
+#include "analysis/trajectory.h"
 #include "report/compare.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
@@ -133,7 +135,24 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
       EXPECT_EQ(row.stats[k].n, 0);
     }
   }
+  // Each headline metric's half-change step: pooled over the runs' own trajectories.
+  for (const auto& row : c.rows) {
+    ASSERT_EQ(row.half_change.size(), headline_metrics().size()) << row.variant;
+    if (row.variant != "position-learned") continue;
+    std::vector<std::vector<HalfChange>> per_run;
+    for (int seed : {1, 2}) per_run.push_back(half_change_steps(analyze_run(sweep + "/" + row.variant + "/seed-" + std::to_string(seed))));
+    for (size_t k = 0; k < row.half_change.size(); ++k) {
+      std::vector<double> steps;
+      for (const auto& hc : per_run) steps.push_back(hc[k].step ? static_cast<double>(*hc[k].step) : NAN);
+      const Stat expect = pooled(steps);
+      EXPECT_EQ(row.half_change[k].n, expect.n) << row.half_keys[k];
+      if (expect.n > 0) {
+        EXPECT_DOUBLE_EQ(row.half_change[k].mean, expect.mean) << row.half_keys[k];
+      }
+    }
+  }
   const std::string csv = comparison_csv(c);
+  EXPECT_NE(csv.find(",signal_share_half_step_mean,signal_share_half_step_sd"), std::string::npos) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
   EXPECT_EQ(csv.rfind("variant,runs,val_loss_mean,val_loss_sd,train_loss_mean", 0), 0u) << csv;
 
@@ -144,6 +163,17 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
+}
+
+// The trainer leaves the report to its caller: a sweep writes each finished run's report when run.report is set.
+TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
+  const std::string file = sweep_file("seeds: [1]\nset: {run.report: true}\nvariants: [{name: a, set: {}}, {name: b, set: {}}]\n", "rep.yaml");
+  SweepOptions one;
+  one.max_runs = 1;
+  const SweepSummary s = run_sweep(file, one);
+  EXPECT_EQ(s.finished, 1);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "runs/rep/a/seed-1/report/index.html"));
+  EXPECT_FALSE(fs::exists(dir_ / "runs/rep/b/seed-1/report/index.html")) << "run b was not trained";
 }
 
 TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
