@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "util/error.h"
+
 namespace poslab::test {
 
 // A new empty folder under $POSLAB_TEST_TMP (or the system temp folder), removed at the end of the test.
@@ -39,6 +41,18 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// "what | hint" of the poslab::Error that f throws; a test failure (and "") when it throws none.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what()) + " | " + e.hint();
+  }
+  ADD_FAILURE() << "expected poslab::Error";
+  return "";
+}
 
 // One JSON value per non-empty line (metrics.jsonl, snapshots/index.jsonl).
 inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {

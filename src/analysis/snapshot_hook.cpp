@@ -1,9 +1,8 @@
 #include "analysis/snapshot_hook.h"
 
-#include <filesystem>
-
 #include "analysis/analysis.h"
 #include "analysis/format.h"
+#include "run/run_folder.h"
 #include "util/fs.h"
 
 namespace poslab {
@@ -13,7 +12,7 @@ std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info) {
   if (!info.npy_path.empty()) {
     nlohmann::json j = to_json(a);
     j["step"] = info.step;
-    write_file_atomic(std::filesystem::path(info.npy_path).replace_extension(".json").string(), j.dump());
+    write_file_atomic(snapshot_analysis_path(info.npy_path), j.dump());
   }
   return one_line(a);
 }

@@ -4,46 +4,27 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
+#include "run/run_files.h"
 #include "util/error.h"
 
 namespace poslab {
-namespace fs = std::filesystem;
 
 std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const AnalysisOptions& opt) {
-  const fs::path index = fs::path(run_dir) / "snapshots" / "index.jsonl";
-  std::error_code ec;
-  if (!fs::is_regular_file(index, ec))
-    throw Error(run_dir + ": no snapshots (" + index.string() + " is missing)",
-                "pass a run folder written by poslab train with model.position learned or sinusoidal");
   std::vector<TrajectoryPoint> points;
-  std::ifstream in(index);
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("step") || !j.contains("file")) {
-      if (in.peek() == EOF) break;  // a last line cut short by a crash
-      throw Error(index.string() + ":" + std::to_string(line_no) + ": not a snapshot record",
-                  "each line must be JSON with step and file");
-    }
+  for (const SnapshotRecord& r : read_snapshot_index(RunFolder(run_dir))) {
     TrajectoryPoint p;
-    p.step = j["step"].get<int64_t>();
-    p.file = j["file"].get<std::string>();
-    if (j.contains("train_loss")) p.train_loss = j["train_loss"].get<double>();
-    if (j.contains("val_loss")) p.val_loss = j["val_loss"].get<double>();
-    const std::string path = (fs::path(run_dir) / "snapshots" / p.file).string();
-    p.analysis = analyze_table(read_npy_table(path), path, opt);
+    p.step = r.step;
+    p.file = r.file;
+    p.train_loss = r.train_loss;
+    p.val_loss = r.val_loss;
+    p.analysis = analyze_table(read_npy_table(r.path), r.path, opt);
     points.push_back(std::move(p));
   }
   if (points.empty())
     throw Error(run_dir + ": the snapshot index is empty", "train for at least one step, then analyse the folder");
-  std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
   return points;
 }
 

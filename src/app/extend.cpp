@@ -12,6 +12,7 @@
 #include "analysis/metric_list.h"
 #include "app/loaded_model.h"
 #include "config/config.h"
+#include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -69,12 +70,6 @@ torch::Tensor extend_table(const torch::Tensor& table, int64_t N, const std::str
   return out.to(table.scalar_type());
 }
 
-std::string default_extension_path(const std::string& checkpoint, int64_t to, const std::string& method) {
-  const fs::path dir = fs::absolute(checkpoint).parent_path();
-  const fs::path run = dir.filename() == "checkpoints" ? dir.parent_path() : dir;
-  return (run / "extend" / (std::to_string(to) + "-" + method) / "checkpoint.pt").lexically_normal().string();
-}
-
 namespace {
 
 nlohmann::json metrics_json(const Analysis& a) {
@@ -104,9 +99,10 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   cfg.run.name = fmt::format("{}-ext{}-{}", m.cfg.run.name, req.to, req.method);
   validate(cfg);
 
-  const std::string out = req.out.empty() ? default_extension_path(req.checkpoint, req.to, req.method) : req.out;
-  const std::string json_path = fs::path(out).replace_extension(".extension.json").string();
-  const std::string npy_path = fs::path(out).replace_extension(".wpe.npy").string();
+  const std::string out =
+      req.out.empty() ? RunFolder::of_checkpoint(req.checkpoint).extension_checkpoint(req.to, req.method) : req.out;
+  const std::string json_path = extension_info_path(out);
+  const std::string npy_path = extension_table_path(out);
   std::error_code ec;
   if (!req.force && fs::exists(out, ec))
     throw Error(out + ": already exists", "pass --force to overwrite it, or --out another path");
@@ -134,18 +130,19 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
 
   const Analysis a_before = analyze_table(before, req.checkpoint + " wpe.weight");
   const Analysis a_after = analyze_table(after, out + " wpe.weight");
-  nlohmann::json j = {{"source", fs::absolute(req.checkpoint).lexically_normal().string()},
-                      {"source_step", m.meta.step},
-                      {"from", T},
-                      {"to", req.to},
-                      {"method", req.method},
-                      {"seed", seed},
-                      {"checkpoint", fs::absolute(out).lexically_normal().string()},
-                      {"table", fs::absolute(npy_path).lexically_normal().string()},
-                      {"run_name", cfg.run.name},
-                      {"table_before", metrics_json(a_before)},
-                      {"table_after", metrics_json(a_after)}};
-  write_file_atomic(json_path, j.dump(2) + "\n");
+  ExtensionInfo info;
+  info.source = fs::absolute(req.checkpoint).lexically_normal().string();
+  info.source_step = m.meta.step;
+  info.from = T;
+  info.to = req.to;
+  info.method = req.method;
+  info.seed = seed;
+  info.checkpoint = fs::absolute(out).lexically_normal().string();
+  info.table = fs::absolute(npy_path).lexically_normal().string();
+  info.run_name = cfg.run.name;
+  info.table_before = metrics_json(a_before);
+  info.table_after = metrics_json(a_after);
+  write_file_atomic(json_path, to_json(info).dump(2) + "\n");
 
   ExtendResult r;
   r.checkpoint = out;

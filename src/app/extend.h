@@ -47,8 +47,4 @@ struct ExtendResult {
 // (run.name NAME-extN-METHOD) for poslab train --init-from. Throws poslab::Error naming the checkpoint or option.
 ExtendResult extend_checkpoint(const ExtendRequest& req);
 
-// The default output of extend_checkpoint: RUN_DIR/extend/N-METHOD/checkpoint.pt, RUN_DIR found from
-// RUN_DIR/checkpoints/X.pt (else the checkpoint's own folder).
-std::string default_extension_path(const std::string& checkpoint, int64_t to, const std::string& method);
-
 }  // namespace poslab

@@ -8,6 +8,7 @@
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/metric_list.h"
+#include "run/run_folder.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -101,13 +102,13 @@ int run_analyze(const AnalyzeArgs& a) {
     const auto points = analyze_run(a.table.input, a.options);
     const Verdict v = judge(points, a.thresholds);
     main = points.back().analysis;
-    const fs::path dir = fs::path(a.table.input) / "analysis";
-    make_dirs(dir.string());
+    const RunFolder run(a.table.input);
+    make_dirs(run.analysis_dir());
     nlohmann::json tj = trajectory_json(points);
-    write_file_atomic((dir / "trajectory.csv").string(), trajectory_csv(points));
-    write_file_atomic((dir / "trajectory.json").string(), tj.dump(2) + "\n");
+    write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
+    write_file_atomic(run.trajectory_json(), tj.dump(2) + "\n");
     const nlohmann::json vj = verdict_json(v, points);
-    write_file_atomic((dir / "verdict.json").string(), vj.dump(2) + "\n");
+    write_file_atomic(run.verdict_json(), vj.dump(2) + "\n");
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = vj;
@@ -118,7 +119,7 @@ int run_analyze(const AnalyzeArgs& a) {
     for (const HalfChange& h : half_change_steps(points))
       half += fmt::format("{}{} {}", half.empty() ? "" : " | ", h.key, h.step ? std::to_string(*h.step) : "-");
     out << "half-change step: " << half << "\n";
-    out << "wrote " << (dir / "trajectory.csv").string() << ", trajectory.json, verdict.json\n\n";
+    out << "wrote " << run.trajectory_csv() << ", " << run.trajectory_json() << ", " << run.verdict_json() << "\n\n";
     out << "last snapshot:\n" << summary_text(main);
     columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);
     columns.emplace_back("step " + std::to_string(points.back().step), main);

@@ -16,6 +16,7 @@
 #include "app/loaded_model.h"
 #include "data/dataset.h"
 #include "report/report.h"
+#include "run/run_files.h"
 #include "train/evaluate.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -138,17 +139,9 @@ int run_eval(const EvalArgs& a) {
   const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
                                             eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16",
                                             device);
-  std::string out = a.out;
-  if (out.empty()) {
-    // RUN_DIR/checkpoints/x.pt -> RUN_DIR/eval/
-    const fs::path ckpt_dir = fs::absolute(a.checkpoint).parent_path();
-    const fs::path run = ckpt_dir.filename() == "checkpoints" ? ckpt_dir.parent_path() : ckpt_dir;
-    out = (run / "eval" / ("per_position_loss_" + a.split + ".csv")).string();
-  }
-  std::string csv = "position,loss\n";
-  for (size_t i = 0; i < r.by_position.size(); ++i) csv += fmt::format("{},{:.6f}\n", i, r.by_position[i]);
+  const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).position_loss(a.split) : a.out;
   make_dirs(fs::path(out).parent_path().string());
-  write_file_atomic(out, csv);
+  write_file_atomic(out, position_loss_csv(r.by_position));
   const auto& p = r.by_position;
   std::cout << fmt::format("{} loss {:.4f} | perplexity {:.2f} | {} tokens ({} batches x {} x {})\n", a.split, r.loss,
                            std::exp(r.loss), r.tokens, batches, batch_size, p.size());

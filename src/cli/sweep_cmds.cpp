@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "report/compare.h"
+#include "run/run_files.h"
 #include "util/error.h"
 #include "util/signals.h"
 
@@ -47,9 +48,7 @@ int run_sweep_command(const SweepArgs& a) {
 int run_compare(const CompareArgs& a) {
   std::string out = a.out;
   if (out.empty()) {
-    std::error_code ec;
-    out = a.dirs.size() == 1 && fs::is_regular_file(fs::path(a.dirs[0]) / "sweep.json", ec)
-              ? (fs::path(a.dirs[0]) / "compare").string() : "compare";
+    out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";
   }
   const Comparison c = compare_runs(a.dirs);
   for (const auto& row : c.rows) {

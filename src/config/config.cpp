@@ -373,8 +373,4 @@ std::string to_yaml(const Config& cfg) {
   return std::string(e.c_str()) + "\n";
 }
 
-std::string run_dir(const Config& cfg) {
-  return (std::filesystem::path(cfg.run.out_dir) / cfg.run.name).string();
-}
-
 }  // namespace poslab

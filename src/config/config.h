@@ -102,7 +102,4 @@ std::string to_yaml(const Config& cfg);
 // All valid dotted keys, in order (for error messages and docs).
 std::vector<std::string> config_keys();
 
-// RUN_DIR for this config: out_dir/name.
-std::string run_dir(const Config& cfg);
-
 }  // namespace poslab

@@ -14,6 +14,7 @@
 #include "report/figures.h"
 #include "report/gnuplot.h"
 #include "report/report.h"
+#include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -23,31 +24,25 @@ namespace {
 
 std::string num(double v) { return gp_number(v); }
 
-bool is_run(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_regular_file(dir / "metrics.jsonl", ec);
-}
-
 // One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.
 std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant) {
   ComparedRun r;
   r.run_dir = dir.string();
   r.variant = variant;
-  const Config cfg = config_from_yaml(read_file((dir / "config.yaml").string()), (dir / "config.yaml").string());
+  const RunFolder run(r.run_dir);
+  const Config cfg = read_run_config(run);
   r.seed = cfg.run.seed;
   r.position = cfg.model.position;
-  for (const auto& rec : read_jsonl((dir / "metrics.jsonl").string()))
-    if (rec.contains("val_loss")) {
-      r.step = rec["step"].get<int64_t>();
-      r.train_loss = rec["train_loss"].is_number() ? rec["train_loss"].get<double>() : NAN;
-      r.val_loss = rec["val_loss"].is_number() ? rec["val_loss"].get<double>() : NAN;
-    }
+  for (const MetricsRecord& rec : val_evals(read_metrics(run.metrics()))) {
+    r.step = rec.step;
+    r.train_loss = rec.train_loss;
+    r.val_loss = rec.val_loss;
+  }
   if (r.step < cfg.train.max_steps) {
     spdlog::warn("compare: {} is at step {} of {}: left out until it finishes", r.run_dir, r.step, cfg.train.max_steps);
     return std::nullopt;
   }
-  std::error_code ec;
-  if (r.position == "learned" && fs::is_regular_file(dir / "snapshots" / "index.jsonl", ec)) {
+  if (r.position == "learned" && run.has_snapshots()) {
     r.points = analyze_run(r.run_dir);
     r.verdict = judge(r.points);
   }
@@ -129,13 +124,7 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
   if (plots.empty()) plots = "NaN notitle";
   const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +
                            "\n  set key outside right top\n  set grid\n" + extra + "  plot " + plots + "\n";
-  f.script = fmt::format(
-      "set datafile missing 'NaN'\n"
-      "do for [fmt in \"png svg\"] {{\n"
-      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1000,520 enhanced font 'sans,11' }}\n"
-      "  else {{ set terminal svg size 1000,520 enhanced font 'sans,11' background rgb 'white' }}\n"
-      "  set output '{}.'.fmt\n{}  unset output\n}}\n",
-      name, body);
+  f.script = both_formats(name, body, 1000, 520);
   return f;
 }
 
@@ -163,22 +152,18 @@ Comparison compare_runs(const std::vector<std::string>& dirs) {
   Comparison c;
   for (const auto& d : dirs) {
     const fs::path dir = fs::path(d).lexically_normal();
-    std::error_code ec;
-    if (fs::is_regular_file(dir / "sweep.json", ec)) {
-      const nlohmann::json index = nlohmann::json::parse(read_file((dir / "sweep.json").string()));
-      for (const auto& r : index.at("runs")) {
-        const fs::path run = dir / r.at("run_dir").get<std::string>();
-        if (!is_run(run)) {
+    if (is_sweep_dir(dir.string())) {
+      for (const SweepIndex::Run& r : read_sweep_index(dir.string()).runs) {
+        const fs::path run = dir / r.run_dir;
+        if (!RunFolder(run.string()).has_config_and_metrics()) {
           spdlog::warn("compare: {} has not started: left out", run.string());
           continue;
         }
-        if (auto cr = read_run(run, r.at("variant").get<std::string>())) c.runs.push_back(*cr);
+        if (auto cr = read_run(run, r.variant)) c.runs.push_back(*cr);
       }
-    } else if (is_run(dir)) {
-      fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
-      const std::string name = p.filename().string();
-      const std::string variant = name.rfind("seed-", 0) == 0 ? p.parent_path().filename().string() : name;
-      if (auto cr = read_run(p, variant)) c.runs.push_back(*cr);
+    } else if (RunFolder(dir.string()).has_config_and_metrics()) {
+      const fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
+      if (auto cr = read_run(p, variant_of_run_dir(p.string()))) c.runs.push_back(*cr);
     } else {
       throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)",
                   "give run folders (runs/NAME) or a sweep's folder (runs/SWEEP)");
@@ -288,9 +273,8 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
       "val_loss", "Validation loss", "Mean validation loss of each variant over its seeds at every evaluation; the "
       "band is ± one standard deviation over the seeds.", "step", "val loss", variants, bands_of([](const ComparedRun& r) {
         std::vector<std::pair<double, double>> curve;
-        for (const auto& rec : read_jsonl((fs::path(r.run_dir) / "metrics.jsonl").string()))
-          if (rec.contains("val_loss") && rec["val_loss"].is_number())
-            curve.emplace_back(rec["step"].get<double>(), rec["val_loss"].get<double>());
+        for (const MetricsRecord& rec : val_evals(read_metrics(RunFolder(r.run_dir).metrics())))
+          if (std::isfinite(rec.val_loss)) curve.emplace_back(static_cast<double>(rec.step), rec.val_loss);
         return curve;
       })));
   for (const Metric& m : headline_metrics()) {
@@ -315,22 +299,15 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
       "steeply after a few components. Mean ± sd over seeds.",
       "component k", "explained variance", variants, bands_of([](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }), "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-6:1]\n"));
   bool evaluated = false;
-  for (const auto& r : c.runs) evaluated = evaluated || fs::exists(fs::path(r.run_dir) / "eval" / "per_position_loss_val.csv");
+  for (const auto& r : c.runs) evaluated = evaluated || !read_position_loss(RunFolder(r.run_dir).position_loss()).empty();
   if (evaluated)
     figures.push_back(band_figure(
         "position_loss", "Validation loss by position", "Loss of the token predicted at each position of the context "
         "(from poslab eval), mean ± sd over the seeds that were evaluated.", "position", "val loss", variants,
         bands_of([](const ComparedRun& r) {
           std::vector<std::pair<double, double>> curve;
-          const fs::path csv = fs::path(r.run_dir) / "eval" / "per_position_loss_val.csv";
-          if (!fs::exists(csv)) return curve;
-          std::istringstream in(read_file(csv.string()));
-          std::string line;
-          std::getline(in, line);  // header
-          while (std::getline(in, line)) {
-            const auto comma = line.find(',');
-            if (comma != std::string::npos) curve.emplace_back(std::stod(line.substr(0, comma)), std::stod(line.substr(comma + 1)));
-          }
+          const std::vector<double> loss = read_position_loss(RunFolder(r.run_dir).position_loss());
+          for (size_t i = 0; i < loss.size(); ++i) curve.emplace_back(static_cast<double>(i), loss[i]);
           return curve;
         })));
 

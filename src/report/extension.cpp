@@ -13,26 +13,12 @@
 #include "analysis/table_io.h"
 #include "config/config.h"
 #include "report/report.h"
+#include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
-
-std::vector<double> read_position_loss(const std::string& csv_path) {
-  std::vector<double> loss;
-  std::error_code ec;
-  if (!fs::is_regular_file(csv_path, ec)) return loss;
-  std::istringstream in(read_file(csv_path));
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    const auto comma = line.find(',');
-    if (comma == std::string::npos) continue;
-    loss.push_back(std::strtod(line.c_str() + comma + 1, nullptr));
-  }
-  return loss;
-}
 
 namespace {
 
@@ -45,7 +31,7 @@ struct FineTune {
 };
 
 struct Extension {
-  nlohmann::json info;               // checkpoint.extension.json
+  ExtensionInfo info;                // checkpoint.extension.json
   std::vector<double> loss;          // by position, from poslab eval of the extended checkpoint (may be empty)
   std::vector<FineTune> fine_tunes;
 };
@@ -67,15 +53,11 @@ std::string cell(double v, const char* spec = "{:.4f}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("–");
 }
 
-// The val-loss evals of a run's metrics.jsonl, in step order.
-std::vector<std::pair<int64_t, double>> val_losses(const fs::path& run) {
-  std::vector<std::pair<int64_t, double>> out;
+// The val-loss evals of a run's metrics.jsonl, in step order (none without the file).
+std::vector<MetricsRecord> val_losses(const RunFolder& run) {
   std::error_code ec;
-  if (!fs::is_regular_file(run / "metrics.jsonl", ec)) return out;
-  for (const auto& r : read_jsonl((run / "metrics.jsonl").string()))
-    if (r.contains("val_loss") && r.contains("step") && r["val_loss"].is_number())
-      out.emplace_back(r["step"].get<int64_t>(), r["val_loss"].get<double>());
-  return out;
+  if (!fs::is_regular_file(run.metrics(), ec)) return {};
+  return val_evals(read_metrics(run.metrics()));
 }
 
 // The runs beside `run` (same parent folder) whose train.init_from is `checkpoint`.
@@ -84,27 +66,27 @@ std::vector<FineTune> fine_tunes_of(const fs::path& run, const std::string& chec
   std::error_code ec;
   const std::string wanted = canonical(checkpoint);
   for (const auto& entry : fs::directory_iterator(run.parent_path(), ec)) {
-    const fs::path config = entry.path() / "config.yaml";
-    if (!entry.is_directory(ec) || !fs::is_regular_file(config, ec)) continue;
+    const RunFolder sibling(entry.path().string());
+    if (!entry.is_directory(ec) || !fs::is_regular_file(sibling.config(), ec)) continue;
     Config cfg;
     try {
-      cfg = config_from_yaml(read_file(config.string()), config.string());
+      cfg = read_run_config(sibling);
     } catch (const Error&) {
       continue;  // not a poslab run of this version: not ours to judge here
     }
     if (cfg.train.init_from.empty() || canonical(cfg.train.init_from) != wanted) continue;
     FineTune f;
     f.name = entry.path().filename().string();
-    f.loss = read_position_loss((entry.path() / "eval" / "per_position_loss_val.csv").string());
-    const auto vals = val_losses(entry.path());
+    f.loss = read_position_loss(sibling.position_loss());
+    const auto vals = val_losses(sibling);
     if (!vals.empty()) {
-      f.first_val = vals.front().second;
-      f.last_val = vals.back().second;
-      f.last_step = vals.back().first;
+      f.first_val = vals.front().val_loss;
+      f.last_val = vals.back().val_loss;
+      f.last_step = vals.back().step;
     }
-    for (const auto& [step, v] : vals)
-      if (std::isfinite(target) && v <= target) {
-        f.matched_step = step;
+    for (const MetricsRecord& r : vals)
+      if (std::isfinite(target) && r.val_loss <= target) {
+        f.matched_step = r.step;
         break;
       }
     out.push_back(std::move(f));
@@ -143,41 +125,26 @@ Figure loss_by_position_figure(const std::string& name, const std::string& capti
     plots += fmt::format("{}'{}' using 1:2 with lines lw {} lc rgb '{}'{} title {}", plots.empty() ? "" : ", ", file,
                          c.dashed ? 1.5 : 2, c.colour, c.dashed ? " dt 2" : "", gp_quote(c.label));
   }
-  f.script = fmt::format(
-      "set datafile missing 'NaN'\n"
-      "do for [fmt in \"png svg\"] {{\n"
-      "  if (fmt eq \"png\") {{ set terminal pngcairo size 1200,560 enhanced font 'sans,11' }}\n"
-      "  else {{ set terminal svg size 1200,560 enhanced font 'sans,11' background rgb 'white' }}\n"
-      "  set output '{n}.'.fmt\n"
-      "  set xlabel 'position in the context'\n  set ylabel 'cross-entropy (nats/token)'\n  set grid\n"
-      "  set key outside right\n  set autoscale xfix\n"
-      "  set arrow 1 from {T}-0.5, graph 0 to {T}-0.5, graph 1 nohead dt 2 lc rgb 'gray30'\n"
-      "  set label 1 'trained positions end' at {T}, graph 0.95 left textcolor rgb 'gray30'\n"
-      "  plot {p}\n"
-      "  unset output\n"
-      "}}\n",
-      fmt::arg("n", name), fmt::arg("T", T), fmt::arg("p", plots.empty() ? std::string("0 notitle") : plots));
+  f.script = both_formats(
+      name,
+      fmt::format("  set xlabel 'position in the context'\n  set ylabel 'cross-entropy (nats/token)'\n  set grid\n"
+                  "  set key outside right\n  set autoscale xfix\n"
+                  "  set arrow 1 from {T}-0.5, graph 0 to {T}-0.5, graph 1 nohead dt 2 lc rgb 'gray30'\n"
+                  "  set label 1 'trained positions end' at {T}, graph 0.95 left textcolor rgb 'gray30'\n"
+                  "  plot {p}\n",
+                  fmt::arg("T", T), fmt::arg("p", plots.empty() ? std::string("0 notitle") : plots)),
+      1200, 560);
   return f;
 }
 
 // The section of a run that has extensions in RUN_DIR/extend/.
 void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
-  std::error_code ec;
   std::vector<Extension> exts;
-  for (const auto& entry : fs::directory_iterator(run / "extend", ec)) {
-    if (!entry.is_directory(ec)) continue;
-    for (const auto& file : fs::directory_iterator(entry.path(), ec)) {
-      const std::string fname = file.path().filename().string();
-      if (fname.size() < 15 || fname.compare(fname.size() - 15, 15, ".extension.json") != 0) continue;
-      Extension e;
-      try {
-        e.info = nlohmann::json::parse(read_file(file.path().string()));
-      } catch (const nlohmann::json::exception&) {
-        throw Error(file.path().string() + ": not JSON", "the file is damaged: write it again with poslab extend --force");
-      }
-      e.loss = read_position_loss((entry.path() / "eval" / "per_position_loss_val.csv").string());
-      exts.push_back(std::move(e));
-    }
+  for (const std::string& path : extension_infos_of(RunFolder(run.string()))) {
+    Extension e;
+    e.info = read_extension_info(path);
+    e.loss = read_position_loss(RunFolder(fs::path(path).parent_path().string()).position_loss());
+    exts.push_back(std::move(e));
   }
   if (exts.empty()) return;
   const auto order = [](const std::string& m) {
@@ -185,15 +152,15 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
     return std::find(methods.begin(), methods.end(), m) - methods.begin();
   };
   std::sort(exts.begin(), exts.end(), [&](const Extension& a, const Extension& b) {
-    const int64_t na = a.info.value("to", 0), nb = b.info.value("to", 0);
-    return na != nb ? na < nb : order(a.info.value("method", "")) < order(b.info.value("method", ""));
+    return a.info.to != b.info.to ? a.info.to < b.info.to : order(a.info.method) < order(b.info.method);
   });
-  const auto own_vals = val_losses(run);
-  const double target = own_vals.empty() ? NAN : own_vals.back().second;
-  for (auto& e : exts) e.fine_tunes = fine_tunes_of(run, e.info.value("checkpoint", ""), target);
+  const RunFolder folder(run.string());
+  const auto own_vals = val_losses(folder);
+  const double target = own_vals.empty() ? NAN : own_vals.back().val_loss;
+  for (auto& e : exts) e.fine_tunes = fine_tunes_of(run, e.info.checkpoint, target);
 
-  const std::vector<double> original = read_position_loss((run / "eval" / "per_position_loss_val.csv").string());
-  const int64_t T = exts.front().info.value("from", int64_t{0});
+  const std::vector<double> original = read_position_loss(folder.position_loss());
+  const int64_t T = exts.front().info.from;
   auto metric = [](const nlohmann::json& table, const char* key, const char* spec) {
     return table.contains(key) && table[key].is_number() ? cell(table[key].get<double>(), spec) : std::string("–");
   };
@@ -206,7 +173,7 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
                   "<th>loss 0–" + std::to_string(T - 1) + "</th><th>loss past " + std::to_string(T - 1) +
                   "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + cell(target) +
                   "</th><th>val at the end</th><th>loss past " + std::to_string(T - 1) + ", fine-tuned</th></tr>\n";
-  const nlohmann::json& before = exts.front().info["table_before"];
+  const nlohmann::json& before = exts.front().info.table_before;
   h += fmt::format("<tr><td>trained</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>–</td>"
                    "<td></td><td></td><td></td><td></td><td></td></tr>\n",
                    T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
@@ -214,9 +181,9 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
                    original.empty() ? std::string("run poslab eval") : cell(mean_of(original, 0, T)));
   std::vector<Curve> curves = {{"trained (" + std::to_string(T) + ")", original, "#000000"}};
   for (const auto& e : exts) {
-    const std::string method = e.info.value("method", "?");
-    const int64_t N = e.info.value("to", int64_t{0});
-    const nlohmann::json& after = e.info["table_after"];
+    const std::string& method = e.info.method;
+    const int64_t N = e.info.to;
+    const nlohmann::json& after = e.info.table_after;
     const std::string row_start = fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
         html_escape(method), N, metric(after, "effective_rank", "{:.2f}"), metric(after, "adjacent_cosine", "{:.3f}"),
@@ -249,12 +216,12 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   for (const auto& e : exts) {
     if (tables.size() == 3) break;
     try {
-      const std::string npy = e.info.value("table", "");  // the extended table poslab extend wrote beside its checkpoint
+      const std::string& npy = e.info.table;  // the extended table poslab extend wrote beside its checkpoint
       if (npy.empty()) continue;
       AnalysisOptions opt;
       opt.keep_cosine_matrix = true;
       tables.push_back(analyze_table(read_npy_table(npy), npy, opt));
-      labels.push_back(fmt::format("{} ({})", e.info.value("method", "?"), e.info.value("to", int64_t{0})));
+      labels.push_back(fmt::format("{} ({})", e.info.method, e.info.to));
     } catch (const Error&) {
       // the extended table was moved or deleted: its row stays, its heatmap goes
     }
@@ -278,20 +245,20 @@ ExtensionSection extension_section(const std::string& run_dir) {
   const fs::path run = fs::absolute(run_dir).lexically_normal();
   extensions_of_this_run(run, out);
   // The run itself started from an extended checkpoint: its loss by position before and after.
+  const RunFolder folder(run.string());
   std::error_code ec;
-  const fs::path config = run / "config.yaml";
-  if (!fs::is_regular_file(config, ec)) return out;
+  if (!fs::is_regular_file(folder.config(), ec)) return out;
   Config cfg;
   try {
-    cfg = config_from_yaml(read_file(config.string()), config.string());
+    cfg = read_run_config(folder);
   } catch (const Error&) {
     return out;
   }
   if (cfg.model.extended_from == 0 || cfg.train.init_from.empty()) return out;
   const int64_t T = cfg.model.extended_from;
-  const fs::path from_dir = fs::path(cfg.train.init_from).parent_path();
-  const auto before = read_position_loss((from_dir / "eval" / "per_position_loss_val.csv").string());
-  const auto after = read_position_loss((run / "eval" / "per_position_loss_val.csv").string());
+  // The extended checkpoint's own poslab eval wrote beside it (its folder is its run folder).
+  const auto before = read_position_loss(RunFolder::of_checkpoint(cfg.train.init_from).position_loss());
+  const auto after = read_position_loss(folder.position_loss());
   out.html += fmt::format(
       "<h2>Started from an extended table</h2>\n<p>This run's weights came from <code>{}</code>: a model trained with "
       "{} positions whose table was extended to {} by <b>{}</b>. Loss over positions 0–{} / {}–{}: before this run "

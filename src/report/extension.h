@@ -22,7 +22,4 @@ struct ExtensionSection {
 // - when the run itself started from an extension: its loss by position before and after.
 ExtensionSection extension_section(const std::string& run_dir);
 
-// The per-position CSV of poslab eval ("position,loss" lines) as values by position; empty when absent.
-std::vector<double> read_position_loss(const std::string& csv_path);
-
 }  // namespace poslab

@@ -7,10 +7,8 @@
 #include <sstream>
 
 namespace poslab {
-namespace {
 
-// Draws the body once as PNG and once as SVG, with the same size and font.
-std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540) {
+std::string both_formats(const std::string& name, const std::string& body, int width, int height) {
   return fmt::format(
       "set datafile missing 'NaN'\n"
       "do for [fmt in \"png svg\"] {{\n"
@@ -22,6 +20,8 @@ std::string both_formats(const std::string& name, const std::string& body, int w
       "}}\n",
       fmt::arg("w", width), fmt::arg("h", height), fmt::arg("n", name), fmt::arg("b", body));
 }
+
+namespace {
 
 std::string num(double v) { return gp_number(v); }
 std::string quote(const std::string& s) { return gp_quote(s); }
@@ -217,7 +217,7 @@ Figure row_norms_figure(const std::vector<Series>& series) {
   return f;
 }
 
-Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::string& metrics_jsonl) {
+Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::vector<MetricsRecord>& metrics) {
   Figure f{"trajectory", "How the structure emerges during training",
            "Over training steps: the components above the noise floor (Gavish–Donoho) beside k90, their share of the "
            "variance, the adjacent-position cosine beside the row-shuffled copies' mean ± sd, and the train and val loss.",
@@ -229,13 +229,8 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
                      num(p.analysis.shuffle_control.mean), num(p.analysis.shuffle_control.sd), num(p.analysis.effective_rank));
   f.data["trajectory.dat"] = d;
   std::string loss = "# step batch_loss eval_train_loss eval_val_loss\n";
-  std::istringstream in(metrics_jsonl);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("step")) continue;
-    auto get = [&](const char* k) { return j.contains(k) ? num(j[k].get<double>()) : std::string("NaN"); };
-    loss += fmt::format("{} {} {} {}\n", j["step"].get<int64_t>(), get("loss"), get("train_loss"), get("val_loss"));
-  }
+  for (const MetricsRecord& r : metrics)
+    loss += fmt::format("{} {} {} {}\n", r.step, num(r.loss), num(r.train_loss), num(r.val_loss));
   f.data["loss.dat"] = loss;
   f.script = both_formats(
       f.name,
@@ -257,19 +252,13 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
   return f;
 }
 
-Figure position_loss_figure(const std::string& csv, const std::string& split) {
+Figure position_loss_figure(const std::vector<double>& loss, const std::string& split) {
   Figure f{"position_loss", "Loss at each position",
            "Mean " + split + " loss of the token predicted at each position of the context (poslab eval). The first "
            "positions see the least context before them; the curve shows how much each position gains from it.",
            {}, {}};
   std::string d = "# position loss\n";
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    const auto comma = line.find(',');
-    if (comma != std::string::npos) d += line.substr(0, comma) + " " + line.substr(comma + 1) + "\n";
-  }
+  for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, num(loss[i]));
   f.data["position_loss.dat"] = d;
   f.script = both_formats(f.name, "  set xlabel 'position in the context'\n  set autoscale xfix\n  set ylabel 'cross-entropy (nats/token)'\n"
                                   "  set grid\n  plot 'position_loss.dat' using 1:2 with linespoints pt 7 ps 0.5 lw 2 notitle\n");

@@ -7,6 +7,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/trajectory.h"
+#include "run/run_files.h"
 
 namespace poslab {
 
@@ -23,6 +24,9 @@ struct Figure {
 std::string gp_number(double v);
 std::string gp_quote(const std::string& s);
 std::string gp_slug(const std::string& s);
+// A gnuplot script that draws `body` (set/plot commands, run in the report folder) once as NAME.png and once as
+// NAME.svg, with the same size and font; 'NaN' in the data is a gap.
+std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540);
 
 // A labelled analysis, one series of a figure.
 struct Series {
@@ -38,9 +42,9 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points);
 Figure principal_components_figure(const Series& s);
 Figure helix_figure(const Series& s);
 Figure row_norms_figure(const std::vector<Series>& series);
-// Trajectories over steps; `metrics_jsonl` (may be empty) adds the train and val loss curves.
-Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::string& metrics_jsonl);
-// Per-position loss from `poslab eval` (CSV "position,loss").
-Figure position_loss_figure(const std::string& csv, const std::string& split);
+// Trajectories over steps; the records of metrics.jsonl (may be none) add the train and val loss curves.
+Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::vector<MetricsRecord>& metrics);
+// Loss by position from `poslab eval` (read_position_loss).
+Figure position_loss_figure(const std::vector<double>& loss, const std::string& split);
 
 }  // namespace poslab

@@ -10,6 +10,7 @@
 #include "report/extension.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
+#include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -86,13 +87,6 @@ std::string metrics_table(const std::vector<Series>& columns) {
   return h + "</tr>\n</table>\n";
 }
 
-// The run's name for the title: the folder's own name, also for "runs/default/" or "runs/x/../default".
-std::string run_name(const std::string& run_dir) {
-  fs::path p = fs::absolute(run_dir).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  return p.filename().string();
-}
-
 }  // namespace
 
 std::string report_page(const std::string& title, const std::string& source, const std::string& top,
@@ -134,10 +128,10 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const Analysis& mid = points[points.size() / 2].analysis;
   const Analysis& last = points.back().analysis;
 
+  const RunFolder run(run_dir);
   std::string config_text;
-  const fs::path config_path = fs::path(run_dir) / "config.yaml";
   std::error_code ec;
-  if (fs::is_regular_file(config_path, ec)) config_text = read_file(config_path.string());
+  if (fs::is_regular_file(run.config(), ec)) config_text = read_file(run.config());
   const std::vector<Baseline> baselines = baseline_analyses(last.positions, last.dims, opt);
   const Analysis& random = baselines[0].analysis;
   const Analysis& sinus = baselines[1].analysis;
@@ -154,20 +148,19 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   std::vector<Series> ends = {s_first};
   if (points.size() > 1) ends.push_back(s_last);
 
-  std::string metrics_jsonl;
-  const fs::path metrics_path = fs::path(run_dir) / "metrics.jsonl";
-  if (fs::is_regular_file(metrics_path, ec)) metrics_jsonl = read_file(metrics_path.string());
+  const std::vector<MetricsRecord> metrics =
+      fs::is_regular_file(run.metrics(), ec) ? read_metrics(run.metrics()) : std::vector<MetricsRecord>{};
   std::vector<Figure> figures = {spectrum_figure(spectra),   cumulative_variance_figure(spectra),
                                  similarity_heatmaps_figure(ends), cos_by_offset_figure(points),
                                  principal_components_figure(s_last), helix_figure(s_last),
-                                 row_norms_figure(ends),    trajectory_figure(points, metrics_jsonl)};
-  const fs::path eval_csv = fs::path(run_dir) / "eval" / "per_position_loss_val.csv";
-  if (fs::is_regular_file(eval_csv, ec)) figures.push_back(position_loss_figure(read_file(eval_csv.string()), "val"));
+                                 row_norms_figure(ends),    trajectory_figure(points, metrics)};
+  const std::vector<double> position_loss = read_position_loss(run.position_loss());
+  if (!position_loss.empty()) figures.push_back(position_loss_figure(position_loss, "val"));
 
   const ExtensionSection extension = extension_section(run_dir);
   figures.insert(figures.end(), extension.figures.begin(), extension.figures.end());
 
-  const std::string dir = (fs::path(run_dir) / "report").string();
+  const std::string dir = run.report_dir();
   ReportResult result;
   result.figures = draw_figures(dir, figures);
 
@@ -183,7 +176,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
       extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
-  write_file_atomic(result.index_html, report_page("poslab report: " + run_name(run_dir),
+  write_file_atomic(result.index_html, report_page("poslab report: " + run.name(),
                                             fs::absolute(run_dir).string(), top, figures));
   return result;
 }

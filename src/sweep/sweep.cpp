@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "report/report.h"
+#include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
 #include "train/trainer.h"
@@ -181,13 +182,13 @@ std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::stri
       SweepRun r;
       r.variant = v.name;
       r.seed = seed;
-      r.run_dir = (fs::path(dir) / v.name / ("seed-" + std::to_string(seed))).string();
+      r.run_dir = sweep_run_dir(dir, v.name, seed);
       r.overrides = as_override_list(sweep.sets);
       for (const auto& x : as_override_list(v.sets)) r.overrides.push_back(x);
       r.overrides.insert(r.overrides.end(), cli_sets.begin(), cli_sets.end());
       r.overrides.push_back("run.seed=" + std::to_string(seed));
       r.overrides.push_back("run.out_dir=" + (fs::path(dir) / v.name).string());
-      r.overrides.push_back("run.name=seed-" + std::to_string(seed));
+      r.overrides.push_back("run.name=" + sweep_run_name(seed));
       runs.push_back(r);
     }
   return runs;
@@ -202,17 +203,20 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   sum.runs = static_cast<int>(runs.size());
   make_dirs(sum.dir);
 
-  nlohmann::json index = {{"name", sweep.name}, {"file", fs::absolute(sweep.file).string()}, {"base", sweep.base},
-                          {"sweep_yaml", read_file(sweep.file)}, {"seeds", sweep.seeds}, {"set", opt.sets}};
+  SweepIndex index;
+  index.name = sweep.name;
+  index.file = fs::absolute(sweep.file).string();
+  index.base = sweep.base;
+  index.sweep_yaml = read_file(sweep.file);
+  index.seeds = sweep.seeds;
+  index.set = opt.sets;
   for (const auto& v : sweep.variants) {
-    nlohmann::json sets = nlohmann::json::object();
-    for (const auto& [k, val] : v.sets) sets[k] = val;
-    index["variants"].push_back({{"name", v.name}, {"set", sets}});
+    SweepIndex::Variant x{v.name, nlohmann::json::object()};
+    for (const auto& [k, val] : v.sets) x.set[k] = val;
+    index.variants.push_back(std::move(x));
   }
-  for (const auto& r : runs)
-    index["runs"].push_back({{"variant", r.variant}, {"seed", r.seed},
-                             {"run_dir", fs::relative(r.run_dir, sum.dir).string()}});
-  write_file_atomic((fs::path(sum.dir) / "sweep.json").string(), index.dump(2) + "\n");
+  for (const auto& r : runs) index.runs.push_back({r.variant, r.seed, fs::relative(r.run_dir, sum.dir).string()});
+  write_sweep_index(sum.dir, index);
 
   double trained_seconds = 0;
   int trained_runs = 0;
@@ -220,7 +224,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const SweepRun& r = runs[i];
     const Config cfg = load_config(sweep.base, r.overrides);
-    const std::string latest = (fs::path(r.run_dir) / "checkpoints" / "latest.pt").string();
+    const std::string latest = RunFolder(r.run_dir).latest_checkpoint();
     std::error_code ec;
     const bool started = fs::is_regular_file(latest, ec);
     const int64_t at = started ? read_checkpoint_meta(latest).step : -1;

@@ -16,6 +16,7 @@
 #include "distributed/comm.h"
 #include "distributed/env.h"
 #include "model/gpt.h"
+#include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -97,7 +98,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     check_init_from(cfg);
     return cfg;
   }
-  const std::string latest = (fs::path(req.resume_dir) / "checkpoints" / "latest.pt").string();
+  const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
   for (const auto& o : req.overrides) apply_override(cfg, o);
@@ -107,9 +108,9 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
 
 // Never mix two runs in one folder, never overwrite a run's files.
 void check_folder_is_free(const std::string& rdir) {
-  for (const char* f : {"checkpoints/latest.pt", "metrics.jsonl", "snapshots/index.jsonl"}) {
+  for (const std::string& f : RunFolder(rdir).files_of_a_started_run()) {
     std::error_code ec;
-    if (fs::exists(fs::path(rdir) / f, ec))
+    if (fs::exists(f, ec))
       throw Error(rdir + ": already holds a run (" + f + ")",
                   "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
   }
@@ -118,8 +119,7 @@ void check_folder_is_free(const std::string& rdir) {
 // A trainer killed while writing leaves its temporary files; with the lock held, no writer is running.
 void remove_interrupted_writes(const std::string& rdir) {
   int stale = 0;
-  for (const char* sub : {"checkpoints", "snapshots", "report", ""})
-    stale += remove_stale_temporaries((fs::path(rdir) / sub).string());
+  for (const std::string& dir : RunFolder(rdir).written_folders()) stale += remove_stale_temporaries(dir);
   if (stale > 0) spdlog::warn("removed {} temporary file{} left by an interrupted write", stale, stale == 1 ? "" : "s");
 }
 
@@ -134,10 +134,11 @@ std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config
     try {
       if (!resuming) check_folder_is_free(rdir);
       make_dirs(rdir);
-      lock = std::make_unique<RunLock>(rdir);
-      make_dirs((fs::path(rdir) / "checkpoints").string());
+      const RunFolder run(rdir);
+      lock = std::make_unique<RunLock>(run.lock());
+      make_dirs(run.checkpoints());
       remove_interrupted_writes(rdir);
-      write_file_atomic((fs::path(rdir) / "config.yaml").string(), to_yaml(cfg));
+      write_file_atomic(run.config(), to_yaml(cfg));
     } catch (...) {
       error = std::current_exception();
     }
@@ -201,9 +202,9 @@ class Run {
   }
 
  private:
-  std::string latest_path() const { return (fs::path(rdir_) / "checkpoints" / "latest.pt").string(); }
-  std::string best_path() const { return (fs::path(rdir_) / "checkpoints" / "best.pt").string(); }
-  std::string metrics_path() const { return (fs::path(rdir_) / "metrics.jsonl").string(); }
+  std::string latest_path() const { return RunFolder(rdir_).latest_checkpoint(); }
+  std::string best_path() const { return RunFolder(rdir_).best_checkpoint(); }
+  std::string metrics_path() const { return RunFolder(rdir_).metrics(); }
   int64_t tokens_per_step() const {  // of the whole run, all ranks together
     return static_cast<int64_t>(cfg_.train.batch_size) * cfg_.train.grad_accum * cfg_.model.block_size;
   }
@@ -285,8 +286,7 @@ class Run {
     train_est_ = m.train_loss;
     val_est_ = m.val_loss;
     if (!writer_) return;
-    truncate_jsonl_after(metrics_path(), start_step_);
-    truncate_jsonl_after((fs::path(rdir_) / "snapshots" / "index.jsonl").string(), start_step_);
+    truncate_logs_after(RunFolder(rdir_), start_step_);
     if (start_step_ >= cfg_.train.max_steps)
       spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
                    cfg_.train.max_steps);
@@ -495,7 +495,7 @@ TrainSummary train(const TrainRequest& req) {
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,
-               s.val_loss, s.seconds, human_rate(s.tokens_per_s), (fs::path(rdir) / "checkpoints" / "latest.pt").string());
+               s.val_loss, s.seconds, human_rate(s.tokens_per_s), RunFolder(rdir).latest_checkpoint());
   return s;
 }
 

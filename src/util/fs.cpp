@@ -120,20 +120,4 @@ void append_line(const std::string& path, const std::string& line) {
                 "free some space and run again; earlier lines are intact");
 }
 
-std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(read_file(path));
-  int number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded())
-      throw Error(path + ": line " + std::to_string(number) + " is not JSON", "the file is damaged: restore it, or "
-                  "delete the line (a run resumed from its checkpoint rewrites its logs from that step)");
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
 }  // namespace poslab

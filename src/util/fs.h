@@ -1,8 +1,6 @@
 // Small file helpers: whole-file reads and crash-safe writes.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -47,10 +45,6 @@ void commit_file(const std::string& tmp, const std::string& to);
 
 // Creates a folder and its parents; throws poslab::Error naming it.
 void make_dirs(const std::string& dir);
-
-// The records of a JSON-lines file (metrics.jsonl, snapshots/index.jsonl), blank lines skipped. Throws
-// poslab::Error naming the file and line when one is not JSON.
-std::vector<nlohmann::json> read_jsonl(const std::string& path);
 
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);

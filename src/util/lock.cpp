@@ -23,7 +23,8 @@ std::string hostname() {
 
 }  // namespace
 
-RunLock::RunLock(const std::string& run_dir) : path_((std::filesystem::path(run_dir) / "lock").string()) {
+RunLock::RunLock(const std::string& lock_path) : path_(lock_path) {
+  const std::string run_dir = std::filesystem::path(path_).parent_path().string();
   const std::string me = std::to_string(::getpid()) + " " + hostname() + "\n";
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);

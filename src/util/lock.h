@@ -1,4 +1,4 @@
-// RUN_DIR/lock: one trainer per run folder. Holds "pid hostname"; a lock whose process is gone is stale and
+// A run folder's lock file (RunFolder::lock): one trainer per run folder. Holds "pid hostname"; a lock whose process is gone is stale and
 // taken over with a warning.
 #pragma once
 
@@ -8,8 +8,9 @@ namespace poslab {
 
 class RunLock {
  public:
-  // Throws poslab::Error naming the folder and the pid when another live process holds it.
-  explicit RunLock(const std::string& run_dir);
+  // Takes the lock at `lock_path`. Throws poslab::Error naming the folder and the pid when another live process
+  // holds it.
+  explicit RunLock(const std::string& lock_path);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

@@ -12,20 +12,9 @@
 namespace poslab {
 namespace {
 
+using test::error_of;
 using test::TempDir;
 using test::write_text;
-
-// Runs f, expects poslab::Error, and returns its message (what + hint).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return std::string(e.what()) + " | " + e.hint();
-  }
-  ADD_FAILURE() << "expected poslab::Error";
-  return "";
-}
 
 TEST(Config, DefaultsWithoutAFile) {
   const Config c = load_config("");
@@ -162,11 +151,6 @@ TEST(Config, MalformedFilesAndOverrides) {
   EXPECT_NE(error_of([&] { load_config(dir / "key.yaml"); }).find("not a plain name"), std::string::npos);
   write_text(dir / "empty.yaml", "");
   EXPECT_EQ(load_config(dir / "empty.yaml").model.n_embd, ModelConfig{}.n_embd);
-}
-
-TEST(Config, RunDirIsOutDirSlashName) {
-  const Config c = load_config("", {"run.out_dir=/tmp/x", "run.name=abc"});
-  EXPECT_EQ(run_dir(c), "/tmp/x/abc");
 }
 
 // "section.key=value" for every leaf of a YAML mapping (lists stay whole, in flow style).

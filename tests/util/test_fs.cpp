@@ -10,17 +10,8 @@
 namespace poslab {
 namespace {
 
+using test::error_of;
 using test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return std::string(e.what()) + " | " + e.hint();
-  }
-  ADD_FAILURE() << "expected an error";
-  return "";
-}
 
 TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
   TempDir dir;

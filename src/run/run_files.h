@@ -1,0 +1,96 @@
+// Typed readers and writers of the files in a run folder (run_folder.h lists them). Every reader names the file
+// and, for line-based files, the line of the first damaged record, and says what to do. A last line cut short
+// (a process killed while appending) is not damage: it is left out, as the trainer does on resume.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "run/run_folder.h"
+
+namespace poslab {
+
+// RUN_DIR of a config: run.out_dir/run.name.
+std::string run_dir(const Config& cfg);
+
+// config.yaml, checked like any config (poslab::Error naming the file and the key).
+Config read_run_config(const RunFolder& run);
+
+// One record of metrics.jsonl: a logged step (loss, lr, speed) or an eval (train_loss, val_loss), or both.
+struct MetricsRecord {
+  int64_t step = 0;
+  double loss = NAN;        // the batch loss at a logged step
+  double train_loss = NAN;  // eval estimates
+  double val_loss = NAN;    // NaN when the eval diverged
+  bool eval = false;        // an eval record (it has a val_loss, maybe null)
+};
+std::vector<MetricsRecord> read_metrics(const std::string& path);
+// The eval records, in file order (step order).
+std::vector<MetricsRecord> val_evals(const std::vector<MetricsRecord>& records);
+
+// One line of snapshots/index.jsonl.
+struct SnapshotRecord {
+  int64_t step = 0;
+  std::string file;   // as written in the index: a name inside snapshots/
+  std::string path;   // the file's path (RunFolder::snapshot_file)
+  double train_loss = NAN;
+  double val_loss = NAN;
+};
+// The index in step order. A missing index is an error that says which runs have snapshots.
+std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run);
+// Appends one record (NaN losses left out).
+void append_snapshot_record(const RunFolder& run, const SnapshotRecord& record);
+
+// On resume from the checkpoint at `step`: drops the records of later steps from metrics.jsonl and the snapshot
+// index, so that the steps redone are not listed twice (records cut short by a crash go too). Missing files are fine.
+void truncate_logs_after(const RunFolder& run, int64_t step);
+
+// eval/per_position_loss_SPLIT.csv: "position,loss" then one row per position 0, 1, …
+std::string position_loss_csv(const std::vector<double>& loss);
+// The losses by position; empty when the file does not exist (the run was not evaluated).
+std::vector<double> read_position_loss(const std::string& path);
+
+// X.extension.json beside an extended checkpoint: what poslab extend did, and the table's metrics before and after.
+struct ExtensionInfo {
+  std::string source;      // the checkpoint extended
+  int64_t source_step = 0;
+  int64_t from = 0, to = 0;
+  std::string method;
+  uint64_t seed = 0;
+  std::string checkpoint;  // the extended checkpoint
+  std::string table;       // its table (.npy)
+  std::string run_name;
+  nlohmann::json table_before = nlohmann::json::object(), table_after = nlohmann::json::object();  // metric key -> value
+};
+nlohmann::json to_json(const ExtensionInfo& e);
+ExtensionInfo read_extension_info(const std::string& path);
+// Every RUN_DIR/extend/*/*.extension.json of a run (unsorted; none when there is no extend/ folder).
+std::vector<std::string> extension_infos_of(const RunFolder& run);
+
+// SWEEP_DIR/sweep.json: the sweep file's text, its variants and its runs (run_dir relative to SWEEP_DIR).
+struct SweepIndex {
+  struct Variant {
+    std::string name;
+    nlohmann::json set = nlohmann::json::object();
+  };
+  struct Run {
+    std::string variant;
+    int64_t seed = 0;
+    std::string run_dir;
+  };
+  std::string name, file, base, sweep_yaml;
+  std::vector<int64_t> seeds;
+  std::vector<std::string> set;  // key=value given on the command line
+  std::vector<Variant> variants;
+  std::vector<Run> runs;
+};
+void write_sweep_index(const std::string& sweep_dir, const SweepIndex& index);
+SweepIndex read_sweep_index(const std::string& sweep_dir);
+bool is_sweep_dir(const std::string& dir);
+
+}  // namespace poslab

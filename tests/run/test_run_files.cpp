@@ -1,0 +1,249 @@
+// The run folder's layout and the readers of its files: good files read back what was written; a damaged file is
+// an error that names the file, the line (for line-based files) or the key, and what to do.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "run/run_files.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+using test::TempDir;
+using test::write_text;
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
+
+TEST(RunFolder, PathsOfARun) {
+  const RunFolder run("runs/default");
+  EXPECT_EQ(run.config(), "runs/default/config.yaml");
+  EXPECT_EQ(run.metrics(), "runs/default/metrics.jsonl");
+  EXPECT_EQ(run.latest_checkpoint(), "runs/default/checkpoints/latest.pt");
+  EXPECT_EQ(run.best_checkpoint(), "runs/default/checkpoints/best.pt");
+  EXPECT_EQ(run.snapshot_index(), "runs/default/snapshots/index.jsonl");
+  EXPECT_EQ(run.snapshot(500), "runs/default/snapshots/wpe_step000500.npy");
+  EXPECT_EQ(snapshot_analysis_path(run.snapshot(500)), "runs/default/snapshots/wpe_step000500.json");
+  EXPECT_EQ(run.position_loss(), "runs/default/eval/per_position_loss_val.csv");
+  EXPECT_EQ(run.position_loss("train"), "runs/default/eval/per_position_loss_train.csv");
+  EXPECT_EQ(run.extension_checkpoint(256, "linear"), "runs/default/extend/256-linear/checkpoint.pt");
+  EXPECT_EQ(extension_info_path(run.extension_checkpoint(256, "linear")),
+            "runs/default/extend/256-linear/checkpoint.extension.json");
+  EXPECT_EQ(extension_table_path(run.extension_checkpoint(256, "linear")),
+            "runs/default/extend/256-linear/checkpoint.wpe.npy");
+  EXPECT_TRUE(is_extension_info("a/b/checkpoint.extension.json"));
+  EXPECT_FALSE(is_extension_info(".extension.json"));
+  EXPECT_FALSE(is_extension_info("checkpoint.json"));
+  EXPECT_EQ(run.verdict_json(), "runs/default/analysis/verdict.json");
+  EXPECT_EQ(run.report_dir(), "runs/default/report");
+  EXPECT_EQ(RunFolder("runs/default/").name(), "default");
+  EXPECT_EQ(RunFolder("runs/x/../default").name(), "default");
+}
+
+TEST(RunFolder, TheFolderOfACheckpoint) {
+  EXPECT_EQ(RunFolder::of_checkpoint("/r/default/checkpoints/best.pt").dir(), "/r/default");
+  EXPECT_EQ(RunFolder::of_checkpoint("/r/default/extend/256-copy/checkpoint.pt").dir(), "/r/default/extend/256-copy");
+  EXPECT_EQ(RunFolder::of_checkpoint("x.pt").dir(), fs::current_path().string());
+}
+
+TEST(RunFolder, RunDirIsOutDirSlashName) {
+  const Config c = load_config("", {"run.out_dir=/tmp/x", "run.name=abc"});
+  EXPECT_EQ(run_dir(c), "/tmp/x/abc");
+}
+
+TEST(RunFolder, SweepLayoutAndVariantOfARun) {
+  EXPECT_EQ(sweep_run_dir("runs/sw", "decay-off", 3), "runs/sw/decay-off/seed-3");
+  EXPECT_EQ(sweep_index_path("runs/sw"), "runs/sw/sweep.json");
+  EXPECT_EQ(variant_of_run_dir("runs/sw/decay-off/seed-3"), "decay-off");
+  EXPECT_EQ(variant_of_run_dir("runs/sw/decay-off/seed-3/"), "decay-off");
+  EXPECT_EQ(variant_of_run_dir("runs/default"), "default");
+}
+
+TEST(RunFiles, MetricsReadBackWithEvalsAndNullLosses) {
+  TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  write_text(path,
+             "{\"step\": 0, \"lr\": 0.001, \"train_loss\": 4.5, \"val_loss\": 4.6}\n"
+             "{\"step\": 10, \"loss\": 4.1, \"tokens_per_s\": 1000}\n"
+             "\n"
+             "{\"step\": 20, \"train_loss\": 3.9, \"val_loss\": null}\n"
+             "{\"step\": 30, \"loss\": 3.");  // cut short by a crash
+  const auto records = read_metrics(path);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[1].step, 10);
+  EXPECT_DOUBLE_EQ(records[1].loss, 4.1);
+  EXPECT_FALSE(records[1].eval);
+  EXPECT_TRUE(std::isnan(records[1].val_loss));
+  const auto evals = val_evals(records);
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_DOUBLE_EQ(evals[0].val_loss, 4.6);
+  EXPECT_EQ(evals[1].step, 20);
+  EXPECT_TRUE(std::isnan(evals[1].val_loss));
+  EXPECT_DOUBLE_EQ(evals[1].train_loss, 3.9);
+}
+
+TEST(RunFiles, DamagedMetricsNameTheFileAndLine) {
+  TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  write_text(path, "{\"step\": 0}\n{not json\n{\"step\": 2}\n");
+  std::string msg = error_of([&] { read_metrics(path); });
+  EXPECT_HAS(msg, path + ":2: not a metrics record (not JSON)");
+  EXPECT_HAS(msg, "mend or delete that line");
+  write_text(path, "{\"step\": 0}\n\n{\"step\": \"x\"}\n");
+  msg = error_of([&] { read_metrics(path); });
+  EXPECT_HAS(msg, path + ":3: \"step\" is \"x\", not an integer");
+  write_text(path, "{\"lr\": 0.1}\n");
+  EXPECT_HAS(error_of([&] { read_metrics(path); }), path + ":1: no \"step\"");
+  write_text(path, "{\"step\": 1, \"val_loss\": \"low\"}\n");
+  EXPECT_HAS(error_of([&] { read_metrics(path); }), path + ":1: \"val_loss\" is \"low\", not a number");
+  write_text(path, "[1, 2]\n{\"step\": 1}\n");
+  EXPECT_HAS(error_of([&] { read_metrics(path); }), path + ":1: not a metrics record (not a JSON object)");
+  EXPECT_HAS(error_of([&] { read_metrics(dir / "none.jsonl"); }), dir / "none.jsonl");
+}
+
+TEST(RunFiles, SnapshotIndexRoundTripsInStepOrder) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  make_dirs(run.snapshots());
+  append_snapshot_record(run, {400, snapshot_file_name(400), "", 3.5, NAN});
+  append_snapshot_record(run, {0, snapshot_file_name(0), "", 4.8, 4.9});
+  const auto index = read_snapshot_index(run);
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0].step, 0);
+  EXPECT_EQ(index[0].path, run.snapshot(0));
+  EXPECT_DOUBLE_EQ(index[0].val_loss, 4.9);
+  EXPECT_EQ(index[1].file, "wpe_step000400.npy");
+  EXPECT_TRUE(std::isnan(index[1].val_loss));
+  const std::string text = read_file(run.snapshot_index());
+  EXPECT_EQ(text.substr(0, text.find('\n')).find("val_loss"), std::string::npos) << text;  // NaN is left out, not null
+}
+
+TEST(RunFiles, DamagedOrMissingSnapshotIndexIsNamed) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  std::string msg = error_of([&] { read_snapshot_index(run); });
+  EXPECT_HAS(msg, run.snapshot_index() + " is missing");
+  EXPECT_HAS(msg, "model.position learned");
+  write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"wpe_step000000.npy\"}\n{\"step\": 5}\n");
+  EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), run.snapshot_index() + ":2: no snapshot file name");
+  write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"../../etc/passwd\"}\n");
+  EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), "is not a file name inside snapshots/");
+  write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 1, \"fi\n{\"step\": 2, \"file\": \"b.npy\"}\n");
+  EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), run.snapshot_index() + ":2: not a snapshot record");
+}
+
+TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 100}\n{\"step\": 200}\n{\"step\": 2");
+  write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 200, \"file\": \"b.npy\"}\n");
+  truncate_logs_after(run, 100);
+  EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 100}\n");
+  EXPECT_EQ(read_snapshot_index(run).size(), 1u);
+  truncate_logs_after(RunFolder(dir / "nothing-here"), 5);  // missing files are fine
+}
+
+TEST(RunFiles, PositionLossRoundTripsAndAbsentIsEmpty) {
+  TempDir dir;
+  const std::string path = dir / "eval.csv";
+  write_file_atomic(path, position_loss_csv({4.5, 3.25, 3.0}));
+  EXPECT_EQ(read_file(path), "position,loss\n0,4.500000\n1,3.250000\n2,3.000000\n");
+  EXPECT_EQ(read_position_loss(path), (std::vector<double>{4.5, 3.25, 3.0}));
+  EXPECT_TRUE(read_position_loss(dir / "absent.csv").empty());
+}
+
+TEST(RunFiles, DamagedPositionLossNamesTheLine) {
+  TempDir dir;
+  const std::string path = dir / "eval.csv";
+  write_text(path, "pos;loss\n0;1\n");
+  std::string msg = error_of([&] { read_position_loss(path); });
+  EXPECT_HAS(msg, path + ":1: the header is not position,loss");
+  EXPECT_HAS(msg, "poslab eval");
+  write_text(path, "position,loss\n0,4.5\n1,abc\n");
+  EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":3: loss \"abc\" is not a number");
+  write_text(path, "position,loss\n0,4.5\n2,4.0\n");
+  EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":3: position 2 where 1 was expected");
+  write_text(path, "position,loss\n0 4.5\n");
+  EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":2: \"0 4.5\" is not POSITION,LOSS");
+  write_text(path, "position,loss\n0,4.5x\n");
+  EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":2: loss \"4.5x\" is not a number");
+}
+
+TEST(RunFiles, ExtensionInfoRoundTripsAndDamageIsNamed) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  ExtensionInfo e;
+  e.source = "/r/checkpoints/latest.pt";
+  e.source_step = 1500;
+  e.from = 128;
+  e.to = 256;
+  e.method = "cubic";
+  e.seed = 7;
+  e.checkpoint = run.extension_checkpoint(256, "cubic");
+  e.table = extension_table_path(e.checkpoint);
+  e.run_name = "default-ext256-cubic";
+  e.table_before = {{"effective_rank", 4.5}};
+  const std::string path = extension_info_path(e.checkpoint);
+  write_text(path, to_json(e).dump(2));
+  EXPECT_EQ(extension_infos_of(run), std::vector<std::string>{path});
+  const ExtensionInfo back = read_extension_info(path);
+  EXPECT_EQ(to_json(back), to_json(e));
+
+  write_text(path, "{\"from\": 128,");
+  std::string msg = error_of([&] { read_extension_info(path); });
+  EXPECT_HAS(msg, path + ": not JSON");
+  EXPECT_HAS(msg, "poslab extend --force");
+  write_text(path, "{\"from\": 128, \"method\": \"copy\", \"checkpoint\": \"x.pt\"}");
+  EXPECT_HAS(error_of([&] { read_extension_info(path); }), path + ": no \"to\"");
+  write_text(path, "{\"from\": 128, \"to\": \"256\", \"method\": \"copy\", \"checkpoint\": \"x.pt\"}");
+  EXPECT_HAS(error_of([&] { read_extension_info(path); }), path + ": \"to\" is \"256\"");
+  write_text(path, "{\"from\": 128, \"to\": 64, \"method\": \"copy\", \"checkpoint\": \"x.pt\"}");
+  EXPECT_HAS(error_of([&] { read_extension_info(path); }), "from 128 to 64");
+  EXPECT_TRUE(extension_infos_of(RunFolder(dir / "no-run")).empty());
+}
+
+TEST(RunFiles, SweepIndexRoundTripsAndDamageIsNamed) {
+  TempDir dir;
+  SweepIndex s;
+  s.name = "decay";
+  s.file = "/x/decay.yaml";
+  s.base = "configs/default.yaml";
+  s.sweep_yaml = "name: decay\n";
+  s.seeds = {1, 2};
+  s.set = {"train.max_steps=10"};
+  s.variants = {{"on", {{"train.weight_decay", "0.1"}}}, {"off", {{"train.weight_decay", "0"}}}};
+  for (int64_t seed : s.seeds)
+    for (const auto& v : s.variants) s.runs.push_back({v.name, seed, v.name + "/" + sweep_run_name(seed)});
+  EXPECT_FALSE(is_sweep_dir(dir.str()));
+  write_sweep_index(dir.str(), s);
+  EXPECT_TRUE(is_sweep_dir(dir.str()));
+  const SweepIndex back = read_sweep_index(dir.str());
+  EXPECT_EQ(back.name, "decay");
+  EXPECT_EQ(back.seeds, s.seeds);
+  EXPECT_EQ(back.set, s.set);
+  ASSERT_EQ(back.variants.size(), 2u);
+  EXPECT_EQ(back.variants[1].set, s.variants[1].set);
+  ASSERT_EQ(back.runs.size(), 4u);
+  EXPECT_EQ(back.runs[3].run_dir, "off/seed-2");
+  EXPECT_EQ(back.runs[3].seed, 2);
+
+  const std::string path = sweep_index_path(dir.str());
+  write_text(path, "{\"name\": \"decay\", \"runs\": [{\"variant\": \"on\", \"seed\": 1}]}");
+  std::string msg = error_of([&] { read_sweep_index(dir.str()); });
+  EXPECT_HAS(msg, path + " (runs): no \"run_dir\"");
+  EXPECT_HAS(msg, "run the sweep again");
+  write_text(path, "{\"name\": \"decay\", \"runs\": [{\"variant\": \"on\", \"seed\": 1, \"run_dir\": \"../../etc\"}]}");
+  EXPECT_HAS(error_of([&] { read_sweep_index(dir.str()); }), "is not a folder inside the sweep's folder");
+  write_text(path, "{\"name\": \"decay\"}");
+  EXPECT_HAS(error_of([&] { read_sweep_index(dir.str()); }), path + ": no list of \"runs\"");
+  write_text(path, "nonsense");
+  EXPECT_HAS(error_of([&] { read_sweep_index(dir.str()); }), path + ": not JSON");
+}
+
+}  // namespace
+}  // namespace poslab
