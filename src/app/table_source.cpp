@@ -4,6 +4,7 @@
 
 #include "analysis/baselines.h"
 #include "analysis/table_io.h"
+#include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 
@@ -21,6 +22,12 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
   source = t.input;
   std::error_code ec;
   if (!std::filesystem::exists(t.input, ec)) throw Error(t.input + ": not found", "pass an existing file or run folder");
+  if (std::filesystem::is_directory(t.input, ec)) {  // a run folder: its last snapshot
+    const std::vector<SnapshotRecord> index = read_snapshot_index(RunFolder(t.input));
+    if (index.empty()) throw Error(t.input + ": the snapshot index is empty", "train for at least one step first");
+    source = index.back().path;
+    return read_npy_table(index.back().path);
+  }
   const std::string ext = std::filesystem::path(t.input).extension().string();
   if (ext == ".npy") return read_npy_table(t.input);
   if (ext == ".pt") return read_checkpoint_position_table(t.input).to(torch::kFloat64);

@@ -1,5 +1,5 @@
 // Where one position table comes from, as `poslab analyze` and `poslab report` take it: a .npy, a .safetensors
-// tensor, a poslab checkpoint, or a synthetic table. The analysis itself only ever receives the tensor.
+// tensor, a poslab checkpoint, a run folder (its last snapshot), or a synthetic table. The analysis itself only ever receives the tensor.
 #pragma once
 
 #include <torch/torch.h>

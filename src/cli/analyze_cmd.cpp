@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analysis/agreement.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/metric_list.h"
@@ -57,6 +58,12 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")->capture_default_str();
   cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")->capture_default_str();
   add_verdict_options(cmd, a.thresholds);
+  cmd->add_option("--against", a.against,
+                  "compare with a second table of the same shape up to rotation and scale (CKA, Procrustes, "
+                  "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)");
+  cmd->add_option("--against-tensor", a.against_tensor, "tensor name when --against is a .safetensors file (default: --tensor)");
+  cmd->add_option("--k", a.k, "with --against: principal angles between the top K components (default: the smaller "
+                              "number above the noise floor)")->check(CLI::PositiveNumber);
   return cmd;
 }
 
@@ -86,11 +93,33 @@ void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   }
 }
 
+// poslab analyze A --against B: the two tables' agreement up to rotation and scale.
+int run_agreement(const AnalyzeArgs& a, std::ostream& out) {
+  std::string a_source, b_source;
+  torch::Tensor A = load_table(a.table, a_source);
+  TableSource other;
+  other.input = a.against;
+  other.tensor = a.against_tensor.empty() ? a.table.tensor : a.against_tensor;
+  torch::Tensor B = load_table(other, b_source);
+  if (!a.rows.empty()) {
+    A = select_rows(A, a.rows);
+    B = select_rows(B, a.rows);
+    a_source += " rows " + a.rows;
+    b_source += " rows " + a.rows;
+  }
+  const Agreement g = table_agreement(A, B, a_source, b_source, a.k);
+  out << agreement_text(g);
+  emit_json(a, to_json(g));
+  return 0;
+}
+
 }  // namespace
 
 int run_analyze(const AnalyzeArgs& a) {
   // With --json -, stdout carries the JSON alone and the summary goes to stderr.
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  if (!a.against.empty()) return run_agreement(a, out);
+  if (a.k > 0) throw Error("--k applies to --against", "pass --against TABLE, or leave --k out");
   std::error_code ec;
   const bool run_folder = a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 

@@ -17,6 +17,9 @@ struct AnalyzeArgs {
   std::string rows;         // "A:B"
   std::string json;         // FILE or "-"
   bool baselines = false;
+  std::string against;         // a second table: compare the two up to rotation (analysis/agreement.h)
+  std::string against_tensor;  // its tensor name, when it is a .safetensors file
+  int k = 0;                   // principal angles between the top-k subspaces (0: from the signal ranks)
   AnalysisOptions options;
   VerdictThresholds thresholds;
 };

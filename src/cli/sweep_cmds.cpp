@@ -61,6 +61,11 @@ int run_compare(const CompareArgs& a) {
                           row.emerged_from.n > 0 ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
                                                                row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
                                                  : std::string());
+    for (const AgreementCell& cell : c.agreement)
+      if (cell.a == row.variant && cell.b == row.variant)
+        line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{})", cell.cka.mean,
+                            cell.cka.n > 1 ? fmt::format(" ± {:.3f}", cell.cka.sd) : "", cell.pairs,
+                            cell.pairs == 1 ? "" : "s");
     spdlog::info("{}", line);
   }
   std::cout << write_comparison(c, out) << "\n";

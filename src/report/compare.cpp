@@ -9,7 +9,9 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/agreement.h"
 #include "analysis/metric_list.h"
+#include "analysis/table_io.h"
 #include "config/config.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
@@ -148,6 +150,47 @@ Stat pooled(const std::vector<double>& values) {
   return s;
 }
 
+namespace {
+
+// Agreement of the runs' last tables, pooled over pairs of runs: within each variant, then between variants.
+std::vector<AgreementCell> seed_agreement(const Comparison& c) {
+  std::vector<torch::Tensor> tables(c.runs.size());
+  for (size_t i = 0; i < c.runs.size(); ++i)
+    if (!c.runs[i].points.empty())
+      tables[i] = read_npy_table(RunFolder(c.runs[i].run_dir).snapshot_file(c.runs[i].points.back().file));
+  std::vector<AgreementCell> cells;
+  auto cell_of = [&](size_t va, size_t vb) {
+    AgreementCell cell;
+    cell.a = c.rows[va].variant;
+    cell.b = c.rows[vb].variant;
+    std::vector<double> cka, residual, similarity, cos2;
+    for (size_t i : c.rows[va].runs)
+      for (size_t j : c.rows[vb].runs) {
+        if ((va == vb && j <= i) || !tables[i].defined() || !tables[j].defined() ||
+            tables[i].sizes() != tables[j].sizes())
+          continue;
+        const Agreement g = table_agreement(tables[i], tables[j], c.runs[i].run_dir, c.runs[j].run_dir);
+        cka.push_back(g.cka);
+        residual.push_back(g.procrustes_residual);
+        similarity.push_back(g.similarity_correlation);
+        if (g.k > 0) cos2.push_back(g.mean_cos2);
+        cell.cka_random = g.cka_random;
+      }
+    cell.pairs = static_cast<int>(cka.size());
+    cell.cka = pooled(cka);
+    cell.procrustes_residual = pooled(residual);
+    cell.similarity_correlation = pooled(similarity);
+    cell.mean_cos2 = pooled(cos2);
+    if (cell.pairs > 0) cells.push_back(cell);
+  };
+  for (size_t v = 0; v < c.rows.size(); ++v) cell_of(v, v);
+  for (size_t va = 0; va < c.rows.size(); ++va)
+    for (size_t vb = va + 1; vb < c.rows.size(); ++vb) cell_of(va, vb);
+  return cells;
+}
+
+}  // namespace
+
 Comparison compare_runs(const std::vector<std::string>& dirs) {
   Comparison c;
   for (const auto& d : dirs) {
@@ -208,6 +251,7 @@ Comparison compare_runs(const std::vector<std::string>& dirs) {
     for (const Metric& m : headline_metrics()) row.half_keys.push_back(m.key);
     for (const auto& v : half) row.half_change.push_back(pooled(v));
   }
+  c.agreement = seed_agreement(c);
   return c;
 }
 
@@ -248,6 +292,15 @@ nlohmann::json comparison_json(const Comparison& c) {
                            {"emerged_from", run.verdict && run.verdict->emerged_from ? nlohmann::json(*run.verdict->emerged_from) : nullptr}});
     }
     j["variants"].push_back(r);
+  }
+  j["agreement"] = nlohmann::json::array();
+  for (const AgreementCell& cell : c.agreement) {
+    nlohmann::json a = {{"a", cell.a}, {"b", cell.b}, {"pairs", cell.pairs}, {"cka_random", value(cell.cka_random)}};
+    for (const auto& [key, st] : {std::pair{"cka", &cell.cka}, std::pair{"procrustes_residual", &cell.procrustes_residual},
+                                  std::pair{"similarity_correlation", &cell.similarity_correlation},
+                                  std::pair{"mean_cos2", &cell.mean_cos2}})
+      a[key] = {{"mean", value(st->mean)}, {"sd", value(st->sd)}, {"n", st->n}};
+    j["agreement"].push_back(a);
   }
   return j;
 }
@@ -351,6 +404,24 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
     t += "</tr>\n";
   }
   t += "</table></div>\n";
+  if (!c.agreement.empty()) {
+    t += "<h3>Do the seeds learn the same table?</h3>\n<p>The runs' last tables compared up to rotation and scale "
+         "of the embedding space, over every pair of runs: a variant with itself pools the pairs of its seeds, two "
+         "variants every cross pair. Linear CKA (1: the same geometry; independent random tables of this shape: " +
+         format_stat(Stat{c.agreement.front().cka_random, NAN, 1}, "{:.2f}") +
+         "), the Procrustes residual (0: one table is a rotated, rescaled copy of the other), the correlation of "
+         "the two cosine-similarity matrices, and the mean cos² of the principal angles between the components "
+         "above the noise floor (random subspaces: near 0). docs/analysis.md, “Seed agreement”.</p>\n"
+         "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variants</th><th>pairs</th><th>CKA</th>"
+         "<th>Procrustes residual</th><th>similarity r</th><th>mean cos²</th></tr>\n";
+    for (const AgreementCell& cell : c.agreement)
+      t += "<tr><td>" + html_escape(cell.a == cell.b ? cell.a + " (seeds)" : cell.a + " vs " + cell.b) + "</td><td>" +
+           std::to_string(cell.pairs) + "</td><td>" + format_stat(cell.cka, "{:.3f}") + "</td><td>" +
+           format_stat(cell.procrustes_residual, "{:.3f}") + "</td><td>" +
+           format_stat(cell.similarity_correlation, "{:.3f}") + "</td><td>" + format_stat(cell.mean_cos2, "{:.3f}") +
+           "</td></tr>\n";
+    t += "</table></div>\n";
+  }
   std::string runs_list = "<details><summary>Runs</summary>\n<ul>\n";
   for (const auto& r : c.runs)
     runs_list += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f})</li>\n", html_escape(r.variant), r.seed,

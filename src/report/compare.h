@@ -44,9 +44,20 @@ struct VariantRow {
   int boundary_outliers = 0;            // summed over the runs' last snapshots
 };
 
+// How alike two variants' final tables are up to rotation and scale (analysis/agreement.h), over every pair of
+// runs with tables of the same shape: within a variant the pairs of its seeds (a == b), between two variants every
+// cross pair. mean_cos2 pools the pairs where both tables have a component above the noise floor.
+struct AgreementCell {
+  std::string a, b;                     // variants
+  int pairs = 0;
+  Stat cka, procrustes_residual, similarity_correlation, mean_cos2;
+  double cka_random = NAN;              // what independent random tables of the shape give
+};
+
 struct Comparison {
   std::vector<ComparedRun> runs;
   std::vector<VariantRow> rows;         // in the order variants first appear
+  std::vector<AgreementCell> agreement;  // within each variant first, then between variants, in row order
 };
 
 // Reads each folder: a run folder (config.yaml + metrics.jsonl), or a sweep folder (sweep.json: its runs in the
@@ -60,7 +71,8 @@ std::string comparison_csv(const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
 
 // Writes OUT/index.html with the table and figures (trajectories with a band over seeds, losses, cosine by
-// offset and spectra at the last snapshot), comparison.csv and comparison.json; returns the page's path.
+// offset and spectra at the last snapshot), the seed agreement, comparison.csv and comparison.json (with the
+// agreement); returns the page's path.
 // Without gnuplot, throws poslab::Error after writing the data, scripts and tables.
 std::string write_comparison(const Comparison& c, const std::string& out_dir);
 

@@ -136,6 +136,20 @@ else
   failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
 fi
 ckpt="$tmp/x/default/checkpoints/latest.pt"
+# analyze A --against B: two checkpoints, a snapshot against a checkpoint (the same table), two safetensors tensors.
+if "$poslab" analyze "$ckpt" --against "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "linear CKA  *1.0000" "$tmp/out" &&
+   "$poslab" analyze "$tmp/x/default/snapshots/wpe_step000006.npy" --against "$ckpt" --json - >"$tmp/a.json" 2>"$tmp/err" &&
+   awk -F': ' '/"procrustes_residual"/ { exit !($2 + 0 < 1e-4) }' "$tmp/a.json" &&
+   "$poslab" analyze tests/fixtures/gpt_reference.safetensors --tensor fp32.final.wpe.weight \
+     --against tests/fixtures/gpt_reference.safetensors --against-tensor param.wpe.weight --k 2 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "principal angles (top 2, --k)" "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze --against"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "analyze --against another shape" "gpt2_wpe_rows0-63.npy is \(64, 768\) and .*latest.pt is \(" \
+  analyze tests/fixtures/gpt2_wpe_rows0-63.npy --against "$ckpt"
+expect_error "analyze --k without --against" "^error: --k applies to --against" analyze "$ckpt" --k 3
 if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         6 of train.max_steps 6" "$tmp/out" &&
    grep -q "^position table" "$tmp/out" && grep -q "parameters" "$tmp/out"; then
   passed=$((passed + 1))

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/agreement.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
@@ -134,6 +135,22 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
       EXPECT_EQ(row.judged, 0);
       EXPECT_EQ(row.stats[k].n, 0);
     }
+  }
+  // Seed agreement: one pair of seeds of the variant with a table, equal to comparing its two last snapshots; the
+  // variant without a table has none.
+  ASSERT_EQ(c.agreement.size(), 1u);
+  EXPECT_EQ(c.agreement[0].a, "position-learned");
+  EXPECT_EQ(c.agreement[0].b, "position-learned");
+  EXPECT_EQ(c.agreement[0].pairs, 1);
+  {
+    auto table = [&](int seed) {
+      const NpyArray a = read_npy(sweep + "/position-learned/seed-" + std::to_string(seed) + "/snapshots/wpe_step000006.npy");
+      return torch::tensor(a.data, torch::kFloat64).view({a.shape[0], a.shape[1]});
+    };
+    const Agreement g = table_agreement(table(1), table(2), "seed 1", "seed 2");
+    EXPECT_DOUBLE_EQ(c.agreement[0].cka.mean, g.cka);
+    EXPECT_DOUBLE_EQ(c.agreement[0].procrustes_residual.mean, g.procrustes_residual);
+    EXPECT_EQ(comparison_json(c)["agreement"][0]["cka"]["mean"].get<double>(), g.cka);
   }
   // Each headline metric's half-change step: pooled over the runs' own trajectories.
   for (const auto& row : c.rows) {
