@@ -14,4 +14,12 @@ LoadedModel load_model(const std::string& path, const torch::Device& device) {
   return m;
 }
 
+GPT initial_model(const LoadedModel& m) {
+  if (!m.cfg.train.init_from.empty()) return load_model(m.cfg.train.init_from).model;
+  torch::manual_seed(static_cast<uint64_t>(m.cfg.run.seed));
+  GPT model(m.cfg.model, m.tokenizer.vocab_size());
+  model->eval();
+  return model;
+}
+
 }  // namespace poslab

@@ -21,4 +21,9 @@ struct LoadedModel {
 // Throws poslab::Error naming the file for anything that is not a readable poslab checkpoint.
 LoadedModel load_model(const std::string& checkpoint_path, const torch::Device& device = torch::kCPU);
 
+// The model as training started it, on the CPU: LibTorch's generator seeded with run.seed, then the model built
+// from the config, as the trainer does (its step-0 snapshot is this model's table). For a run started from
+// train.init_from, the weights of that checkpoint instead (loaded from where the config says it is).
+GPT initial_model(const LoadedModel& m);
+
 }  // namespace poslab

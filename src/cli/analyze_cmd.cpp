@@ -9,7 +9,9 @@
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/metric_list.h"
+#include "app/loaded_model.h"
 #include "run/run_folder.h"
+#include "train/snapshot.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -93,6 +95,32 @@ void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   }
 }
 
+// How a checkpoint's model reads its table (layer 0's position-only kernels, the position/token geometry), beside
+// the same numbers for the model as training started it.
+nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
+  const LoadedModel m = load_model(checkpoint);
+  if (!m.model->wpe || m.model->h->size() == 0) return nullptr;
+  AttentionKernels trained, initial;
+  nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)},
+                      {"initial", model_usage_json(initial_model(m), 0, &initial)}};
+  j["initial"]["source"] = m.cfg.train.init_from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : m.cfg.train.init_from;
+  const auto& pt = j["checkpoint"]["position_token"];
+  const auto& pt0 = j["initial"]["position_token"];
+  out << fmt::format("\nhow the model reads its table (layer 0, {} heads; docs/analysis.md):\n", trained.n_head)
+      << fmt::format(" position-only attention kernels at step {} (mean token embedding added):\n", m.meta.step)
+      << kernels_text(trained) << " the same at initialisation:\n" << kernels_text(initial)
+      << fmt::format(" position vs token directions, step {} | initialisation:\n", m.meta.step)
+      << fmt::format("  principal angles (top {}) {:.0f}° | {:.0f}° (smallest); token variance along them {:.2f} | {:.2f}; "
+                     "place in the token spectrum {:.2f} | {:.2f}\n",
+                     pt["k"].get<int>(), pt["principal_angles_degrees"][0].get<double>(),
+                     pt0["principal_angles_degrees"][0].get<double>(), pt["mean_token_variance_ratio"].get<double>(),
+                     pt0["mean_token_variance_ratio"].get<double>(), pt["mean_token_spectrum_quantile"].get<double>(),
+                     pt0["mean_token_spectrum_quantile"].get<double>())
+      << fmt::format("  max |cos| token row vs position row {:.3f} | {:.3f}\n", pt["max_abs_cosine"].get<double>(),
+                     pt0["max_abs_cosine"].get<double>());
+  return j;
+}
+
 // poslab analyze A --against B: the two tables' agreement up to rotation and scale.
 int run_agreement(const AnalyzeArgs& a, std::ostream& out) {
   std::string a_source, b_source;
@@ -164,6 +192,7 @@ int run_analyze(const AnalyzeArgs& a) {
     j = to_json(main);
     out << summary_text(main);
     columns.emplace_back("table", main);
+    if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt") j["model_usage"] = model_usage(a.table.input, out);
   }
 
   const bool with_baselines = a.baselines || run_folder;

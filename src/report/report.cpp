@@ -10,6 +10,7 @@
 #include "report/extension.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
+#include "report/usage.h"
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -157,6 +158,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const std::vector<double> position_loss = read_position_loss(run.position_loss());
   if (!position_loss.empty()) figures.push_back(position_loss_figure(position_loss, "val"));
 
+  const UsageSection usage = usage_section(run_dir, points);
+  figures.insert(figures.end(), usage.figures.begin(), usage.figures.end());
   const ExtensionSection extension = extension_section(run_dir);
   figures.insert(figures.end(), extension.figures.begin(), extension.figures.end());
 
@@ -174,7 +177,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
-      extension.html + "<h2>Figures</h2>\n";
+      usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: " + run.name(),
                                             fs::absolute(run_dir).string(), top, figures));

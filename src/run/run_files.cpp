@@ -135,6 +135,22 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
   return out;
 }
 
+std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t step) {
+  const std::string path = run.snapshot_usage(step);
+  if (!is_file(path)) return std::nullopt;
+  const std::string hint = "the trainer writes this file with each snapshot: delete it (the report then leaves the "
+                           "kernels of this step out)";
+  nlohmann::json j = parse_json_file(path, hint);
+  const auto& kernels = j.is_object() ? j.value("attention_kernels", nlohmann::json()) : nlohmann::json();
+  if (!kernels.is_object() || !kernels.contains("heads") || !kernels["heads"].is_array())
+    throw Error(path + ": no attention_kernels.heads list", hint);
+  for (const auto& h : kernels["heads"])
+    if (!h.is_object() || !h.contains("offset_profile") || !h["offset_profile"].is_array() || !h.contains("kind") ||
+        !h["kind"].is_string())
+      throw Error(path + ": a head without its kind and offset_profile", hint);
+  return j;
+}
+
 void append_snapshot_record(const RunFolder& run, const SnapshotRecord& r) {
   nlohmann::json line = {{"step", r.step}, {"file", r.file}};
   if (std::isfinite(r.train_loss)) line["train_loss"] = r.train_loss;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct SnapshotRecord {
 std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run);
 // Appends one record (NaN losses left out).
 void append_snapshot_record(const RunFolder& run, const SnapshotRecord& record);
+
+// snapshots/model_stepN.json: how the model read its table at that step ({step, attention_kernels, position_token};
+// analysis/attention_kernels.h, position_token.h). nullopt when the run did not write it (no table, no layer).
+std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t step);
 
 // On resume from the checkpoint at `step`: drops the records of later steps from metrics.jsonl and the snapshot
 // index, so that the steps redone are not listed twice (records cut short by a crash go too). Missing files are fine.

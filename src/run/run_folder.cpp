@@ -40,6 +40,13 @@ std::string RunFolder::snapshots() const { return at("snapshots"); }
 std::string RunFolder::snapshot_index() const { return at("snapshots/index.jsonl"); }
 std::string RunFolder::snapshot(int64_t step) const { return snapshot_file(snapshot_file_name(step)); }
 std::string RunFolder::snapshot_file(const std::string& file) const { return (fs::path(snapshots()) / file).string(); }
+std::string RunFolder::snapshot_kernels(int64_t step) const {
+  return snapshot_file(snapshot_file_name(step).replace(0, 3, "attn"));
+}
+std::string RunFolder::snapshot_usage(int64_t step) const {
+  std::string name = snapshot_file_name(step).replace(0, 3, "model");
+  return snapshot_file(name.replace(name.size() - 4, 4, ".json"));
+}
 std::string RunFolder::eval_dir() const { return at("eval"); }
 std::string RunFolder::position_loss(const std::string& split) const {
   return at("eval/per_position_loss_" + split + ".csv");

@@ -6,6 +6,8 @@
 //   RUN_DIR/checkpoints/latest.pt, best.pt
 //   RUN_DIR/snapshots/index.jsonl               {step, file, train_loss, val_loss} per snapshot
 //   RUN_DIR/snapshots/wpe_stepNNNNNN.npy, .json the table at a step, and its analysis
+//   RUN_DIR/snapshots/attn_stepNNNNNN.npy       layer 0's position-only attention kernels, (n_head·P, P)
+//   RUN_DIR/snapshots/model_stepNNNNNN.json     their summaries, and the position/token geometry
 //   RUN_DIR/eval/per_position_loss_SPLIT.csv    poslab eval
 //   RUN_DIR/extend/N-METHOD/checkpoint.pt       poslab extend, with checkpoint.extension.json and checkpoint.wpe.npy
 //   RUN_DIR/analysis/trajectory.csv, trajectory.json, verdict.json   poslab analyze RUN_DIR
@@ -38,6 +40,8 @@ class RunFolder {
   std::string snapshot_index() const;
   std::string snapshot(int64_t step) const;           // the .npy
   std::string snapshot_file(const std::string& file) const;  // a file named by the index, inside snapshots/
+  std::string snapshot_kernels(int64_t step) const;  // attn_stepNNNNNN.npy: layer 0's position-only kernels
+  std::string snapshot_usage(int64_t step) const;    // model_stepNNNNNN.json: how the model reads its table
   std::string eval_dir() const;
   std::string position_loss(const std::string& split = "val") const;
   std::string extend_dir() const;

@@ -1,5 +1,10 @@
 #include "train/snapshot.h"
 
+#include <spdlog/fmt/fmt.h>
+
+#include <map>
+
+#include "analysis/position_token.h"
 #include "analysis/snapshot_hook.h"
 #include "run/run_files.h"
 #include "util/fs.h"
@@ -7,15 +12,49 @@
 
 namespace poslab {
 
-std::string write_snapshot(const std::string& run_dir, int64_t step, const torch::Tensor& W, double train_loss,
+AttentionWeights layer0_attention_weights(const GPT& model) {
+  const BlockImpl* block = model->h->ptr(0)->as<BlockImpl>();
+  AttentionWeights w;
+  w.table = model->position_table();
+  w.mean_token = model->wte->weight.mean(0);
+  w.ln_weight = block->ln_1->weight;
+  w.ln_bias = block->ln_1->bias;
+  w.c_attn_weight = block->attn->c_attn->weight;
+  if (block->attn->c_attn->options.bias()) w.c_attn_bias = block->attn->c_attn->bias;
+  w.n_head = block->attn->n_head;
+  return w;
+}
+
+nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels* kernels) {
+  torch::NoGradGuard no_grad;
+  AttentionKernels k = attention_kernels(layer0_attention_weights(model));
+  nlohmann::json j = {{"step", step},
+                      {"attention_kernels", to_json(k)},
+                      {"position_token", to_json(position_token_geometry(model->wte->weight, model->position_table()))}};
+  if (kernels) *kernels = std::move(k);
+  return j;
+}
+
+std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& model, double train_loss,
                            double val_loss) {
   const RunFolder run(run_dir);
   make_dirs(run.snapshots());
-  auto w = W.detach().to(torch::kCPU, torch::kFloat32).contiguous();  // (block_size, n_embd)
+  auto w = model->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();  // (block_size, n_embd)
   SnapshotRecord record{step, snapshot_file_name(step), run.snapshot(step), train_loss, val_loss};
   write_file_atomic(record.path, npy_bytes(w.data_ptr<float>(), w.size(0), w.size(1)));
   append_snapshot_record(run, record);
-  return analyze_snapshot(w, SnapshotInfo{step, record.path});
+  std::string summary = analyze_snapshot(w, SnapshotInfo{step, record.path});
+  if (model->h->size() == 0) return summary;
+  AttentionKernels k;
+  const nlohmann::json usage = model_usage_json(model, step, &k);
+  const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
+  write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));
+  write_file_atomic(run.snapshot_usage(step), usage.dump() + "\n");
+  std::map<std::string, int> kinds;
+  for (const HeadKernel& h : k.heads) ++kinds[kernel_kind_name(h.kind)];
+  std::string heads;
+  for (const auto& [kind, n] : kinds) heads += fmt::format("{}{} {}", heads.empty() ? "" : ", ", n, kind);
+  return summary + " | layer-0 heads: " + heads;
 }
 
 }  // namespace poslab

@@ -1,15 +1,29 @@
-// Position-table snapshots: the table as .npy in the run's snapshots/ folder, plus a record in its index.
+// Snapshots during training: the position table as .npy in the run's snapshots/ folder with a record in its index
+// and its analysis, and how the model reads it (layer 0's position-only attention kernels, the position/token
+// geometry).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <string>
 
+#include "analysis/attention_kernels.h"
+#include "model/gpt.h"
+
 namespace poslab {
 
-// Writes W (block_size, n_embd) as float32 .npy, appends {step, file, train_loss[, val_loss]} to the snapshot index
-// (NaN losses are left out), runs the analysis hook and returns its one-line summary.
-std::string write_snapshot(const std::string& run_dir, int64_t step, const torch::Tensor& W, double train_loss,
+// Writes the model's table (block_size, n_embd) as float32 .npy, appends {step, file, train_loss[, val_loss]} to the
+// snapshot index (NaN losses are left out), runs the analysis hook, writes the model's usage of the table
+// (write_model_usage) and returns a one-line summary. The model must have a position table.
+std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& model, double train_loss,
                            double val_loss);
+
+// Layer 0's weights as the attention-kernel analysis reads them, the mean token embedding added to each position.
+AttentionWeights layer0_attention_weights(const GPT& model);
+
+// {"step", "attention_kernels", "position_token"} for a model with a table and at least one layer; `kernels`
+// receives the (n_head, P, P) kernels when not null.
+nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels* kernels = nullptr);
 
 }  // namespace poslab

@@ -338,7 +338,7 @@ class Run {
     const double train_loss = evaluated ? train_est_ : last_batch_loss_.defined() ? last_batch_loss_.item<double>() : NAN;
     std::string summary;
     try {
-      summary = write_snapshot(rdir_, step, model_->position_table(), train_loss, evaluated ? val_est_ : NAN);
+      summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN);
     } catch (const Error& e) {  // the .npy is written first; a failed analysis must not end the run
       summary = std::string("analysis failed: ") + e.what();
     }

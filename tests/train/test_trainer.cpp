@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "run/run_files.h"
 #include "test_devices.h"
 #include "test_util.h"
 #include "train/tiny_run.h"
@@ -58,6 +59,19 @@ TEST(Trainer, TinyRunLearnsAndWritesTheRunFolder) {
   EXPECT_TRUE(index[3].contains("val_loss"));
   const NpyArray w0 = read_npy(rd + "/snapshots/wpe_step000000.npy");
   EXPECT_EQ(w0.shape, (std::vector<int64_t>{16, 32}));
+  // With each snapshot, layer 0's position-only kernels (2 heads x 16 positions) and their summaries.
+  const NpyArray k60 = read_npy(rd + "/snapshots/attn_step000060.npy");
+  EXPECT_EQ(k60.shape, (std::vector<int64_t>{2 * 16, 16}));
+  for (int64_t row = 0; row < 32; ++row) {  // each query's attention sums to 1 over the keys up to it
+    double sum = 0;
+    for (int64_t j = 0; j < 16; ++j) sum += k60.data[row * 16 + j];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << row;
+  }
+  const auto usage = read_snapshot_usage(RunFolder(rd), 60);
+  ASSERT_TRUE(usage.has_value());
+  EXPECT_EQ((*usage)["attention_kernels"]["heads"].size(), 2u);
+  EXPECT_EQ((*usage)["position_token"]["positions"], 16);
+  EXPECT_FALSE(read_snapshot_usage(RunFolder(rd), 61).has_value());
 
   // The stored config is the effective one and loads back.
   const Config stored = config_from_yaml(read_checkpoint_meta(rd + "/checkpoints/latest.pt").config_yaml, "ckpt");
