@@ -124,10 +124,45 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--out", a.out, "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv)");
+  cmd->add_option("--out", a.out, "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv, with --shift "
+                                  "RUN_DIR/eval/shift_loss_SPLIT.csv)");
+  cmd->add_option("--shift", a.shifts, "start rows S,S,... of the table: the same windows, of block_size − the largest S "
+                                       "tokens, read at rows S … S + length − 1 (loss against start offset)")
+      ->delimiter(',');
   add_device_option(cmd, a.device);
   return cmd;
 }
+
+namespace {
+
+// poslab eval CKPT --shift 0,16,32: the loss against the row of the table where the windows start.
+int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int batches, int batch_size,
+                   const torch::Device& device) {
+  const int64_t T = m.cfg.model.block_size;
+  for (int64_t s : a.shifts)
+    if (s < 0 || s > T - 2)
+      throw Error(fmt::format("--shift {}: a start row must be in 0 … {} (block_size {} minus a window of 2)", s, T - 2, T),
+                  "pass start rows within the table, e.g. --shift 0,16,32");
+  const ShiftLoss r = evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                                      eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device,
+                                      a.shifts);
+  std::vector<std::vector<double>> by_shift;
+  std::cout << fmt::format("{} windows of {} tokens ({} batches x {}), read at table rows S … S + {}:\n", a.split,
+                           r.length, batches, batch_size, r.length - 1);
+  for (size_t i = 0; i < r.shifts.size(); ++i) {
+    std::cout << fmt::format("  shift {:>4}: loss {:.4f}{}\n", r.shifts[i], r.at[i].loss,
+                             i == 0 ? std::string() : fmt::format(" ({:+.4f} against shift {})", r.at[i].loss - r.at[0].loss,
+                                                                  r.shifts[0]));
+    by_shift.push_back(r.at[i].by_position);
+  }
+  const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).shift_loss(a.split) : a.out;
+  make_dirs(fs::path(out).parent_path().string());
+  write_file_atomic(out, shift_loss_csv(r.shifts, by_shift));
+  std::cout << "wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int run_eval(const EvalArgs& a) {
   const torch::Device device(resolve_device(a.device, "--device"));
@@ -136,6 +171,7 @@ int run_eval(const EvalArgs& a) {
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
+  if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
   const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
                                             eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16",
                                             device);

@@ -165,18 +165,19 @@ GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab
   }
 }
 
-torch::Tensor GPTImpl::hidden(const torch::Tensor& idx) {
+torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, int64_t position_offset) {
   const int64_t T = idx.size(1);
-  TORCH_CHECK(T <= cfg.block_size, "sequence of length ", T, " is longer than block_size ", cfg.block_size);
+  TORCH_CHECK(position_offset >= 0 && position_offset + T <= cfg.block_size, "sequence of length ", T, " at position ",
+              position_offset, " runs past block_size ", cfg.block_size);
   auto x = wte(idx);                                                                // (B, T, C)
-  if (wpe) x = x + wpe->weight.slice(0, 0, T);                                      // + (T, C)
+  if (wpe) x = x + wpe->weight.slice(0, position_offset, position_offset + T);      // + (T, C)
   x = drop(x);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
   return ln_f(x);
 }
 
-torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
-  const torch::Tensor x = hidden(idx);                                              // (B, T, C)
+torch::Tensor GPTImpl::forward(const torch::Tensor& idx, int64_t position_offset) {
+  const torch::Tensor x = hidden(idx, position_offset);                                              // (B, T, C)
   return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight).view({x.size(0), x.size(1), -1});  // (B, T, V), head tied to wte
 }
 

@@ -61,10 +61,11 @@ TORCH_MODULE(Block);
 struct GPTImpl : torch::nn::Module {
   GPTImpl(const ModelConfig& cfg, int64_t vocab_size);
 
-  // idx: (B, T) int64 token ids -> logits (B, T, V).
-  torch::Tensor forward(const torch::Tensor& idx);
+  // idx: (B, T) int64 token ids -> logits (B, T, V). The tokens sit at the table's rows position_offset …
+  // position_offset + T − 1 (0 in training; poslab eval --shift moves them).
+  torch::Tensor forward(const torch::Tensor& idx, int64_t position_offset = 0);
   // idx -> the final LayerNorm's output (B, T, C), what the head multiplies by wte.
-  torch::Tensor hidden(const torch::Tensor& idx);
+  torch::Tensor hidden(const torch::Tensor& idx, int64_t position_offset = 0);
   // loss(forward(idx), targets, weight) without the (B, T, V) logits on CPU: head and cross-entropy as one op
   // in chunks of rows (ops/head_loss.h). Call it under the autocast guard, as forward.
   torch::Tensor forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight = 1.0);

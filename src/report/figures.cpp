@@ -252,6 +252,33 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
   return f;
 }
 
+Figure shift_loss_figure(const ShiftCurve& c, const std::string& split) {
+  Figure f{"shift_loss", "Loss against where the windows start",
+           "The same " + split + " windows read at table rows S … S + L − 1 for each start row S (poslab eval --shift): "
+           "left, the mean loss against S; right, the loss at each position of the window, one curve per S. A model "
+           "that relies on absolute position loses when its windows start anywhere but row 0.",
+           {}, {}};
+  std::string d = "# shift loss\n";
+  for (size_t i = 0; i < c.shifts.size(); ++i) d += fmt::format("{} {}\n", c.shifts[i], num(c.loss[i]));
+  f.data["shift_loss.dat"] = d;
+  std::string plots;
+  for (size_t i = 0; i < c.shifts.size(); ++i) {
+    std::string p = "# position loss\n";
+    for (size_t j = 0; j < c.by_position[i].size(); ++j) p += fmt::format("{} {}\n", j, num(c.by_position[i][j]));
+    const std::string file = fmt::format("shift_loss_{}.dat", c.shifts[i]);
+    f.data[file] = p;
+    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title 'S = {}'", plots.empty() ? "" : ", ", file, c.shifts[i]);
+  }
+  f.script = both_formats(
+      f.name,
+      "  set multiplot layout 1,2\n  set grid\n  set ylabel 'cross-entropy (nats/token)'\n"
+      "  set xlabel 'start row S of the windows'\n  plot 'shift_loss.dat' using 1:2 with linespoints pt 7 lw 2 notitle\n"
+      "  set xlabel 'position in the window'\n  set key top right\n  set autoscale xfix\n  plot " + plots +
+          "\n  unset multiplot\n",
+      1100, 460);
+  return f;
+}
+
 Figure position_loss_figure(const std::vector<double>& loss, const std::string& split) {
   Figure f{"position_loss", "Loss at each position",
            "Mean " + split + " loss of the token predicted at each position of the context (poslab eval). The first "

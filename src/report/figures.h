@@ -46,5 +46,7 @@ Figure row_norms_figure(const std::vector<Series>& series);
 Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::vector<MetricsRecord>& metrics);
 // Loss by position from `poslab eval` (read_position_loss).
 Figure position_loss_figure(const std::vector<double>& loss, const std::string& split);
+// Loss against the table row where the windows start (poslab eval --shift), and by position at each shift.
+Figure shift_loss_figure(const ShiftCurve& curve, const std::string& split);
 
 }  // namespace poslab

@@ -157,6 +157,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
                                  row_norms_figure(ends),    trajectory_figure(points, metrics)};
   const std::vector<double> position_loss = read_position_loss(run.position_loss());
   if (!position_loss.empty()) figures.push_back(position_loss_figure(position_loss, "val"));
+  const ShiftCurve shift = read_shift_loss(run.shift_loss());
+  if (!shift.shifts.empty()) figures.push_back(shift_loss_figure(shift, "val"));
 
   const UsageSection usage = usage_section(run_dir, points);
   figures.insert(figures.end(), usage.figures.begin(), usage.figures.end());

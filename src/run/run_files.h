@@ -60,6 +60,16 @@ std::string position_loss_csv(const std::vector<double>& loss);
 // The losses by position; empty when the file does not exist (the run was not evaluated).
 std::vector<double> read_position_loss(const std::string& path);
 
+// eval/shift_loss_SPLIT.csv: "shift,position,loss", one row per start row S and position of the window.
+std::string shift_loss_csv(const std::vector<int64_t>& shifts, const std::vector<std::vector<double>>& by_position);
+struct ShiftCurve {
+  std::vector<int64_t> shifts;                  // in file order
+  std::vector<std::vector<double>> by_position;  // per shift
+  std::vector<double> loss;                      // per shift: the mean over positions
+};
+// Empty when the file does not exist.
+ShiftCurve read_shift_loss(const std::string& path);
+
 // X.extension.json beside an extended checkpoint: what poslab extend did, and the table's metrics before and after.
 struct ExtensionInfo {
   std::string source;      // the checkpoint extended

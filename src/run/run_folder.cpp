@@ -51,6 +51,7 @@ std::string RunFolder::eval_dir() const { return at("eval"); }
 std::string RunFolder::position_loss(const std::string& split) const {
   return at("eval/per_position_loss_" + split + ".csv");
 }
+std::string RunFolder::shift_loss(const std::string& split) const { return at("eval/shift_loss_" + split + ".csv"); }
 std::string RunFolder::extend_dir() const { return at("extend"); }
 std::string RunFolder::extension_checkpoint(int64_t to, const std::string& method) const {
   return (fs::path(dir_) / "extend" / (std::to_string(to) + "-" + method) / "checkpoint.pt").lexically_normal().string();

@@ -9,6 +9,7 @@
 //   RUN_DIR/snapshots/attn_stepNNNNNN.npy       layer 0's position-only attention kernels, (n_head·P, P)
 //   RUN_DIR/snapshots/model_stepNNNNNN.json     their summaries, and the position/token geometry
 //   RUN_DIR/eval/per_position_loss_SPLIT.csv    poslab eval
+//   RUN_DIR/eval/shift_loss_SPLIT.csv           poslab eval --shift
 //   RUN_DIR/extend/N-METHOD/checkpoint.pt       poslab extend, with checkpoint.extension.json and checkpoint.wpe.npy
 //   RUN_DIR/analysis/trajectory.csv, trajectory.json, verdict.json   poslab analyze RUN_DIR
 //   RUN_DIR/report/index.html                   poslab report
@@ -44,6 +45,7 @@ class RunFolder {
   std::string snapshot_usage(int64_t step) const;    // model_stepNNNNNN.json: how the model reads its table
   std::string eval_dir() const;
   std::string position_loss(const std::string& split = "val") const;
+  std::string shift_loss(const std::string& split = "val") const;  // poslab eval --shift
   std::string extend_dir() const;
   std::string extension_checkpoint(int64_t to, const std::string& method) const;
   std::string analysis_dir() const;

@@ -1,5 +1,7 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
+
 #include "data/batches.h"
 #include "ops/autocast.h"
 
@@ -27,11 +29,11 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
 }
 
 PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
-                                uint64_t seed, bool bf16, const torch::Device& device) {
+                                uint64_t seed, bool bf16, const torch::Device& device, int64_t length, int64_t shift) {
   const bool was_training = model->is_training();
   model->eval();
   torch::NoGradGuard no_grad;
-  const int64_t T = model->cfg.block_size;
+  const int64_t T = length > 0 ? length : model->cfg.block_size;
   BatchSampler sampler(tokens, batch_size, static_cast<int>(T), seed);
   auto sum = torch::zeros({T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));  // (T,)
   for (int i = 0; i < batches; ++i) {
@@ -39,7 +41,7 @@ PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, 
     torch::Tensor logits;
     {
       AutocastGuard autocast(bf16, device.is_cuda());
-      logits = model->forward(x);  // (B, T, V)
+      logits = model->forward(x, shift);  // (B, T, V)
     }
     auto nll = torch::nn::functional::cross_entropy(
         logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), y.reshape(-1),
@@ -53,6 +55,17 @@ PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, 
   auto mean = sum / (static_cast<double>(batches) * batch_size);
   r.by_position.assign(mean.data_ptr<double>(), mean.data_ptr<double>() + T);
   r.loss = mean.mean().item<double>();
+  return r;
+}
+
+ShiftLoss evaluate_shifts(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
+                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts) {
+  ShiftLoss r;
+  r.shifts = shifts;
+  const int64_t max_shift = shifts.empty() ? 0 : *std::max_element(shifts.begin(), shifts.end());
+  r.length = model->cfg.block_size - max_shift;
+  for (int64_t s : shifts)
+    r.at.push_back(evaluate_positions(model, tokens, batches, batch_size, seed, bf16, device, r.length, s));
   return r;
 }
 

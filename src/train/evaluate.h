@@ -29,8 +29,20 @@ struct PositionLoss {
   int64_t tokens = 0;               // tokens scored
 };
 
-// Like estimate_loss, but keeps the loss of each position of the context.
+// Like estimate_loss, but keeps the loss of each position of the context. Windows of `length` tokens (0: the
+// model's block_size) read the table's rows shift … shift + length − 1.
 PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
-                                uint64_t seed, bool bf16, const torch::Device& device);
+                                uint64_t seed, bool bf16, const torch::Device& device, int64_t length = 0,
+                                int64_t shift = 0);
+
+// Does the model rely on where a window starts? The same windows (length block_size − max(shifts)) evaluated at
+// each start row s of the table. Shift 0 is the ordinary evaluation when max(shifts) is 0.
+struct ShiftLoss {
+  int64_t length = 0;
+  std::vector<int64_t> shifts;
+  std::vector<PositionLoss> at;  // one per shift
+};
+ShiftLoss evaluate_shifts(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
+                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts);
 
 }  // namespace poslab

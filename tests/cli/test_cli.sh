@@ -170,7 +170,17 @@ if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val 
 else
   failed=$((failed + 1)); echo "FAIL eval"; cat "$tmp/out" "$tmp/err"
 fi
-if "$poslab" report "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "position_loss.png" "$tmp/x/default/report/index.html"; then
+# eval --shift: windows of 128 - 32 tokens at rows 0, 16 and 32; one CSV row per shift and position.
+if "$poslab" eval "$ckpt" --batches 1 --shift 0,16,32 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "windows of 96 tokens" "$tmp/out" && grep -q "^  shift   32: loss .* against shift 0" "$tmp/out" &&
+   [ "$(wc -l <"$tmp/x/default/eval/shift_loss_val.csv")" -eq $((3 * 96 + 1)) ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval --shift"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "eval --shift past the table" "^error: --shift 127: a start row must be in 0 … 126" eval "$ckpt" --shift 0,127
+if "$poslab" report "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "position_loss.png" "$tmp/x/default/report/index.html" &&
+   grep -q "shift_loss.png" "$tmp/x/default/report/index.html" && grep -q "How the model reads its table" "$tmp/x/default/report/index.html"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL report with the eval figure"; cat "$tmp/out" "$tmp/err"

@@ -174,6 +174,25 @@ TEST(RunFiles, DamagedPositionLossNamesTheLine) {
   EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":2: loss \"4.5x\" is not a number");
 }
 
+TEST(RunFiles, ShiftLossRoundTripsAndDamageIsNamed) {
+  TempDir dir;
+  const std::string path = dir / "shift.csv";
+  write_file_atomic(path, shift_loss_csv({0, 8}, {{4.0, 3.0}, {4.5, 3.5}}));
+  const ShiftCurve c = read_shift_loss(path);
+  EXPECT_EQ(c.shifts, (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(c.by_position[1], (std::vector<double>{4.5, 3.5}));
+  EXPECT_EQ(c.loss, (std::vector<double>{3.5, 4.0}));
+  EXPECT_TRUE(read_shift_loss(dir / "absent.csv").shifts.empty());
+  write_text(path, "shift,position,loss\n0,0,4.0\n0,2,3.0\n");
+  std::string msg = error_of([&] { read_shift_loss(path); });
+  EXPECT_HAS(msg, path + ":3: shift 0 position 2 out of order");
+  EXPECT_HAS(msg, "poslab eval --shift");
+  write_text(path, "shift,position,loss\n0,0,abc\n");
+  EXPECT_HAS(error_of([&] { read_shift_loss(path); }), path + ":2: \"0,0,abc\" is not SHIFT,POSITION,LOSS");
+  write_text(path, "position,loss\n");
+  EXPECT_HAS(error_of([&] { read_shift_loss(path); }), path + ":1: the header is not shift,position,loss");
+}
+
 TEST(RunFiles, ExtensionInfoRoundTripsAndDamageIsNamed) {
   TempDir dir;
   const RunFolder run(dir.str());

@@ -30,5 +30,47 @@ TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
   EXPECT_NE(eval_seed(5, "val"), eval_seed(5, "train"));
 }
 
+// poslab eval --shift: shift 0 of windows as long as the table is the ordinary evaluation, bit for bit; a model
+// without a table does not care where a window starts; a shift by S is the same as moving the table up by S rows.
+TEST(Evaluate, ShiftedWindowsReadTheTableFromTheirStartRow) {
+  ModelConfig m;
+  m.n_layer = 1;
+  m.n_head = 2;
+  m.n_embd = 16;
+  m.block_size = 12;
+  m.wpe_init_std = 0.5;  // a table that matters to the loss
+  torch::manual_seed(0);
+  GPT model(m, 30);
+  std::vector<int32_t> tokens(2000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 5) % 30);
+  const torch::Device cpu(torch::kCPU);
+  const PositionLoss plain = evaluate_positions(model, tokens, 3, 4, 11, false, cpu);
+  const ShiftLoss zero = evaluate_shifts(model, tokens, 3, 4, 11, false, cpu, {0});
+  EXPECT_EQ(zero.length, 12);
+  EXPECT_EQ(zero.at[0].by_position, plain.by_position);
+  EXPECT_EQ(zero.at[0].loss, plain.loss);
+
+  const ShiftLoss shifted = evaluate_shifts(model, tokens, 3, 4, 11, false, cpu, {0, 3, 5});
+  ASSERT_EQ(shifted.length, 7);
+  ASSERT_EQ(shifted.at.size(), 3u);
+  EXPECT_EQ(shifted.at[1].by_position.size(), 7u);
+  EXPECT_NE(shifted.at[0].loss, shifted.at[2].loss) << "a table with large rows: its rows matter";
+  GPT moved(m, 30);  // the same weights, its table moved up by 3 rows
+  {
+    torch::NoGradGuard no_grad;
+    const auto params = model->named_parameters();
+    for (auto& p : moved->named_parameters()) p.value().copy_(params[p.key()]);
+    moved->wpe->weight.slice(0, 0, 9).copy_(model->wpe->weight.slice(0, 3, 12));
+  }
+  const PositionLoss at3 = evaluate_positions(moved, tokens, 3, 4, 11, false, cpu, 7, 0);
+  for (size_t i = 0; i < 7; ++i) EXPECT_NEAR(at3.by_position[i], shifted.at[1].by_position[i], 1e-6) << i;
+
+  m.position = "none";
+  torch::manual_seed(0);
+  GPT none(m, 30);
+  const ShiftLoss flat = evaluate_shifts(none, tokens, 3, 4, 11, false, cpu, {0, 2, 6});
+  EXPECT_EQ(flat.at[0].by_position, flat.at[2].by_position);
+}
+
 }  // namespace
 }  // namespace poslab
