@@ -10,9 +10,11 @@
 namespace poslab {
 namespace {
 
-// The rule of the kinds (docs/analysis.md): most of the mass on the query and its neighbour is local; half the
-// mass spread at least 70 % as far as a uniform kernel spreads it is uniform; anything between decays.
+// The rule of the kinds (docs/analysis.md): most of the mass on the query and its neighbour is local; most of it
+// on the window's first position is a sink; half the mass spread at least 70 % as far as a uniform kernel spreads it
+// is uniform; anything between decays.
 constexpr double kLocalMass = 0.5;
+constexpr double kSinkMass = 0.5;
 constexpr double kUniformSpread = 0.7;
 
 torch::Tensor f64(const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat64).contiguous(); }
@@ -28,6 +30,7 @@ double median(std::vector<double> v) {
 const char* kernel_kind_name(KernelKind k) {
   switch (k) {
     case KernelKind::local: return "local";
+    case KernelKind::sink: return "sink";
     case KernelKind::decaying: return "decaying";
     case KernelKind::uniform: return "uniform";
   }
@@ -47,11 +50,12 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head) {
     h.offset_profile[d] = sum / static_cast<double>(P - d);
   }
   std::vector<double> o50, o90, u50;
-  double m0 = 0, m1 = 0;
+  double m0 = 0, m1 = 0, first_key = 0;
   const int64_t first = P / 2;
   for (int64_t i = first; i < P; ++i) {
     m0 += a[i][i];
     m1 += a[i][i - 1];
+    first_key += a[i][0];
     double cum = 0;
     int64_t d50 = -1, d90 = -1;
     for (int64_t d = 0; d <= i; ++d) {
@@ -67,6 +71,7 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head) {
   const double n = static_cast<double>(P - first);
   h.mass_offset0 = m0 / n;
   h.mass_offset1 = m1 / n;
+  h.mass_first = first_key / n;
   h.offset50 = median(o50);
   h.offset90 = median(o90);
   h.uniform_offset50 = median(u50);
@@ -84,6 +89,7 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head) {
     if (slope < 0) h.decay_length = -1.0 / slope;
   }
   if (h.mass_offset0 + h.mass_offset1 >= kLocalMass) h.kind = KernelKind::local;
+  else if (h.mass_first >= kSinkMass) h.kind = KernelKind::sink;
   else if (h.offset50 >= kUniformSpread * h.uniform_offset50) h.kind = KernelKind::uniform;
   else h.kind = KernelKind::decaying;
   return h;
@@ -126,6 +132,7 @@ nlohmann::json to_json(const AttentionKernels& k) {
                      {"kind", kernel_kind_name(h.kind)},
                      {"mass_offset0", h.mass_offset0},
                      {"mass_offset1", h.mass_offset1},
+                     {"mass_first", h.mass_first},
                      {"offset50", h.offset50},
                      {"offset90", h.offset90},
                      {"uniform_offset50", h.uniform_offset50},
@@ -137,9 +144,10 @@ nlohmann::json to_json(const AttentionKernels& k) {
 std::string kernels_text(const AttentionKernels& k) {
   std::string s;
   for (const HeadKernel& h : k.heads)
-    s += fmt::format("  head {}: {:<8} | mass at offset 0 {:.2f}, 1 {:.2f} | half the mass within {:.0f} (uniform {:.0f}), "
-                     "90 % within {:.0f} | decay length {}\n",
-                     h.head, kernel_kind_name(h.kind), h.mass_offset0, h.mass_offset1, h.offset50, h.uniform_offset50,
+    s += fmt::format("  head {}: {:<8} | mass at offset 0 {:.2f}, 1 {:.2f}, on the first position {:.2f} | half the mass "
+                     "within {:.0f} (uniform {:.0f}), 90 % within {:.0f} | decay length {}\n",
+                     h.head, kernel_kind_name(h.kind), h.mass_offset0, h.mass_offset1, h.mass_first, h.offset50,
+                     h.uniform_offset50,
                      h.offset90, h.decay_length ? fmt::format("{:.1f}", *h.decay_length) : std::string("-"));
   return s;
 }

@@ -30,14 +30,15 @@ struct AttentionWeights {
   int64_t n_head = 1;
 };
 
-enum class KernelKind { local, decaying, uniform };
-const char* kernel_kind_name(KernelKind k);  // "local", "decaying", "uniform"
+enum class KernelKind { local, sink, decaying, uniform };
+const char* kernel_kind_name(KernelKind k);  // "local", "sink", "decaying", "uniform"
 
 // One head's kernel, summarised on the queries of the second half (i >= P/2: each sees at least P/2 keys).
 struct HeadKernel {
   int head = 0;
   std::vector<double> offset_profile;  // (P,) entry δ: mean of A[i, i − δ] over the queries i >= δ
   double mass_offset0 = 0, mass_offset1 = 0;  // mean A[i, i] and A[i, i − 1]
+  double mass_first = 0;               // mean A[i, 0]: the window's first position (an attention sink)
   double offset50 = 0, offset90 = 0;   // median over queries of the smallest δ whose mass A[i, i..i−δ] reaches 50 % / 90 %
   double uniform_offset50 = 0;         // the same for the uniform kernel over the same queries
   std::optional<double> decay_length;  // λ of m(δ) ≈ c·exp(−δ/λ) fitted on δ = 1 … P/2 (none when it does not fall)
@@ -57,7 +58,7 @@ AttentionKernels attention_kernels(const AttentionWeights& w);
 // The summaries of a kernel matrix A (P, P), rows summing to 1 over j <= i (exposed for tests).
 HeadKernel summarise_kernel(const torch::Tensor& A, int head);
 
-// {"positions", "mean_token_added", "heads": [{head, kind, mass_offset0, mass_offset1, offset50, offset90,
+// {"positions", "mean_token_added", "heads": [{head, kind, mass_offset0, mass_offset1, mass_first, offset50, offset90,
 // uniform_offset50, decay_length, offset_profile}]}: no (P, P) matrices.
 nlohmann::json to_json(const AttentionKernels& k);
 std::string kernels_text(const AttentionKernels& k);  // one line per head

@@ -20,7 +20,7 @@ std::string cell(const nlohmann::json& v, const char* spec) {
 // One row per head: its kind and summaries at two steps.
 std::string heads_table(const nlohmann::json& first, const nlohmann::json& last, int64_t first_step, int64_t last_step) {
   std::string h = "<div style=\"overflow-x:auto\"><table>\n<tr><th>head</th><th>step</th><th>kind</th><th>mass at 0</th>"
-                  "<th>mass at 1</th><th>50 % within</th><th>uniform: 50 % within</th><th>90 % within</th>"
+                  "<th>mass at 1</th><th>on position 0</th><th>50 % within</th><th>uniform: 50 % within</th><th>90 % within</th>"
                   "<th>decay length</th></tr>\n";
   const auto& heads0 = first["attention_kernels"]["heads"];
   const auto& heads1 = last["attention_kernels"]["heads"];
@@ -29,9 +29,10 @@ std::string heads_table(const nlohmann::json& first, const nlohmann::json& last,
                                      std::pair{last_step, heads1[i]}}) {
       if (head.is_null()) continue;
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                       "<td>{}</td></tr>\n",
+                       "<td>{}</td><td>{}</td></tr>\n",
                        i, step, html_escape(head.value("kind", "?")), cell(head["mass_offset0"], "{:.2f}"),
-                       cell(head["mass_offset1"], "{:.2f}"), cell(head["offset50"], "{:.0f}"),
+                       cell(head["mass_offset1"], "{:.2f}"), cell(head.value("mass_first", nlohmann::json()), "{:.2f}"),
+                       cell(head["offset50"], "{:.0f}"),
                        cell(head["uniform_offset50"], "{:.0f}"), cell(head["offset90"], "{:.0f}"),
                        cell(head["decay_length"], "{:.1f}"));
     }
@@ -151,8 +152,9 @@ UsageSection usage_section(const std::string& run_dir, const std::vector<Traject
       "<h2>How the model reads its table</h2>\n<p>Layer 0's attention sees the embeddings directly, so its query and "
       "key maps applied to the table alone give the attention each head would pay by position "
       "(docs/analysis.md, “Positional attention kernels”). Each head's kind: <i>local</i> when at least half of "
-      "the attention falls on the query itself or its neighbour, <i>uniform</i> when half of it spreads at least "
-      "70 % as far as equal weights would, <i>decaying</i> between.</p>\n");
+      "the attention falls on the query itself or its neighbour, <i>sink</i> when at least half of it falls on the "
+      "window's first position, <i>uniform</i> when half of it spreads at least 70 % as far as equal weights would, "
+      "<i>decaying</i> between.</p>\n");
   out.html += heads_table(first, last, first_step, last_step);
   out.html +=
       "<p>Position against token directions (docs/analysis.md, “Position and token subspaces”): the smallest "

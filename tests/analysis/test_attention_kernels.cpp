@@ -117,6 +117,14 @@ TEST(AttentionKernels, SummariesOfKnownKernels) {
   // Half the mass within δ where 1 − exp(−(δ + 1)/λ) >= ½: δ = ceil(λ ln 2) − 1.
   EXPECT_DOUBLE_EQ(decay.offset50, std::ceil(lambda * std::log(2.0)) - 1);
   EXPECT_EQ(decay.head, 2);
+
+  // Everything on the window's first position: a sink, although its 50 % offset is as far as it can be.
+  auto sink = torch::zeros({P, P}, torch::kFloat64);
+  sink.select(1, 0).fill_(1.0);
+  const HeadKernel first = summarise_kernel(sink, 3);
+  EXPECT_EQ(first.kind, KernelKind::sink);
+  EXPECT_DOUBLE_EQ(first.mass_first, 1.0);
+  EXPECT_GT(first.offset50, first.uniform_offset50);
 }
 
 TEST(AttentionKernels, ShapesThatDoNotFitAreErrors) {
