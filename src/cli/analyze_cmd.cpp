@@ -9,6 +9,7 @@
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/metric_list.h"
+#include "analysis/probes.h"
 #include "app/loaded_model.h"
 #include "run/run_folder.h"
 #include "train/snapshot.h"
@@ -55,6 +56,8 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
+  cmd->add_flag("--probes", a.probes, "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
+                                      "logistic regression on pairs: which comes first), as their paper runs them");
   cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")->capture_default_str();
   cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")->capture_default_str();
   cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")->capture_default_str();
@@ -148,6 +151,8 @@ int run_analyze(const AnalyzeArgs& a) {
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   if (!a.against.empty()) return run_agreement(a, out);
   if (a.k > 0) throw Error("--k applies to --against", "pass --against TABLE, or leave --k out");
+  if (a.probes && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input))
+    throw Error("--probes applies to one table, not to a run folder", "pass one snapshot .npy or a checkpoint");
   std::error_code ec;
   const bool run_folder = a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
@@ -192,6 +197,12 @@ int run_analyze(const AnalyzeArgs& a) {
     j = to_json(main);
     out << summary_text(main);
     columns.emplace_back("table", main);
+    if (a.probes) {
+      const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
+      out << fmt::format("  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions) | relative "
+                         "accuracy {:.3f} over {} pairs (chance 0.5)\n", p.absolute_mae, p.relative_accuracy, p.pairs);
+      j["literature_probes"] = to_json(p);
+    }
     if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt") j["model_usage"] = model_usage(a.table.input, out);
   }
 

@@ -17,6 +17,7 @@ struct AnalyzeArgs {
   std::string rows;         // "A:B"
   std::string json;         // FILE or "-"
   bool baselines = false;
+  bool probes = false;         // Wang & Chen's absolute and relative probes (analysis/probes.h)
   std::string against;         // a second table: compare the two up to rotation (analysis/agreement.h)
   std::string against_tensor;  // its tensor name, when it is a .safetensors file
   int k = 0;                   // principal angles between the top-k subspaces (0: from the signal ranks)

@@ -106,6 +106,13 @@ expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*
 expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
 expect_error "analyze nothing" "nothing to analyse" analyze
+if "$poslab" analyze tests/fixtures/gpt2_wpe_rows0-63.npy --probes --json - >"$tmp/a.json" 2>"$tmp/err" &&
+   grep -q '"relative_accuracy"' "$tmp/a.json" && grep -q "Wang & Chen probes (5-fold): absolute MAE" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze --probes"; cat "$tmp/err"
+fi
+expect_error "analyze --probes on a run folder" "^error: --probes applies to one table" analyze "$tmp/empty-run" --probes
 printf 'PK\003\004 not a checkpoint' >"$tmp/other.pt"
 expect_error "inspect another format" "other.pt: not a readable checkpoint" inspect "$tmp/other.pt"
 expect_error "sample another format" "other.pt: not a readable checkpoint" sample "$tmp/other.pt"

@@ -1,0 +1,52 @@
+// Wang & Chen's position probes: exact on a table that is a line in position, at chance on noise, and equal to
+// NumPy on a slice of a real table (scripts/probes_numpy.py; the fixture holds the rows' shuffled order).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "analysis/analysis.h"
+#include "analysis/probes.h"
+#include "analysis/table_io.h"
+#include "test_util.h"
+
+namespace poslab {
+namespace {
+
+std::string fixture(const std::string& rel) { return std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/" + rel; }
+
+TEST(LiteratureProbes, ALineInPositionIsReadExactly) {
+  torch::manual_seed(1);
+  const int64_t P = 40;
+  const auto v = torch::randn({1, 8}, torch::kFloat64);
+  const auto W = torch::arange(P, torch::kFloat64).unsqueeze(1).matmul(v) + 1e-6 * torch::randn({P, 8}, torch::kFloat64);
+  const LiteratureProbes p = literature_probes(W, 3);
+  EXPECT_EQ(p.folds, 5);
+  EXPECT_EQ(p.pairs, P * (P - 1));
+  EXPECT_DOUBLE_EQ(p.absolute_mae, 0.0);
+  EXPECT_GT(p.relative_accuracy, 0.97);
+}
+
+TEST(LiteratureProbes, NoiseIsAtChance) {
+  torch::manual_seed(2);
+  const LiteratureProbes p = literature_probes(torch::randn({60, 4}, torch::kFloat64), 5);
+  EXPECT_GT(p.absolute_mae, 10.0);  // guessing the mean index: about P/4 = 15
+  EXPECT_NEAR(p.relative_accuracy, 0.5, 0.08);
+  // More pairs than max_pairs: a seeded sample of exactly max_pairs.
+  EXPECT_EQ(literature_probes(torch::randn({60, 4}, torch::kFloat64), shuffle_permutation(60, 1), 9, 500).pairs, 500);
+}
+
+TEST(LiteratureProbes, MatchNumPyOnARealTable) {
+  std::ifstream in(fixture("probes_numpy.json"));
+  const auto e = nlohmann::json::parse(in);
+  const auto rows = e.at("rows").get<std::vector<int64_t>>(), cols = e.at("columns").get<std::vector<int64_t>>();
+  const auto W = read_npy_table(fixture("runs/default_float32_seed1/wpe_step001500.npy"))
+                     .slice(0, rows[0], rows[1]).slice(1, cols[0], cols[1]);
+  const LiteratureProbes p = literature_probes(W, e.at("order").get<std::vector<int64_t>>());
+  EXPECT_EQ(p.pairs, e.at("pairs").get<int64_t>());
+  EXPECT_DOUBLE_EQ(p.absolute_mae, e.at("absolute_mae").get<double>());
+  EXPECT_DOUBLE_EQ(p.relative_accuracy, e.at("relative_accuracy").get<double>());
+}
+
+}  // namespace
+}  // namespace poslab
