@@ -110,8 +110,8 @@ Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, 
 Figure kernel_trajectory(const std::vector<std::pair<int64_t, nlohmann::json>>& usage) {
   Figure f{"attention_forming", "How the kernels formed",
            "Per head of layer 0, over training: the offset within which half of the position-only attention lies "
-           "(median over the second half of the queries). It starts near the uniform kernel's and falls as a head "
-           "turns local or decaying.",
+           "(median over the second half of the queries). It starts near the uniform kernel's, falls as a head "
+           "turns local or decaying, and rises past it as a head turns into a sink on the first position.",
            {}, {}};
   const size_t n_head = usage.back().second["attention_kernels"]["heads"].size();
   std::string d = "# step";
