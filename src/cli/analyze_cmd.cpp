@@ -12,7 +12,10 @@
 #include "analysis/probes.h"
 #include "app/loaded_model.h"
 #include "run/run_folder.h"
+#include "data/dataset.h"
+#include "train/evaluate.h"
 #include "train/snapshot.h"
+#include "util/platform.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -101,7 +104,7 @@ void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
 // How a checkpoint's model reads its table (layer 0's position-only kernels, the position/token geometry), beside
 // the same numbers for the model as training started it.
 nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
-  const LoadedModel m = load_model(checkpoint);
+  LoadedModel m = load_model(checkpoint);
   if (!m.model->wpe || m.model->h->size() == 0) return nullptr;
   AttentionKernels trained, initial;
   nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)},
@@ -121,6 +124,20 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
                      pt0["mean_token_spectrum_quantile"].get<double>())
       << fmt::format("  max |cos| token row vs position row {:.3f} | {:.3f}\n", pt["max_abs_cosine"].get<double>(),
                      pt0["max_abs_cosine"].get<double>());
+  // The attention the model pays on real validation windows (its corpus must be where its config says).
+  try {
+    const TokenData data = prepare_tokens(m.cfg, apply_threads(m.cfg.run.threads), &m.tokenizer);
+    const int batches = std::min(m.cfg.train.eval_batches, 8);
+    const AttentionKernels seen =
+        data_attention(m.model, data.val, batches, m.cfg.train.batch_size, eval_seed(m.cfg.run.seed, "val"));
+    out << fmt::format(" attention on {} val windows of {} tokens (tokens and positions), averaged by offset:\n",
+                       batches * m.cfg.train.batch_size, m.cfg.model.block_size)
+        << kernels_text(seen);
+    j["data"] = to_json(seen);
+    j["data"]["windows"] = batches * m.cfg.train.batch_size;
+  } catch (const Error& e) {
+    out << " attention on val windows: not measured (" << e.what() << ")\n";
+  }
   return j;
 }
 

@@ -2,9 +2,12 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "analysis/position_token.h"
+#include "data/batches.h"
 #include "analysis/snapshot_hook.h"
 #include "run/run_files.h"
 #include "util/fs.h"
@@ -23,6 +26,38 @@ AttentionWeights layer0_attention_weights(const GPT& model) {
   if (block->attn->c_attn->options.bias()) w.c_attn_bias = block->attn->c_attn->bias;
   w.n_head = block->attn->n_head;
   return w;
+}
+
+AttentionKernels data_attention(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
+                                uint64_t seed) {
+  const bool was_training = model->is_training();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t T = model->cfg.block_size, C = model->cfg.n_embd;
+  auto* block = model->h->ptr(0)->as<BlockImpl>();
+  const int64_t nh = block->attn->n_head, hs = C / nh;
+  const auto future = torch::ones({T, T}, torch::kBool).triu(1);
+  BatchSampler sampler(tokens, batch_size, static_cast<int>(T), seed);
+  auto sum = torch::zeros({nh, T, T}, torch::kFloat64);
+  for (int b = 0; b < batches; ++b) {
+    const torch::Tensor idx = sampler.next().first;  // (B, T)
+    auto x = model->wte(idx.to(model->wte->weight.device()));  // (B, T, C)
+    if (model->wpe) x = x + model->wpe->weight.slice(0, 0, T);
+    const auto qkv = block->attn->c_attn(block->ln_1(x)).to(torch::kCPU, torch::kFloat64);  // (B, T, 3C)
+    const auto q = qkv.slice(2, 0, C).view({-1, T, nh, hs}).transpose(1, 2);      // (B, nh, T, hs)
+    const auto k = qkv.slice(2, C, 2 * C).view({-1, T, nh, hs}).transpose(1, 2);  // (B, nh, T, hs)
+    auto s = q.matmul(k.transpose(2, 3)) / std::sqrt(static_cast<double>(hs));
+    s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+    sum += torch::softmax(s, -1).sum(0);
+  }
+  model->train(was_training);
+  AttentionKernels out;
+  out.positions = T;
+  out.n_head = nh;
+  out.mean_token_added = false;
+  out.kernels = sum / static_cast<double>(static_cast<int64_t>(batches) * batch_size);
+  for (int64_t h = 0; h < nh; ++h) out.heads.push_back(summarise_kernel(out.kernels[h], static_cast<int>(h)));
+  return out;
 }
 
 nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels* kernels) {

@@ -22,6 +22,12 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& 
 // Layer 0's weights as the attention-kernel analysis reads them, the mean token embedding added to each position.
 AttentionWeights layer0_attention_weights(const GPT& model);
 
+// Layer 0's attention as the model pays it on real windows (tokens and positions together), averaged over `batches`
+// batches of `batch_size` windows of block_size tokens drawn with `seed`, summarised like the position-only kernels
+// (mean_token_added is false: each window's own tokens are added).
+AttentionKernels data_attention(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
+                                uint64_t seed);
+
 // {"step", "attention_kernels", "position_token"} for a model with a table and at least one layer; `kernels`
 // receives the (n_head, P, P) kernels when not null.
 nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels* kernels = nullptr);
