@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/analysis.h"
+#include "analysis/metrics.h"
 #include "analysis/noise_floor.h"
 #include "util/error.h"
 
@@ -87,12 +88,8 @@ Agreement table_agreement(const torch::Tensor& A_in, const torch::Tensor& B_in, 
 
   auto [Ua, Sa, Vha] = torch::linalg_svd(A_c, /*full_matrices=*/false);
   auto [Ub, Sb, Vhb] = torch::linalg_svd(B_c, /*full_matrices=*/false);
-  auto values = [](const torch::Tensor& S) {
-    const auto s = S.contiguous();
-    return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + s.numel());
-  };
-  g.signal_rank_a = noise_floor(values(Sa), g.positions, g.dims).signal_rank;
-  g.signal_rank_b = noise_floor(values(Sb), g.positions, g.dims).signal_rank;
+  g.signal_rank_a = noise_floor(metrics::to_vector(Sa), g.positions, g.dims).signal_rank;
+  g.signal_rank_b = noise_floor(metrics::to_vector(Sb), g.positions, g.dims).signal_rank;
   const int64_t max_k = std::min<int64_t>(g.positions - 1, g.dims);
   if (k > max_k) throw Error(fmt::format("k = {}: a ({}, {}) table has at most {} centred components", k, g.positions,
                                          g.dims, max_k), "pass a smaller --k");

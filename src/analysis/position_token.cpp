@@ -6,16 +6,12 @@
 #include <cmath>
 
 #include "analysis/agreement.h"
+#include "analysis/metrics.h"
 #include "analysis/noise_floor.h"
 #include "util/error.h"
 
 namespace poslab {
 namespace {
-
-std::vector<double> values(const torch::Tensor& t) {
-  const auto c = t.contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 
 torch::Tensor unit_rows(const torch::Tensor& M) { return M / M.norm(2, 1, true).clamp_min(1e-300); }
 
@@ -40,7 +36,7 @@ PositionTokenGeometry position_token_geometry(const torch::Tensor& wte_in, const
   auto [Uw, Sw, Vhw] = torch::linalg_svd(W_c, /*full_matrices=*/false);  // Vhw: (min(P, C), C)
   // Every token direction, by falling variance: the eigenvectors of T_cᵀ T_c (C × C, whatever V is).
   const auto Vt = std::get<1>(torch::linalg_eigh(T_c.transpose(0, 1).matmul(T_c))).flip({1});  // (C, C)
-  const int rank = noise_floor(values(Sw), g.positions, g.dims).signal_rank;
+  const int rank = noise_floor(metrics::to_vector(Sw), g.positions, g.dims).signal_rank;
   g.k = static_cast<int>(std::min<int64_t>(k > 0 ? k : std::max(rank, 1), Vhw.size(0)));
   const auto Vp = Vhw.slice(0, 0, g.k).transpose(0, 1);  // (C, k) position directions
   g.principal_angles = principal_angles_degrees(Vp, Vt.slice(1, 0, g.k));
@@ -48,10 +44,10 @@ PositionTokenGeometry position_token_geometry(const torch::Tensor& wte_in, const
   const int64_t C = g.dims;
   const double mean_var = T_c.pow(2).sum().item<double>() / static_cast<double>(C);  // (V − 1) cancels in the ratio
   const auto along = T_c.matmul(Vp).pow(2).sum(0);        // (k,) ‖T_c v_i‖²
-  g.token_variance_ratio = values(along / mean_var);
+  g.token_variance_ratio = metrics::to_vector(along / mean_var);
   const auto weights = Vt.transpose(0, 1).matmul(Vp).pow(2);  // (C, k): (t_j · v_i)²
   const auto rank_pos = (torch::arange(C, torch::kFloat64) + 0.5) / static_cast<double>(C);  // (C,)
-  g.token_spectrum_quantile = values(rank_pos.matmul(weights));
+  g.token_spectrum_quantile = metrics::to_vector(rank_pos.matmul(weights));
 
   const auto cos = unit_rows(T).matmul(unit_rows(W).transpose(0, 1)).abs();  // (V, P)
   g.max_abs_cosine = cos.max().item<double>();

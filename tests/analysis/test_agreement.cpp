@@ -8,6 +8,7 @@
 
 #include "analysis/agreement.h"
 #include "analysis/table_io.h"
+#include "test_tensors.h"
 #include "test_util.h"
 
 namespace poslab {
@@ -15,19 +16,16 @@ namespace {
 
 using test::error_of;
 
-torch::Tensor gaussian(int64_t rows, int64_t cols, uint64_t seed) {
-  torch::manual_seed(seed);
-  return torch::randn({rows, cols}, torch::kFloat64);
-}
+using test::gaussian;
 
 // A random orthogonal (d, d) matrix (QR of a Gaussian one).
-torch::Tensor random_rotation(int64_t d, uint64_t seed) { return std::get<0>(torch::linalg_qr(gaussian(d, d, seed))); }
+torch::Tensor random_rotation(int64_t d, uint64_t seed) { return std::get<0>(torch::linalg_qr(gaussian({d, d}, seed))); }
 
 // Rank-3 smooth structure over P positions in d dims plus a little noise: 3 components above the noise floor.
 torch::Tensor planted(int64_t P, int64_t d, uint64_t seed) {
   const auto t = torch::arange(P, torch::kFloat64).unsqueeze(1) / P;  // (P, 1)
   const auto basis = torch::cat({torch::sin(2 * M_PI * t), torch::cos(2 * M_PI * t), t - 0.5}, 1);  // (P, 3)
-  return basis.matmul(gaussian(3, d, seed)) + 0.01 * gaussian(P, d, seed + 1);
+  return basis.matmul(gaussian({3, d}, seed)) + 0.01 * gaussian({P, d}, seed + 1);
 }
 
 std::string fixture(const std::string& rel) { return std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/" + rel; }
@@ -60,7 +58,7 @@ TEST(Agreement, IndependentRandomTablesAgreeAtTheTheorysLevel) {
   double cka = 0, cos2 = 0, sim = 0;
   const int pairs = 12;
   for (int s = 0; s < pairs; ++s) {
-    const Agreement g = table_agreement(gaussian(P, d, 100 + 2 * s), gaussian(P, d, 101 + 2 * s), "A", "B", 8);
+    const Agreement g = table_agreement(gaussian({P, d}, 100 + 2 * s), gaussian({P, d}, 101 + 2 * s), "A", "B", 8);
     EXPECT_TRUE(g.k_given);
     EXPECT_EQ(g.signal_rank_a, 0);  // pure noise: nothing above the floor
     cka += g.cka / pairs;
@@ -75,7 +73,7 @@ TEST(Agreement, IndependentRandomTablesAgreeAtTheTheorysLevel) {
 }
 
 TEST(Agreement, WithoutSignalThereAreNoAnglesUnlessKIsGiven) {
-  const Agreement g = table_agreement(gaussian(64, 32, 1), gaussian(64, 32, 2), "noise A", "noise B");
+  const Agreement g = table_agreement(gaussian({64, 32}, 1), gaussian({64, 32}, 2), "noise A", "noise B");
   EXPECT_EQ(g.k, 0);
   EXPECT_TRUE(g.principal_angles.empty());
   EXPECT_TRUE(to_json(g)["mean_cos2"].is_null());
@@ -83,16 +81,16 @@ TEST(Agreement, WithoutSignalThereAreNoAnglesUnlessKIsGiven) {
 }
 
 TEST(Agreement, ShapeMismatchAndBadTablesNameBoth) {
-  std::string msg = error_of([] { table_agreement(gaussian(64, 32, 1), gaussian(48, 32, 2), "a.npy", "b.npy"); });
+  std::string msg = error_of([] { table_agreement(gaussian({64, 32}, 1), gaussian({48, 32}, 2), "a.npy", "b.npy"); });
   EXPECT_NE(msg.find("a.npy is (64, 32) and b.npy is (48, 32)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--rows"), std::string::npos) << msg;
-  msg = error_of([] { table_agreement(torch::ones({16, 8}, torch::kFloat64), gaussian(16, 8, 2), "flat", "b"); });
+  msg = error_of([] { table_agreement(torch::ones({16, 8}, torch::kFloat64), gaussian({16, 8}, 2), "flat", "b"); });
   EXPECT_NE(msg.find("flat: every row is the same"), std::string::npos) << msg;
-  auto nan = gaussian(16, 8, 3);
+  auto nan = gaussian({16, 8}, 3);
   nan[2][2] = NAN;
-  msg = error_of([&] { table_agreement(gaussian(16, 8, 2), nan, "a", "diverged.npy"); });
+  msg = error_of([&] { table_agreement(gaussian({16, 8}, 2), nan, "a", "diverged.npy"); });
   EXPECT_NE(msg.find("diverged.npy: holds NaN"), std::string::npos) << msg;
-  msg = error_of([] { table_agreement(gaussian(16, 8, 1), gaussian(16, 8, 2), "a", "b", 9); });
+  msg = error_of([] { table_agreement(gaussian({16, 8}, 1), gaussian({16, 8}, 2), "a", "b", 9); });
   EXPECT_NE(msg.find("at most 8"), std::string::npos) << msg;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "analysis/attention_kernels.h"
+#include "test_tensors.h"
 #include "test_util.h"
 
 namespace poslab {
@@ -12,10 +13,7 @@ namespace {
 
 using test::error_of;
 
-torch::Tensor gaussian(std::vector<int64_t> shape, uint64_t seed) {
-  torch::manual_seed(seed);
-  return torch::randn(shape, torch::kFloat64);
-}
+using test::gaussian;
 
 // The kernel of head h by loops: LayerNorm of p_i + t̄, q and k of the head, softmax over j <= i.
 double loop_kernel(const AttentionWeights& w, int64_t h, int64_t i, int64_t j) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "analysis/position_token.h"
+#include "test_tensors.h"
 #include "test_util.h"
 
 namespace poslab {
@@ -12,10 +13,7 @@ namespace {
 
 using test::error_of;
 
-torch::Tensor gaussian(std::vector<int64_t> shape, uint64_t seed) {
-  torch::manual_seed(seed);
-  return torch::randn(shape, torch::kFloat64);
-}
+using test::gaussian;
 
 // V tokens in C = 16 dims with variance 100, 50, 25 along e_0, e_1, e_2 and 0.01 elsewhere.
 torch::Tensor tokens(int64_t V) {

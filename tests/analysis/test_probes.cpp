@@ -36,6 +36,18 @@ TEST(LiteratureProbes, NoiseIsAtChance) {
   EXPECT_EQ(literature_probes(torch::randn({60, 4}, torch::kFloat64), shuffle_permutation(60, 1), 9, 500).pairs, 500);
 }
 
+TEST(LiteratureProbes, TooFewRowsOrABadOrderAreErrors) {
+  torch::manual_seed(3);
+  EXPECT_NE(test::error_of([] { literature_probes(torch::randn({8, 4}, torch::kFloat64), 1); }).find("P >= 10"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { literature_probes(torch::randn({12, 4}, torch::kFloat64), std::vector<int64_t>{0, 1}); })
+                .find("every row once"),
+            std::string::npos);
+  std::vector<int64_t> repeated(12, 0);
+  EXPECT_NE(test::error_of([&] { literature_probes(torch::randn({12, 4}, torch::kFloat64), repeated); }).find("every row once"),
+            std::string::npos);
+}
+
 TEST(LiteratureProbes, MatchNumPyOnARealTable) {
   std::ifstream in(fixture("probes_numpy.json"));
   const auto e = nlohmann::json::parse(in);

@@ -174,6 +174,25 @@ TEST(RunFiles, DamagedPositionLossNamesTheLine) {
   EXPECT_HAS(error_of([&] { read_position_loss(path); }), path + ":2: loss \"4.5x\" is not a number");
 }
 
+TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  EXPECT_FALSE(read_snapshot_usage(run, 100).has_value());
+  const std::string path = run.snapshot_usage(100);
+  EXPECT_EQ(path, dir / "snapshots/model_step000100.json");
+  write_text(path, "{\"step\": 100, \"attention_kernels\": {\"heads\": [{\"kind\": \"local\", \"offset_profile\": [1, 0]}]}}");
+  ASSERT_TRUE(read_snapshot_usage(run, 100).has_value());
+  EXPECT_EQ((*read_snapshot_usage(run, 100))["attention_kernels"]["heads"][0]["kind"], "local");
+  write_text(path, "{\"step\": 100,");
+  std::string msg = error_of([&] { read_snapshot_usage(run, 100); });
+  EXPECT_HAS(msg, path + ": not JSON");
+  EXPECT_HAS(msg, "delete it");
+  write_text(path, "{\"step\": 100, \"attention_kernels\": {}}");
+  EXPECT_HAS(error_of([&] { read_snapshot_usage(run, 100); }), path + ": no attention_kernels.heads list");
+  write_text(path, "{\"attention_kernels\": {\"heads\": [{\"kind\": \"local\"}]}}");
+  EXPECT_HAS(error_of([&] { read_snapshot_usage(run, 100); }), "a head without its kind and offset_profile");
+}
+
 TEST(RunFiles, ShiftLossRoundTripsAndDamageIsNamed) {
   TempDir dir;
   const std::string path = dir / "shift.csv";
