@@ -7,6 +7,8 @@
 
 #include "analysis/baselines.h"
 #include "analysis/metric_list.h"
+#include "analysis/probes.h"
+#include "analysis/table_io.h"
 #include "report/extension.h"
 #include "report/figures.h"
 #include "report/gnuplot.h"
@@ -118,6 +120,27 @@ std::string half_change_line(const std::vector<TrajectoryPoint>& points) {
   return "<p><b>Half-change step</b> (the first snapshot where a metric has moved half of its change over the run): " +
          html_escape(items) + ".</p>\n";
 }
+
+// Wang & Chen's probes on each named table (docs/analysis.md, "Position probes"), with the random and sinusoidal
+// tables of the same shape as controls; empty for tables of under 10 rows (the probes' 5 folds need them).
+std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tables, uint64_t seed) {
+  const int64_t P = tables.front().second.size(0), d = tables.front().second.size(1);
+  if (P < 10) return "";
+  tables.emplace_back("random", random_table(P, d, kBaselineStd, kBaselineSeed));
+  tables.emplace_back("sinusoidal", synthetic_table("sinusoidal", P, d, kBaselineSeed));
+  std::string h = "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes”): least "
+                  "squares from a row to its index, 5-fold over the rows in a shuffled order, as the mean distance of "
+                  "the rounded prediction from the true index; and logistic regression on pairs of rows, "
+                  "“which comes first”, as held-out accuracy (chance 0.5).</p>\n<table>\n<tr><th>table</th>"
+                  "<th>absolute: mean error (positions)</th><th>relative: accuracy</th><th>pairs</th></tr>\n";
+  for (const auto& [name, W] : tables) {
+    const LiteratureProbes p = literature_probes(W, seed);
+    h += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.3f}</td><td>{}</td></tr>\n", html_escape(name),
+                     p.absolute_mae, p.relative_accuracy, p.pairs);
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds) {
@@ -160,6 +183,9 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const ShiftCurve shift = read_shift_loss(run.shift_loss());
   if (!shift.shifts.empty()) figures.push_back(shift_loss_figure(shift, "val"));
 
+  std::vector<std::pair<std::string, torch::Tensor>> probed = {{label(points.front()), read_npy_table(run.snapshot_file(points.front().file))}};
+  if (points.size() > 1) probed.emplace_back(label(points.back()), read_npy_table(run.snapshot_file(points.back().file)));
+  const std::string probes = probes_table(probed, opt.shuffle_seed);
   const UsageSection usage = usage_section(run_dir, points);
   figures.insert(figures.end(), usage.figures.begin(), usage.figures.end());
   const ExtensionSection extension = extension_section(run_dir);
@@ -179,7 +205,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
-      usage.html + extension.html + "<h2>Figures</h2>\n";
+      probes + usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: " + run.name(),
                                             fs::absolute(run_dir).string(), top, figures));
@@ -214,9 +240,9 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
   const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
-                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n"
-                                      "<h2>Figures</h2>\n",
-                                      a.positions, a.dims);
+                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n",
+                                      a.positions, a.dims) +
+                          probes_table({{"table", W}}, opt.shuffle_seed) + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));
   return result;

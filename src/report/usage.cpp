@@ -17,24 +17,47 @@ std::string cell(const nlohmann::json& v, const char* spec) {
   return v.is_number() ? fmt::format(fmt::runtime(spec), v.get<double>()) : std::string("–");
 }
 
-// One row per head: its kind and summaries at two steps.
+// A head's summary, NaN where the file has none (null).
+double num(const nlohmann::json& head, const char* key) {
+  return head.is_object() && head.contains(key) && head[key].is_number() ? head[key].get<double>() : NAN;
+}
+
+std::string number_cell(double v, const char* spec) {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("–");
+}
+
+// Head i of a usage file's kernels under `key`; null when absent.
+nlohmann::json head_of(const nlohmann::json& usage, const char* key, size_t i) {
+  if (!usage.contains(key)) return nullptr;
+  const auto& heads = usage[key]["heads"];
+  return i < heads.size() ? heads[i] : nlohmann::json();
+}
+
+// One row per head and step: its position-only kind and summaries, and the kind it shows on real text.
 std::string heads_table(const nlohmann::json& first, const nlohmann::json& last, int64_t first_step, int64_t last_step) {
+  const bool text = last.contains("data_attention");
   std::string h = "<div style=\"overflow-x:auto\"><table>\n<tr><th>head</th><th>step</th><th>kind</th><th>mass at 0</th>"
                   "<th>mass at 1</th><th>on position 0</th><th>50 % within</th><th>uniform: 50 % within</th><th>90 % within</th>"
-                  "<th>decay length</th></tr>\n";
-  const auto& heads0 = first["attention_kernels"]["heads"];
-  const auto& heads1 = last["attention_kernels"]["heads"];
-  for (size_t i = 0; i < heads1.size(); ++i)
-    for (const auto& [step, head] : {std::pair{first_step, i < heads0.size() ? heads0[i] : nlohmann::json()},
-                                     std::pair{last_step, heads1[i]}}) {
+                  "<th>decay length</th>" +
+                  std::string(text ? "<th>on text: kind</th><th>on text: 50 % within</th>" : "") + "</tr>\n";
+  const size_t n_head = last["attention_kernels"]["heads"].size();
+  for (size_t i = 0; i < n_head; ++i)
+    for (const auto& [step, usage] : {std::pair{first_step, &first}, std::pair{last_step, &last}}) {
+      const nlohmann::json head = head_of(*usage, "attention_kernels", i);
       if (head.is_null()) continue;
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                       "<td>{}</td><td>{}</td></tr>\n",
-                       i, step, html_escape(head.value("kind", "?")), cell(head["mass_offset0"], "{:.2f}"),
-                       cell(head["mass_offset1"], "{:.2f}"), cell(head.value("mass_first", nlohmann::json()), "{:.2f}"),
-                       cell(head["offset50"], "{:.0f}"),
-                       cell(head["uniform_offset50"], "{:.0f}"), cell(head["offset90"], "{:.0f}"),
-                       cell(head["decay_length"], "{:.1f}"));
+                       "<td>{}</td><td>{}</td>",
+                       i, step, html_escape(head["kind"].get<std::string>()), number_cell(num(head, "mass_offset0"), "{:.2f}"),
+                       number_cell(num(head, "mass_offset1"), "{:.2f}"), number_cell(num(head, "mass_first"), "{:.2f}"),
+                       number_cell(num(head, "offset50"), "{:.0f}"), number_cell(num(head, "uniform_offset50"), "{:.0f}"),
+                       number_cell(num(head, "offset90"), "{:.0f}"), number_cell(num(head, "decay_length"), "{:.1f}"));
+      if (text) {
+        const nlohmann::json seen = head_of(*usage, "data_attention", i);
+        h += seen.is_null() ? "<td>–</td><td>–</td>"
+                            : fmt::format("<td>{}</td><td>{}</td>", html_escape(seen["kind"].get<std::string>()),
+                                          number_cell(num(seen, "offset50"), "{:.0f}"));
+      }
+      h += "</tr>\n";
     }
   return h + "</table></div>\n";
 }
@@ -107,6 +130,40 @@ Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, 
   return f;
 }
 
+// At one step, per head: the attention paid on real text by offset (solid) beside the position-only kernel (dashed).
+Figure text_offsets(const nlohmann::json& usage, int64_t step) {
+  Figure f{"attention_on_text", "Attention on real text by offset",
+           fmt::format("Layer 0's attention at step {} on {} validation windows (each window's own tokens plus the "
+                       "positions), averaged by offset δ = i − j per head (solid), beside the position-only kernel of "
+                       "the same head (dashed), log scale. Where the two part, the head reads its tokens, not only "
+                       "where they stand.",
+                       step, usage["data_attention"].value("windows", 0)),
+           {}, {}};
+  std::string plots;
+  const size_t n_head = usage["attention_kernels"]["heads"].size();
+  for (size_t h = 0; h < n_head; ++h)
+    for (const auto& [key, dashed] : {std::pair{"data_attention", false}, std::pair{"attention_kernels", true}}) {
+      const nlohmann::json head = head_of(usage, key, h);
+      if (head.is_null()) continue;
+      std::string d = "# offset attention\n";
+      const auto& profile = head["offset_profile"];
+      for (size_t k = 0; k < profile.size(); ++k)
+        d += fmt::format("{} {}\n", k, gp_number(std::max(profile[k].get<double>(), 1e-12)));
+      const std::string file = fmt::format("{}_head{}.dat", dashed ? "position_only" : "text", h);
+      f.data[file] = d;
+      plots += fmt::format("{}'{}' using 1:2 with lines lw 2 lc {}{} title '{}'", plots.empty() ? "" : ", ", file, h + 1,
+                           dashed ? " dt 2" : "",
+                           dashed ? fmt::format("head {}, positions only", h)
+                                  : fmt::format("head {} on text ({})", h, head["kind"].get<std::string>()));
+    }
+  f.script = both_formats(f.name,
+                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1]\n  set autoscale xfix\n"
+                          "  set xlabel 'offset i − j'\n  set ylabel 'mean attention'\n  set key outside right\n  set grid\n"
+                          "  plot " + plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",
+                          1000, 480);
+  return f;
+}
+
 Figure kernel_trajectory(const std::vector<std::pair<int64_t, nlohmann::json>>& usage) {
   Figure f{"attention_forming", "How the kernels formed",
            "Per head of layer 0, over training: the offset within which half of the position-only attention lies "
@@ -120,8 +177,8 @@ Figure kernel_trajectory(const std::vector<std::pair<int64_t, nlohmann::json>>& 
   for (const auto& [step, u] : usage) {
     const auto& heads = u["attention_kernels"]["heads"];
     d += std::to_string(step);
-    for (size_t h = 0; h < n_head; ++h) d += " " + (h < heads.size() ? gp_number(heads[h].value("offset50", NAN)) : "NaN");
-    d += " " + (heads.empty() ? std::string("NaN") : gp_number(heads[0].value("uniform_offset50", NAN))) + "\n";
+    for (size_t h = 0; h < n_head; ++h) d += " " + (h < heads.size() ? gp_number(num(heads[h], "offset50")) : "NaN");
+    d += " " + (heads.empty() ? std::string("NaN") : gp_number(num(heads[0], "uniform_offset50"))) + "\n";
   }
   f.data["attention_forming.dat"] = d;
   std::string plots;
@@ -154,7 +211,8 @@ UsageSection usage_section(const std::string& run_dir, const std::vector<Traject
       "(docs/analysis.md, “Positional attention kernels”). Each head's kind: <i>local</i> when at least half of "
       "the attention falls on the query itself or its neighbour, <i>sink</i> when at least half of it falls on the "
       "window's first position, <i>uniform</i> when half of it spreads at least 70 % as far as equal weights would, "
-      "<i>decaying</i> between.</p>\n");
+      "<i>decaying</i> between. The last columns, where the run measured them, give the kind of the attention "
+      "the head pays on real validation windows (tokens and positions together), averaged by offset.</p>\n");
   out.html += heads_table(first, last, first_step, last_step);
   out.html +=
       "<p>Position against token directions (docs/analysis.md, “Position and token subspaces”): the smallest "
@@ -173,6 +231,7 @@ UsageSection usage_section(const std::string& run_dir, const std::vector<Traject
     // the kernels' .npy is missing or damaged: the other figures stand without the heatmaps
   }
   out.figures.push_back(offset_profiles(first, last, first_step, last_step));
+  if (last.contains("data_attention")) out.figures.push_back(text_offsets(last, last_step));
   if (usage.size() > 1) out.figures.push_back(kernel_trajectory(usage));
   return out;
 }

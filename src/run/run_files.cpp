@@ -136,19 +136,48 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
   return out;
 }
 
+namespace {
+
+bool numbers(const nlohmann::json& a) {
+  return a.is_array() && std::all_of(a.begin(), a.end(), [](const nlohmann::json& v) { return v.is_number(); });
+}
+
+// A kernels object of the usage file: {"heads": [{kind, offset_profile, and the summaries as numbers}, …]}.
+void check_kernels(const nlohmann::json& j, const char* key, const std::string& path, const std::string& hint) {
+  const auto& kernels = j.value(key, nlohmann::json());
+  if (!kernels.is_object() || !kernels.contains("heads") || !kernels["heads"].is_array())
+    throw Error(fmt::format("{}: no {}.heads list", path, key), hint);
+  for (const auto& h : kernels["heads"]) {
+    if (!h.is_object() || !h.contains("kind") || !h["kind"].is_string() || !h.contains("offset_profile") ||
+        !numbers(h["offset_profile"]))
+      throw Error(fmt::format("{}: a head of {} without its kind and offset_profile (a list of numbers)", path, key), hint);
+    // a summary that does not exist (NaN) is written as null
+    for (const char* field : {"mass_offset0", "mass_offset1", "offset50", "offset90", "uniform_offset50", "decay_length"})
+      if (!h.contains(field) || !(h[field].is_number() || h[field].is_null()))
+        throw Error(fmt::format("{}: a head of {} has no {} (a number or null)", path, key, field), hint);
+    if (h.contains("mass_first") && !h["mass_first"].is_number() && !h["mass_first"].is_null())
+      throw Error(fmt::format("{}: a head of {} has a mass_first that is not a number", path, key), hint);
+  }
+}
+
+}  // namespace
+
 std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t step) {
   const std::string path = run.snapshot_usage(step);
   if (!is_file(path)) return std::nullopt;
   const std::string hint = "the trainer writes this file with each snapshot: delete it (the report then leaves the "
                            "kernels of this step out)";
   nlohmann::json j = parse_json_file(path, hint);
-  const auto& kernels = j.is_object() ? j.value("attention_kernels", nlohmann::json()) : nlohmann::json();
-  if (!kernels.is_object() || !kernels.contains("heads") || !kernels["heads"].is_array())
-    throw Error(path + ": no attention_kernels.heads list", hint);
-  for (const auto& h : kernels["heads"])
-    if (!h.is_object() || !h.contains("offset_profile") || !h["offset_profile"].is_array() || !h.contains("kind") ||
-        !h["kind"].is_string())
-      throw Error(path + ": a head without its kind and offset_profile", hint);
+  if (!j.is_object()) throw Error(path + ": not a JSON object", hint);
+  check_kernels(j, "attention_kernels", path, hint);
+  if (j.contains("data_attention")) check_kernels(j, "data_attention", path, hint);
+  const auto& g = j.value("position_token", nlohmann::json());
+  if (!g.is_object() || !g.contains("k") || !g["k"].is_number_integer() || !g.contains("principal_angles_degrees") ||
+      !numbers(g["principal_angles_degrees"]))
+    throw Error(path + ": no position_token object with k and principal_angles_degrees", hint);
+  for (const char* field : {"mean_token_variance_ratio", "mean_token_spectrum_quantile", "max_abs_cosine"})
+    if (!g.contains(field) || !(g[field].is_number() || g[field].is_null()))
+      throw Error(fmt::format("{}: position_token has no {}", path, field), hint);
   return j;
 }
 

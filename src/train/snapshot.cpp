@@ -14,6 +14,18 @@
 #include "util/npy.h"
 
 namespace poslab {
+namespace {
+
+// "9 decaying, 3 local": how many heads of each kind.
+std::string kinds_count(const AttentionKernels& k) {
+  std::map<std::string, int> kinds;
+  for (const HeadKernel& h : k.heads) ++kinds[kernel_kind_name(h.kind)];
+  std::string heads;
+  for (const auto& [kind, n] : kinds) heads += fmt::format("{}{} {}", heads.empty() ? "" : ", ", n, kind);
+  return heads;
+}
+
+}  // namespace
 
 AttentionWeights layer0_attention_weights(const GPT& model) {
   const BlockImpl* block = model->h->ptr(0)->as<BlockImpl>();
@@ -70,8 +82,8 @@ nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels
   return j;
 }
 
-std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& model, double train_loss,
-                           double val_loss) {
+std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model, double train_loss, double val_loss,
+                           const UsageWindows* windows) {
   const RunFolder run(run_dir);
   make_dirs(run.snapshots());
   auto w = model->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();  // (block_size, n_embd)
@@ -81,15 +93,19 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& 
   std::string summary = analyze_snapshot(w, SnapshotInfo{step, record.path});
   if (model->h->size() == 0) return summary;
   AttentionKernels k;
-  const nlohmann::json usage = model_usage_json(model, step, &k);
+  nlohmann::json usage = model_usage_json(model, step, &k);
+  std::string text_heads;
+  if (windows && windows->tokens && windows->tokens->size() > static_cast<size_t>(model->cfg.block_size)) {
+    const AttentionKernels seen =
+        data_attention(model, *windows->tokens, windows->batches, windows->batch_size, windows->seed);
+    usage["data_attention"] = to_json(seen);
+    usage["data_attention"]["windows"] = windows->batches * windows->batch_size;
+    text_heads = " | on text: " + kinds_count(seen);
+  }
   const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
   write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));
   write_file_atomic(run.snapshot_usage(step), usage.dump() + "\n");
-  std::map<std::string, int> kinds;
-  for (const HeadKernel& h : k.heads) ++kinds[kernel_kind_name(h.kind)];
-  std::string heads;
-  for (const auto& [kind, n] : kinds) heads += fmt::format("{}{} {}", heads.empty() ? "" : ", ", n, kind);
-  return summary + " | layer-0 heads: " + heads;
+  return summary + " | layer-0 heads: " + kinds_count(k) + text_heads;
 }
 
 }  // namespace poslab

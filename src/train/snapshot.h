@@ -13,11 +13,21 @@
 
 namespace poslab {
 
+// Real windows to measure the attention a model pays on text: `batches` batches of `batch_size` windows of
+// block_size tokens drawn from `tokens` with `seed` (the same windows at every snapshot).
+struct UsageWindows {
+  const std::vector<int32_t>* tokens = nullptr;
+  int batches = 4;
+  int batch_size = 1;
+  uint64_t seed = 0;
+};
+
 // Writes the model's table (block_size, n_embd) as float32 .npy, appends {step, file, train_loss[, val_loss]} to the
 // snapshot index (NaN losses are left out), runs the analysis hook, writes the model's usage of the table
-// (write_model_usage) and returns a one-line summary. The model must have a position table.
-std::string write_snapshot(const std::string& run_dir, int64_t step, const GPT& model, double train_loss,
-                           double val_loss);
+// (model_usage_json, with "data_attention" on `windows` when given and the tokens hold a window) and returns a
+// one-line summary. The model must have a position table.
+std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model, double train_loss, double val_loss,
+                           const UsageWindows* windows = nullptr);
 
 // Layer 0's weights as the attention-kernel analysis reads them, the mean token embedding added to each position.
 AttentionWeights layer0_attention_weights(const GPT& model);

@@ -338,7 +338,10 @@ class Run {
     const double train_loss = evaluated ? train_est_ : last_batch_loss_.defined() ? last_batch_loss_.item<double>() : NAN;
     std::string summary;
     try {
-      summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN);
+      // layer 0's attention on real text: a few of the val eval's windows, the same at every snapshot
+      const UsageWindows windows{&data_.val, std::min(cfg_.train.eval_batches, 4), cfg_.train.batch_size,
+                                 eval_seed(cfg_.run.seed, "val")};
+      summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN, &windows);
     } catch (const Error& e) {  // the .npy is written first; a failed analysis must not end the run
       summary = std::string("analysis failed: ") + e.what();
     }

@@ -187,7 +187,9 @@ else
 fi
 expect_error "eval --shift past the table" "^error: --shift 127: a start row must be in 0 … 126" eval "$ckpt" --shift 0,127
 if "$poslab" report "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "position_loss.png" "$tmp/x/default/report/index.html" &&
-   grep -q "shift_loss.png" "$tmp/x/default/report/index.html" && grep -q "How the model reads its table" "$tmp/x/default/report/index.html"; then
+   grep -q "shift_loss.png" "$tmp/x/default/report/index.html" && grep -q "How the model reads its table" "$tmp/x/default/report/index.html" &&
+   grep -q "attention_on_text.png" "$tmp/x/default/report/index.html" &&
+   grep -q "<h2>Position probes</h2>" "$tmp/x/default/report/index.html"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL report with the eval figure"; cat "$tmp/out" "$tmp/err"
@@ -202,6 +204,18 @@ for label in "components for 90 % (k90)" "entropy effective rank" "adjacent cosi
   if [ -n "$console" ] && [ "$console" = "$html" ]; then same=$((same + 1)); else echo "  $label: analyze '$console', report '$html'"; fi
 done
 if [ "$same" -eq 4 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL analyze and report differ"; fi
+# The report's probes of the last snapshot are analyze --probes' numbers for that .npy.
+last=$(ls "$tmp/x/default/snapshots"/wpe_step*.npy | tail -1)
+step=$((10#$(basename "$last" .npy | sed 's/wpe_step//')))
+"$poslab" analyze "$last" --probes >"$tmp/out" 2>&1
+console=$(sed -n 's/.*absolute MAE \([0-9.]*\) positions.*relative accuracy \([0-9.]*\) over.*/\1 \2/p' "$tmp/out")
+html=$(grep -o "<tr><td>step $step</td><td>[0-9.]*</td><td>[0-9.]*</td>" "$tmp/x/default/report/index.html" |
+       sed -e "s|<tr><td>step $step</td><td>||" -e 's|</td><td>| |' -e 's|</td>||')
+if [ -n "$console" ] && [ "$console" = "$html" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL report and analyze --probes differ: '$console' vs '$html'"
+fi
 # A prompt with a tab and a run of spaces comes back byte for byte (byte-fallback tokenizer, no normalisation).
 if "$poslab" sample "$ckpt" --prompt "$(printf '\t--  x')" --tokens 5 --temperature 0 >"$tmp/s4" 2>"$tmp/err" &&
    [ "$(head -c 6 "$tmp/s4")" = "$(printf '\t--  x')" ] && ! grep -q "⁇" "$tmp/s4"; then

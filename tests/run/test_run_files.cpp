@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "run/run_files.h"
 #include "test_util.h"
@@ -180,17 +181,47 @@ TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
   EXPECT_FALSE(read_snapshot_usage(run, 100).has_value());
   const std::string path = run.snapshot_usage(100);
   EXPECT_EQ(path, dir / "snapshots/model_step000100.json");
-  write_text(path, "{\"step\": 100, \"attention_kernels\": {\"heads\": [{\"kind\": \"local\", \"offset_profile\": [1, 0]}]}}");
+  const nlohmann::json head = {{"kind", "local"},     {"offset_profile", {1, 0}}, {"mass_offset0", 0.9},
+                               {"mass_offset1", 0.1}, {"offset50", 0},            {"offset90", 1},
+                               {"uniform_offset50", 1}, {"decay_length", nullptr}, {"mass_first", 0.5}};
+  const nlohmann::json geometry = {{"k", 2}, {"principal_angles_degrees", {80.0, 85.0}}, {"mean_token_variance_ratio", 0.1},
+                                   {"mean_token_spectrum_quantile", 0.7}, {"max_abs_cosine", nullptr}};
+  const nlohmann::json good = {{"step", 100}, {"attention_kernels", {{"heads", {head}}}}, {"position_token", geometry},
+                               {"data_attention", {{"heads", {head}}}}};
+  write_text(path, good.dump());
   ASSERT_TRUE(read_snapshot_usage(run, 100).has_value());
   EXPECT_EQ((*read_snapshot_usage(run, 100))["attention_kernels"]["heads"][0]["kind"], "local");
+  auto damaged = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    write_text(path, j.dump());
+    return error_of([&] { read_snapshot_usage(run, 100); });
+  };
   write_text(path, "{\"step\": 100,");
   std::string msg = error_of([&] { read_snapshot_usage(run, 100); });
   EXPECT_HAS(msg, path + ": not JSON");
   EXPECT_HAS(msg, "delete it");
-  write_text(path, "{\"step\": 100, \"attention_kernels\": {}}");
-  EXPECT_HAS(error_of([&] { read_snapshot_usage(run, 100); }), path + ": no attention_kernels.heads list");
-  write_text(path, "{\"attention_kernels\": {\"heads\": [{\"kind\": \"local\"}]}}");
-  EXPECT_HAS(error_of([&] { read_snapshot_usage(run, 100); }), "a head without its kind and offset_profile");
+  write_text(path, "[1, 2]");
+  EXPECT_HAS(error_of([&] { read_snapshot_usage(run, 100); }), path + ": not a JSON object");
+  EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"] = nlohmann::json::object(); }),
+             path + ": no attention_kernels.heads list");
+  EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"]["heads"][0].erase("offset_profile"); }),
+             "a head of attention_kernels without its kind and offset_profile");
+  EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"]["heads"][0]["offset_profile"] = {1, "x"}; }),
+             "without its kind and offset_profile (a list of numbers)");
+  EXPECT_HAS(damaged([](auto& j) { j["data_attention"]["heads"][0]["offset50"] = "7"; }),
+             "a head of data_attention has no offset50 (a number or null)");
+  EXPECT_HAS(damaged([](auto& j) { j["data_attention"]["heads"][0].erase("mass_offset1"); }),
+             "a head of data_attention has no mass_offset1");
+  EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"]["heads"][0]["mass_first"] = true; }),
+             "a mass_first that is not a number");
+  EXPECT_HAS(damaged([](auto& j) { j.erase("position_token"); }),
+             path + ": no position_token object with k and principal_angles_degrees");
+  EXPECT_HAS(damaged([](auto& j) { j["position_token"].erase("max_abs_cosine"); }), "position_token has no max_abs_cosine");
+  nlohmann::json no_text = good;  // a run without text windows
+  no_text.erase("data_attention");
+  write_text(path, no_text.dump());
+  EXPECT_TRUE(read_snapshot_usage(run, 100).has_value());
 }
 
 TEST(RunFiles, ShiftLossRoundTripsAndDamageIsNamed) {

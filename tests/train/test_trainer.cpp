@@ -71,6 +71,12 @@ TEST(Trainer, TinyRunLearnsAndWritesTheRunFolder) {
   ASSERT_TRUE(usage.has_value());
   EXPECT_EQ((*usage)["attention_kernels"]["heads"].size(), 2u);
   EXPECT_EQ((*usage)["position_token"]["positions"], 16);
+  // and the attention layer 0 pays on real val windows, the same windows at every snapshot
+  const auto& text = (*usage)["data_attention"];
+  ASSERT_EQ(text["heads"].size(), 2u);
+  EXPECT_FALSE(text["mean_token_added"].get<bool>());
+  EXPECT_EQ(text["heads"][0]["offset_profile"].size(), 16u);
+  EXPECT_EQ(text["windows"], 4 * 16);  // min(train.eval_batches, 4) batches of train.batch_size windows
   EXPECT_FALSE(read_snapshot_usage(RunFolder(rd), 61).has_value());
 
   // The stored config is the effective one and loads back.
