@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Opens a report in headless Chromium (Debian's chromium, installed when missing) and saves a screenshot,
-# to look at the page as a reader would. Usage: scripts/screenshot_report.sh RUN_DIR/report/index.html [OUT.png] [HEIGHT]
+# to look at the page as a reader would. Usage: scripts/screenshot_report.sh RUN_DIR/report/index.html[#FRAGMENT]
+# [OUT.png] [HEIGHT]   (a fragment opens a step of the watch page: 'RUN_DIR/report/watch.html#step=700')
 set -euo pipefail
-page=$(readlink -f "$1")
+fragment=""
+case "$1" in *'#'*) fragment="#${1#*#}" ;; esac
+page=$(readlink -f "${1%%#*}")
 out=${2:-${page%.html}.png}
 height=${3:-7000}
 if ! command -v chromium >/dev/null; then
@@ -13,5 +16,5 @@ profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
   --disable-component-update --disable-sync --user-data-dir="$profile" --hide-scrollbars \
-  --window-size=1280,"$height" --screenshot="$out" "file://$page" 2>/dev/null
+  --window-size=1280,"$height" --virtual-time-budget=3000 --screenshot="$out" "file://$page$fragment" 2>/dev/null
 echo "$out"

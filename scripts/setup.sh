@@ -13,6 +13,7 @@ packages=(
   libopenblas0-pthread    # fast BLAS for LibTorch (the reference BLAS runs ~50x slower here)
   fortunes                # the default corpus: /usr/share/games/fortunes
   gnuplot-nox             # draws the report's figures
+  chromium                # headless browser: tests/report/test_watch_page.sh opens the watch page in it
 )
 
 SUDO=""

@@ -48,8 +48,16 @@ torch::Tensor fit_logistic(const torch::Tensor& X, const torch::Tensor& t) {  //
   return w;
 }
 
-double relative_probe(const torch::Tensor& W, uint64_t pair_seed, int64_t max_pairs, int folds, int64_t* used) {
-  const int64_t P = W.size(0);
+double relative_probe(const torch::Tensor& W_in, uint64_t pair_seed, int64_t max_pairs, int folds, int64_t* used) {
+  const int64_t P = W_in.size(0);
+  // With fewer rows than columns, W = U S Vᵀ and the rows' coordinates U S (P, P) give the same problem exactly:
+  // the L2-penalised optimum lies in the span of the pairs' features, [V a; V b], where xᵀw and ‖w‖ are those of
+  // [U_i S; U_j S] and (a; b). A 64 × 768 table then fits 2·64 weights instead of 2·768.
+  torch::Tensor W = W_in;
+  if (P < W_in.size(1)) {
+    const auto usv = torch::linalg_svd(W_in, /*full_matrices=*/false);
+    W = std::get<0>(usv) * std::get<1>(usv);  // (P, P)
+  }
   std::vector<std::pair<int64_t, int64_t>> pairs;
   if (P * (P - 1) <= max_pairs) {
     for (int64_t i = 0; i < P; ++i)

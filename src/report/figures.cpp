@@ -243,11 +243,14 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
       "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key top left\n"
       "  plot 'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
       "'trajectory.dat' using 1:6:7 with yerrorlines pt 7 ps 0.4 lw 1 title 'row-shuffled copies (mean ± sd)'\n"
-      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key top right\n"
-      "  plot 'loss.dat' using 1:2 with lines lc rgb '#bbbbbb' title 'batch', "
-      "'loss.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'train (eval)', "
-      "'loss.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'val'\n"
-      "  unset multiplot\n",
+      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key top right\n" +
+          (metrics.empty()  // a folder of snapshots alone: an empty panel that says so
+               ? std::string("  set xrange [0:1]\n  set yrange [0:1]\n  set label 1 'no losses: the run has no "
+                             "metrics.jsonl' at graph 0.5,0.5 center\n  plot -1 notitle\n  unset label 1\n")
+               : std::string("  plot 'loss.dat' using 1:2 with lines lc rgb '#bbbbbb' title 'batch', "
+                             "'loss.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'train (eval)', "
+                             "'loss.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'val'\n")) +
+          "  unset multiplot\n",
       1100, 760);
   return f;
 }

@@ -13,26 +13,13 @@
 #include "report/figures.h"
 #include "report/gnuplot.h"
 #include "report/usage.h"
+#include "report/watch.h"
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -43,6 +30,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 .verdict { font-size: 1.1em; padding: 0.8em 1em; border-left: 5px solid #21918c; background: #f2f8f8; }
 .verdict.no { border-color: #b5651d; background: #fbf5ee; }
 .verdict.present { border-color: #5b5bb5; background: #f3f3fb; }
+.watch a { font-weight: bold; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
@@ -195,11 +183,16 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   ReportResult result;
   result.figures = draw_figures(dir, figures);
 
+  result.watch_html = write_watch_page(run_dir, dir, points);
   const std::string top =
       fmt::format("<p class=\"verdict{}\"><b>Verdict: {}.</b> {}</p>\n",
                   verdict.outcome == Outcome::emerged ? "" : verdict.outcome == Outcome::present_from_start ? " present" : " no",
                   outcome_name(verdict.outcome), html_escape(verdict.summary)) +
       (verdict.outcome == Outcome::emerged ? half_change_line(points) : std::string()) +
+      fmt::format("<p class=\"watch\"><a href=\"watch.html\">&#9654; Watch the table form</a>: the rows' similarity, "
+                  "their path on the principal axes, the spectrum and layer 0's kernels at each of the {} snapshots, "
+                  "with a step slider.</p>\n",
+                  points.size()) +
       "<h2>Key metrics</h2>\n" +
       metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
       fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",

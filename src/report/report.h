@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "analysis/trajectory.h"
+#include "report/html.h"
 
 namespace poslab {
 
 struct ReportResult {
   std::string index_html;            // path of the page
+  std::string watch_html;            // the run's "watch it form" page (run reports only)
   std::vector<std::string> figures;  // stems: each has .dat files, .gp, .png and .svg in the report folder
 };
 
@@ -27,9 +29,6 @@ std::string write_report_of_finished_run(const std::string& run_dir);
 // Both reports compare with analysis/baselines.h's controls (the same seed and scale as poslab analyze).
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
                                 int64_t row_offset = 0);
-
-// Escapes &, <, >, " for HTML text and attributes.
-std::string html_escape(const std::string& s);
 
 // The pieces both reports and poslab compare are made of. Writes each figure's data and script into `dir`, then
 // renders them with gnuplot (poslab::Error naming the script when it fails); returns the figures' names.

@@ -8,6 +8,7 @@
 #include "analysis/analysis.h"
 #include "analysis/probes.h"
 #include "analysis/table_io.h"
+#include "test_tensors.h"
 #include "test_util.h"
 
 namespace poslab {
@@ -48,7 +49,7 @@ TEST(LiteratureProbes, TooFewRowsOrABadOrderAreErrors) {
             std::string::npos);
 }
 
-TEST(LiteratureProbes, MatchNumPyOnARealTable) {
+TEST(LiteratureProbes, MatchNumPyOnARealTableAlsoWhenWiderThanTall) {
   std::ifstream in(fixture("probes_numpy.json"));
   const auto e = nlohmann::json::parse(in);
   const auto rows = e.at("rows").get<std::vector<int64_t>>(), cols = e.at("columns").get<std::vector<int64_t>>();
@@ -58,6 +59,17 @@ TEST(LiteratureProbes, MatchNumPyOnARealTable) {
   EXPECT_EQ(p.pairs, e.at("pairs").get<int64_t>());
   EXPECT_DOUBLE_EQ(p.absolute_mae, e.at("absolute_mae").get<double>());
   EXPECT_DOUBLE_EQ(p.relative_accuracy, e.at("relative_accuracy").get<double>());
+
+  // Wider than tall, the relative probe fits the rows' P coordinates (U S) instead of their d columns: the same
+  // rows with 40 zero columns and turned by a random rotation have that shape and, exactly, NumPy's answer.
+  const int64_t d = W.size(1) + 40;
+  const auto padded = torch::cat({W, torch::zeros({W.size(0), 40}, torch::kFloat64)}, 1);
+  const auto Q = std::get<0>(torch::linalg_qr(test::gaussian({d, d}, 5)));
+  const auto wide = padded.matmul(Q);
+  ASSERT_LT(wide.size(0), wide.size(1));
+  const LiteratureProbes pw = literature_probes(wide, e.at("order").get<std::vector<int64_t>>());
+  EXPECT_EQ(pw.pairs, e.at("pairs").get<int64_t>());
+  EXPECT_DOUBLE_EQ(pw.relative_accuracy, e.at("relative_accuracy").get<double>());
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+#include "report/html.h"
+
+namespace poslab {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string base64(const uint8_t* bytes, size_t n) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t b = (uint32_t{bytes[i]} << 16) | (i + 1 < n ? uint32_t{bytes[i + 1]} << 8 : 0u) |
+                       (i + 2 < n ? uint32_t{bytes[i + 2]} : 0u);
+    out += kAlphabet[(b >> 18) & 63];
+    out += kAlphabet[(b >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(b >> 6) & 63] : '=';
+    out += i + 2 < n ? kAlphabet[b & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace poslab

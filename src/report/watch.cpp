@@ -1,0 +1,181 @@
+#include "report/watch.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "analysis/analysis.h"
+#include "analysis/metric_list.h"
+#include "analysis/table_io.h"
+#include "report/html.h"
+#include "report/watch_page.h"
+#include "run/run_files.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCurves[] = {"signal_share", "effective_rank", "adjacent_cosine", "sinusoid_r2", "probe_r2"};
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::string base64_of(const torch::Tensor& t) {
+  const auto c = t.contiguous();
+  return base64(static_cast<const uint8_t*>(c.data_ptr()), static_cast<size_t>(c.numel() * c.element_size()));
+}
+
+torch::Tensor index_tensor(const std::vector<int64_t>& rows) { return torch::tensor(rows, torch::kInt64); }
+
+// Layer 0's kernels of one snapshot as (n_head, P, P), or undefined when the run did not write them or they do not
+// fit the table.
+torch::Tensor read_kernels(const RunFolder& run, int64_t step, int64_t n_head, int64_t P) {
+  const std::string path = run.snapshot_kernels(step);
+  if (n_head <= 0 || !fs::is_regular_file(path)) return {};
+  const torch::Tensor flat = read_npy_table(path);  // (n_head·P, P)
+  if (flat.size(0) != n_head * P || flat.size(1) != P)
+    throw Error(fmt::format("{}: shape ({}, {}) where ({}, {}) was expected", path, flat.size(0), flat.size(1),
+                            n_head * P, P),
+                "the trainer writes this file with each snapshot: delete it, or rerun the training");
+  return flat.view({n_head, P, P});
+}
+
+std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) {
+  std::vector<std::string> kinds;
+  if (usage.contains(key))
+    for (const auto& h : usage[key]["heads"]) kinds.push_back(h["kind"].get<std::string>());
+  return kinds;
+}
+
+}  // namespace
+
+std::vector<int64_t> pick_evenly(int64_t n, int64_t max) {
+  std::vector<int64_t> out;
+  if (n <= 0) return out;
+  if (n <= max) {
+    for (int64_t i = 0; i < n; ++i) out.push_back(i);
+  } else if (max <= 1) {
+    out.push_back(n - 1);
+  } else {
+    for (int64_t k = 0; k < max; ++k)  // steps of (n − 1)/(max − 1) > 1: no index twice
+      out.push_back(static_cast<int64_t>(std::llround(static_cast<double>(k) * static_cast<double>(n - 1) / (max - 1))));
+  }
+  return out;
+}
+
+nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& all_points,
+                          const WatchLimits& limits) {
+  if (all_points.empty()) throw Error(run_dir + ": no snapshots to show", "train the run first (poslab train)");
+  const RunFolder run(run_dir);
+  std::vector<const TrajectoryPoint*> points;
+  for (int64_t i : pick_evenly(static_cast<int64_t>(all_points.size()), static_cast<int64_t>(limits.max_frames)))
+    points.push_back(&all_points[static_cast<size_t>(i)]);
+
+  std::vector<torch::Tensor> raw, tables;  // float64 (P, d): as stored, and centred
+  for (const auto* p : points) {
+    const torch::Tensor W = read_npy_table(run.snapshot_file(p->file));
+    if (!raw.empty() && W.sizes() != raw.front().sizes())
+      throw Error(fmt::format("{}: shape ({}, {}) differs from the first snapshot's ({}, {})", run.snapshot_file(p->file),
+                              W.size(0), W.size(1), raw.front().size(0), raw.front().size(1)),
+                  "a run's snapshots all have the run's table shape: delete the stray file and its index line");
+    raw.push_back(W);
+    tables.push_back(W - W.mean(0, true));
+  }
+  const int64_t P = tables.front().size(0), d = tables.front().size(1);
+
+  // The path's axes: the last snapshot's top principal directions, one fixed basis for every frame.
+  const int64_t comps = std::min<int64_t>({3, d, P - 1});
+  const torch::Tensor basis = std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
+  const std::vector<int64_t> sim_rows = pick_evenly(P, limits.max_sim_rows);
+  const std::vector<int64_t> path_rows = pick_evenly(P, limits.max_path_rows);
+  std::vector<torch::Tensor> paths;
+  double scale = 0;
+  for (const auto& Wc : tables) {
+    paths.push_back(Wc.index_select(0, index_tensor(path_rows)).matmul(basis));  // (rows, k)
+    scale = std::max(scale, paths.back().abs().max().item<double>());
+  }
+  if (!(scale > 0)) scale = 1;
+
+  // Kernels, when the last snapshot has them: averaged down to r × r so that all heads fit the byte budget.
+  std::optional<nlohmann::json> last_usage = read_snapshot_usage(run, points.back()->step);
+  const int64_t n_head = last_usage ? static_cast<int64_t>((*last_usage)["attention_kernels"]["heads"].size()) : 0;
+  int64_t r = 0;
+  if (n_head > 0) {
+    r = std::min<int64_t>({P, 64, static_cast<int64_t>(std::sqrt(static_cast<double>(limits.kernel_bytes) / n_head))});
+    r = std::max<int64_t>(r, std::min<int64_t>(P, 8));
+  }
+
+  nlohmann::json data = {{"positions", P}, {"dims", d}};
+  data["sim"] = {{"positions", sim_rows}};
+  data["path"] = {{"positions", path_rows}, {"components", comps}, {"scale", scale}, {"basis_step", points.back()->step}};
+  data["kernels"] = n_head > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
+  // the curves under the slider: size, shape and smoothness of the table, and the losses
+  std::vector<Metric> metrics;
+  for (const char* key : kCurves)
+    for (const Metric& m : scalar_metrics())
+      if (std::string(m.key) == key) metrics.push_back(m);
+  nlohmann::json metric_names = nlohmann::json::array();
+  for (const Metric& m : metrics) metric_names.push_back({{"key", m.key}, {"label", m.label}});
+  metric_names.push_back({{"key", "train_loss"}, {"label", "train loss"}});
+  metric_names.push_back({{"key", "val_loss"}, {"label", "val loss"}});
+  data["metrics"] = metric_names;
+
+  nlohmann::json frames = nlohmann::json::array();
+  for (size_t f = 0; f < points.size(); ++f) {
+    const TrajectoryPoint& p = *points[f];
+    const Analysis& a = p.analysis;
+    const torch::Tensor& Wc = tables[f];
+    nlohmann::json frame = {{"step", p.step}, {"train_loss", finite_or_null(p.train_loss)},
+                            {"val_loss", finite_or_null(p.val_loss)}};
+    // cosine similarity of the uncentred rows (as the analysis defines it), quantised to 0 … 255
+    const torch::Tensor cos = cosine_matrix(raw[f].index_select(0, index_tensor(sim_rows)));
+    frame["sim"] = base64_of(((cos.clamp(-1, 1) + 1) / 2 * 255).round().to(torch::kUInt8));
+    frame["path"] = base64_of((paths[f] / scale * 32767).round().clamp(-32767, 32767).to(torch::kInt16));
+    const double total = Wc.square().sum().item<double>();
+    frame["path_share"] = total > 0 ? Wc.matmul(basis).square().sum().item<double>() / total : 0.0;
+    std::vector<double> sv = a.singular_values_centered;
+    if (static_cast<int64_t>(sv.size()) > limits.max_singular_values) sv.resize(static_cast<size_t>(limits.max_singular_values));
+    frame["sv"] = sv;
+    frame["floor"] = a.noise.threshold;
+    frame["signal_rank"] = a.noise.signal_rank;
+    nlohmann::json values = nlohmann::json::array();
+    for (const Metric& m : metrics) values.push_back(metric_json(m, a));
+    values.push_back(finite_or_null(p.train_loss));
+    values.push_back(finite_or_null(p.val_loss));
+    frame["metrics"] = values;
+    frame["kernels"] = nullptr;
+    std::optional<nlohmann::json> usage = f + 1 == points.size() ? last_usage : read_snapshot_usage(run, p.step);
+    if (n_head > 0 && usage && static_cast<int64_t>((*usage)["attention_kernels"]["heads"].size()) == n_head) {
+      const torch::Tensor k = read_kernels(run, p.step, n_head, P);
+      if (k.defined()) {
+        const torch::Tensor pooled = torch::adaptive_avg_pool2d(k.unsqueeze(0), {r, r}).squeeze(0);  // (H, r, r)
+        frame["kernels"] = base64_of((pooled.clamp(0, 1).sqrt() * 255).round().to(torch::kUInt8));
+        frame["kinds"] = kinds_of(*usage, "attention_kernels");
+        if (usage->contains("data_attention")) frame["text_kinds"] = kinds_of(*usage, "data_attention");
+      }
+    }
+    frames.push_back(std::move(frame));
+  }
+  data["frames"] = std::move(frames);
+  return data;
+}
+
+std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,
+                             const std::vector<TrajectoryPoint>& points) {
+  const nlohmann::json data = watch_data(run_dir, points);
+  const std::string page = watch_html("poslab: " + RunFolder(run_dir).name(), fs::absolute(run_dir).string(), data);
+  const std::string path = (fs::path(report_dir) / "watch.html").string();
+  make_dirs(report_dir);
+  write_file_atomic(path, page);
+  spdlog::info("watch page: {} of {} snapshots, {:.0f} KB: {}", data["frames"].size(), points.size(),
+               static_cast<double>(page.size()) / 1024.0, path);
+  return path;
+}
+
+}  // namespace poslab

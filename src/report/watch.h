@@ -1,0 +1,42 @@
+// The data of the "watch it form" page (report/watch_page.h) from a run's snapshots: at each snapshot the rows'
+// cosine similarity, their path on fixed principal axes, the singular values with the noise floor, layer 0's
+// positional kernels and the headline metrics, quantised and subsampled to keep the page small.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/trajectory.h"
+
+namespace poslab {
+
+struct WatchLimits {
+  size_t max_frames = 64;         // snapshots shown: evenly spaced, always the first and the last
+  int64_t max_sim_rows = 128;     // rows of the similarity heatmap (every k-th position beyond)
+  int64_t max_path_rows = 512;    // rows drawn on the path
+  int64_t kernel_bytes = 16384;   // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64)
+  int64_t max_singular_values = 128;
+};
+
+// Which of n items to keep, at most `max`: evenly spaced, the first and the last always among them, ascending.
+std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
+
+// The page's data for the run's snapshots `points` (analysis/trajectory.h; each point's table is read from its
+// .npy, its kernels from snapshots/attn_stepN.npy and model_stepN.json when the run wrote them):
+// {positions, dims, sim{positions}, path{positions, components, scale, basis_step}, kernels{n_head, resolution} or
+// null, metrics[{key, label}], frames[{step, train_loss, val_loss, sim (base64 uint8: round((cos + 1)/2 · 255), row
+// major), path (base64 int16 LE: round(x / scale · 32767), rows × components), path_share, sv, floor, signal_rank,
+// metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val
+// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}]}.
+// The path's axes are the last snapshot's top (up to) three principal directions, fixed for every frame.
+nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,
+                          const WatchLimits& limits = {});
+
+// Writes `report_dir`/watch.html for the run and logs its size; returns its path.
+std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,
+                             const std::vector<TrajectoryPoint>& points);
+
+}  // namespace poslab

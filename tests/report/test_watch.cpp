@@ -1,0 +1,227 @@
+// The watch page's data (report/watch.h) with known answers: which snapshots are kept, the quantised similarity
+// and kernels decode to the analysis's values, the path's axes stay fixed across frames; and the page's shell
+// (report/watch_page.h, report/html.h). tests/report/test_watch_page.sh opens real pages in Chromium.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/baselines.h"
+#include "analysis/trajectory.h"
+#include "report/html.h"
+#include "report/watch.h"
+#include "report/watch_page.h"
+#include "run/run_files.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/npy.h"
+
+namespace poslab {
+namespace {
+
+using test::error_of;
+using test::TempDir;
+
+std::vector<uint8_t> unbase64(const std::string& s) {
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<uint8_t> out;
+  uint32_t bits = 0;
+  int n = 0;
+  for (char c : s) {
+    if (c == '=') break;
+    bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
+    if ((n += 6) >= 8) out.push_back(static_cast<uint8_t>((bits >> (n -= 8)) & 0xff));
+  }
+  return out;
+}
+
+std::vector<int16_t> int16s(const std::string& s) {
+  const std::vector<uint8_t> b = unbase64(s);
+  std::vector<int16_t> out(b.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int16_t>(b[2 * i] | (b[2 * i + 1] << 8));
+  return out;
+}
+
+void write_table(const std::string& path, const torch::Tensor& W) {
+  const auto w = W.to(torch::kFloat32).contiguous();
+  write_file_atomic(path, npy_bytes(w.data_ptr<float>(), w.size(0), w.size(1)));
+}
+
+// A run folder with a snapshot per table, at steps 0, 100, 200, …
+void write_run(const std::string& dir, const std::vector<torch::Tensor>& tables) {
+  const RunFolder run(dir);
+  make_dirs(run.snapshots());
+  for (size_t k = 0; k < tables.size(); ++k) {
+    const int64_t step = 100 * static_cast<int64_t>(k);
+    write_table(run.snapshot(step), tables[k]);
+    append_snapshot_record(run, SnapshotRecord{step, snapshot_file_name(step), run.snapshot(step), 4.0 - k, NAN});
+  }
+}
+
+TEST(Html, Base64MatchesRfc4648AndEscapingCoversMarkup) {
+  auto b64 = [](const std::string& s) { return base64(reinterpret_cast<const uint8_t*>(s.data()), s.size()); };
+  EXPECT_EQ(b64(""), "");
+  EXPECT_EQ(b64("f"), "Zg==");
+  EXPECT_EQ(b64("fo"), "Zm8=");
+  EXPECT_EQ(b64("foo"), "Zm9v");
+  EXPECT_EQ(b64("foob"), "Zm9vYg==");
+  EXPECT_EQ(b64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(b64("foobar"), "Zm9vYmFy");
+  const std::vector<uint8_t> all = {0, 255, 128, 7};
+  EXPECT_EQ(unbase64(base64(all.data(), all.size())), all);
+  EXPECT_EQ(html_escape("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+}
+
+TEST(Watch, PickEvenlyKeepsTheFirstAndLast) {
+  EXPECT_EQ(pick_evenly(4, 64), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(pick_evenly(1, 64), (std::vector<int64_t>{0}));
+  EXPECT_EQ(pick_evenly(0, 64), (std::vector<int64_t>{}));
+  EXPECT_EQ(pick_evenly(9, 3), (std::vector<int64_t>{0, 4, 8}));
+  EXPECT_EQ(pick_evenly(9, 1), (std::vector<int64_t>{8}));
+  const std::vector<int64_t> k = pick_evenly(1000, 64);
+  ASSERT_EQ(k.size(), 64u);
+  EXPECT_EQ(k.front(), 0);
+  EXPECT_EQ(k.back(), 999);
+  for (size_t i = 1; i < k.size(); ++i) EXPECT_GT(k[i], k[i - 1]);
+}
+
+TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
+  TempDir dir;
+  const int64_t P = 20, d = 8;
+  const torch::Tensor last = synthetic_table("sinusoidal", P, d, 0) + 0.05 * random_table(P, d, 1.0, 3);
+  // step 0 noise, step 100 half of the last table, step 200 the last table
+  write_run(dir.str(), {random_table(P, d, 0.02, 1), 0.5 * last, last});
+  const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
+  const nlohmann::json data = watch_data(dir.str(), points);
+
+  EXPECT_EQ(data["positions"], P);
+  EXPECT_EQ(data["dims"], d);
+  EXPECT_TRUE(data["kernels"].is_null());  // this run wrote no layer-0 kernels
+  ASSERT_EQ(data["frames"].size(), 3u);
+  EXPECT_EQ(data["frames"][2]["step"], 200);
+  EXPECT_EQ(data["frames"][1]["train_loss"], 3.0);
+  EXPECT_TRUE(data["frames"][1]["val_loss"].is_null());
+  EXPECT_EQ(data["path"]["components"], 3);
+  EXPECT_EQ(data["path"]["basis_step"], 200);
+
+  // the similarity decodes to the analysis's cosine matrix within the quantisation step
+  const torch::Tensor cos = cosine_matrix(last.to(torch::kFloat32).to(torch::kFloat64));
+  const std::vector<uint8_t> q = unbase64(data["frames"][2]["sim"].get<std::string>());
+  ASSERT_EQ(static_cast<int64_t>(q.size()), P * P);
+  for (int64_t i = 0; i < P; ++i)
+    for (int64_t j = 0; j < P; ++j)
+      EXPECT_NEAR(q[i * P + j] / 255.0 * 2 - 1, cos[i][j].item<double>(), 1.0 / 255 + 1e-9) << i << "," << j;
+
+  // the path: the last table on its own top directions (variance falling along PC1, PC2, PC3, holding the
+  // analysis's share of three components), and the half-size table at exactly half: the same axes, no flip
+  const double scale = data["path"]["scale"].get<double>();
+  const std::vector<int16_t> p2 = int16s(data["frames"][2]["path"].get<std::string>());
+  const std::vector<int16_t> p1 = int16s(data["frames"][1]["path"].get<std::string>());
+  ASSERT_EQ(static_cast<int64_t>(p2.size()), P * 3);
+  double var[3] = {0, 0, 0};
+  for (int64_t r = 0; r < P; ++r)
+    for (int c = 0; c < 3; ++c) {
+      const double x = p2[r * 3 + c] / 32767.0 * scale;
+      var[c] += x * x;
+      EXPECT_NEAR(p1[r * 3 + c], p2[r * 3 + c] / 2.0, 1.0) << r << "," << c;
+    }
+  EXPECT_GT(var[0], var[1]);
+  EXPECT_GT(var[1], var[2]);
+  EXPECT_NEAR(data["frames"][2]["path_share"].get<double>(), points[2].analysis.cumulative_variance[2], 1e-6);
+  EXPECT_NEAR(data["frames"][1]["path_share"].get<double>(), points[2].analysis.cumulative_variance[2], 1e-6);
+  EXPECT_LT(data["frames"][0]["path_share"].get<double>(), 0.6);  // noise holds little of it
+
+  // spectrum, floor and metrics are the analysis's
+  EXPECT_EQ(data["frames"][2]["sv"].size(), points[2].analysis.singular_values_centered.size());
+  EXPECT_DOUBLE_EQ(data["frames"][2]["floor"].get<double>(), points[2].analysis.noise.threshold);
+  EXPECT_EQ(data["frames"][2]["signal_rank"], points[2].analysis.noise.signal_rank);
+  EXPECT_EQ(data["frames"][2]["metrics"].size(), data["metrics"].size());
+  EXPECT_EQ(data["metrics"].back()["key"], "val_loss");
+
+  // at most two frames: the first and the last snapshot
+  WatchLimits two;
+  two.max_frames = 2;
+  two.max_sim_rows = 5;
+  const nlohmann::json small = watch_data(dir.str(), points, two);
+  ASSERT_EQ(small["frames"].size(), 2u);
+  EXPECT_EQ(small["frames"][0]["step"], 0);
+  EXPECT_EQ(small["frames"][1]["step"], 200);
+  EXPECT_EQ(small["sim"]["positions"], (std::vector<int64_t>{0, 5, 10, 14, 19}));
+  EXPECT_EQ(unbase64(small["frames"][1]["sim"].get<std::string>()).size(), 25u);
+}
+
+TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {
+  TempDir dir;
+  const int64_t P = 20, H = 2;
+  write_run(dir.str(), {synthetic_table("sinusoidal", P, 8, 0)});
+  const RunFolder run(dir.str());
+  // two heads that attend to the query itself only: local
+  const torch::Tensor eye = torch::eye(P, torch::kFloat64).repeat({H, 1});  // (H·P, P)
+  write_table(run.snapshot_kernels(0), eye);
+  const nlohmann::json head = {{"kind", "local"},     {"offset_profile", std::vector<double>(P, 0.0)},
+                               {"mass_offset0", 1.0}, {"mass_offset1", 0.0}, {"offset50", 0}, {"offset90", 0},
+                               {"uniform_offset50", 9}, {"decay_length", nullptr}};
+  const nlohmann::json geometry = {{"k", 1}, {"principal_angles_degrees", {80.0}}, {"mean_token_variance_ratio", 0.1},
+                                   {"mean_token_spectrum_quantile", 0.7}, {"max_abs_cosine", 0.1}};
+  nlohmann::json usage = {{"step", 0}, {"attention_kernels", {{"heads", {head, head}}}}, {"position_token", geometry},
+                          {"data_attention", {{"heads", {head, head}}}}};
+  usage["data_attention"]["heads"][1]["kind"] = "sink";
+  write_file_atomic(run.snapshot_usage(0), usage.dump());
+  const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
+
+  const nlohmann::json full = watch_data(dir.str(), points);
+  ASSERT_FALSE(full["kernels"].is_null());
+  EXPECT_EQ(full["kernels"]["n_head"], H);
+  EXPECT_EQ(full["kernels"]["resolution"], P);  // 2 × 20 × 20 bytes fit the default budget
+  const std::vector<uint8_t> k = unbase64(full["frames"][0]["kernels"].get<std::string>());
+  ASSERT_EQ(static_cast<int64_t>(k.size()), H * P * P);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < P; ++i)
+      for (int64_t j = 0; j < P; ++j) EXPECT_EQ(k[(h * P + i) * P + j], i == j ? 255 : 0);
+  EXPECT_EQ(full["frames"][0]["kinds"], (std::vector<std::string>{"local", "local"}));
+  EXPECT_EQ(full["frames"][0]["text_kinds"], (std::vector<std::string>{"local", "sink"}));
+
+  // a budget of 2 × 10 × 10 bytes: 2 × 2 blocks averaged, the diagonal blocks at 0.5, shown as √0.5
+  WatchLimits budget;
+  budget.kernel_bytes = 200;
+  const nlohmann::json pooled = watch_data(dir.str(), points, budget);
+  EXPECT_EQ(pooled["kernels"]["resolution"], 10);
+  const std::vector<uint8_t> kp = unbase64(pooled["frames"][0]["kernels"].get<std::string>());
+  ASSERT_EQ(kp.size(), 200u);
+  EXPECT_EQ(kp[0], std::lround(std::sqrt(0.5) * 255));
+  EXPECT_EQ(kp[1], 0);
+
+  write_table(run.snapshot_kernels(0), torch::eye(P, torch::kFloat64));  // one head's worth
+  const std::string msg = error_of([&] { watch_data(dir.str(), points); });
+  EXPECT_NE(msg.find(run.snapshot_kernels(0) + ": shape (20, 20) where (40, 20) was expected"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("delete it"), std::string::npos) << msg;
+}
+
+TEST(Watch, ASnapshotOfAnotherShapeIsNamed) {
+  TempDir dir;
+  write_run(dir.str(), {random_table(20, 8, 0.02, 1), random_table(20, 8, 0.02, 2)});
+  const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
+  write_table(RunFolder(dir.str()).snapshot(100), random_table(16, 8, 0.02, 2));
+  const std::string msg = error_of([&] { watch_data(dir.str(), points); });
+  EXPECT_NE(msg.find("wpe_step000100.npy: shape (16, 8) differs from the first snapshot's (20, 8)"), std::string::npos) << msg;
+}
+
+TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
+  nlohmann::json data = {{"frames", nlohmann::json::array({{{"step", 0}}})}, {"note", "</script><!-- x"}};
+  const std::string page = watch_html("a <run>", "/runs/x&y", data);
+  EXPECT_NE(page.find("<title>a &lt;run&gt;: watch it form</title>"), std::string::npos);
+  EXPECT_NE(page.find("/runs/x&amp;y"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c/script>\\u003c!-- x"), std::string::npos);
+  EXPECT_EQ(page.find("/*POSLAB_DATA*/"), std::string::npos);
+  size_t closes = 0;
+  for (size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
+  EXPECT_EQ(closes, 3u);  // the template's three scripts, none from the data
+  const std::string msg = error_of([] { watch_html("t", "s", nlohmann::json{{"frames", nlohmann::json::array()}}); });
+  EXPECT_NE(msg.find("no snapshots to show"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace poslab

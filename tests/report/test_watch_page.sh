@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The "watch it form" page in a real browser (Debian's chromium, headless; scripts/setup.sh installs it): a tiny
+# run's page loads without a console message or a script error, #step=S shows step S, two steps draw different
+# pictures, a step that is not a snapshot shows the nearest one with a note, and a run with one snapshot works.
+# The page writes what it drew into <output id="state">: data-step, data-frames, data-digests (a hash of each
+# panel's pixels) and data-errors; --dump-dom reads them back.
+# Usage: tests/report/test_watch_page.sh POSLAB_BINARY SOURCE_DIR
+set -u
+poslab=$1
+cd "$2" || exit 2
+if ! command -v chromium >/dev/null; then
+  echo "FAIL chromium is not installed: run bash scripts/setup.sh (it installs Debian's chromium)"
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() {  # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+# open PAGE_URL OUT: the DOM after the page's scripts ran (OUT.html) and the browser's log (OUT.log)
+open_page() {
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 \
+    --window-size=1280,1400 --virtual-time-budget=3000 --dump-dom "$1" >"$2.html" 2>"$2.log"
+}
+attr() { grep -o "data-$1=\"[^\"]*\"" "$2.html" | head -1 | sed -E "s/^data-$1=\"(.*)\"$/\1/"; }
+panel() { attr digests "$2" | tr ' ' '\n' | grep "^$1:" | cut -d: -f2; }
+clean() {  # no console message, no script error, the state written
+  ! grep -q "CONSOLE" "$1.log" && [ "$(attr errors "$1")" = "0" ] && [ -n "$(attr digest "$1")" ]
+}
+
+# A tiny run: 60 steps of a char model on the shipped corpus, a snapshot every 20 steps (0, 20, 40, 60).
+"$poslab" train configs/default.yaml --set "run.out_dir=$tmp/runs" --set run.name=tiny --set data.corpus=data/tinyshakespeare.txt \
+  --set "data.cache_dir=$tmp/cache" --set data.tokenizer.type=char --set model.n_layer=1 --set model.n_head=2 \
+  --set model.n_embd=32 --set model.block_size=32 --set train.batch_size=8 --set train.max_steps=60 \
+  --set train.eval_every=20 --set train.eval_batches=2 --set train.log_every=20 --set snapshot.every=20 \
+  --set run.threads=2 >"$tmp/train.out" 2>"$tmp/train.err" || { echo "FAIL training the tiny run"; tail "$tmp/train.err"; exit 1; }
+page="$tmp/runs/tiny/report/watch.html"
+check "the run's report writes watch.html and logs its size" \
+  grep -Eq "watch page: 4 of 4 snapshots, [0-9]+ KB: .*watch.html" "$tmp/train.err"
+check "the report links to the page" grep -q 'href="watch.html"' "$tmp/runs/tiny/report/index.html"
+check "the page is self-contained: no http(s) address" bash -c "! grep -Eq '(src|href)=\"https?:' '$page'"
+
+open_page "file://$page#step=20" "$tmp/s20"
+check "#step=20 loads without console messages or errors" clean "$tmp/s20"
+check "#step=20 shows step 20 of 4 snapshots" [ "$(attr step "$tmp/s20")/$(attr frames "$tmp/s20")" = "20/4" ]
+open_page "file://$page#step=60" "$tmp/s60"
+check "#step=60 shows step 60" [ "$(attr step "$tmp/s60")" = "60" ]
+check "steps 20 and 60 draw different similarity maps" [ "$(panel sim "$tmp/s20")" != "$(panel sim "$tmp/s60")" ]
+check "steps 20 and 60 draw different paths" [ "$(panel path2 "$tmp/s20")" != "$(panel path2 "$tmp/s60")" ]
+check "steps 20 and 60 draw different kernels" [ "$(panel kernels "$tmp/s20")" != "$(panel kernels "$tmp/s60")" ]
+open_page "file://$page#step=20" "$tmp/again"
+check "the same step draws the same picture" [ "$(attr digest "$tmp/again")" = "$(attr digest "$tmp/s20")" ]
+open_page "file://$page" "$tmp/plain"
+check "without a fragment the page shows the last step" [ "$(attr step "$tmp/plain")" = "60" ]
+open_page "file://$page#step=33" "$tmp/s33"
+check "#step=33 shows the nearest snapshot, 40, and says so" \
+  bash -c "[ \"$(attr step "$tmp/s33")\" = 40 ] && grep -q 'Step 33 is not a snapshot: showing step 40.' '$tmp/s33.html'"
+
+# One snapshot: GPT-2's first 64 rows as the only snapshot of a run folder.
+mkdir -p "$tmp/one/snapshots"
+cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/one/snapshots/wpe_step000000.npy"
+echo '{"step": 0, "file": "wpe_step000000.npy"}' >"$tmp/one/snapshots/index.jsonl"
+if "$poslab" report "$tmp/one" >"$tmp/one.out" 2>"$tmp/one.err"; then
+  open_page "file://$tmp/one/report/watch.html" "$tmp/one1"
+  check "a one-snapshot run's page loads cleanly" clean "$tmp/one1"
+  check "a one-snapshot run's page shows step 0 of 1" [ "$(attr step "$tmp/one1")/$(attr frames "$tmp/one1")" = "0/1" ]
+  check "a one-snapshot run's page disables play" grep -q '<button id="play" type="button" title="space" disabled' "$tmp/one1.html"
+else
+  failed=$((failed + 1)); echo "FAIL report of a one-snapshot run"; cat "$tmp/one.err"
+fi
+
+echo "watch page: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
