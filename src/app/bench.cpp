@@ -13,6 +13,7 @@
 #include "ops/bf16_products.h"
 #include "train/optim.h"
 #include "train/schedule.h"
+#include "train/autotune.h"
 #include "train/step.h"
 #include "util/cuda.h"
 #include "util/fs.h"
@@ -107,7 +108,9 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
     export_matrix(opt.export_dir + "/batches.npy", torch::cat(xs, 0).to(torch::kFloat32));  // ids < 2^24: exact
   }
 
-  BatchSplit split(model, batch_split_ways(cfg, threads, device));
+  auto split = std::make_unique<BatchSplit>(model, batch_split_ways(cfg, threads, device));
+  const KernelTuning tuning = choose_kernel_paths(model, *split, cfg, device, threads);
+  if (batch_split_of(split->ways()) != split->ways()) split = std::make_unique<BatchSplit>(model, 1);
   std::vector<double> losses;
   double timed = 0;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
@@ -115,7 +118,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
     if (s == opt.warmup && !opt.profile_path.empty())
       profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
     const auto t0 = Clock::now();
-    const torch::Tensor loss = train_step(model, *optimizer, sampler, t, lr_at(s, t), device, &split).loss;
+    const torch::Tensor loss = train_step(model, *optimizer, sampler, t, lr_at(s, t), device, split.get()).loss;
     if (device.is_cuda()) torch::cuda::synchronize();
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     if (s >= opt.warmup) timed += dt;
@@ -155,7 +158,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
       {"bf16_products", cfg.train.dtype != "bfloat16" || device.is_cuda() ? ""
                         : bf16_products_in_float() ? "float (bf16 operands widened, results rounded)" : "onednn"},
       {"threads", threads},
-      {"batch_split", split.ways()},
+      {"batch_split", split->ways()},
+      {"kernel_paths", to_json(tuning)},
       {"steps", opt.steps},
       {"warmup", opt.warmup},
       {"tokens_per_step", tokens_per_step},

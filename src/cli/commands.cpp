@@ -153,6 +153,11 @@ int run_cli(int argc, char** argv) {
                        j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
                        j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
                        j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
+    const auto& k = j["kernel_paths"];
+    out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
+    for (const auto& row : k["timings"])
+      out << fmt::format("  {:<80} {:8.2f} ms per forward + backward\n", row["paths"].get<std::string>(),
+                         row["ms"].get<double>());
     if (bench_json == "-") std::cout << j.dump(2) << "\n";
     else if (!bench_json.empty()) write_file_atomic(bench_json, j.dump(2) + "\n");
     return 0;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {
@@ -78,6 +79,7 @@ const std::vector<Field>& fields() {
     };
     t.push_back(auto_or_positive("run.threads", &RunConfig::threads));
     t.push_back(auto_or_positive("run.batch_split", &RunConfig::batch_split));
+    t.push_back(POSLAB_FIELD(std::string, "auto | measure | default | libtorch | NAME=VALUE,…", run.kernels));
     t.push_back(POSLAB_FIELD(bool, "true | false", run.report));
     t.push_back(POSLAB_FIELD(int, "integer (seconds)", run.dist_timeout_s));
 
@@ -289,6 +291,12 @@ void validate(const Config& c) {
     fail(key, v, "must be one of " + all);
   };
   one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
+  try {
+    parse_kernel_paths(c.run.kernels, KernelPaths(), "run.kernels");
+  } catch (const Error& e) {
+    fail("run.kernels", c.run.kernels, std::string(e.what()).substr(std::string("run.kernels = " + c.run.kernels + ": ").size()) +
+                                            " (" + e.hint() + ")");
+  }
   if (c.data.corpus.empty() && c.data.tokenizer.model.empty())
     fail("data.corpus", "[]", "needs at least one file or folder");
   one_of("data.tokenizer.type", c.data.tokenizer.type, {"bpe", "unigram", "char"});

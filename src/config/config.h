@@ -16,6 +16,7 @@ struct RunConfig {
   std::string device = "auto";        // auto | cpu | cuda
   int threads = 0;                    // intra-op threads; 0 = auto (all cores); YAML "auto" or N
   int batch_split = 0;                // batch slices trained in parallel threads (CPU); 0 = auto; YAML "auto" or N
+  std::string kernels = "auto";       // CPU kernel paths: auto | measure | default | libtorch | NAME=VALUE,… (util/kernel_paths.h)
   bool report = true;                 // write RUN_DIR/report/index.html when training finishes
   int dist_timeout_s = 300;           // many processes: how long a rank waits for the others before it fails
 };

@@ -11,6 +11,7 @@
 #include "ops/head_loss.h"
 #include "ops/layer_norm.h"
 #include "ops/residual.h"
+#include "util/kernel_paths.h"
 #include "util/positions.h"
 
 namespace poslab {
@@ -20,6 +21,9 @@ namespace {
 // A linear layer on (..., C_in) as one addmm on the 2-D view. LibTorch 1.13's linear() runs a 3-D input as a
 // matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead. Under bf16
 // autocast on a CPU without bf16 hardware, the product runs in float (bf16_products.h).
+// poslab's own pointwise kernels (LayerNorm, GELU, residual add, head + cross-entropy) rather than LibTorch's ops.
+bool fused_pointwise(const torch::Tensor& x) { return x.device().is_cpu() && kernel_paths().pointwise == "fused"; }
+
 torch::Tensor linear(torch::nn::Linear& layer, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
   const torch::Tensor x2 = x.reshape({-1, sizes.back()});
@@ -37,7 +41,7 @@ LayerNormImpl::LayerNormImpl(int64_t n_embd, bool use_bias) {
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   // On CPU, one fused op; under bf16 autocast it emits bf16 itself (what the next matrix product would cast to).
-  if (x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
+  if (fused_pointwise(x) && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
     return fused_layer_norm(x, weight, bias, 1e-5, cpu_autocast_bf16());
   return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
 }
@@ -54,7 +58,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor qkv = linear(c_attn, x);  // (B, T, 3C)
   torch::Tensor y;                               // (B, T, C)
-  if (x.device().is_cpu() && !(is_training() && dropout > 0.0)) y = fused_attention(qkv);
+  if (x.device().is_cpu() && !(is_training() && dropout > 0.0) && kernel_paths().attention == "fused")
+    y = fused_attention(qkv);
   else if (TORCH_VERSION_MAJOR >= 2) y = sdpa_attention(qkv);
   else y = bmm_attention(qkv);
   return resid_dropout(linear(c_proj, y));
@@ -88,7 +93,7 @@ torch::Tensor CausalSelfAttentionImpl::bmm_attention(const torch::Tensor& qkv) {
   const auto q3 = heads(qkv3[0]), k3 = heads(qkv3[1]), v3 = heads(qkv3[2]);
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   torch::Tensor att;  // (B*nh, T, T)
-  if (qkv.device().is_cpu()) {
+  if (qkv.device().is_cpu() && kernel_paths().attention == "fused") {
     // Scale, mask and softmax as one op that skips the keys after each query (forward and backward).
     att = causal_softmax(torch::bmm(q3, k3.transpose(1, 2)), scale);
   } else {
@@ -109,14 +114,16 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   torch::Tensor h;  // (B, T, 4C)
-  if (x.device().is_cpu() && cpu_autocast_bf16() && c_fc->bias.defined()) {
+  if (fused_pointwise(x) && cpu_autocast_bf16() && c_fc->bias.defined()) {
     // bf16: the bias added inside the GELU, in float (addmm would first copy it into every row of the output).
     const torch::Tensor x2 = x.reshape({-1, x.size(-1)});
     const torch::Tensor pre = widen_bf16_products(x) ? widened_linear(x2, c_fc->weight, torch::Tensor())
                                                      : torch::mm(x2, c_fc->weight.t());
     h = bias_gelu(pre, c_fc->bias).view({x.size(0), x.size(1), -1});
-  } else {
+  } else if (fused_pointwise(x)) {
     h = poslab::gelu(linear(c_fc, x));
+  } else {
+    h = torch::gelu(linear(c_fc, x));
   }
   return dropout(linear(c_proj, h));  // (B, T, C)
 }
@@ -129,6 +136,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor BlockImpl::forward(torch::Tensor x) {
+  if (!fused_pointwise(x)) {
+    x = x + attn(ln_1(x));
+    return x + mlp(ln_2(x));
+  }
   x = residual_add(x, attn(ln_1(x)));
   return residual_add(x, mlp(ln_2(x)));
 }
@@ -183,13 +194,13 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, int64_t position_offset
 
 torch::Tensor GPTImpl::forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight) {
   const torch::Tensor x = hidden(idx);                                              // (B, T, C)
-  if (x.device().is_cpu()) return head_cross_entropy(x.reshape({-1, cfg.n_embd}), wte->weight, targets.reshape(-1), weight);
+  if (fused_pointwise(x)) return head_cross_entropy(x.reshape({-1, cfg.n_embd}), wte->weight, targets.reshape(-1), weight);
   return loss(F::linear(x, wte->weight), targets, weight);
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {
   const torch::Tensor flat = logits.reshape({-1, logits.size(-1)});
-  if (flat.device().is_cpu()) return fused_cross_entropy(flat, targets.reshape(-1), weight);  // one pass, no float copy
+  if (fused_pointwise(flat)) return fused_cross_entropy(flat, targets.reshape(-1), weight);  // one pass, no float copy
   auto loss = F::cross_entropy(flat.to(torch::kFloat32), targets.reshape(-1));
   return weight == 1.0 ? loss : loss * weight;
 }

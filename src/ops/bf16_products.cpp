@@ -9,6 +9,7 @@
 
 #include "ops/autocast.h"
 #include "ops/bf16_bits.h"
+#include "util/kernel_paths.h"
 #include "util/platform.h"
 #include "util/simd_math.h"
 
@@ -88,19 +89,7 @@ struct WidenedLinear : public torch::autograd::Function<WidenedLinear> {
 
 }  // namespace
 
-bool choose_bf16_products_in_float(const char* env, bool cpu_has_bf16) {
-  if (env == nullptr || *env == '\0') return !cpu_has_bf16;
-  const std::string v = env;
-  if (v == "float") return true;
-  if (v == "onednn") return false;
-  TORCH_CHECK(false, "POSLAB_BF16_PRODUCTS=", v, ": not a choice; use float (widen bf16 operands to float) or ",
-              "onednn (LibTorch's bf16 kernels), or unset it to let poslab choose by the CPU");
-}
-
-bool bf16_products_in_float() {
-  static const bool in_float = choose_bf16_products_in_float(std::getenv("POSLAB_BF16_PRODUCTS"), cpu_has_native_bf16());
-  return in_float;
-}
+bool bf16_products_in_float() { return kernel_paths().bf16_products == "float"; }
 
 bool widen_bf16_products(const torch::Tensor& x) {
   return x.device().is_cpu() && cpu_autocast_bf16() && bf16_products_in_float();

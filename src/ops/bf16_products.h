@@ -11,11 +11,9 @@
 
 namespace poslab {
 
-// Whether bf16 products are widened to float: POSLAB_BF16_PRODUCTS=float|onednn when set (for A/B runs), else
-// float exactly when the CPU has no bf16 hardware (cpu_has_native_bf16()). A bad value is an error naming it.
+// Whether bf16 products are widened to float: kernel_paths().bf16_products (util/kernel_paths.h) is "float" (by
+// default where the CPU has no bf16 hardware; measured or forced otherwise).
 bool bf16_products_in_float();
-// The choice itself: env is POSLAB_BF16_PRODUCTS's value (null or "" when unset).
-bool choose_bf16_products_in_float(const char* env, bool cpu_has_bf16);
 
 // Whether x's products in a model forward are widened: x on the CPU under bf16 autocast, and
 // bf16_products_in_float().

@@ -181,6 +181,21 @@ std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t 
   return j;
 }
 
+void write_kernel_record(const RunFolder& run, const std::string& paths, const std::string& how) {
+  write_file_atomic(run.kernel_paths(), nlohmann::json{{"paths", paths}, {"how", how}}.dump() + "\n");
+}
+
+std::optional<std::string> read_kernel_record(const RunFolder& run) {
+  const std::string path = run.kernel_paths();
+  if (!is_file(path)) return std::nullopt;
+  const std::string hint = "the trainer writes this file when a run starts: delete it (a resumed run then chooses "
+                           "its kernel paths afresh, which may change its last bits)";
+  const nlohmann::json j = parse_json_file(path, hint);
+  if (!j.is_object() || !j.contains("paths") || !j["paths"].is_string())
+    throw Error(path + ": no \"paths\" string", hint);
+  return j["paths"].get<std::string>();
+}
+
 void append_snapshot_record(const RunFolder& run, const SnapshotRecord& r) {
   nlohmann::json line = {{"step", r.step}, {"file", r.file}};
   if (std::isfinite(r.train_loss)) line["train_loss"] = r.train_loss;

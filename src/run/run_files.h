@@ -57,6 +57,11 @@ void truncate_logs_after(const RunFolder& run, int64_t step);
 
 // eval/per_position_loss_SPLIT.csv: "position,loss" then one row per position 0, 1, …
 std::string position_loss_csv(const std::vector<double>& loss);
+// kernel_paths.json: the kernel paths a run trains with ({"paths": "NAME=VALUE,…", "how": …}), so that a resumed
+// run goes on with them. nullopt when the run has none (a run that trained on a GPU, or an older one).
+void write_kernel_record(const RunFolder& run, const std::string& paths, const std::string& how);
+std::optional<std::string> read_kernel_record(const RunFolder& run);
+
 // The losses by position; empty when the file does not exist (the run was not evaluated).
 std::vector<double> read_position_loss(const std::string& path);
 

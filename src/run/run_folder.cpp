@@ -33,6 +33,7 @@ std::string RunFolder::at(const std::string& relative) const { return (fs::path(
 std::string RunFolder::config() const { return at("config.yaml"); }
 std::string RunFolder::metrics() const { return at("metrics.jsonl"); }
 std::string RunFolder::lock() const { return at("lock"); }
+std::string RunFolder::kernel_paths() const { return at("kernel_paths.json"); }
 std::string RunFolder::checkpoints() const { return at("checkpoints"); }
 std::string RunFolder::latest_checkpoint() const { return at("checkpoints/latest.pt"); }
 std::string RunFolder::best_checkpoint() const { return at("checkpoints/best.pt"); }

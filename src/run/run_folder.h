@@ -34,6 +34,7 @@ class RunFolder {
   std::string config() const;
   std::string metrics() const;
   std::string lock() const;
+  std::string kernel_paths() const;  // kernel_paths.json: the CPU kernel paths the run trains with
   std::string checkpoints() const;
   std::string latest_checkpoint() const;
   std::string best_checkpoint() const;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -17,6 +18,7 @@
 #include "distributed/env.h"
 #include "model/gpt.h"
 #include "run/run_files.h"
+#include "train/autotune.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -27,6 +29,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/kernel_paths.h"
 #include "util/lock.h"
 #include "util/platform.h"
 #include "util/signals.h"
@@ -263,6 +266,47 @@ class Run {
     split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_, comm_.size()));
     spdlog::info("batch split: {} way{} (run.batch_split: {})", split_->ways(), split_->ways() == 1 ? "" : "s",
                  cfg_.run.batch_split == 0 ? "auto" : std::to_string(cfg_.run.batch_split));
+    choose_paths();
+  }
+
+  // The CPU kernel paths (util/kernel_paths.h): a resumed run goes on with those it started with (unless
+  // POSLAB_KERNELS says otherwise); a new run chooses them (measured, cached or forced: train/autotune.h) and
+  // records them in the run folder. With many processes rank 0 chooses and the others read its record.
+  void choose_paths() {
+    const RunFolder run(rdir_);
+    const bool forced = std::getenv("POSLAB_KERNELS") != nullptr && *std::getenv("POSLAB_KERNELS") != '\0';
+    if (resuming_ && !forced) {
+      if (const auto rec = read_kernel_record(run)) {
+        set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+        spdlog::info("kernel paths: {} (as the run started, {})", to_string(kernel_paths()), run.kernel_paths());
+        apply_split_choice();
+        return;
+      }
+    }
+    if (writer_) {
+      const KernelTuning t = choose_kernel_paths(model_, *split_, cfg_, device_, threads_);
+      write_kernel_record(run, to_string(t.chosen), t.how);
+    }
+    if (comm_.size() > 1) {
+      comm_.barrier("waiting for rank 0's kernel paths");
+      if (!writer_) {
+        if (const auto rec = read_kernel_record(run)) {
+          set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+          spdlog::info("kernel paths: {} (rank 0's, {})", to_string(kernel_paths()), run.kernel_paths());
+        } else {
+          spdlog::warn("kernel paths: rank 0's record {} is not on this machine; this rank keeps {}", run.kernel_paths(),
+                       to_string(kernel_paths()));
+        }
+      }
+    }
+    apply_split_choice();
+  }
+
+  // batch_split=none: the batch whole, every intra-op thread on each op.
+  void apply_split_choice() {
+    if (batch_split_of(split_->ways()) == split_->ways()) return;
+    split_ = std::make_unique<BatchSplit>(model_, 1);
+    spdlog::info("batch split: none (kernel paths: batch_split=none)");
   }
 
   // A new run from another run's weights: nothing else of that checkpoint (optimizer, step, sampler, RNG).

@@ -40,6 +40,24 @@ std::string preferred_openblas_coretype() {
   return "";
 }
 
+std::string cpu_description() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, name = "unknown CPU";
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      name = line.substr(line.find(':') + 1);
+      name.erase(0, name.find_first_not_of(' '));
+      break;
+    }
+  const std::string flags = cpu_flags();
+  const char* cls = has_flag(flags, "amx_bf16")      ? "AMX"
+                    : has_flag(flags, "avx512_bf16") ? "AVX512-BF16"
+                    : has_flag(flags, "avx512f")     ? "AVX-512"
+                    : has_flag(flags, "avx2")        ? "AVX2"
+                                                     : "no AVX2";
+  return name + " (" + cls + ")";
+}
+
 bool cpu_has_native_bf16() {
   const std::string flags = cpu_flags();
   return has_flag(flags, "avx512_bf16") || has_flag(flags, "amx_bf16");

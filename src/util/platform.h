@@ -37,6 +37,10 @@ int blas_threads();
 // step is several times slower than a float32 one (measured on an AVX2-only AMD EPYC: 7.7 s against ~0.3 s).
 bool cpu_has_native_bf16();
 
+// The CPU's model name and its class by the flags that matter here: "AMD EPYC 9R14 (AVX512-BF16)"; the class is
+// AMX, AVX512-BF16, AVX-512, AVX2 or "no AVX2".
+std::string cpu_description();
+
 // train.dtype for a device ("cpu" | "cuda"): auto is bfloat16 on CUDA and on CPUs with native bf16, else float32.
 std::string resolve_dtype(const std::string& dtype, const std::string& device);
 

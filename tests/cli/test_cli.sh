@@ -78,6 +78,28 @@ if "$poslab" bench configs/default.yaml --steps 1 --warmup 0 --set model.n_layer
 else
   failed=$((failed + 1)); echo "FAIL bench"; cat "$tmp/err"
 fi
+# bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
+# time, and a second bench of the same shape reads the measurement from the cache.
+small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set model.block_size=64 --set "data.cache_dir=$tmp/kcache")
+if env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" --json "$tmp/k1.json" >"$tmp/out" 2>"$tmp/err" &&
+   cat "$tmp/out" "$tmp/err" >"$tmp/k1.txt" &&
+   grep -Eq "^kernel paths: bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+ \(measured in" "$tmp/k1.txt" &&
+   [ "$(grep -c " ms per forward + backward" "$tmp/k1.txt")" -ge 3 ] && grep -q '"timings"' "$tmp/k1.json" &&
+   env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" >"$tmp/out" 2>"$tmp/err" &&
+   cat "$tmp/out" "$tmp/err" | grep -q "^kernel paths: .* (cached ("; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL bench measures the kernel paths"; cat "$tmp/out" "$tmp/err"
+fi
+POSLAB_KERNELS=attention=warp "$poslab" bench configs/default.yaml --steps 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q '^error: POSLAB_KERNELS = attention=warp: attention has no candidate "warp"' "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL a bad POSLAB_KERNELS is named"; cat "$tmp/err"
+fi
+expect_error "a bad run.kernels" '^error: .*run.kernels = fastest: "fastest" is not NAME=VALUE' \
+  config configs/default.yaml --set run.kernels=fastest
 
 # analyze: synthetic tables, JSON on stdout, the GPT-2 table (tests/fixtures), bad inputs.
 if "$poslab" analyze --synthetic handbook --positions 64 --dim 32 --json - >"$tmp/a.json" 2>"$tmp/err" &&

@@ -6,6 +6,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,8 @@
 #include "train/schedule.h"
 #include "train/step.h"
 #include "util/fs.h"
+#include "util/kernel_paths.h"
+#include "util/platform.h"
 
 namespace poslab {
 namespace {
@@ -190,22 +193,59 @@ void check_training(const torch::Device& device, const std::string& dtype, int w
 class Reference : public test::OnDevice {
  protected:
   std::vector<int> ways() const { return is_cuda() ? std::vector<int>{1} : std::vector<int>{1, 2}; }  // split: CPU only
+
+  // Every kernel path setting the model can run on the CPU (util/kernel_paths.h), forced whatever the CPU: the
+  // defaults, each other candidate of each choice alone, and LibTorch's paths throughout. (float32: the bf16
+  // products choice does nothing; the batch split is each check's own ways.) A GPU runs LibTorch's ops whatever the setting: the defaults only.
+  std::vector<KernelPaths> paths(const std::string& dtype) const {
+    const KernelPaths start = default_kernel_paths(cpu_has_native_bf16());
+    std::vector<KernelPaths> out = {start};
+    if (is_cuda()) return out;
+    for (const KernelChoice& c : kernel_choices()) {
+      if (dtype != "bfloat16" && std::string(c.name) == "bf16_products") continue;
+      if (std::string(c.name) == "batch_split") continue;  // the training checks run each split themselves
+      for (const std::string& v : c.values)
+        if (v != start.*c.field) {
+          KernelPaths p = start;
+          p.*c.field = v;
+          out.push_back(p);
+        }
+    }
+    if (std::find(out.begin(), out.end(), libtorch_kernel_paths()) == out.end()) out.push_back(libtorch_kernel_paths());
+    return out;
+  }
 };
 
-TEST_P(Reference, Fp32LogitsLossAndEveryGradientMatchPyTorch) {
-  check_forward_backward(device(), "float32", kFp32Logits, kFp32Loss, kFp32Grad);
+TEST_P(Reference, Fp32LogitsLossAndEveryGradientMatchPyTorchOnEveryKernelPath) {
+  for (const KernelPaths& p : paths("float32")) {
+    SCOPED_TRACE("kernel paths " + to_string(p));
+    KernelPathsGuard guard(p);
+    check_forward_backward(device(), "float32", kFp32Logits, kFp32Loss, kFp32Grad);
+  }
 }
 
-TEST_P(Reference, Bf16LogitsLossAndEveryGradientMatchPyTorch) {
-  check_forward_backward(device(), "bfloat16", kBf16Logits, kBf16Loss, kBf16Grad);
+TEST_P(Reference, Bf16LogitsLossAndEveryGradientMatchPyTorchOnEveryKernelPath) {
+  for (const KernelPaths& p : paths("bfloat16")) {
+    SCOPED_TRACE("kernel paths " + to_string(p));
+    KernelPathsGuard guard(p);
+    check_forward_backward(device(), "bfloat16", kBf16Logits, kBf16Loss, kBf16Grad);
+  }
 }
 
-TEST_P(Reference, Fp32TenAdamWStepsMatchPyTorch) {
-  for (int ways : ways()) check_training(device(), "float32", ways, kFp32Loss, kFp32Norm, kFp32Table);
+TEST_P(Reference, Fp32TenAdamWStepsMatchPyTorchOnEveryKernelPath) {
+  for (const KernelPaths& p : paths("float32")) {
+    SCOPED_TRACE("kernel paths " + to_string(p));
+    KernelPathsGuard guard(p);
+    for (int ways : ways()) check_training(device(), "float32", ways, kFp32Loss, kFp32Norm, kFp32Table);
+  }
 }
 
-TEST_P(Reference, Bf16TenAdamWStepsMatchPyTorch) {
-  for (int ways : ways()) check_training(device(), "bfloat16", ways, kBf16Loss, kBf16Norm, kBf16Table);
+TEST_P(Reference, Bf16TenAdamWStepsMatchPyTorchOnEveryKernelPath) {
+  for (const KernelPaths& p : paths("bfloat16")) {
+    SCOPED_TRACE("kernel paths " + to_string(p));
+    KernelPathsGuard guard(p);
+    for (int ways : ways()) check_training(device(), "bfloat16", ways, kBf16Loss, kBf16Norm, kBf16Table);
+  }
 }
 
 POSLAB_ON_EVERY_DEVICE(Reference);

@@ -93,22 +93,5 @@ TEST(Bf16Products, WidenedMmOutWritesFloatOrBf16) {
   EXPECT_EQ(rows.narrow(0, 0, 3).abs().sum().item<float>(), 0.0f);
 }
 
-TEST(Bf16Products, TheChoiceFollowsTheCpuUnlessTheEnvironmentSetsIt) {
-  EXPECT_TRUE(choose_bf16_products_in_float(nullptr, false));
-  EXPECT_FALSE(choose_bf16_products_in_float(nullptr, true));
-  EXPECT_TRUE(choose_bf16_products_in_float("", false));
-  EXPECT_TRUE(choose_bf16_products_in_float("float", true));
-  EXPECT_FALSE(choose_bf16_products_in_float("onednn", false));
-  try {
-    choose_bf16_products_in_float("fp32", false);
-    FAIL() << "no error";
-  } catch (const c10::Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("POSLAB_BF16_PRODUCTS=fp32"), std::string::npos) << what;
-    EXPECT_NE(what.find("float"), std::string::npos);
-    EXPECT_NE(what.find("onednn"), std::string::npos);
-  }
-}
-
 }  // namespace
 }  // namespace poslab

@@ -224,6 +224,21 @@ TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
   EXPECT_TRUE(read_snapshot_usage(run, 100).has_value());
 }
 
+TEST(RunFiles, KernelRecordRoundTripsAndDamageIsNamed) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  EXPECT_FALSE(read_kernel_record(run).has_value());
+  write_kernel_record(run, "bf16_products=onednn,attention=fused,pointwise=fused", "measured in 1.0 s");
+  EXPECT_EQ(run.kernel_paths(), dir / "kernel_paths.json");
+  EXPECT_EQ(read_kernel_record(run), "bf16_products=onednn,attention=fused,pointwise=fused");
+  write_text(run.kernel_paths(), "{\"paths\": 3}");
+  const std::string msg = error_of([&] { read_kernel_record(run); });
+  EXPECT_HAS(msg, run.kernel_paths() + ": no \"paths\" string");
+  EXPECT_HAS(msg, "delete it");
+  write_text(run.kernel_paths(), "{\"paths\"");
+  EXPECT_HAS(error_of([&] { read_kernel_record(run); }), run.kernel_paths() + ": not JSON");
+}
+
 TEST(RunFiles, ShiftLossRoundTripsAndDamageIsNamed) {
   TempDir dir;
   const std::string path = dir / "shift.csv";

@@ -1,0 +1,239 @@
+#include "train/autotune.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "data/dataset.h"
+#include "ops/autocast.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/platform.h"
+
+namespace poslab {
+namespace {
+
+namespace fs = std::filesystem;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The CPU generator's state, restored on leaving the scope (a timed pass with dropout draws from it).
+class KeepCpuRng {
+ public:
+  KeepCpuRng() {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state_ = gen.get_state();
+  }
+  ~KeepCpuRng() {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state_);
+  }
+  KeepCpuRng(const KeepCpuRng&) = delete;
+  KeepCpuRng& operator=(const KeepCpuRng&) = delete;
+
+ private:
+  torch::Tensor state_;
+};
+
+nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const PathTiming& t : timings) j.push_back({{"paths", to_string(t.paths)}, {"ms", t.ms}});
+  return j;
+}
+
+// The cache's entry for `key`, or nothing (absent, or damaged: then a warning names the file).
+std::optional<KernelTuning> read_cached(const std::string& path, const std::string& key) {
+  if (!fs::is_regular_file(path)) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(path));
+    if (!j.is_object() || !j.contains(key)) return std::nullopt;
+    const auto& e = j.at(key);
+    KernelTuning t;
+    t.key = key;
+    t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
+    for (const auto& row : e.at("timings"))
+      t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
+                           row.at("ms").get<double>()});
+    t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
+    return t;
+  } catch (const std::exception& e) {
+    spdlog::warn("kernel paths: {} is damaged ({}); measuring again, and the file will be rewritten", path, e.what());
+    return std::nullopt;
+  }
+}
+
+void write_cached(const std::string& path, const KernelTuning& t) {
+  nlohmann::json j = nlohmann::json::object();
+  if (fs::is_regular_file(path)) {
+    try {
+      j = nlohmann::json::parse(read_file(path));
+      if (!j.is_object()) j = nlohmann::json::object();
+    } catch (const std::exception&) {
+      j = nlohmann::json::object();  // damaged: read_cached warned; the rest of it is lost, as a cache may be
+    }
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  j[t.key] = {{"paths", to_string(t.chosen)}, {"timings", timings_json(t.timings)}, {"date", date}};
+  try {
+    make_dirs(fs::path(path).parent_path().string());
+    write_file_atomic(path, j.dump(2) + "\n");
+  } catch (const Error& e) {
+    spdlog::warn("kernel paths: not cached ({}); the next run measures again", e.what());
+  }
+}
+
+}  // namespace
+
+KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
+                                 double margin) {
+  auto is_fixed = [&](const char* name) { return std::find(fixed.begin(), fixed.end(), name) != fixed.end(); };
+  KernelTuning out;
+  out.chosen = start;
+  out.how = "measured";
+  double best = time(start);
+  out.timings.push_back({start, best});
+  for (const KernelChoice& c : kernel_choices()) {
+    if (is_fixed(c.name)) continue;
+    const std::string current = out.chosen.*c.field;
+    KernelPaths winner = out.chosen;
+    double winner_ms = best;
+    for (const std::string& v : c.values) {
+      if (v == current) continue;
+      KernelPaths p = out.chosen;
+      p.*c.field = v;
+      const double ms = time(p);
+      out.timings.push_back({p, ms});
+      if (ms < winner_ms * (1.0 - margin)) {
+        winner = p;
+        winner_ms = ms;
+      }
+    }
+    out.chosen = winner;
+    best = winner_ms;
+  }
+  KernelPaths torch_paths = libtorch_kernel_paths();
+  for (const KernelChoice& c : kernel_choices())
+    if (is_fixed(c.name)) torch_paths.*c.field = start.*c.field;
+  const bool timed = std::any_of(out.timings.begin(), out.timings.end(),
+                                 [&](const PathTiming& t) { return t.paths == torch_paths; });
+  if (!timed) {
+    const double ms = time(torch_paths);
+    out.timings.push_back({torch_paths, ms});
+    if (ms < best * (1.0 - margin)) out.chosen = torch_paths;
+  }
+  return out;
+}
+
+int batch_split_of(int ways) { return kernel_paths().batch_split == "none" ? 1 : ways; }
+
+PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device, int warmup,
+                           int reps) {
+  const int64_t B = cfg.train.batch_size, T = cfg.model.block_size, V = model->wte->weight.size(0);
+  // a fixed batch of token ids spread over the vocabulary, no generator drawn from
+  const torch::Tensor ids = (torch::arange(B * (T + 1), torch::kInt64) * 7919) % V;
+  const torch::Tensor x = ids.slice(0, 0, B * T).view({B, T}), y = ids.slice(0, 1, B * T + 1).view({B, T});
+  const bool bf16 = cfg.train.dtype == "bfloat16";
+  auto whole = std::make_shared<std::unique_ptr<BatchSplit>>();  // batch_split=none, made when first timed
+  return [&model, &split, whole, x, y, bf16, device, warmup, reps](const KernelPaths& paths) {
+    KernelPathsGuard guard(paths);
+    KeepCpuRng keep_rng;
+    if (paths.batch_split == "none" && split.ways() > 1 && !*whole) *whole = std::make_unique<BatchSplit>(model, 1);
+    BatchSplit& s = paths.batch_split == "none" && split.ways() > 1 ? **whole : split;
+    std::vector<double> ms;
+    for (int r = 0; r < warmup + reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      s.forward_backward(x, y, 1.0, bf16, device);
+      s.reduce_grads();
+      const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      model->zero_grad();
+      if (r >= warmup) ms.push_back(dt);
+    }
+    return median(ms);
+  };
+}
+
+std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, const std::string& device,
+                              const std::string& dtype) {
+  const ModelConfig& m = cfg.model;
+  return fmt::format("{} | LibTorch {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
+                     cpu_description(), TORCH_VERSION, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size,
+                     vocab, cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
+                     m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "");
+}
+
+std::string kernel_cache_path(const Config& cfg) { return (fs::path(cache_dir(cfg)) / "kernel_paths.json").string(); }
+
+KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
+                                 int threads) {
+  const KernelPaths defaults = default_kernel_paths(cpu_has_native_bf16());
+  const char* env = std::getenv("POSLAB_KERNELS");
+  const bool from_env = env != nullptr && *env != '\0';
+  const std::string spec = from_env ? env : cfg.run.kernels;
+  const std::string what = from_env ? "POSLAB_KERNELS" : "run.kernels";
+  KernelTuning t;
+  t.chosen = parse_kernel_paths(spec, defaults, what);  // checks the spec whatever it asks for
+  t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu",
+                            cfg.train.dtype);
+  if (!kernel_spec_measures(spec)) {
+    t.how = fmt::format("{} = {}", what, spec);
+  } else if (device.is_cuda()) {
+    t.how = "not measured on a GPU (the choices are the CPU's)";
+  } else {
+    const std::string cache = kernel_cache_path(cfg);
+    std::optional<KernelTuning> cached = spec == "auto" ? read_cached(cache, t.key) : std::nullopt;
+    if (cached) {
+      t = std::move(*cached);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::string> fixed;
+      if (cfg.train.dtype != "bfloat16") fixed.push_back("bf16_products");
+      if (split.ways() == 1 || cfg.run.batch_split != 0) fixed.push_back("batch_split");
+      t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed);
+      t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, "cpu", cfg.train.dtype);
+      t.how = fmt::format("measured in {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      write_cached(cache, t);
+    }
+  }
+  set_kernel_paths(t.chosen);
+  spdlog::info("kernel paths: {} ({})", to_string(t.chosen), t.how);
+  if (!t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
+  return t;
+}
+
+nlohmann::json to_json(const KernelTuning& t) {
+  return {{"chosen", to_string(t.chosen)}, {"how", t.how}, {"key", t.key}, {"timings", timings_json(t.timings)}};
+}
+
+std::string tuning_text(const KernelTuning& t) {
+  double chosen_ms = NAN;
+  for (const PathTiming& p : t.timings)
+    if (p.paths == t.chosen) chosen_ms = p.ms;
+  std::string s;
+  for (const PathTiming& p : t.timings)
+    s += fmt::format("  {:<80} {:8.2f} ms{}{}\n", to_string(p.paths), p.ms,
+                     std::isfinite(chosen_ms) && p.paths != t.chosen
+                         ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))
+                         : "",
+                     p.paths == t.chosen ? "  <- chosen" : "");
+  return s;
+}
+
+}  // namespace poslab

@@ -1,0 +1,65 @@
+// The choice of kernel paths (util/kernel_paths.h): defaults by CPU, specs parsed with errors that name the bad
+// name or value, and the guard that tests use to force a path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "util/kernel_paths.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+using test::error_of;
+
+TEST(KernelPaths, DefaultsFollowTheCpuAndLibtorchIsPyTorchsPath) {
+  EXPECT_EQ(default_kernel_paths(false).bf16_products, "float");  // AVX2: oneDNN would emulate bf16
+  EXPECT_EQ(default_kernel_paths(true).bf16_products, "onednn");
+  EXPECT_EQ(default_kernel_paths(true).attention, "fused");
+  EXPECT_EQ(default_kernel_paths(true).pointwise, "fused");
+  EXPECT_EQ(default_kernel_paths(true).batch_split, "threads");
+  const KernelPaths t = libtorch_kernel_paths();
+  EXPECT_EQ(to_string(t), "bf16_products=onednn,attention=libtorch,pointwise=libtorch,batch_split=none");
+  for (const KernelChoice& c : kernel_choices()) {
+    EXPECT_GE(c.values.size(), 2u) << c.name;
+    // LibTorch's own path is a candidate of every choice
+    EXPECT_NE(std::find(c.values.begin(), c.values.end(), t.*c.field), c.values.end()) << c.name;
+  }
+}
+
+TEST(KernelPaths, SpecsSetNamedChoicesOnTheBaseAndNameWhatIsWrong) {
+  const KernelPaths base = default_kernel_paths(true);
+  EXPECT_EQ(parse_kernel_paths("default", base, "k"), base);
+  EXPECT_EQ(parse_kernel_paths("auto", base, "k"), base);
+  EXPECT_EQ(parse_kernel_paths("libtorch", base, "k"), libtorch_kernel_paths());
+  const KernelPaths p = parse_kernel_paths("attention=libtorch, bf16_products=float", base, "k");
+  EXPECT_EQ(to_string(p), "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads");
+  EXPECT_EQ(parse_kernel_paths(to_string(p), base, "k"), p);  // what the log prints parses back
+  EXPECT_TRUE(kernel_spec_measures("auto"));
+  EXPECT_TRUE(kernel_spec_measures("measure"));
+  EXPECT_FALSE(kernel_spec_measures("default"));
+
+  std::string msg = error_of([&] { parse_kernel_paths("attention=flash", base, "run.kernels"); });
+  EXPECT_NE(msg.find("run.kernels = attention=flash: attention has no candidate \"flash\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("attention is one of fused, libtorch"), std::string::npos) << msg;
+  msg = error_of([&] { parse_kernel_paths("softmax=fused", base, "POSLAB_KERNELS"); });
+  EXPECT_NE(msg.find("POSLAB_KERNELS = softmax=fused: \"softmax=fused\" is not NAME=VALUE with NAME one of "
+                     "bf16_products, attention, pointwise, batch_split"),
+            std::string::npos)
+      << msg;
+  msg = error_of([&] { parse_kernel_paths("fast", base, "run.kernels"); });
+  EXPECT_NE(msg.find("use auto, measure, default, libtorch"), std::string::npos) << msg;
+}
+
+TEST(KernelPaths, TheGuardRestoresThePreviousPaths) {
+  const KernelPaths before = kernel_paths();
+  {
+    KernelPathsGuard g(libtorch_kernel_paths());
+    EXPECT_EQ(kernel_paths(), libtorch_kernel_paths());
+  }
+  EXPECT_EQ(kernel_paths(), before);
+}
+
+}  // namespace
+}  // namespace poslab
