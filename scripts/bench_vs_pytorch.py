@@ -5,9 +5,9 @@ For each (config, dtype): `poslab bench --export DIR` trains a few steps and wri
 scripts/torch_reference.py trains from the same weights on the same batches. Prints tokens/s of both, the ratio
 poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
 
-Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|medium]
+Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium]
                                                    [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]
-       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the three configs; --dtype: one of the two dtypes; --device: where both
+       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two dtypes; --device: where both
        train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it); --poslab: the binary,
        default build/poslab)
 """
@@ -42,6 +42,9 @@ CASES = [
     ("default", "configs/default.yaml", [], 5 if quick else 20, 3),
     # nanoGPT's baby GPT at character level (tinyshakespeare, ~65 characters), as a new user would first try it
     ("char", "configs/shakespeare_char.yaml", ["model.block_size=64", "train.batch_size=32"], 5 if quick else 20, 3),
+    # a wider, longer shape: 4 layers of 256 channels, 256 positions, batch 8
+    ("wide", "configs/default.yaml",
+     ["model.n_layer=4", "model.n_embd=256", "model.block_size=256", "train.batch_size=8"], 3 if quick else 10, 2),
     ("medium", "configs/default.yaml",
      ["model.n_layer=6", "model.n_head=6", "model.n_embd=384", "model.block_size=256", "train.batch_size=8"],
      3 if quick else 8, 2),
@@ -71,7 +74,7 @@ for a in sys.argv[1:]:
             sys.exit(f"error: {a}: no such dtype\nhint: --dtype=float32 or --dtype=bfloat16")
         DTYPES = [a.split("=", 1)[1]]
     elif a != "--quick" and not a.startswith(("--poslab=", "--device=")):
-        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|medium] "
+        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|wide|medium] "
                  "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]")
 
 
