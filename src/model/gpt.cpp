@@ -18,12 +18,13 @@ namespace poslab {
 namespace F = torch::nn::functional;
 namespace {
 
-// A linear layer on (..., C_in) as one addmm on the 2-D view. LibTorch 1.13's linear() runs a 3-D input as a
-// matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead. Under bf16
-// autocast on a CPU without bf16 hardware, the product runs in float (bf16_products.h).
-// poslab's own pointwise kernels (LayerNorm, GELU, residual add, head + cross-entropy) rather than LibTorch's ops.
+// poslab's own pointwise kernels (LayerNorm, GELU, residual add, head + cross-entropy) rather than LibTorch's ops:
+// on the CPU, unless the kernel paths say libtorch (util/kernel_paths.h).
 bool fused_pointwise(const torch::Tensor& x) { return x.device().is_cpu() && kernel_paths().pointwise == "fused"; }
 
+// A linear layer on (..., C_in) as one addmm on the 2-D view. LibTorch 1.13's linear() runs a 3-D input as a
+// matmul followed by a separate, slow bias add_ (and, in backward, a sum): one fused op instead. Under bf16
+// autocast with bf16_products=float, the product runs in float (bf16_products.h).
 torch::Tensor linear(torch::nn::Linear& layer, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
   const torch::Tensor x2 = x.reshape({-1, sizes.back()});

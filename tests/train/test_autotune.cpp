@@ -83,7 +83,10 @@ Config tiny_config(const TempDir& dir) {
 
 TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   TempDir dir;
-  ASSERT_EQ(std::getenv("POSLAB_KERNELS"), nullptr) << "these cases set run.kernels; unset POSLAB_KERNELS";
+  // these cases set run.kernels: POSLAB_KERNELS (which the tests' main sets) is put aside for them
+  const char* env = std::getenv("POSLAB_KERNELS");
+  const std::string saved_env = env ? env : "";
+  unsetenv("POSLAB_KERNELS");
   const KernelPaths before = kernel_paths();
   Config cfg = tiny_config(dir);
   GPT model(cfg.model, 64);
@@ -117,7 +120,13 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   cfg.run.kernels = "auto";  // a damaged entry: measured over (a warning names the file), and rewritten
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("measured in ", 0), 0u);
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("cached (", 0), 0u);
+
+  setenv("POSLAB_KERNELS", "pointwise=libtorch", 1);  // the environment wins over run.kernels
+  t = choose_kernel_paths(model, split, cfg, cpu, 1);
+  EXPECT_EQ(t.how, "POSLAB_KERNELS = pointwise=libtorch");
+  EXPECT_EQ(kernel_paths().pointwise, "libtorch");
   set_kernel_paths(before);
+  if (env) setenv("POSLAB_KERNELS", saved_env.c_str(), 1); else unsetenv("POSLAB_KERNELS");
 }
 
 }  // namespace
