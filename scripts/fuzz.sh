@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 command -v clang++ >/dev/null || { echo "error: clang++ not found; hint: apt-get install clang-14 libclang-rt-14-dev" >&2; exit 2; }
 out=build/fuzz
-mkdir -p "$out"
-flags="-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc"
+mkdir -p "$out/generated"
+# What CMake generates for the main build: the fuzzers link Debian's LibTorch, which has no CUDA.
+[ -f "$out/generated/build_config.h" ] || echo "#define POSLAB_WITH_CUDA 0" >"$out/generated/build_config.h"
+flags="-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc -I$out/generated"
 torch_flags="-isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1 -DFMT_SHARED -DSPDLOG_COMPILED_LIB
   -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB"
 build() {  # build NAME SOURCES... [-- EXTRA FLAGS]
@@ -24,9 +26,12 @@ build() {  # build NAME SOURCES... [-- EXTRA FLAGS]
 }
 build fuzz_npy tests/fuzz/fuzz_npy.cpp src/util/npy.cpp src/util/fs.cpp
 build fuzz_safetensors tests/fuzz/fuzz_safetensors.cpp src/analysis/safetensors.cpp
-build fuzz_config tests/fuzz/fuzz_config.cpp src/config/config.cpp
-build fuzz_checkpoint tests/fuzz/fuzz_checkpoint.cpp src/train/checkpoint.cpp src/model/gpt.cpp src/config/config.cpp \
-  src/util/fs.cpp src/ops/cross_entropy.cpp src/ops/cross_entropy_kernel.cpp src/ops/causal_softmax.cpp \
+build fuzz_config tests/fuzz/fuzz_config.cpp src/config/config.cpp src/util/kernel_paths.cpp src/util/platform.cpp src/util/cuda.cpp \
+  -- $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt
+build fuzz_checkpoint tests/fuzz/fuzz_checkpoint.cpp src/train/checkpoint.cpp src/train/optim.cpp \
+  src/train/adamw_kernel.cpp src/model/gpt.cpp src/config/config.cpp src/util/fs.cpp src/util/kernel_paths.cpp \
+  src/util/platform.cpp src/util/cuda.cpp src/ops/attention.cpp src/ops/attention_kernel.cpp src/ops/bf16_products.cpp \
+  src/ops/cross_entropy.cpp src/ops/cross_entropy_kernel.cpp src/ops/causal_softmax.cpp \
   src/ops/causal_softmax_kernel.cpp src/ops/layer_norm.cpp src/ops/layer_norm_kernel.cpp src/util/simd_math.cpp \
   src/ops/gelu.cpp src/ops/gelu_kernel.cpp src/ops/residual.cpp src/ops/head_loss.cpp src/util/positions.cpp \
   -- -fopenmp-simd -Wno-pass-failed $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt

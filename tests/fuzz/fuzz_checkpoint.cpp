@@ -71,7 +71,7 @@ void write_structured(FuzzedDataProvider& in, const std::string& path) {
       params[which].set_data(fuzzed_tensor(in));
     } else {
       auto& state = opt.state();
-      auto it = state.find(optimizer_state_key(params[which]));
+      auto it = state.find(poslab::optimizer_state_key(params[which]));
       if (it != state.end()) static_cast<torch::optim::AdamWParamState&>(*it->second).exp_avg(fuzzed_tensor(in));
     }
   }
