@@ -70,6 +70,15 @@ std::string geometry_row(const char* label, const nlohmann::json& g) {
                      cell(g["max_abs_cosine"], "{:.3f}"));
 }
 
+// A head's offset profile as gnuplot data, "offset attention" per line (floored at 1e-12 for the log scale).
+std::string profile_data(const nlohmann::json& head) {
+  std::string d = "# offset attention\n";
+  const auto& profile = head["offset_profile"];
+  for (size_t k = 0; k < profile.size(); ++k)
+    d += fmt::format("{} {}\n", k, gp_number(std::max(profile[k].get<double>(), 1e-12)));
+  return d;
+}
+
 Figure kernel_heatmaps(const torch::Tensor& flat, int64_t n_head, int64_t step) {
   Figure f{"attention_kernels", "Layer 0's position-only attention kernels",
            fmt::format("The attention each head of layer 0 would give from positions alone at step {}: softmax over the "
@@ -112,12 +121,8 @@ Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, 
     for (const auto& [step, usage, dashed] : {std::tuple{last_step, &last, false}, std::tuple{first_step, &first, true}}) {
       const auto& hs = (*usage)["attention_kernels"]["heads"];
       if (h >= hs.size()) continue;
-      std::string d = "# offset attention\n";
-      const auto& profile = hs[h]["offset_profile"];
-      for (size_t k = 0; k < profile.size(); ++k)
-        d += fmt::format("{} {}\n", k, gp_number(std::max(profile[k].get<double>(), 1e-12)));
       const std::string file = fmt::format("offsets_head{}_step{}.dat", h, step);
-      f.data[file] = d;
+      f.data[file] = profile_data(hs[h]);
       plots += fmt::format("{}'{}' using 1:2 with lines lw 2 lc {}{} title '{}'", plots.empty() ? "" : ", ", file, h + 1,
                            dashed ? " dt 2" : "", dashed ? fmt::format("head {}, step {}", h, step)
                                                          : fmt::format("head {} ({})", h, hs[h].value("kind", "?")));
@@ -145,12 +150,8 @@ Figure text_offsets(const nlohmann::json& usage, int64_t step) {
     for (const auto& [key, dashed] : {std::pair{"data_attention", false}, std::pair{"attention_kernels", true}}) {
       const nlohmann::json head = head_of(usage, key, h);
       if (head.is_null()) continue;
-      std::string d = "# offset attention\n";
-      const auto& profile = head["offset_profile"];
-      for (size_t k = 0; k < profile.size(); ++k)
-        d += fmt::format("{} {}\n", k, gp_number(std::max(profile[k].get<double>(), 1e-12)));
       const std::string file = fmt::format("{}_head{}.dat", dashed ? "position_only" : "text", h);
-      f.data[file] = d;
+      f.data[file] = profile_data(head);
       plots += fmt::format("{}'{}' using 1:2 with lines lw 2 lc {}{} title '{}'", plots.empty() ? "" : ", ", file, h + 1,
                            dashed ? " dt 2" : "",
                            dashed ? fmt::format("head {}, positions only", h)
