@@ -1,6 +1,5 @@
 #include "ops/attention.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include <cmath>
@@ -9,6 +8,7 @@
 
 #include "ops/attention_kernel.h"
 #include "ops/bf16_bits.h"
+#include "util/parallel.h"
 #include "util/simd_math.h"
 
 namespace poslab {
@@ -50,7 +50,7 @@ std::vector<float>& buffer(int which, size_t n) {
 
 // The grain of parallel_for: one (sequence, head) per task.
 void for_each_head(const Shape& s, const std::function<void(int64_t b, int64_t h)>& fn) {
-  at::parallel_for(0, s.B * s.nh, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, s.B * s.nh, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) fn(t / s.nh, t % s.nh);
   });
 }

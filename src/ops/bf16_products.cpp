@@ -5,11 +5,10 @@
 #include <cstdlib>
 #include <string>
 
-#include <ATen/Parallel.h>
-
 #include "ops/autocast.h"
 #include "ops/bf16_bits.h"
 #include "util/kernel_paths.h"
+#include "util/parallel.h"
 #include "util/platform.h"
 #include "util/simd_math.h"
 
@@ -29,7 +28,7 @@ torch::Tensor widen(const torch::Tensor& t) {
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kFloat32));
   const uint16_t* in = bf16_bits(c);
   float* o = out.data_ptr<float>();
-  at::parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::widen_bf16(in + b, o + b, e - b); });
+  parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::widen_bf16(in + b, o + b, e - b); });
   return out;
 }
 
@@ -38,7 +37,7 @@ torch::Tensor narrow(const torch::Tensor& t) {
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kBFloat16));
   const float* in = c.data_ptr<float>();
   uint16_t* o = bf16_bits(out);
-  at::parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, o + b, e - b); });
+  parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, o + b, e - b); });
   return out;
 }
 

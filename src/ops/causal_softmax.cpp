@@ -1,8 +1,7 @@
 #include "ops/causal_softmax.h"
 
-#include <ATen/Parallel.h>
-
 #include "ops/causal_softmax_kernel.h"
+#include "util/parallel.h"
 
 namespace poslab {
 namespace {
@@ -26,11 +25,11 @@ torch::Tensor forward_impl(const torch::Tensor& scores, double scale) {
   if (s.scalar_type() == torch::kFloat32) {
     const float* sp = s.data_ptr<float>();
     float* op = out.data_ptr<float>();
-    at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { causal_softmax_rows(sp, op, b, e, T, k); });
+    parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { causal_softmax_rows(sp, op, b, e, T, k); });
   } else {
     const auto* sp = reinterpret_cast<const uint16_t*>(s.data_ptr<at::BFloat16>());
     auto* op = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-    at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { causal_softmax_rows_bf16(sp, op, b, e, T, k); });
+    parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { causal_softmax_rows_bf16(sp, op, b, e, T, k); });
   }
   return out;
 }
@@ -52,14 +51,14 @@ struct CausalSoftmax : public torch::autograd::Function<CausalSoftmax> {
     if (p.scalar_type() == torch::kFloat32) {
       const float *pp = p.data_ptr<float>(), *dpp = dp.data_ptr<float>();
       float* dsp = ds.data_ptr<float>();
-      at::parallel_for(0, rows, grain,
-                       [&](int64_t b, int64_t e) { causal_softmax_backward_rows(pp, dpp, dsp, b, e, T, k); });
+      parallel_for(0, rows, grain,
+                   [&](int64_t b, int64_t e) { causal_softmax_backward_rows(pp, dpp, dsp, b, e, T, k); });
     } else {
       const auto* pp = reinterpret_cast<const uint16_t*>(p.data_ptr<at::BFloat16>());
       const auto* dpp = reinterpret_cast<const uint16_t*>(dp.data_ptr<at::BFloat16>());
       auto* dsp = reinterpret_cast<uint16_t*>(ds.data_ptr<at::BFloat16>());
-      at::parallel_for(0, rows, grain,
-                       [&](int64_t b, int64_t e) { causal_softmax_backward_rows_bf16(pp, dpp, dsp, b, e, T, k); });
+      parallel_for(0, rows, grain,
+                   [&](int64_t b, int64_t e) { causal_softmax_backward_rows_bf16(pp, dpp, dsp, b, e, T, k); });
     }
     return {ds, torch::Tensor()};
   }

@@ -1,9 +1,9 @@
 #include "ops/cross_entropy.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include "ops/cross_entropy_kernel.h"
+#include "util/parallel.h"
 
 namespace poslab {
 namespace {
@@ -28,11 +28,11 @@ torch::Tensor run(const torch::Tensor& logits, const torch::Tensor& targets, dou
   if (x.scalar_type() == torch::kFloat32) {
     const float* xp = x.data_ptr<float>();
     float* gp = grad.defined() ? grad.data_ptr<float>() : nullptr;
-    at::parallel_for(0, N, grain, [&](int64_t b, int64_t e) { cross_entropy_rows(xp, tp, b, e, V, lp, gp, scale); });
+    parallel_for(0, N, grain, [&](int64_t b, int64_t e) { cross_entropy_rows(xp, tp, b, e, V, lp, gp, scale); });
   } else {
     const auto* xp = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
     auto* gp = grad.defined() ? reinterpret_cast<uint16_t*>(grad.data_ptr<at::BFloat16>()) : nullptr;
-    at::parallel_for(0, N, grain, [&](int64_t b, int64_t e) { cross_entropy_rows_bf16(xp, tp, b, e, V, lp, gp, scale); });
+    parallel_for(0, N, grain, [&](int64_t b, int64_t e) { cross_entropy_rows_bf16(xp, tp, b, e, V, lp, gp, scale); });
   }
   return mean_row_loss(losses, weight);
 }

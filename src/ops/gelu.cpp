@@ -1,9 +1,8 @@
 #include "ops/gelu.h"
 
-#include <ATen/Parallel.h>
-
 #include "ops/bf16_bits.h"
 #include "ops/gelu_kernel.h"
+#include "util/parallel.h"
 
 namespace poslab {
 namespace {
@@ -18,7 +17,7 @@ torch::Tensor forward_impl(const torch::Tensor& x) {
   torch::Tensor y = torch::empty_like(x);
   const uint16_t* xp = bf16_bits(x);
   uint16_t* yp = bf16_bits(y);
-  at::parallel_for(0, x.numel(), kGrain, [&](int64_t b, int64_t e) { gelu_bf16(xp + b, yp + b, e - b); });
+  parallel_for(0, x.numel(), kGrain, [&](int64_t b, int64_t e) { gelu_bf16(xp + b, yp + b, e - b); });
   return y;
 }
 
@@ -33,8 +32,8 @@ struct FusedGelu : public torch::autograd::Function<FusedGelu> {
     torch::Tensor dx = torch::empty_like(x);
     const uint16_t *xp = bf16_bits(x), *dyp = bf16_bits(dy);
     uint16_t* dxp = bf16_bits(dx);
-    at::parallel_for(0, x.numel(), kGrain,
-                     [&](int64_t b, int64_t e) { gelu_backward_bf16(xp + b, dyp + b, dxp + b, e - b); });
+    parallel_for(0, x.numel(), kGrain,
+                 [&](int64_t b, int64_t e) { gelu_backward_bf16(xp + b, dyp + b, dxp + b, e - b); });
     return {dx};
   }
 };
@@ -47,8 +46,8 @@ torch::Tensor bias_forward_impl(const torch::Tensor& x2, const torch::Tensor& b)
   const uint16_t* xp = bf16_bits(x2);
   const float* bp = b.data_ptr<float>();
   uint16_t* yp = bf16_bits(y);
-  at::parallel_for(0, N, std::max<int64_t>(1, kGrain / C),
-                   [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C); });
+  parallel_for(0, N, std::max<int64_t>(1, kGrain / C),
+               [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C); });
   return y;
 }
 
@@ -68,7 +67,7 @@ struct FusedBiasGelu : public torch::autograd::Function<FusedBiasGelu> {
     const float* bp = b.data_ptr<float>();
     uint16_t* dxp = bf16_bits(dx);
     float* dbp = db_parts.data_ptr<float>();
-    at::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t c = lo; c < hi; ++c)
         bias_gelu_backward_rows_bf16(xp, bp, dyp, dxp, dbp + c * C, c * kRowChunk, std::min(N, (c + 1) * kRowChunk), C);
     });

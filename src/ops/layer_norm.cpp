@@ -1,8 +1,7 @@
 #include "ops/layer_norm.h"
 
-#include <ATen/Parallel.h>
-
 #include "ops/layer_norm_kernel.h"
+#include "util/parallel.h"
 
 namespace poslab {
 namespace {
@@ -26,12 +25,12 @@ Stats forward_impl(const torch::Tensor& x2, const torch::Tensor& w, const torch:
   const int64_t grain = std::max<int64_t>(1, 16384 / C);
   if (bf16_out) {
     auto* yp = reinterpret_cast<uint16_t*>(s.y.data_ptr<at::BFloat16>());
-    at::parallel_for(0, N, grain, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, N, grain, [&](int64_t lo, int64_t hi) {
       layer_norm_rows_bf16(xp, wp, bp, yp, mp, rp, lo, hi, C, static_cast<float>(eps));
     });
   } else {
     float* yp = s.y.data_ptr<float>();
-    at::parallel_for(0, N, grain, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, N, grain, [&](int64_t lo, int64_t hi) {
       layer_norm_rows(xp, wp, bp, yp, mp, rp, lo, hi, C, static_cast<float>(eps));
     });
   }
@@ -59,7 +58,7 @@ struct FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
     const float *xp = x2.data_ptr<float>(), *wp = w.data_ptr<float>();
     const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
     float *dxp = dx.data_ptr<float>(), *dwp = dw_parts.data_ptr<float>(), *dbp = db_parts.data_ptr<float>();
-    at::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t c = lo; c < hi; ++c) {
         const int64_t r0 = c * kChunk, r1 = std::min(N, r0 + kChunk);
         float* db = has_bias ? dbp + c * C : nullptr;

@@ -1,7 +1,6 @@
 #include "ops/residual.h"
 
-#include <ATen/Parallel.h>
-
+#include "util/parallel.h"
 #include "util/simd_math.h"
 
 namespace poslab {
@@ -17,7 +16,8 @@ torch::Tensor forward_impl(const torch::Tensor& x, const torch::Tensor& y) {
   const float* xp = x.data_ptr<float>();
   const auto* yp = reinterpret_cast<const uint16_t*>(y.data_ptr<at::BFloat16>());
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, x.numel(), kGrain, [&](int64_t b, int64_t e) { simd::add_widened_bf16(xp + b, yp + b, op + b, e - b); });
+  parallel_for(0, x.numel(), kGrain,
+               [&](int64_t b, int64_t e) { simd::add_widened_bf16(xp + b, yp + b, op + b, e - b); });
   return out;
 }
 
@@ -30,7 +30,7 @@ struct ResidualAdd : public torch::autograd::Function<ResidualAdd> {
     torch::Tensor gy = torch::empty(g.sizes(), g.options().dtype(torch::kBFloat16));
     const float* gp = g.data_ptr<float>();
     auto* yp = reinterpret_cast<uint16_t*>(gy.data_ptr<at::BFloat16>());
-    at::parallel_for(0, g.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(gp + b, yp + b, e - b); });
+    parallel_for(0, g.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(gp + b, yp + b, e - b); });
     return {g, gy};
   }
 };

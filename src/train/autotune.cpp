@@ -170,11 +170,24 @@ PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, con
   };
 }
 
+// This program's build: the size and modification time of the running executable. Timings measured by another
+// build of poslab (whose kernels may run at another speed) are not reused.
+std::string this_build() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "build unknown";
+  const auto size = fs::file_size(exe, ec);
+  const auto time = fs::last_write_time(exe, ec);
+  if (ec) return "build unknown";
+  return fmt::format("build {:x}-{:x}", size, static_cast<uint64_t>(time.time_since_epoch().count()));
+}
+
 std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, const std::string& device,
                               const std::string& dtype) {
   const ModelConfig& m = cfg.model;
-  return fmt::format("{} | LibTorch {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
-                     cpu_description(), TORCH_VERSION, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size,
+  static const std::string build = this_build();
+  return fmt::format("{} | LibTorch {} | poslab {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
+                     cpu_description(), TORCH_VERSION, build, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size,
                      vocab, cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
                      m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "");
 }

@@ -49,7 +49,8 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
 PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device, int warmup = 2,
                            int reps = 5);
 
-// The key of the cache: "CPU | LibTorch version | device dtype | n_layer n_head n_embd block vocab batch threads".
+// The key of the cache: "CPU | LibTorch version | poslab build | device dtype | n_layer n_head n_embd block vocab batch
+// threads" (the build: the running executable's size and time, so that a rebuilt poslab measures again).
 std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, const std::string& device,
                               const std::string& dtype);
 

@@ -1,12 +1,12 @@
 #include "train/optim.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include <cmath>
 #include <sstream>
 
 #include "train/adamw_kernel.h"
+#include "util/parallel.h"
 
 namespace poslab {
 
@@ -140,9 +140,8 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
       const float* gp = p.grad().data_ptr<float>();
       float* mp = st.exp_avg().data_ptr<float>();
       float* vp = st.exp_avg_sq().data_ptr<float>();
-      at::parallel_for(0, p.numel(), 32768, [&](int64_t b, int64_t e) {
-        adamw_update(pp + b, gp + b, mp + b, vp + b, e - b, s);
-      });
+      parallel_for(0, p.numel(), 32768,
+                   [&](int64_t b, int64_t e) { adamw_update(pp + b, gp + b, mp + b, vp + b, e - b, s); });
     }
   }
 }
