@@ -1,66 +1,99 @@
 #!/usr/bin/env bash
-# Fuzzes the readers of untrusted input with libFuzzer (clang, from Debian's clang-14 / libclang-rt-14-dev):
-# the .npy reader, the .safetensors parser, the YAML config reader and the checkpoint reader (the last links the
-# system LibTorch, which is not instrumented: coverage comes from poslab's own checks). Builds each target with ASan, writes
-# seed inputs, runs each for SECONDS (default 60), and ends with one line: inputs run and crashes found.
-# Not part of the test command. Usage: scripts/fuzz.sh [SECONDS]
+# Fuzzes every reader of files poslab did not just write itself, with libFuzzer (clang from Debian's clang-14 and
+# libclang-rt-14-dev, installed here when missing): .npy tables, .safetensors files, YAML configs, the files of a
+# run folder and a sweep folder (metrics.jsonl, snapshots/index.jsonl, model_stepN.json, kernel_paths.json, the
+# eval CSVs, extension JSON, sweep.json, config.yaml), sweep files, sentencepiece models and checkpoints.
+#
+# Each target compiles its reader's own files with AddressSanitizer, UBSan and libFuzzer's coverage, and links
+# the rest of poslab from the main build (build/libposlab_lib.a: scripts/build.sh runs first when it is missing).
+# Seeds: tests/fuzz/seeds/TARGET (in the repository), plus a tiny checkpoint and two tokenizer models the targets
+# write themselves. Any input that crashes, hangs, or lets an exception other than poslab::Error out is a failure;
+# libFuzzer writes it to build/fuzz/crash-*.
+#
+# Usage: scripts/fuzz.sh [SECONDS]   each target runs SECONDS (default 60)
+#        scripts/fuzz.sh --ci        each target runs 10 s (.ci/run); exit 1 on a crash, 2 on a build error
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-command -v clang++ >/dev/null || { echo "error: clang++ not found; hint: apt-get install clang-14 libclang-rt-14-dev" >&2; exit 2; }
-out=build/fuzz
-mkdir -p "$out/generated"
-# What CMake generates for the main build: the fuzzers link Debian's LibTorch, which has no CUDA.
-[ -f "$out/generated/build_config.h" ] || echo "#define POSLAB_WITH_CUDA 0" >"$out/generated/build_config.h"
-flags="-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc -I$out/generated"
-torch_flags="-isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1 -DFMT_SHARED -DSPDLOG_COMPILED_LIB
-  -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB"
-build() {  # build NAME SOURCES... [-- EXTRA FLAGS]
-  local name=$1; shift
-  local sources=() extra=()
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do sources+=("$1"); shift; done
-  [ $# -gt 0 ] && shift && extra=("$@")
-  [ -x "$out/$name" ] && [ -z "$(find tests/fuzz src -newer "$out/$name" -name '*.cpp' -o -newer "$out/$name" -name '*.h' | head -1)" ] && return 0
-  echo "building $name"
-  clang++ $flags "${sources[@]}" -o "$out/$name" -lyaml-cpp "${extra[@]}" || exit 2
-}
-build fuzz_npy tests/fuzz/fuzz_npy.cpp src/util/npy.cpp src/util/fs.cpp
-build fuzz_safetensors tests/fuzz/fuzz_safetensors.cpp src/analysis/safetensors.cpp
-build fuzz_config tests/fuzz/fuzz_config.cpp src/config/config.cpp src/util/kernel_paths.cpp src/util/platform.cpp src/util/cuda.cpp \
-  -- $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt
-build fuzz_checkpoint tests/fuzz/fuzz_checkpoint.cpp src/train/checkpoint.cpp src/train/optim.cpp \
-  src/train/adamw_kernel.cpp src/model/gpt.cpp src/config/config.cpp src/util/fs.cpp src/util/kernel_paths.cpp \
-  src/util/platform.cpp src/util/cuda.cpp src/ops/attention.cpp src/ops/attention_kernel.cpp src/ops/bf16_products.cpp \
-  src/ops/cross_entropy.cpp src/ops/cross_entropy_kernel.cpp src/ops/causal_softmax.cpp \
-  src/ops/causal_softmax_kernel.cpp src/ops/layer_norm.cpp src/ops/layer_norm_kernel.cpp src/util/simd_math.cpp \
-  src/ops/gelu.cpp src/ops/gelu_kernel.cpp src/ops/residual.cpp src/ops/head_loss.cpp src/util/positions.cpp \
-  -- -fopenmp-simd -Wno-pass-failed $torch_flags -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt
+[ "$seconds" = "--ci" ] && seconds=10
+case $seconds in '' | *[!0-9]*) echo "error: $1: not a number of seconds; hint: scripts/fuzz.sh [SECONDS] or --ci" >&2; exit 2 ;; esac
 
-# Seeds: one valid input of each kind, written here (no data file is needed).
-mkdir -p "$out/seeds/npy" "$out/seeds/safetensors" "$out/seeds/config" "$out/seeds/checkpoint"
-/usr/bin/python3 - "$out/seeds" <<'PY'
-import json, struct, sys
-d = sys.argv[1]
-hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
-hdr += " " * (64 - (10 + len(hdr) + 1) % 64) + "\n"
-open(f"{d}/npy/ok.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<6f", *range(6)))
-h = json.dumps({"wpe.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, "__metadata__": {}}).encode()
-open(f"{d}/safetensors/ok.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<6f", *range(6)))
-PY
-cp configs/*.yaml "$out/seeds/config/"
-# A valid checkpoint of a tiny model (raw mode) and an undamaged structured input, written by the target itself.
-POSLAB_FUZZ_SEED_DIR="$out/seeds/checkpoint" ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_checkpoint" -runs=0 \
-  "$out/seeds/checkpoint" >/dev/null 2>&1
+clang=$(command -v clang++-14 || command -v clang++)
+if [ -z "$clang" ] || [ ! -d /usr/lib/llvm-14/lib/clang ] || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  echo "fuzz: installing clang-14 and libclang-rt-14-dev (libFuzzer)"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: clang-14 with libFuzzer is missing; hint: sudo apt-get install clang-14 libclang-rt-14-dev" >&2
+    exit 2
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 libclang-rt-14-dev >/dev/null ||
+    { echo "error: apt-get could not install clang-14; hint: apt-get update, then run this again" >&2; exit 2; }
+  clang=$(command -v clang++-14)
+fi
+[ -f build/libposlab_lib.a ] || bash scripts/build.sh || exit 2
+
+out=build/fuzz
+mkdir -p "$out/obj"
+# The main build's include folders and definitions (LibTorch's headers, the generated build_paths.h, …).
+flags_make=build/CMakeFiles/poslab_lib.dir/flags.make
+read -r -a includes <<<"$(sed -n 's/^CXX_INCLUDES = //p' "$flags_make")"
+read -r -a defines <<<"$(sed -n 's/^CXX_DEFINES = //p' "$flags_make")"
+cflags=(-std=c++17 -O1 -g -fno-sanitize-recover=undefined
+  -D_GLIBCXX_USE_CXX11_ABI=1 -Wno-unused-command-line-argument "${defines[@]}" "${includes[@]}" -Ibuild/generated)
+libs=(build/libposlab_lib.a -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt -lyaml-cpp -lgomp -ldl -lpthread)
+
+# build NAME SANITIZERS SOURCES...: compiles the sources into build/fuzz/NAME (skipped when nothing changed)
+build() {
+  local name=$1 sanitize=$2; shift 2
+  local bin="$out/$name"
+  if [ -x "$bin" ] && [ -z "$(find src tests/fuzz build/libposlab_lib.a -newer "$bin" \( -name '*.cpp' -o -name '*.h' -o -name '*.a' \) | head -1)" ]; then
+    return 0
+  fi
+  echo "fuzz: building $name"
+  "$clang" "${cflags[@]}" -fsanitize="$sanitize" "$@" -o "$bin" "${libs[@]}" >"$out/$name.build.log" 2>&1 ||
+    { cat "$out/$name.build.log" >&2; echo "error: $name does not compile (log above: $out/$name.build.log)" >&2; return 1; }
+}
+
+targets=(npy safetensors config run_files sweep tokenizer checkpoint)
+declare -A sources=(
+  [npy]="src/util/npy.cpp src/util/fs.cpp"
+  [safetensors]="src/analysis/safetensors.cpp"
+  [config]="src/config/config.cpp"
+  [run_files]="src/run/run_files.cpp src/run/run_folder.cpp"
+  [sweep]="src/sweep/sweep.cpp"
+  [tokenizer]="src/data/tokenizer.cpp"
+  [checkpoint]="src/train/checkpoint.cpp"
+)
+# AddressSanitizer everywhere but in the tokenizer's target: ASan cannot run a library opened with RTLD_DEEPBIND,
+# as the sentencepiece shim is (a crash there is still a crash to libFuzzer; UBSan stays).
+declare -A sanitizers=([tokenizer]=fuzzer,undefined)
+# Two builds at a time (the torch-including ones take ~40 s each).
+failed=0
+pids=()
+for t in "${targets[@]}"; do
+  # shellcheck disable=SC2086
+  build "fuzz_$t" "${sanitizers[$t]:-fuzzer,address,undefined}" "tests/fuzz/fuzz_$t.cpp" ${sources[$t]} &
+  pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
+done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" -eq 0 ] || exit 2
+
+# Seeds the targets write themselves: a valid checkpoint of a tiny model (raw mode) and an undamaged structured
+# input; a char and a BPE tokenizer model.
+for t in checkpoint tokenizer; do
+  mkdir -p "$out/seeds/$t"
+  POSLAB_FUZZ_SEED_DIR="$out/seeds/$t" ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -runs=0 "$out/seeds/$t" >/dev/null 2>&1
+done
 
 total=0
 crashes=0
-for target in fuzz_npy:npy fuzz_safetensors:safetensors fuzz_config:config fuzz_checkpoint:checkpoint; do
-  name=${target%%:*}
-  seeds=${target##*:}
-  mkdir -p "$out/corpus/$seeds"
-  log="$out/$name.log"
-  (cd "$out" && ASAN_OPTIONS=detect_leaks=0 "./$name" -max_total_time="$seconds" -rss_limit_mb=2048 \
-     "corpus/$seeds" "seeds/$seeds" >"$name.log" 2>&1)
+for t in "${targets[@]}"; do
+  mkdir -p "$out/corpus/$t"
+  seeds=tests/fuzz/seeds/$t
+  [ -d "$seeds" ] || seeds=$out/seeds/$t
+  log="$out/fuzz_$t.log"
+  ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/" "$out/corpus/$t" "$seeds" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   [ -n "$runs" ] || runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
@@ -68,10 +101,11 @@ for target in fuzz_npy:npy fuzz_safetensors:safetensors fuzz_config:config fuzz_
   total=$((total + runs))
   if [ "$rc" -ne 0 ]; then
     crashes=$((crashes + 1))
-    echo "$name: CRASH after $runs inputs (exit $rc); see $log and the crash-* file in $out"
+    echo "fuzz_$t: CRASH after $runs inputs (exit $rc); the input: $(grep -o "$out/[a-z]*-[0-9a-f]*" "$log" | tail -1)"
+    grep -m3 -E "ERROR|terminate|SUMMARY|uncaught" "$log" | sed 's/^/  /'
   else
-    echo "$name: $runs inputs, no crash"
+    echo "fuzz_$t: $runs inputs, no crash"
   fi
 done
-echo "fuzz: $total inputs across 4 readers in ${seconds}s each, $crashes crashed"
+echo "fuzz: $total inputs across ${#targets[@]} readers in ${seconds}s each, $crashes crashed"
 [ "$crashes" -eq 0 ]

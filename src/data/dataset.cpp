@@ -112,7 +112,19 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
     const std::string model_path = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
     std::error_code ec;
     if (fs::is_regular_file(model_path, ec)) {
-      data.tokenizer = Tokenizer::from_file(model_path);
+      // Damaged or cut short: poslab wrote it, so the fix is to let poslab write it again. A model cut at the
+      // end of a record can still parse, with fewer pieces than this corpus and vocabulary give: a mismatch too.
+      const std::string fix = "delete it (rm " + model_path + "): the next run trains the tokenizer again";
+      try {
+        data.tokenizer = Tokenizer::from_file(model_path);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " (a cached tokenizer)", fix);
+      }
+      if (data.tokenizer.vocab_size() != vocab)
+        throw Error(model_path + ": a cached " + tc.type + " tokenizer with " +
+                        std::to_string(data.tokenizer.vocab_size()) + " pieces where this corpus gives " +
+                        std::to_string(vocab) + ": damaged",
+                    fix);
       data.tokenizer_from_cache = true;
       spdlog::info("tokenizer: cached {} ({} pieces)", model_path, data.tokenizer.vocab_size());
     } else {

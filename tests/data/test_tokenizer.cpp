@@ -143,6 +143,37 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   EXPECT_FALSE(prepare_tokens(c, 1).tokenizer_from_cache);
 }
 
+TEST(Tokenizer, ADamagedCachedModelIsAnErrorNamingItAndTheFix) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  const Config c = tiny_config(dir, "bpe", 300);
+  const TokenData first = prepare_tokens(c, 1);
+  std::string cached;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache"))
+    if (e.path().filename().string().rfind("tokenizer-", 0) == 0) cached = e.path().string();
+  ASSERT_FALSE(cached.empty());
+  const std::string bytes = first.tokenizer.model_bytes();
+  // Cut short (a killed writer without the atomic rename, a full disk), overwritten in the middle, and cut at the
+  // end of a record (sentencepiece reads that one as a model of 2 pieces).
+  const std::vector<std::string> damaged_copies = {bytes.substr(0, bytes.size() / 3),
+                                                   bytes.substr(0, 40) + std::string(64, '\xff'), bytes.substr(0, 30)};
+  for (const std::string& damaged : damaged_copies) {
+    write_text(cached, damaged);
+    try {
+      prepare_tokens(c, 1);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cached), std::string::npos) << e.what();
+      EXPECT_NE(e.hint().find("rm " + cached), std::string::npos) << e.hint();
+    }
+  }
+  // Deleted as the hint says: trained again, to the same model.
+  std::filesystem::remove(cached);
+  const TokenData again = prepare_tokens(c, 1);
+  EXPECT_FALSE(again.tokenizer_from_cache);
+  EXPECT_EQ(again.tokenizer.model_bytes(), bytes);
+}
+
 TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
