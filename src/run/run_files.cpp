@@ -205,25 +205,24 @@ void append_snapshot_record(const RunFolder& run, const SnapshotRecord& r) {
 
 namespace {
 
-void truncate_jsonl_after(const std::string& path, int64_t step) {
+// Keeps the records of steps before `first_dropped`; the rest and a last line cut short go. A damaged record
+// elsewhere is an error (json_lines): a resume never goes on from a log it cannot read.
+void truncate_jsonl_from(const std::string& path, int64_t first_dropped, const std::string& record) {
   if (!is_file(path)) return;
-  std::istringstream in(read_file(path));
-  std::ostringstream kept;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) continue;  // a line cut short by a crash
-    if (j.contains("step") && j["step"].is_number() && j["step"].get<int64_t>() > step) continue;
-    kept << line << '\n';
+  const std::string hint = "the file is damaged: repair or delete the line named, then resume again";
+  std::string kept;
+  for (const auto& [no, j] : json_lines(path, record, hint)) {
+    if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= first_dropped) continue;
+    kept += j.dump() + '\n';
   }
-  write_file_atomic(path, kept.str());
+  write_file_atomic(path, kept);
 }
 
 }  // namespace
 
 void truncate_logs_after(const RunFolder& run, int64_t step) {
-  truncate_jsonl_after(run.metrics(), step);
-  truncate_jsonl_after(run.snapshot_index(), step);
+  truncate_jsonl_from(run.metrics(), step, "a metrics record");
+  truncate_jsonl_from(run.snapshot_index(), step + 1, "a snapshot record");
 }
 
 std::string position_loss_csv(const std::vector<double>& loss) {

@@ -51,8 +51,10 @@ void append_snapshot_record(const RunFolder& run, const SnapshotRecord& record);
 // analysis/attention_kernels.h, position_token.h). nullopt when the run did not write it (no table, no layer).
 std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t step);
 
-// On resume from the checkpoint at `step`: drops the records of later steps from metrics.jsonl and the snapshot
-// index, so that the steps redone are not listed twice (records cut short by a crash go too). Missing files are fine.
+// On resume from the checkpoint at `step`: drops from metrics.jsonl the records of `step` and later (a step's
+// checkpoint is written before its update, whose record the resumed run writes again) and from the snapshot index
+// those of later steps (`step`'s own snapshot is on disk), so that no step is listed twice. A last line cut short by
+// a crash goes too; a damaged line elsewhere is an error naming the file and line. Missing files are fine.
 void truncate_logs_after(const RunFolder& run, int64_t step);
 
 // eval/per_position_loss_SPLIT.csv: "position,loss" then one row per position 0, 1, …

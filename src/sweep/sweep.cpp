@@ -53,6 +53,21 @@ void check_name(const std::string& name, const std::string& where) {
     throw Error(where + " = '" + name + "': not a folder name", "use letters, digits, '.', '_' and '-' only");
 }
 
+// A run of the sweep stopped before its first checkpoint left files (snapshot 0, best.pt, the first log lines) and
+// nothing to resume from. Its fresh start writes the same bits again: what the stopped start wrote goes first, so
+// that the folder is free (the sweep owns it: SWEEP_DIR/VARIANT/seed-S).
+void clear_unresumable_start(const RunFolder& run) {
+  std::error_code ec;
+  std::string left;
+  for (const std::string& f : run.files_of_a_started_run())
+    if (fs::exists(f, ec)) left += (left.empty() ? "" : ", ") + fs::path(f).filename().string();
+  if (left.empty()) return;
+  spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
+               run.dir(), left);
+  for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()}) fs::remove_all(d, ec);
+  fs::remove(run.metrics(), ec);
+}
+
 std::vector<std::string> as_override_list(const std::vector<std::pair<std::string, std::string>>& sets) {
   std::vector<std::string> out;
   for (const auto& [k, v] : sets) out.push_back(k + "=" + v);
@@ -233,9 +248,17 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
       ++sum.finished;
       spdlog::info("sweep {}: run {}/{} {} seed {}: done at step {}, not trained again", sweep.name, i + 1, runs.size(),
                    r.variant, r.seed, at);
+      // Stopped between its last checkpoint and the end of its report (index.html is written last): report it now.
+      const RunFolder run(r.run_dir);
+      if (cfg.run.report && run.has_snapshots() && !fs::exists(fs::path(run.report_dir()) / "index.html", ec)) {
+        spdlog::info("sweep {}: {} seed {}: writing the report an interrupted start left unwritten", sweep.name,
+                     r.variant, r.seed);
+        write_report_of_finished_run(r.run_dir);
+      }
       continue;
     }
     if (opt.max_runs > 0 && sum.trained + sum.resumed >= opt.max_runs) continue;
+    if (!started) clear_unresumable_start(RunFolder(r.run_dir));
     const int left = static_cast<int>(runs.size() - i);
     spdlog::info("sweep {}: run {}/{} {} seed {}: {}{}", sweep.name, i + 1, runs.size(), r.variant, r.seed,
                  started ? "resuming from step " + std::to_string(at) : std::string("training"),

@@ -111,11 +111,16 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
 
 // Never mix two runs in one folder, never overwrite a run's files.
 void check_folder_is_free(const std::string& rdir) {
-  for (const std::string& f : RunFolder(rdir).files_of_a_started_run()) {
+  const RunFolder run(rdir);
+  for (const std::string& f : run.files_of_a_started_run()) {
     std::error_code ec;
-    if (fs::exists(f, ec))
-      throw Error(rdir + ": already holds a run (" + f + ")",
-                  "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
+    if (!fs::exists(f, ec)) continue;
+    if (!fs::exists(run.latest_checkpoint(), ec))  // stopped before its first checkpoint: nothing to resume from
+      throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
+                  "it cannot be resumed: delete the folder (rm -r " + rdir + ") and train again, or pick another "
+                  "--set run.name=NAME");
+    throw Error(rdir + ": already holds a run (" + f + ")",
+                "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
   }
 }
 
@@ -184,7 +189,14 @@ class Run {
       const bool on_disk = resuming_ && step == start_step_;  // its eval, snapshot and checkpoint are on disk
       const double lr = lr_at(static_cast<int>(step), cfg_.train);
       nlohmann::json record = {{"step", step}, {"lr", lr}};
-      if (!on_disk && (step % cfg_.train.eval_every == 0 || last)) evaluate(step, record);
+      if (step % cfg_.train.eval_every == 0 || last) {
+        if (!on_disk) {
+          evaluate(step, record);
+        } else {  // the checkpoint holds this step's estimates: its record is written again, as it was
+          record["train_loss"] = train_est_;
+          record["val_loss"] = val_est_;
+        }
+      }
       const bool stop = stop_agreed();
       if (writer_ && !on_disk && model_->wpe && (step % cfg_.snapshot.every == 0 || last || stop))
         snapshot(step, record);

@@ -144,9 +144,16 @@ TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
   write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 100}\n{\"step\": 200}\n{\"step\": 2");
   write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 200, \"file\": \"b.npy\"}\n");
   truncate_logs_after(run, 100);
-  EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 100}\n");
+  // Step 100's record goes (the resumed run writes it again after step 100's update); its snapshot stays.
+  EXPECT_EQ(read_file(run.metrics()), "{\"step\":0}\n");
   EXPECT_EQ(read_snapshot_index(run).size(), 1u);
   truncate_logs_after(RunFolder(dir / "nothing-here"), 5);  // missing files are fine
+
+  // A damaged line before the last is named, and the file is left as it was.
+  write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 5, garbage\n{\"step\": 10}\n");
+  const std::string msg = error_of([&] { truncate_logs_after(run, 10); });
+  EXPECT_HAS(msg, run.metrics() + ":2: not a metrics record");
+  EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 5, garbage\n{\"step\": 10}\n");
 }
 
 TEST(RunFiles, PositionLossRoundTripsAndAbsentIsEmpty) {

@@ -191,6 +191,27 @@ TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
   EXPECT_EQ(s.finished, 1);
   EXPECT_TRUE(fs::is_regular_file(dir_ / "runs/rep/a/seed-1/report/index.html"));
   EXPECT_FALSE(fs::exists(dir_ / "runs/rep/b/seed-1/report/index.html")) << "run b was not trained";
+
+  // Killed after run a's last checkpoint, before its report's index.html (written last): the next start writes it.
+  fs::remove(dir_ / "runs/rep/a/seed-1/report/index.html");
+  const SweepSummary again = run_sweep(file, one);
+  EXPECT_EQ(again.done_before, 1);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "runs/rep/a/seed-1/report/index.html"));
+}
+
+TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
+  const std::string file = sweep_file("seeds: [1]\n", "fresh.yaml");
+  run_sweep(file, {});
+  const std::string run = sweep_runs(load_sweep(file), {}).at(0).run_dir;
+  const std::string table = slurp(run + "/snapshots/wpe_step000006.npy");
+  ASSERT_FALSE(table.empty());
+  // What a start killed before its first latest.pt leaves: snapshots, best.pt, log lines; no latest.pt.
+  fs::remove(run + "/checkpoints/latest.pt");
+  const SweepSummary again = run_sweep(file, {});
+  EXPECT_EQ(again.trained, 1);
+  EXPECT_EQ(again.finished, 1);
+  EXPECT_EQ(slurp(run + "/snapshots/wpe_step000006.npy"), table);
+  EXPECT_EQ(read_jsonl(run + "/snapshots/index.jsonl").size(), 3u);  // steps 0, 3, 6: none twice
 }
 
 TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {

@@ -141,6 +141,17 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
     EXPECT_NE(e.hint().find("--resume"), std::string::npos) << e.hint();
   }
   EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
+
+  // Stopped before its first checkpoint: --resume cannot continue it, so the hint says how to start over.
+  fs::remove(dir / "once/checkpoints/latest.pt");
+  try {
+    train(tiny_run(dir, "once", 5));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stopped before its first checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("rm -r " + (dir / "once")), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
 }
 
 TEST(Trainer, ResumeErrors) {
@@ -251,6 +262,7 @@ TEST(Trainer, ResumeKeepsItsTokenizerAndNoticesAChangedCorpus) {
   EXPECT_EQ(stored.data.tokenizer.type, "char");
 
   TrainRequest again = tiny_run(dir, "changed", 10);
+  again.overrides.push_back("data.cache_dir=" + (dir / "cache2"));  // not the cache holding the swapped tokenizer
   again.stop_at = 4;
   train(again);
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000, /*seed=*/42));
