@@ -8,8 +8,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <fstream>
+#include <iostream>
+#include <numeric>
+#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -218,6 +220,84 @@ TEST_F(DistTrain, CtrlCOnTheLauncherStopsEveryRankAtOneStepWithOneCheckpoint) {
   // ... and it goes on, here on one process.
   EXPECT_EQ(resume("stopped", {"--set", "train.max_steps=" + std::to_string(step + 2)}), 0)
       << read_file(log("stopped-resume"));
+}
+
+// The highest "step N |" line in a log, -1 before any.
+int64_t last_logged_step(const std::string& log) {
+  const std::string text = read_file(log);
+  int64_t last = -1;
+  static const std::regex line(R"(step (\d+) \|)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it)
+    last = std::max<int64_t>(last, std::stoll((*it)[1]));
+  return last;
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+// Kill anywhere, resume, same answer: a --nproc 2 run SIGKILLed at random steps — the launcher, rank 0 or rank 1 —
+// and resumed, by turns on 1 process and on 2, until it finishes, ends within kSameRunTol of the run one process
+// trains without a stop, and its metrics list every step once.
+TEST_F(DistTrain, KilledAtRandomStepsAndResumedOnOneAndTwoProcessesEndsWhereOneProcessEnds) {
+  // 12 steps of a 16x batch: a few seconds, so that a kill lands at the step drawn.
+  const std::string steps = "train.max_steps=12", batch = "train.batch_size=128";
+  ASSERT_EQ(train("one", {"--set", steps, "--set", batch}), 0) << read_file(log("one"));
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  std::cout << "kill steps drawn with seed " << seed << "\n";
+  int kills = 0, exit_code = -1;
+  for (int attempt = 0; attempt < 10 && exit_code != 0; ++attempt) {
+    const bool two = attempt % 2 == 0;  // the first start and every other resume on 2 processes
+    const std::string name = "killed-" + std::to_string(attempt);
+    std::vector<std::string> args = {"train", "--resume", dir_ / "killed"};
+    if (attempt == 0) args = {"train", dir_ / "tiny.yaml", "--set", "run.name=killed", "--set", steps, "--set", batch};
+    if (two) args.insert(args.end(), {"--nproc", "2"});
+    const pid_t pid = start_poslab(args, log(name));
+    const int64_t at = std::uniform_int_distribution<int64_t>(1, 11)(rng);
+    const auto delay = std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 150)(rng));
+    int status = 0;
+    bool exited = false;
+    const auto limit = Clock::now() + std::chrono::seconds(120);
+    while (!(exited = ::waitpid(pid, &status, WNOHANG) == pid) && last_logged_step(log(name)) < at &&
+           Clock::now() < limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (exited) {  // it finished (or failed) before the step drawn
+      exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+      ASSERT_EQ(exit_code, 0) << read_file(log(name));
+      break;
+    }
+    std::this_thread::sleep_for(delay);
+    std::vector<pid_t> ranks = {pid};
+    std::smatch m;
+    const std::string started = read_file(log(name));
+    if (two && std::regex_search(started, m, std::regex(R"(pids (\d+), (\d+))")))
+      ranks = {static_cast<pid_t>(std::stoi(m[1])), static_cast<pid_t>(std::stoi(m[2]))};
+    const int target = two ? std::uniform_int_distribution<int>(0, 2)(rng) : 0;  // 0: launcher (or the process)
+    const pid_t victim = target == 0 ? pid : ranks.at(target - 1);
+    ::kill(victim, SIGKILL);
+    ++kills;
+    std::cout << "start " << attempt << " on " << (two ? 2 : 1) << " process" << (two ? "es" : "") << ": killed "
+              << (!two ? "the process" : target == 0 ? "the launcher" : "rank " + std::to_string(target - 1)) << " after step "
+              << last_logged_step(log(name)) << "\n";
+    EXPECT_NE(wait_exit(pid, std::chrono::seconds(60)), -1) << "the launcher hung after a rank died:\n"
+                                                             << read_file(log(name));
+    for (const pid_t r : ranks)  // a killed launcher's ranks stop on their own (SIGTERM from the kernel)
+      for (auto end = Clock::now() + std::chrono::seconds(60); alive(r) && Clock::now() < end;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (exit_code != 0) {  // every start was killed: one more, left to finish
+    ASSERT_EQ(resume("killed"), 0) << read_file(log("killed-resume"));
+  }
+  std::cout << kills << " kills, then finished\n";
+  const auto [diff, where] = max_weight_difference(latest("one"), latest("killed"));
+  EXPECT_LT(diff, kSameRunTol) << "max |Δ| " << diff << " in " << where;
+  std::cout << "killed and resumed against one process: max |Δ| of the weights " << diff << " (" << where << ")\n";
+  EXPECT_EQ(load_model(latest("killed")).meta.step, 12);
+  std::vector<int64_t> logged;
+  for (const auto& r : read_jsonl(dir_ / "killed/metrics.jsonl"))
+    if (r.contains("loss")) logged.push_back(r["step"].get<int64_t>());
+  std::vector<int64_t> every(12);
+  std::iota(every.begin(), every.end(), 0);
+  EXPECT_EQ(logged, every);
 }
 
 TEST_F(DistTrain, ABatchThatDoesNotDivideAmongTheProcessesIsAnError) {
