@@ -2,7 +2,8 @@
 # Fuzzes every reader of files poslab did not just write itself, with libFuzzer (clang from Debian's clang-14 and
 # libclang-rt-14-dev, installed here when missing): .npy tables, .safetensors files, YAML configs, the files of a
 # run folder and a sweep folder (metrics.jsonl, snapshots/index.jsonl, model_stepN.json, kernel_paths.json, the
-# eval CSVs, extension JSON, sweep.json, config.yaml), sweep files, sentencepiece models and checkpoints.
+# eval CSVs, extension JSON, sweep.json, config.yaml), sweep files, sentencepiece models, the kernel-path cache and
+# checkpoints.
 #
 # Each target compiles its reader's own files with AddressSanitizer, UBSan and libFuzzer's coverage, and links
 # the rest of poslab from the main build (build/libposlab_lib.a: scripts/build.sh runs first when it is missing).
@@ -53,7 +54,7 @@ build() {
     { cat "$out/$name.build.log" >&2; echo "error: $name does not compile (log above: $out/$name.build.log)" >&2; return 1; }
 }
 
-targets=(npy safetensors config run_files sweep tokenizer checkpoint)
+targets=(npy safetensors config run_files sweep tokenizer kernel_cache checkpoint)
 declare -A sources=(
   [npy]="src/util/npy.cpp src/util/fs.cpp"
   [safetensors]="src/analysis/safetensors.cpp"
@@ -61,6 +62,7 @@ declare -A sources=(
   [run_files]="src/run/run_files.cpp src/run/run_folder.cpp"
   [sweep]="src/sweep/sweep.cpp"
   [tokenizer]="src/data/tokenizer.cpp"
+  [kernel_cache]="src/train/autotune.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )
 # AddressSanitizer everywhere but in the tokenizer's target: ASan cannot run a library opened with RTLD_DEEPBIND,

@@ -57,8 +57,9 @@ nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
   return j;
 }
 
-// The cache's entry for `key`, or nothing (absent, or damaged: then a warning names the file).
-std::optional<KernelTuning> read_cached(const std::string& path, const std::string& key) {
+}  // namespace
+
+std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std::string& key) {
   if (!fs::is_regular_file(path)) return std::nullopt;
   try {
     const nlohmann::json j = nlohmann::json::parse(read_file(path));
@@ -78,6 +79,8 @@ std::optional<KernelTuning> read_cached(const std::string& path, const std::stri
   }
 }
 
+namespace {
+
 void write_cached(const std::string& path, const KernelTuning& t) {
   nlohmann::json j = nlohmann::json::object();
   if (fs::is_regular_file(path)) {
@@ -85,7 +88,7 @@ void write_cached(const std::string& path, const KernelTuning& t) {
       j = nlohmann::json::parse(read_file(path));
       if (!j.is_object()) j = nlohmann::json::object();
     } catch (const std::exception&) {
-      j = nlohmann::json::object();  // damaged: read_cached warned; the rest of it is lost, as a cache may be
+      j = nlohmann::json::object();  // damaged: read_kernel_cache warned; the rest of it is lost, as a cache may be
     }
   }
   char date[32];
@@ -211,7 +214,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
     t.how = "not measured on a GPU (the choices are the CPU's)";
   } else {
     const std::string cache = kernel_cache_path(cfg);
-    std::optional<KernelTuning> cached = spec == "auto" ? read_cached(cache, t.key) : std::nullopt;
+    std::optional<KernelTuning> cached = spec == "auto" ? read_kernel_cache(cache, t.key) : std::nullopt;
     if (cached) {
       t = std::move(*cached);
     } else {

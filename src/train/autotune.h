@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ int batch_split_of(int ways);
 
 // The cache file: cache_dir/kernel_paths.json, {key: {paths, timings: [{paths, ms}], date}}.
 std::string kernel_cache_path(const Config& cfg);
+// The cache's entry for `key`, or nothing: absent, or damaged (then a warning names the file, and the caller
+// measures again and rewrites it).
+std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std::string& key);
 
 nlohmann::json to_json(const KernelTuning& t);
 // "attention=fused,… 12.3 ms | attention=libtorch … 14.0 ms (+14 %) …": one line per candidate.
