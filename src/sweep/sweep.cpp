@@ -18,6 +18,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/lock.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -62,6 +63,7 @@ void clear_unresumable_start(const RunFolder& run) {
   for (const std::string& f : run.files_of_a_started_run())
     if (fs::exists(f, ec)) left += (left.empty() ? "" : ", ") + fs::path(f).filename().string();
   if (left.empty()) return;
+  const RunLock lock(run.lock());  // a live trainer in the folder (another sweep's) is an error, never cleared
   spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
                run.dir(), left);
   for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()}) fs::remove_all(d, ec);
