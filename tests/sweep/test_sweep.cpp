@@ -12,9 +12,11 @@
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
 #include "report/compare.h"
+#include "run/run_folder.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/lock.h"
 #include "util/npy.h"
 
 namespace poslab {
@@ -207,6 +209,12 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   ASSERT_FALSE(table.empty());
   // What a start killed before its first latest.pt leaves: snapshots, best.pt, log lines; no latest.pt.
   fs::remove(run + "/checkpoints/latest.pt");
+  {
+    // A live trainer holds the folder (another sweep training it now): nothing is cleared, the run is named.
+    const RunLock other(RunFolder(run).lock());
+    EXPECT_THROW(run_sweep(file, {}), Error);
+    EXPECT_TRUE(fs::is_regular_file(run + "/snapshots/index.jsonl"));
+  }
   const SweepSummary again = run_sweep(file, {});
   EXPECT_EQ(again.trained, 1);
   EXPECT_EQ(again.finished, 1);
