@@ -156,8 +156,10 @@ int run_cli(int argc, char** argv) {
     const auto& k = j["kernel_paths"];
     out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
     for (const auto& row : k["timings"])
-      out << fmt::format("  {:<80} {:8.2f} ms per forward + backward\n", row["paths"].get<std::string>(),
-                         row["ms"].get<double>());
+      out << fmt::format("  {:<80} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(),
+                         row["ms"].get<double>(),
+                         row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
+                         row["paths"] == k["chosen"] ? "  <- chosen" : "");
     if (bench_json == "-") std::cout << j.dump(2) << "\n";
     else if (!bench_json.empty()) write_file_atomic(bench_json, j.dump(2) + "\n");
     return 0;

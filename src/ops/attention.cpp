@@ -8,6 +8,7 @@
 
 #include "ops/attention_kernel.h"
 #include "ops/bf16_bits.h"
+#include "util/kernel_paths.h"
 #include "util/parallel.h"
 #include "util/simd_math.h"
 
@@ -55,6 +56,13 @@ void for_each_head(const Shape& s, const std::function<void(int64_t b, int64_t h
   });
 }
 
+// bf16 products in bf16 (poslab's pair-product kernel, ops/bf16_gemm.h) unless bf16_products=float widens them,
+// where the shape fits (attention_bf16_fits); else in float by the BLAS.
+bool bf16_dot_products(const torch::Tensor& qkv, const Shape& s) {
+  return qkv.scalar_type() == torch::kBFloat16 && kernel_paths().bf16_products != "float" &&
+         attention_bf16_fits(s.T, s.hs);
+}
+
 // y and the softmax probabilities p (B * nh, T, T) float, kept for backward.
 std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, const Shape& s) {
   RECORD_FUNCTION("poslab::causal_attention", std::vector<c10::IValue>());
@@ -62,9 +70,15 @@ std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, c
   torch::Tensor y = torch::empty({s.B, T, s.C}, qkv.options());
   torch::Tensor p = torch::empty({s.B * s.nh, T, T}, qkv.options().dtype(torch::kFloat32));
   float* pp = p.data_ptr<float>();
-  const bool bf16 = qkv.scalar_type() == torch::kBFloat16;
+  const bool bf16 = qkv.scalar_type() == torch::kBFloat16, dot = bf16_dot_products(qkv, s);
   for_each_head(s, [&](int64_t b, int64_t h) {
     float* ph = pp + (b * s.nh + h) * T * T;
+    if (dot) {
+      const uint16_t* base = bf16_bits(qkv) + b * T * ld + h * hs;
+      attention_head_forward_bf16(base, base + s.C, base + 2 * s.C, ld, T, hs, s.scale, ph,
+                                  bf16_bits(y) + b * T * s.C + h * hs, s.C);
+      return;
+    }
     float* scores = buffer(0, static_cast<size_t>(T * T)).data();
     if (!bf16) {
       const float* base = qkv.data_ptr<float>() + b * T * ld + h * hs;
@@ -92,9 +106,16 @@ torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, co
   const torch::Tensor dy = dy_in.to(qkv.scalar_type()).contiguous();
   torch::Tensor dqkv = torch::empty_like(qkv);
   const float* pp = p.data_ptr<float>();
-  const bool bf16 = qkv.scalar_type() == torch::kBFloat16;
+  const bool bf16 = qkv.scalar_type() == torch::kBFloat16, dot = bf16_dot_products(qkv, s);
   for_each_head(s, [&](int64_t b, int64_t h) {
     const float* ph = pp + (b * s.nh + h) * T * T;
+    if (dot) {
+      const uint16_t* base = bf16_bits(qkv) + b * T * ld + h * hs;
+      uint16_t* grad = bf16_bits(dqkv) + b * T * ld + h * hs;
+      attention_head_backward_bf16(base, base + s.C, base + 2 * s.C, ld, ph, bf16_bits(dy) + b * T * s.C + h * hs, s.C,
+                                   T, hs, s.scale, grad, grad + s.C, grad + 2 * s.C, ld);
+      return;
+    }
     float* scratch = buffer(0, static_cast<size_t>(T * T)).data();
     if (!bf16) {
       const float* base = qkv.data_ptr<float>() + b * T * ld + h * hs;

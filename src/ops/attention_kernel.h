@@ -27,4 +27,16 @@ void attention_head_backward(const float* q, const float* k, const float* v, int
 
 inline constexpr int64_t kAttentionBlock = 64;
 
+// The same in bfloat16 (q, k, v, o, do and the gradients as bf16 bit patterns), the products as bf16 pair products
+// with float sums (ops/bf16_gemm.h); the softmax and its gradient in float, rounded to bf16 for the products that
+// read them (as LibTorch's bf16 path rounds them). Needs T a multiple of 16 and hs even
+// (attention_bf16_fits). Query rows go in blocks of 16: the block ending at row r multiplies only keys 0 .. r - 1
+// (rounded up to 16).
+bool attention_bf16_fits(int64_t T, int64_t hs);
+void attention_head_forward_bf16(const uint16_t* q, const uint16_t* k, const uint16_t* v, int64_t ld_in, int64_t T,
+                                 int64_t hs, float scale, float* p, uint16_t* o, int64_t ld_out);
+void attention_head_backward_bf16(const uint16_t* q, const uint16_t* k, const uint16_t* v, int64_t ld_in,
+                                  const float* p, const uint16_t* d_o, int64_t ld_do, int64_t T, int64_t hs,
+                                  float scale, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t ld_grad);
+
 }  // namespace poslab

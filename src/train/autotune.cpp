@@ -53,7 +53,11 @@ class KeepCpuRng {
 
 nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
   nlohmann::json j = nlohmann::json::array();
-  for (const PathTiming& t : timings) j.push_back({{"paths", to_string(t.paths)}, {"ms", t.ms}});
+  for (const PathTiming& t : timings) {
+    nlohmann::json row = {{"paths", to_string(t.paths)}, {"ms", t.ms}};
+    if (t.rounds > 0) row["rounds"] = t.rounds;
+    j.push_back(row);
+  }
   return j;
 }
 
@@ -70,7 +74,7 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
     t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
     for (const auto& row : e.at("timings"))
       t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
-                           row.at("ms").get<double>()});
+                           row.at("ms").get<double>(), row.value("rounds", 0)});
     t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
     return t;
   } catch (const std::exception& e) {
@@ -103,45 +107,95 @@ void write_cached(const std::string& path, const KernelTuning& t) {
   }
 }
 
+void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_paths, double margin, int rounds) {
+  // The finalists: the choice, LibTorch's paths, and the fastest others within kNear of the choice's time (a
+  // clear loser is not timed again), kMaxFinalists in all.
+  constexpr size_t kMaxFinalists = 4;
+  constexpr double kNear = 1.25;
+  std::vector<KernelPaths> finalists{t.chosen};
+  if (torch_paths != t.chosen) finalists.push_back(torch_paths);
+  double chosen_ms = INFINITY;
+  for (const PathTiming& p : t.timings)
+    if (p.paths == t.chosen) chosen_ms = std::min(chosen_ms, p.ms);
+  std::vector<PathTiming> by_ms = t.timings;
+  std::stable_sort(by_ms.begin(), by_ms.end(), [](const PathTiming& a, const PathTiming& b) { return a.ms < b.ms; });
+  for (const PathTiming& p : by_ms)
+    if (finalists.size() < kMaxFinalists && p.ms <= kNear * chosen_ms &&
+        std::find(finalists.begin(), finalists.end(), p.paths) == finalists.end())
+      finalists.push_back(p.paths);
+  if (finalists.size() < 2) return;
+  // Each round times every finalist once, starting one further along each round; within a round the machine's
+  // drift touches all of them alike, so each is judged by its time relative to the choice's in the same round.
+  const size_t n = finalists.size();
+  std::vector<std::vector<double>> ms(n), ratio(n);
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> round(n);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t f = (i + static_cast<size_t>(r)) % n;
+      round[f] = time(finalists[f]);
+    }
+    for (size_t f = 0; f < n; ++f) {
+      ms[f].push_back(round[f]);
+      ratio[f].push_back(round[f] / round[0]);
+    }
+  }
+  size_t winner = 0;
+  double winner_ratio = 1.0;
+  for (size_t f = 1; f < n; ++f) {
+    const double r = median(ratio[f]);
+    if (r < winner_ratio * (1.0 - margin)) {
+      winner = f;
+      winner_ratio = r;
+    }
+  }
+  t.chosen = finalists[winner];
+  for (size_t f = 0; f < n; ++f) {
+    auto it =
+        std::find_if(t.timings.begin(), t.timings.end(), [&](const PathTiming& p) { return p.paths == finalists[f]; });
+    it->ms = median(ms[f]);
+    it->rounds = rounds;
+  }
+}
+
 }  // namespace
 
 KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
-                                 double margin) {
+                                 double margin, int runoff_rounds) {
   auto is_fixed = [&](const char* name) { return std::find(fixed.begin(), fixed.end(), name) != fixed.end(); };
+  // Every combination of the free choices' values, start first.
+  std::vector<KernelPaths> all{start};
+  for (const KernelChoice& c : kernel_choices()) {
+    if (is_fixed(c.name)) continue;
+    std::vector<KernelPaths> next;
+    for (const KernelPaths& p : all)
+      for (const std::string& v : c.values) {
+        KernelPaths q = p;
+        q.*c.field = v;
+        if (std::find(next.begin(), next.end(), q) == next.end()) next.push_back(q);
+      }
+    all = std::move(next);
+  }
+  all.erase(std::find(all.begin(), all.end(), start));
+  all.insert(all.begin(), start);
   KernelTuning out;
   out.chosen = start;
   out.how = "measured";
-  double best = time(start);
-  out.timings.push_back({start, best});
-  for (const KernelChoice& c : kernel_choices()) {
-    if (is_fixed(c.name)) continue;
-    const std::string current = out.chosen.*c.field;
-    KernelPaths winner = out.chosen;
-    double winner_ms = best;
-    for (const std::string& v : c.values) {
-      if (v == current) continue;
-      KernelPaths p = out.chosen;
-      p.*c.field = v;
-      const double ms = time(p);
-      out.timings.push_back({p, ms});
-      if (ms < winner_ms * (1.0 - margin)) {
-        winner = p;
-        winner_ms = ms;
-      }
+  double best = INFINITY, start_ms = INFINITY;
+  KernelPaths fastest = start;
+  for (const KernelPaths& p : all) {
+    const double ms = time(p);
+    out.timings.push_back({p, ms});
+    if (p == start) start_ms = ms;
+    if (ms < best) {
+      best = ms;
+      fastest = p;
     }
-    out.chosen = winner;
-    best = winner_ms;
   }
+  if (best < start_ms * (1.0 - margin)) out.chosen = fastest;
   KernelPaths torch_paths = libtorch_kernel_paths();
   for (const KernelChoice& c : kernel_choices())
     if (is_fixed(c.name)) torch_paths.*c.field = start.*c.field;
-  const bool timed = std::any_of(out.timings.begin(), out.timings.end(),
-                                 [&](const PathTiming& t) { return t.paths == torch_paths; });
-  if (!timed) {
-    const double ms = time(torch_paths);
-    out.timings.push_back({torch_paths, ms});
-    if (ms < best * (1.0 - margin)) out.chosen = torch_paths;
-  }
+  if (runoff_rounds > 0) run_off(out, time, torch_paths, margin, runoff_rounds);
   return out;
 }
 
@@ -244,7 +298,8 @@ std::string tuning_text(const KernelTuning& t) {
     if (p.paths == t.chosen) chosen_ms = p.ms;
   std::string s;
   for (const PathTiming& p : t.timings)
-    s += fmt::format("  {:<80} {:8.2f} ms{}{}\n", to_string(p.paths), p.ms,
+    s += fmt::format("  {:<80} {:8.2f} ms{}{}{}\n", to_string(p.paths), p.ms,
+                     p.rounds > 0 ? fmt::format(" (median of {} interleaved rounds)", p.rounds) : "",
                      std::isfinite(chosen_ms) && p.paths != t.chosen
                          ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))
                          : "",

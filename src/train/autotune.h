@@ -23,6 +23,7 @@ namespace poslab {
 struct PathTiming {
   KernelPaths paths;
   double ms = 0;  // median ms of one forward + backward of the whole batch
+  int rounds = 0;  // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
 };
 
 struct KernelTuning {
@@ -35,20 +36,26 @@ struct KernelTuning {
 // Milliseconds per forward + backward with the given paths (injected so that tests can give known timings).
 using PathTimer = std::function<double(const KernelPaths&)>;
 
-// Coordinate search from `start`: for each choice in turn, the other candidates are timed with the choices made
-// so far; one replaces the current value only when faster by more than `margin` (a fraction: noise is not a
-// reason to leave the default). Then LibTorch's paths (libtorch_kernel_paths) are timed as a whole, and win under
-// the same rule. The choices named in `fixed` keep start's value, in LibTorch's paths too (bf16_products in
-// float32, where it does nothing; batch_split where the batch is not split or run.batch_split fixes it).
+// Every combination of the choices' candidates is timed once, `start` (poslab's defaults) first; the fastest
+// replaces start only when faster by more than `margin` (a fraction: noise is not a reason to leave the
+// defaults). LibTorch's paths (libtorch_kernel_paths) are one of the combinations, so PyTorch's path is always
+// timed. The choices named in `fixed` keep start's value, in LibTorch's paths too (bf16_products in float32, where
+// it does nothing; batch_split where the batch is not split or run.batch_split fixes it): 16 combinations at most.
+// Then a run-off: the choice, LibTorch's paths and the next fastest within 25 % of the choice (4 in all) are timed
+// again in `runoff_rounds` interleaved rounds (each round times each once, in a rotated order), and each is judged
+// by the median over rounds of its time relative to the choice's in the same round: a drift of the machine's speed
+// during the search (on shared machines, tens of percent within seconds) touches all finalists alike, where it
+// can reverse a comparison of two candidates timed one after the other. A finalist replaces the choice when faster
+// by more than `margin`; the finalists' ms become their medians over the rounds.
 KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
-                                 double margin = 0.03);
+                                 double margin = 0.03, int runoff_rounds = 3);
 
 // The timer on the model itself: `warmup` then `reps` forward + backward passes of a fixed batch of cfg's shape
 // (train.batch_size × block_size, cut by `split`, or whole for batch_split=none), under cfg's dtype; the median.
 // Gradients are cleared after each pass and the CPU generator's state is restored, so training goes on as if
 // untimed.
-PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device, int warmup = 2,
-                           int reps = 5);
+PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
+                           int warmup = 1, int reps = 2);
 
 // The key of the cache: "CPU | LibTorch version | poslab build | device dtype | n_layer n_head n_embd block vocab batch
 // threads" (the build: the running executable's size and time, so that a rebuilt poslab measures again).

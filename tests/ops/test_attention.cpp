@@ -7,6 +7,8 @@
 
 #include "ops/attention.h"
 #include "ops/attention_kernel.h"
+#include "ops/bf16_gemm.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {
@@ -52,7 +54,10 @@ TEST_P(CausalAttentionFloat, ValueAndGradientMatchLibTorchsOps) {
 // 1 and 37: one partial block; 64: exactly one; 70 and 150: several, the last one partial.
 INSTANTIATE_TEST_SUITE_P(Lengths, CausalAttentionFloat, ::testing::Values(1, 37, 64, 70, 150));
 
-TEST(CausalAttention, BFloat16MatchesTheFloatComputationRoundedOnce) {
+TEST(CausalAttention, BFloat16WithProductsWidenedMatchesTheFloatComputationRoundedOnce) {
+  KernelPaths widened = kernel_paths();
+  widened.bf16_products = "float";
+  KernelPathsGuard guard(widened);
   torch::manual_seed(7);
   const int64_t B = 3, T = 96, nh = 2, hs = 16;
   const auto qkv = torch::randn({B, T, 3 * nh * hs}).to(torch::kBFloat16);
@@ -73,6 +78,56 @@ TEST(CausalAttention, BFloat16MatchesTheFloatComputationRoundedOnce) {
   const double ours_err = (ours.y.to(torch::kFloat32) - ref.y).abs().max().item<double>();
   const double ops_err = (bf16_ops.y.to(torch::kFloat32) - ref.y).abs().max().item<double>();
   EXPECT_LE(ours_err, ops_err);
+}
+
+// The bf16 path (bf16_products other than float): products of bf16 pairs, the probabilities and their gradient
+// rounded to bf16 for the products as LibTorch's bf16 ops round them; as close to the float computation as those
+// ops are, in the instruction and its emulation alike (the same bits).
+TEST(CausalAttention, BFloat16PairProductsAreAsCloseToFloatAsLibTorchsBf16Ops) {
+  KernelPaths paths = kernel_paths();
+  paths.bf16_products = "onednn";
+  KernelPathsGuard guard(paths);
+  torch::manual_seed(8);
+  const int64_t B = 3, T = 96, nh = 2, hs = 24;  // hs not a multiple of 16: the products' padded columns
+  ASSERT_TRUE(attention_bf16_fits(T, hs));
+  const auto qkv = torch::randn({B, T, 3 * nh * hs}).to(torch::kBFloat16);
+  const auto up = torch::randn({B, T, nh * hs}).to(torch::kBFloat16).to(torch::kFloat32);
+  const Result ref = run(qkv.to(torch::kFloat32), nh, up, false);
+  const Result ops = run(qkv, nh, up, false);
+  const auto err = [&](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a.to(torch::kFloat32) - b).abs().max().item<double>();
+  };
+  std::vector<Result> results;
+  for (const Bf16Dot mode : {Bf16Dot::kEmulated, Bf16Dot::kNative}) {
+    if (mode == Bf16Dot::kNative && !cpu_has_bf16_dot()) continue;  // AVX512-BF16 only
+    const Bf16Dot saved = bf16_dot();
+    set_bf16_dot(mode);
+    results.push_back(run(qkv, nh, up, true));
+    set_bf16_dot(saved);
+    const Result& ours = results.back();
+    SCOPED_TRACE(mode == Bf16Dot::kNative ? "VDPBF16PS" : "emulated");
+    ASSERT_EQ(ours.y.scalar_type(), torch::kBFloat16);
+    EXPECT_LE(err(ours.y, ref.y), 1.5 * err(ops.y, ref.y));
+    EXPECT_LE(err(ours.grad, ref.grad), 1.5 * err(ops.grad, ref.grad));
+    EXPECT_TRUE(torch::allclose(ours.y.to(torch::kFloat32), ref.y, 1.0 / 64, 1e-2)) << err(ours.y, ref.y);
+    EXPECT_TRUE(torch::allclose(ours.grad.to(torch::kFloat32), ref.grad, 1.0 / 64, 2e-2)) << err(ours.grad, ref.grad);
+    // The first query sees only itself: its output is its own value vector, exactly.
+    EXPECT_TRUE(torch::equal(ours.y.select(1, 0), qkv.select(1, 0).slice(-1, 2 * nh * hs)));
+  }
+  if (results.size() == 2) {
+    EXPECT_TRUE(torch::equal(results[0].y, results[1].y));
+    EXPECT_TRUE(torch::equal(results[0].grad, results[1].grad));
+  }
+  // A length that is not a multiple of 16 takes the float path: the same values as with products widened.
+  const auto odd = torch::randn({2, 37, 3 * nh * hs}).to(torch::kBFloat16);
+  const auto odd_up = torch::randn({2, 37, nh * hs});
+  ASSERT_FALSE(attention_bf16_fits(37, hs));
+  const Result pairs = run(odd, nh, odd_up, true);
+  paths.bf16_products = "float";
+  KernelPathsGuard widened(paths);
+  const Result floats = run(odd, nh, odd_up, true);
+  EXPECT_TRUE(torch::equal(pairs.y, floats.y));
+  EXPECT_TRUE(torch::equal(pairs.grad, floats.grad));
 }
 
 TEST(CausalAttention, WithoutGradientGivesTheSameValues) {

@@ -1,11 +1,15 @@
-// Choosing the kernel paths by measurement (train/autotune.h): the search with known timings picks the fastest
-// beyond the noise margin and always tries LibTorch's own paths; a run's choice is forced by run.kernels or
+// Choosing the kernel paths by measurement (train/autotune.h): the search with known timings times every
+// combination (LibTorch's own paths among them) and picks the fastest beyond the noise margin, and its run-off
+// undoes a choice that the machine's drift made; a run's choice is forced by run.kernels or
 // POSLAB_KERNELS, and a measured one is cached, read back, and measured over when the cache is damaged.
 #include <gtest/gtest.h>
+#include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "model/gpt.h"
 #include "test_util.h"
@@ -31,42 +35,110 @@ struct FakeTimer {
   }
 };
 
-TEST(Autotune, TheSearchKeepsWhatIsFasterBeyondTheMarginAndTriesLibTorchsPaths) {
+TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) {
   const KernelPaths start = default_kernel_paths(true);  // onednn, fused, fused, threads
   const std::string S = ",batch_split=threads", N = ",batch_split=none";
   FakeTimer t;
   t.ms["bf16_products=float,attention=fused,pointwise=fused" + S] = 9.9;      // 1 % faster: noise, not taken
-  t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + S] = 9.0;  // 10 % faster: taken
-  t.ms["bf16_products=onednn,attention=libtorch,pointwise=libtorch" + S] = 9.5;
-  t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + N] = 8.5;  // 5.6 % faster again: taken
-  KernelTuning r = search_kernel_paths(start, t.timer(), {});
-  EXPECT_EQ(to_string(r.chosen), "bf16_products=onednn,attention=libtorch,pointwise=fused" + N);
-  // start, one alternative per choice, then LibTorch's paths as a whole
-  EXPECT_EQ(t.timed, (std::vector<std::string>{"bf16_products=onednn,attention=fused,pointwise=fused" + S,
-                                               "bf16_products=float,attention=fused,pointwise=fused" + S,
-                                               "bf16_products=onednn,attention=libtorch,pointwise=fused" + S,
-                                               "bf16_products=onednn,attention=libtorch,pointwise=libtorch" + S,
-                                               "bf16_products=onednn,attention=libtorch,pointwise=fused" + N,
-                                               "bf16_products=onednn,attention=libtorch,pointwise=libtorch" + N}));
-  EXPECT_EQ(r.timings.size(), 6u);
+  t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + S] = 9.0;
+  t.ms["bf16_products=onednn,attention=fused,pointwise=fused" + N] = 11.0;
+  // the fastest, though neither of its changes from start is faster alone: a search one choice at a time misses it
+  t.ms["bf16_products=float,attention=fused,pointwise=libtorch" + N] = 8.5;
+  KernelTuning r = search_kernel_paths(start, t.timer(), {}, 0.03, /*runoff_rounds=*/0);
+  EXPECT_EQ(to_string(r.chosen), "bf16_products=float,attention=fused,pointwise=libtorch" + N);
+  ASSERT_EQ(t.timed.size(), 16u);  // 2 x 2 x 2 x 2, each once, start first
+  EXPECT_EQ(t.timed[0], to_string(start));
+  EXPECT_EQ(std::set<std::string>(t.timed.begin(), t.timed.end()).size(), 16u);
+  EXPECT_NE(std::find(t.timed.begin(), t.timed.end(), to_string(libtorch_kernel_paths())), t.timed.end());
+  EXPECT_EQ(r.timings.size(), 16u);
   EXPECT_NE(tuning_text(r).find("<- chosen"), std::string::npos);
 
-  // LibTorch's paths win as a whole when each piece alone does not
-  FakeTimer all;
-  all.ms[to_string(libtorch_kernel_paths())] = 8.0;
-  r = search_kernel_paths(start, all.timer(), {});
-  EXPECT_EQ(r.chosen, libtorch_kernel_paths());
-  EXPECT_EQ(all.timed.size(), 6u);  // start, one alternative for each of the four choices, LibTorch's
+  // all within the margin of start: start stays
+  FakeTimer near;
+  near.ms["bf16_products=onednn,attention=libtorch,pointwise=libtorch" + N] = 9.8;
+  r = search_kernel_paths(start, near.timer(), {}, 0.03, 0);
+  EXPECT_EQ(r.chosen, start);
 
-  // fixed choices are not timed and keep the start's value, in LibTorch's paths too; all equal: the defaults stay
+  // fixed choices are not varied and keep the start's value, in LibTorch's paths too; all equal: the defaults stay
   FakeTimer f32;
-  r = search_kernel_paths(default_kernel_paths(false), f32.timer(), {"bf16_products", "batch_split"});
+  r = search_kernel_paths(default_kernel_paths(false), f32.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
   for (const auto& s : f32.timed) {
     EXPECT_NE(s.find("bf16_products=float"), std::string::npos) << s;
     EXPECT_NE(s.find("batch_split=threads"), std::string::npos) << s;
   }
-  EXPECT_EQ(f32.timed.size(), 4u);  // start, attention, pointwise, LibTorch's (with the fixed two)
+  EXPECT_EQ(f32.timed.size(), 4u);  // attention x pointwise, the defaults first
+  EXPECT_EQ(f32.timed[0], to_string(default_kernel_paths(false)));
   EXPECT_EQ(r.chosen, default_kernel_paths(false));
+}
+
+// A machine whose speed drifts: a path's k-th timing is its true time times drift[path][k] (1 when not listed).
+struct DriftingTimer {
+  std::map<std::string, double> ms;  // true times
+  std::map<std::string, std::vector<double>> drift;
+  std::vector<std::string> timed;
+  PathTimer timer() {
+    return [this](const KernelPaths& p) {
+      const std::string s = to_string(p);
+      const size_t visit = static_cast<size_t>(std::count(timed.begin(), timed.end(), s));
+      timed.push_back(s);
+      const auto d = drift.find(s);
+      return ms.at(s) * (d != drift.end() && visit < d->second.size() ? d->second[visit] : 1.0);
+    };
+  }
+};
+
+// Every bf16 combination of the kernel paths at `ms` milliseconds.
+std::map<std::string, double> all_paths_at(double ms) {
+  std::map<std::string, double> m;
+  for (const char* b : {"onednn", "float"})
+    for (const char* a : {"fused", "libtorch"})
+      for (const char* p : {"fused", "libtorch"})
+        for (const char* s : {"threads", "none"})
+          m[fmt::format("bf16_products={},attention={},pointwise={},batch_split={}", b, a, p, s)] = ms;
+  return m;
+}
+
+TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosersOut) {
+  const KernelPaths start = default_kernel_paths(true);  // onednn, fused, fused, threads
+  const std::string start_s = to_string(start), torch_s = to_string(libtorch_kernel_paths());
+  const std::string none_s = "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=none";
+  DriftingTimer t;
+  t.ms = all_paths_at(13);  // slower than start by more than 25 %: not finalists
+  t.ms[start_s] = 10;
+  t.ms[torch_s] = 12;
+  t.ms[none_s] = 8.5;       // truly the fastest,
+  t.drift[none_s] = {1.4};  // but the search times it in a slow spell: 11.9 ms
+  for (const std::string& f : {start_s, torch_s, none_s})
+    t.drift[f].resize(3, 1.0), t.drift[f][2] = 1.3;  // the run-off's round 2 runs slow as a whole
+  KernelTuning r = search_kernel_paths(start, t.timer(), {});
+  EXPECT_EQ(to_string(r.chosen), none_s);
+  ASSERT_EQ(t.timed.size(), 16u + 3u * 3u);  // the search, then 3 rounds of 3 finalists
+  // finalists: the search's choice (start), LibTorch's paths (always), batch_split=none (11.9 ms: within 25 %)
+  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 16, t.timed.begin() + 19),
+            (std::vector<std::string>{start_s, torch_s, none_s}));
+  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 19, t.timed.begin() + 22),
+            (std::vector<std::string>{torch_s, none_s, start_s}));  // each round starts one further along
+  for (const PathTiming& p : r.timings) {
+    if (p.paths == r.chosen) {
+      EXPECT_EQ(p.rounds, 3);
+      EXPECT_DOUBLE_EQ(p.ms, 8.5);  // the median over rounds: 8.5, 8.5 * 1.3, 8.5
+    } else if (to_string(p.paths) != start_s && to_string(p.paths) != torch_s) {
+      EXPECT_EQ(p.rounds, 0) << to_string(p.paths);
+    }
+  }
+  EXPECT_NE(tuning_text(r).find("median of 3 interleaved rounds"), std::string::npos);
+
+  // a path that the search took in a fast spell loses the run-off to the default
+  DriftingTimer lucky;
+  lucky.ms = all_paths_at(13);
+  lucky.ms[start_s] = 10;
+  lucky.ms[torch_s] = 12;
+  const std::string lucky_s = "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads";
+  lucky.ms[lucky_s] = 10.5;      // truly 5 % slower than start,
+  lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell: 8.4 ms
+  r = search_kernel_paths(start, lucky.timer(), {});
+  EXPECT_EQ(lucky.timed.size(), 16u + 3u * 3u);  // finalists: lucky, LibTorch's, start
+  EXPECT_EQ(r.chosen, start);
 }
 
 Config tiny_config(const TempDir& dir) {
