@@ -36,9 +36,10 @@ struct KernelTuning {
 // Milliseconds per forward + backward with the given paths (injected so that tests can give known timings).
 using PathTimer = std::function<double(const KernelPaths&)>;
 
-// Every combination of the choices' candidates is timed once, `start` (poslab's defaults) first; the fastest
-// replaces start only when faster by more than `margin` (a fraction: noise is not a reason to leave the
-// defaults). LibTorch's paths (libtorch_kernel_paths) are one of the combinations, so PyTorch's path is always
+// Every combination of the choices' candidates is timed in two sweeps, `start` (poslab's defaults) first in the
+// first and last in the second (where within 1.5 times the first sweep's best), and keeps the lower of its times;
+// the fastest replaces start only when faster by more than `margin` (a fraction: noise is not a reason to leave
+// the defaults). LibTorch's paths (libtorch_kernel_paths) are one of the combinations, so PyTorch's path is always
 // timed. The choices named in `fixed` keep start's value, in LibTorch's paths too (bf16_products in float32, where
 // it does nothing; batch_split where the batch is not split or run.batch_split fixes it): 16 combinations at most.
 // Then a run-off: the choice, LibTorch's paths and the next fastest within 25 % of the choice (4 in all) are timed

@@ -46,8 +46,11 @@ TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) 
   t.ms["bf16_products=float,attention=fused,pointwise=libtorch" + N] = 8.5;
   KernelTuning r = search_kernel_paths(start, t.timer(), {}, 0.03, /*runoff_rounds=*/0);
   EXPECT_EQ(to_string(r.chosen), "bf16_products=float,attention=fused,pointwise=libtorch" + N);
-  ASSERT_EQ(t.timed.size(), 16u);  // 2 x 2 x 2 x 2, each once, start first
+  ASSERT_EQ(t.timed.size(), 32u);  // 2 x 2 x 2 x 2, in two sweeps: start first, then the same backwards
   EXPECT_EQ(t.timed[0], to_string(start));
+  EXPECT_EQ(t.timed[31], to_string(start));
+  EXPECT_EQ(std::vector<std::string>(t.timed.rbegin(), t.timed.rbegin() + 16),
+            std::vector<std::string>(t.timed.begin(), t.timed.begin() + 16));
   EXPECT_EQ(std::set<std::string>(t.timed.begin(), t.timed.end()).size(), 16u);
   EXPECT_NE(std::find(t.timed.begin(), t.timed.end(), to_string(libtorch_kernel_paths())), t.timed.end());
   EXPECT_EQ(r.timings.size(), 16u);
@@ -66,7 +69,7 @@ TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) 
     EXPECT_NE(s.find("bf16_products=float"), std::string::npos) << s;
     EXPECT_NE(s.find("batch_split=threads"), std::string::npos) << s;
   }
-  EXPECT_EQ(f32.timed.size(), 4u);  // attention x pointwise, the defaults first
+  EXPECT_EQ(f32.timed.size(), 8u);  // attention x pointwise, twice, the defaults first
   EXPECT_EQ(f32.timed[0], to_string(default_kernel_paths(false)));
   EXPECT_EQ(r.chosen, default_kernel_paths(false));
 }
@@ -106,17 +109,17 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   t.ms = all_paths_at(13);  // slower than start by more than 25 %: not finalists
   t.ms[start_s] = 10;
   t.ms[torch_s] = 12;
-  t.ms[none_s] = 8.5;       // truly the fastest,
-  t.drift[none_s] = {1.4};  // but the search times it in a slow spell: 11.9 ms
+  t.ms[none_s] = 8.5;            // truly the fastest,
+  t.drift[none_s] = {1.4, 1.5};  // but both sweeps time it in slow spells: 11.9 ms at best
   for (const std::string& f : {start_s, torch_s, none_s})
-    t.drift[f].resize(3, 1.0), t.drift[f][2] = 1.3;  // the run-off's round 2 runs slow as a whole
+    t.drift[f].resize(4, 1.0), t.drift[f][3] = 1.3;  // the run-off's round 2 runs slow as a whole
   KernelTuning r = search_kernel_paths(start, t.timer(), {});
   EXPECT_EQ(to_string(r.chosen), none_s);
-  ASSERT_EQ(t.timed.size(), 16u + 3u * 3u);  // the search, then 3 rounds of 3 finalists
+  ASSERT_EQ(t.timed.size(), 32u + 3u * 3u);  // the search, then 3 rounds of 3 finalists
   // finalists: the search's choice (start), LibTorch's paths (always), batch_split=none (11.9 ms: within 25 %)
-  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 16, t.timed.begin() + 19),
+  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 32, t.timed.begin() + 35),
             (std::vector<std::string>{start_s, torch_s, none_s}));
-  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 19, t.timed.begin() + 22),
+  EXPECT_EQ(std::vector<std::string>(t.timed.begin() + 35, t.timed.begin() + 38),
             (std::vector<std::string>{torch_s, none_s, start_s}));  // each round starts one further along
   for (const PathTiming& p : r.timings) {
     if (p.paths == r.chosen) {
@@ -135,9 +138,11 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   lucky.ms[torch_s] = 12;
   const std::string lucky_s = "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads";
   lucky.ms[lucky_s] = 10.5;      // truly 5 % slower than start,
-  lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell: 8.4 ms
+  lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell once: 8.4 ms, the lower of its two
   r = search_kernel_paths(start, lucky.timer(), {});
-  EXPECT_EQ(lucky.timed.size(), 16u + 3u * 3u);  // finalists: lucky, LibTorch's, start
+  // the second sweep times only those within 1.5 times the first sweep's best (8.4): lucky, start, LibTorch's;
+  // the run-off's finalists are the same three
+  EXPECT_EQ(lucky.timed.size(), 16u + 3u + 3u * 3u);
   EXPECT_EQ(r.chosen, start);
 }
 
