@@ -1,27 +1,19 @@
 #include "ops/bf16_gemm.h"
 
-#include <cstring>
 #include <stdexcept>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "util/simd_math.h"
+
 namespace poslab {
 namespace {
 
-float hi(uint32_t pair) {
-  const uint32_t u = pair & 0xFFFF0000u;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-float lo(uint32_t pair) {
-  const uint32_t u = pair << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+// The pair's two bf16 values as floats.
+float hi(uint32_t pair) { return simd::bf16_to_float(static_cast<uint16_t>(pair >> 16)); }
+float lo(uint32_t pair) { return simd::bf16_to_float(static_cast<uint16_t>(pair & 0xFFFFu)); }
 
 void gemm_emulated(int64_t m, int64_t n, int64_t p0, int64_t p1, const bf16_pair* a, int64_t a_row, int64_t a_pair,
                    const bf16_pair* b, int64_t ldb, float* c, int64_t ldc) {
