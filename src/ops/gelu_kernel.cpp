@@ -1,6 +1,7 @@
 #include "ops/gelu_kernel.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "util/simd_math.h"
 
@@ -58,27 +59,56 @@ POSLAB_SIMD_TARGETS void accumulate(float* into, const float* x, int64_t n) {
   for (int64_t j = 0; j < n; ++j) into[j] += x[j];
 }
 
+// A bf16 input has only 2^16 values: the GELU of each (rounded to bf16) and its derivative (float) are tabulated
+// once, by the same float formulas, and the kernels look them up. The results are the formulas' bits: y is the
+// formula's float rounded once; dx = dy * gelu'(x) is the same float product the formula forms, rounded once.
+struct GeluTables {
+  std::vector<int32_t> y;   // y[x's bits] = bf16 bits of gelu(x) (32-bit entries: vector gathers read 32 bits)
+  std::vector<float> grad;  // grad[x's bits] = gelu'(x) = Phi(x) + x phi(x)
+};
+
+const GeluTables& tables() {
+  static const GeluTables t = [] {
+    constexpr int64_t kValues = 1 << 16;
+    GeluTables g{std::vector<int32_t>(kValues), std::vector<float>(kValues)};
+    alignas(64) float xf[kBlock], yf[kBlock], ones[kBlock];
+    alignas(64) uint16_t yb[kBlock];
+    std::fill(ones, ones + kBlock, 1.0f);
+    for (int64_t b = 0; b < kValues; b += kBlock) {
+      for (int64_t j = 0; j < kBlock; ++j) xf[j] = simd::bf16_to_float(static_cast<uint16_t>(b + j));
+      gelu_block(xf, yf, kBlock);
+      simd::narrow_bf16(yf, yb, kBlock);
+      std::copy(yb, yb + kBlock, g.y.data() + b);
+      gelu_backward_block(xf, ones, g.grad.data() + b, kBlock);
+    }
+    return g;
+  }();
+  return t;
+}
+
+POSLAB_SIMD_TARGETS void look_up(const uint16_t* x, const int32_t* table, uint16_t* y, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) y[j] = static_cast<uint16_t>(table[x[j]]);
+}
+
+POSLAB_SIMD_TARGETS void scale_by_grad(const uint16_t* x, const float* dy, const float* grad, float* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] * grad[x[j]];
+}
+
 }  // namespace
 
 float erf_approx(float x) { return erf_inline(x); }
 
-void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) {
-  alignas(64) float xf[kBlock], yf[kBlock];
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t m = std::min(kBlock, n - b);
-    simd::widen_bf16(x + b, xf, m);
-    gelu_block(xf, yf, m);
-    simd::narrow_bf16(yf, y + b, m);
-  }
-}
+void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { look_up(x, tables().y.data(), y, n); }
 
 void gelu_backward_bf16(const uint16_t* x, const uint16_t* dy, uint16_t* dx, int64_t n) {
-  alignas(64) float xf[kBlock], dyf[kBlock], dxf[kBlock];
+  const float* grad = tables().grad.data();
+  alignas(64) float dyf[kBlock], dxf[kBlock];
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t m = std::min(kBlock, n - b);
-    simd::widen_bf16(x + b, xf, m);
     simd::widen_bf16(dy + b, dyf, m);
-    gelu_backward_block(xf, dyf, dxf, m);
+    scale_by_grad(x + b, dyf, grad, dxf, m);
     simd::narrow_bf16(dxf, dx + b, m);
   }
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ops/gelu.h"
 #include "ops/gelu_kernel.h"
@@ -35,6 +36,30 @@ TEST(Gelu, BFloat16ValueAndGradientMatchTorchGeluInFloatRoundedOnce) {
   EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6)) << (ours.to(torch::kFloat32) - ref).abs().max();
   EXPECT_TRUE(torch::allclose(x.grad().to(torch::kFloat32), wide.grad(), 1.0 / 128, 1e-5))
       << (x.grad().to(torch::kFloat32) - wide.grad()).abs().max();
+}
+
+TEST(Gelu, EveryBFloat16InputGivesTorchGeluInFloatRoundedOnceAndItsDerivative) {
+  // All 2^16 bf16 bit patterns (the kernel looks each up in a table): finite inputs within one bf16 rounding of
+  // torch::gelu in float, and the gradient of a unit upstream within one rounding of gelu'(x); inf, -inf and nan
+  // as torch::gelu gives them (inf, nan, nan).
+  const auto bits = torch::arange(0, 1 << 16, torch::kInt32).to(torch::kInt16);
+  const auto x = bits.view(torch::kBFloat16).clone().requires_grad_(true);
+  const auto ours = poslab::gelu(x);
+  ours.backward(torch::ones_like(ours));
+  const auto wide = x.detach().to(torch::kFloat32);
+  const auto finite = torch::isfinite(wide) & (wide.abs() < 1e30);
+  const auto w = wide.masked_select(finite).requires_grad_(true);
+  const auto ref = torch::gelu(w);
+  ref.backward(torch::ones_like(ref));
+  const auto y = ours.to(torch::kFloat32).masked_select(finite), g = x.grad().to(torch::kFloat32).masked_select(finite);
+  EXPECT_TRUE(torch::allclose(y, ref, 1.0 / 256, 1e-30)) << (y - ref).abs().max();
+  EXPECT_TRUE(torch::allclose(g, w.grad(), 1.0 / 128, 1e-6)) << (g - w.grad()).abs().max();
+  const auto at = [&](float v) { return poslab::gelu(torch::full({1}, v).to(torch::kBFloat16)).item<float>(); };
+  EXPECT_EQ(at(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(at(-std::numeric_limits<float>::infinity())));
+  EXPECT_TRUE(std::isnan(at(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(at(0.0f), 0.0f);
+  EXPECT_EQ(at(1.0f), 0.83984375f);  // 0.8413447 rounded to bf16
 }
 
 TEST(Gelu, OtherDtypesAndNoGradUseTheSameValues) {
