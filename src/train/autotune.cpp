@@ -217,6 +217,7 @@ PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, con
     KeepCpuRng keep_rng;
     if (paths.batch_split == "none" && split.ways() > 1 && !*whole) *whole = std::make_unique<BatchSplit>(model, 1);
     BatchSplit& s = paths.batch_split == "none" && split.ways() > 1 ? **whole : split;
+    IntraOpThreads one(s.ways() > 1 ? 1 : 0);  // as train_step_on keeps it for the whole step
     std::vector<double> ms;
     for (int r = 0; r < warmup + reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();

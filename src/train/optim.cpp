@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -99,7 +100,7 @@ std::pair<double, double> grad_norm_and(const torch::optim::AdamW& opt, const to
   return {std::sqrt(squares), scalar.defined() ? host[1].item<double>() : NAN};
 }
 
-void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
+void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale, const PartRunner& run) {
   RECORD_FUNCTION("poslab::fused_adamw_step", std::vector<c10::IValue>());
   bool all = true;
   for (const auto& group : opt.param_groups())
@@ -113,6 +114,13 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
     opt.step();
     return;
   }
+  struct Item {
+    float *p, *m, *v;
+    const float* g;
+    int64_t n;
+    AdamWScalars s;
+  };
+  std::vector<Item> items;
   for (auto& group : opt.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "fused_adamw_step: amsgrad is not supported");
@@ -136,14 +144,27 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale) {
       const AdamWScalars s{static_cast<float>(grad_scale), static_cast<float>(1 - o.lr() * o.weight_decay()),
                            static_cast<float>(beta1), static_cast<float>(beta2), static_cast<float>(o.lr() / bc1),
                            static_cast<float>(std::sqrt(bc2)), static_cast<float>(o.eps())};
-      float* pp = p.data_ptr<float>();
-      const float* gp = p.grad().data_ptr<float>();
-      float* mp = st.exp_avg().data_ptr<float>();
-      float* vp = st.exp_avg_sq().data_ptr<float>();
-      parallel_for(0, p.numel(), 32768,
-                   [&](int64_t b, int64_t e) { adamw_update(pp + b, gp + b, mp + b, vp + b, e - b, s); });
+      items.push_back({p.data_ptr<float>(), st.exp_avg().data_ptr<float>(), st.exp_avg_sq().data_ptr<float>(),
+                       p.grad().data_ptr<float>(), p.numel(), s});
     }
   }
+  if (!run) {
+    for (const Item& it : items)
+      parallel_for(0, it.n, 32768,
+                   [&](int64_t b, int64_t e) { adamw_update(it.p + b, it.g + b, it.m + b, it.v + b, e - b, it.s); });
+    return;
+  }
+  int64_t total = 0;
+  for (const Item& it : items) total += it.n;
+  run([&](int part, int parts) {  // elements [lo, hi) of the parameters laid end to end
+    const int64_t lo = total * part / parts, hi = total * (part + 1) / parts;
+    int64_t start = 0;
+    for (const Item& it : items) {
+      const int64_t b = std::max(lo, start) - start, e = std::min(hi, start + it.n) - start;
+      if (b < e) adamw_update(it.p + b, it.g + b, it.m + b, it.v + b, e - b, it.s);
+      start += it.n;
+    }
+  });
 }
 
 }  // namespace poslab

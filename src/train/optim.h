@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -47,6 +48,10 @@ std::pair<double, double> grad_norm_and(const torch::optim::AdamW& opt, const to
 // two moments, with the gradient multiplied by grad_scale on the way (clipping without a pass of its own).
 // Same state as LibTorch's AdamW (checkpoints are interchangeable) and the same arithmetic to float rounding
 // (tests/train/test_optim.cpp). Float32 CPU parameters only; others fall back to AdamW::step.
-void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale);
+// With `run`, the update is cut into equal parts of all the parameters' elements, and run(f) calls f(part, parts)
+// for each (the batch split's threads: BatchSplit::run_parts); without, each parameter is split over the intra-op
+// threads. The update is elementwise: the result is the same either way.
+using PartRunner = std::function<void(const std::function<void(int part, int parts)>&)>;
+void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale, const PartRunner& run = {});
 
 }  // namespace poslab

@@ -126,6 +126,28 @@ void BatchSplit::share_parameters() {
   }
 }
 
+void BatchSplit::run_parts(const std::function<void(int part, int parts)>& f) {
+  if (ways_ == 1) return f(0, 1);
+  IntraOpThreads one(1);  // one intra-op thread per part
+  std::vector<std::exception_ptr> errors(ways_);
+  for (int i = 1; i < ways_; ++i)
+    workers_[i - 1]->start([&, i] {
+      try {
+        f(i, ways_);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  try {
+    f(0, ways_);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (int i = 1; i < ways_; ++i) workers_[i - 1]->wait();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                                            const torch::Device& device) {
   if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device);
@@ -134,28 +156,12 @@ torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::
   const int n = static_cast<int>(xs.size());  // chunk() gives fewer slices when the batch is small
   const double batch = static_cast<double>(x.size(0));
   std::vector<torch::Tensor> losses(n);
-  const int intra = at::get_num_threads();
-  at::set_num_threads(1);  // one intra-op thread per slice
-  std::vector<std::exception_ptr> errors(n);
-  for (int i = 1; i < n; ++i) {
-    replicas_[i - 1]->train(model_->is_training());
-    workers_[i - 1]->start([&, i] {
-      try {
-        losses[i] = slice_loss(replicas_[i - 1], xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  try {
-    losses[0] = slice_loss(model_, xs[0], ys[0], scale * xs[0].size(0) / batch, bf16, device);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (int i = 1; i < n; ++i) workers_[i - 1]->wait();
-  at::set_num_threads(intra);
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  for (int i = 1; i < n; ++i) replicas_[i - 1]->train(model_->is_training());
+  run_parts([&](int i, int) {
+    if (i >= n) return;
+    GPT& m = i == 0 ? model_ : replicas_[i - 1];
+    losses[i] = slice_loss(m, xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device);
+  });
   torch::Tensor total = losses[0];
   for (int i = 1; i < n; ++i) total = total + losses[i];
   return total;
@@ -175,6 +181,16 @@ void BatchSplit::reduce_grads() {
       g = torch::Tensor();
     }
   }
+}
+
+IntraOpThreads::IntraOpThreads(int n) {
+  if (n <= 0) return;
+  previous_ = at::get_num_threads();
+  if (previous_ != n) at::set_num_threads(n);  // (1.13 rebuilds its pthreadpool at every call: only on a change)
+}
+
+IntraOpThreads::~IntraOpThreads() {
+  if (previous_ > 0 && previous_ != at::get_num_threads()) at::set_num_threads(previous_);
 }
 
 int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes) {
@@ -204,6 +220,8 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   // Each rank's share of the batch weighs 1 / world of it (equal shares): the sum over ranks is the batch mean.
   const double scale = 1.0 / (static_cast<double>(micro_batches.size()) * world);
+  const bool parts = split != nullptr && split->ways() > 1;
+  IntraOpThreads one(parts ? 1 : 0);  // see the header
   for (const auto& [x, y] : micro_batches)
     loss_sum += split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
   if (split) split->reduce_grads();
@@ -216,7 +234,11 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   // Clipping as torch::nn::utils::clip_grad_norm_ does it, folded into the update: scale max_norm / (norm + 1e-6)
   // when that is below 1.
   const double coef = t.grad_clip > 0 ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;
-  if (r.finite) fused_adamw_step(optimizer, std::min(coef, 1.0));
+  if (r.finite) {
+    PartRunner run;
+    if (parts) run = [split](const std::function<void(int, int)>& f) { split->run_parts(f); };
+    fused_adamw_step(optimizer, std::min(coef, 1.0), run);
+  }
   // Gradients dropped rather than zeroed: the next backward then hands each parameter its gradient tensor
   // (no fill with zeros, no add into them: two passes over every gradient saved per step).
   for (auto& group : optimizer.param_groups())

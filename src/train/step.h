@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -41,6 +42,9 @@ class BatchSplit {
                                  const torch::Device& device);
   // Adds the replicas' gradients into the model's, in order, and clears them.
   void reduce_grads();
+  // f(part, ways) for every part in 0 .. ways - 1: part 0 on this thread, the others on the slices' threads (one
+  // intra-op thread each); returns when all have returned, rethrowing the first part's exception.
+  void run_parts(const std::function<void(int part, int parts)>& f);
 
  private:
   void share_parameters();  // (re)points every replica parameter at the model's storage
@@ -53,13 +57,27 @@ class BatchSplit {
   std::vector<std::unique_ptr<Worker>> workers_;  // one per replica
 };
 
+// While alive, LibTorch's intra-op thread count on this thread is n (0: left alone); then the previous one again.
+class IntraOpThreads {
+ public:
+  explicit IntraOpThreads(int n);
+  ~IntraOpThreads();
+  IntraOpThreads(const IntraOpThreads&) = delete;
+  IntraOpThreads& operator=(const IntraOpThreads&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // The number of slices run.batch_split asks for: auto = one per intra-op thread on CPU when the model has no
 // dropout, else 1; never more than this process's rows of the batch (train.batch_size / `processes`).
 int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes = 1);
 
 // grad_accum micro-batches (forward under bf16 autocast when train.dtype says so), backward, clip, AdamW step.
 // A non-finite loss or gradient norm skips the optimizer step (the caller decides to stop or go on).
-// With `split`, each micro-batch runs batch-parallel (see BatchSplit).
+// With `split`, each micro-batch runs batch-parallel (see BatchSplit), and the rest of the step keeps one intra-op
+// thread per thread too (AdamW is shared among the slices' threads): LibTorch's other OpenMP threads, once woken,
+// spin on past their work into the next step's slices, on the cores the slices run on.
 // With `comm` (data parallel over its ranks): every rank draws the same micro-batches from the same sampler and
 // trains on its shard of each; one sum across ranks per step (the gradients, the loss and the stop flag, in
 // buckets) comes before the norm, the clipping and AdamW, so every rank makes the same update, the one a single

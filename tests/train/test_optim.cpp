@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <vector>
 
 #include "model/gpt.h"
 #include "train/optim.h"
@@ -112,6 +114,46 @@ TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
     const auto& st = static_cast<torch::optim::AdamWParamState&>(
         *opt_b->state().at(optimizer_state_key(p)));
     EXPECT_EQ(st.step(), 5);
+  }
+}
+
+TEST(Optim, FusedStepInPartsGivesTheSameBitsAsTheWholeStep) {
+  // The batch split's threads share the update in parts of all the parameters' elements laid end to end: three
+  // parts here, cutting through parameters, run one after another. Every parameter and moment equals the
+  // whole step's bit for bit, and every part is asked for.
+  TrainConfig t;
+  t.weight_decay = 0.1;
+  torch::manual_seed(4);
+  GPT a(small(), 20), b(small(), 20);
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+  }
+  auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
+  const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
+  std::vector<int> asked;
+  const PartRunner in_three = [&](const std::function<void(int, int)>& f) {
+    for (int part = 0; part < 3; ++part) {
+      asked.push_back(part);
+      f(part, 3);
+    }
+  };
+  for (int step = 0; step < 3; ++step) {
+    for (GPT* m : {&a, &b}) GPTImpl::loss((*m)->forward(idx), idx.roll(1, 1)).backward();
+    fused_adamw_step(*opt_a, 0.5);
+    fused_adamw_step(*opt_b, 0.5, in_three);
+    opt_a->zero_grad();
+    opt_b->zero_grad();
+  }
+  EXPECT_EQ(asked, (std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    const torch::Tensor pa = a->parameters()[i];
+    const torch::Tensor pb = b->parameters()[i];
+    EXPECT_TRUE(torch::equal(pa, pb)) << a->named_parameters().keys()[i];
+    const auto& sa = static_cast<torch::optim::AdamWParamState&>(*opt_a->state().at(optimizer_state_key(pa)));
+    const auto& sb = static_cast<torch::optim::AdamWParamState&>(*opt_b->state().at(optimizer_state_key(pb)));
+    EXPECT_TRUE(torch::equal(sa.exp_avg(), sb.exp_avg()) && torch::equal(sa.exp_avg_sq(), sb.exp_avg_sq()));
+    EXPECT_EQ(sb.step(), 3);
   }
 }
 

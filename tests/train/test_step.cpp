@@ -94,9 +94,14 @@ TEST(Step, BatchSplitReportsAWorkersErrorAndKeepsWorking) {
   const auto x = torch::zeros({8, 16}, torch::kLong);
   auto y = torch::zeros({8, 16}, torch::kLong);
   y[7][3] = 40;  // outside the vocabulary, in the worker's slice (rows 4..7) only
+  const int threads = at::get_num_threads();
+  at::set_num_threads(3);  // the slices run on one intra-op thread each; the caller's count comes back, error or not
   EXPECT_THROW(split.forward_backward(x, y, 1.0, false, torch::kCPU), c10::Error);
+  EXPECT_EQ(at::get_num_threads(), 3);
   y[7][3] = 0;
   const double loss = split.forward_backward(x, y, 1.0, false, torch::kCPU).item<double>();
+  EXPECT_EQ(at::get_num_threads(), 3);
+  at::set_num_threads(threads);
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_GT(loss, 0.0);
 }
