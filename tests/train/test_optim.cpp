@@ -22,6 +22,12 @@ ModelConfig small(const std::string& position = "learned") {
   return m;
 }
 
+void copy_parameters(const GPT& from, GPT& to) {
+  torch::NoGradGuard no_grad;
+  const auto src = from->parameters(), dst = to->parameters();
+  for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+}
+
 TEST(Optim, TwoDimWeightsDecayBiasesAndNormsDoNot) {
   GPT model(small(), 20);
   const ParamGroups g = split_param_groups(model, /*decay_position_table=*/true);
@@ -89,10 +95,7 @@ TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
   t.lr = 3e-3;
   torch::manual_seed(3);
   GPT a(small(), 20), b(small(), 20);
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
-  }
+  copy_parameters(a, b);
   auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
   const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
   for (int step = 0; step < 5; ++step) {
@@ -125,10 +128,7 @@ TEST(Optim, FusedStepInPartsGivesTheSameBitsAsTheWholeStep) {
   t.weight_decay = 0.1;
   torch::manual_seed(4);
   GPT a(small(), 20), b(small(), 20);
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
-  }
+  copy_parameters(a, b);
   auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
   const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
   std::vector<int> asked;
