@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
+  ccache                  # compiler cache shared by every clone and both builds (CMakeLists.txt)
   libtorch-dev            # LibTorch 1.13 (CPU)
   libgloo-dev             # headers of Gloo, the CPU backend of LibTorch's c10d (multi-process training)
   python3-torch           # torchrun, the launcher tests/distributed/test_torchrun.sh starts poslab with

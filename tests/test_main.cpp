@@ -1,9 +1,12 @@
 // GoogleTest main: takes the fast BLAS path like poslab itself, keeps the logs quiet, and fixes the kernel paths
 // (util/kernel_paths.h) unless the environment already names them: the tests compare runs bit for bit, and a
-// measured choice could differ between two runs of one test. (Autotune's tests measure on purpose.)
+// measured choice could differ between two runs of one test. (Autotune's tests measure on purpose.) A --gtest_filter
+// that selects no test fails: CTest runs the cases grouped by filters (tests/gtest_groups.cmake), and a group that ran
+// nothing must not pass.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "util/platform.h"
@@ -13,5 +16,11 @@ int main(int argc, char** argv) {
   setenv("POSLAB_KERNELS", "default", /*overwrite=*/0);
   spdlog::set_level(spdlog::level::warn);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int failed = RUN_ALL_TESTS();
+  if (!GTEST_FLAG_GET(list_tests) && ::testing::UnitTest::GetInstance()->test_to_run_count() == 0) {
+    std::fprintf(stderr, "error: no test matches --gtest_filter=%s\nhint: --gtest_list_tests lists the cases\n",
+                 GTEST_FLAG_GET(filter).c_str());
+    return 1;
+  }
+  return failed;
 }

@@ -18,9 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-constexpr int64_t kGrain = 16384;
-
-
 // bf16 -> float and float -> bf16 (round to nearest even) in vectorised loops: LibTorch 1.13 converts one
 // element at a time.
 torch::Tensor widen(const torch::Tensor& t) {
@@ -28,7 +25,7 @@ torch::Tensor widen(const torch::Tensor& t) {
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kFloat32));
   const uint16_t* in = bf16_bits(c);
   float* o = out.data_ptr<float>();
-  parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::widen_bf16(in + b, o + b, e - b); });
+  parallel_for(0, c.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) { simd::widen_bf16(in + b, o + b, e - b); });
   return out;
 }
 
@@ -37,7 +34,7 @@ torch::Tensor narrow(const torch::Tensor& t) {
   torch::Tensor out = torch::empty(c.sizes(), c.options().dtype(torch::kBFloat16));
   const float* in = c.data_ptr<float>();
   uint16_t* o = bf16_bits(out);
-  parallel_for(0, c.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, o + b, e - b); });
+  parallel_for(0, c.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, o + b, e - b); });
   return out;
 }
 

@@ -10,14 +10,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-constexpr int64_t kGrain = 16384;
-
-
 torch::Tensor forward_impl(const torch::Tensor& x) {
   torch::Tensor y = torch::empty_like(x);
   const uint16_t* xp = bf16_bits(x);
   uint16_t* yp = bf16_bits(y);
-  parallel_for(0, x.numel(), kGrain, [&](int64_t b, int64_t e) { gelu_bf16(xp + b, yp + b, e - b); });
+  parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) { gelu_bf16(xp + b, yp + b, e - b); });
   return y;
 }
 
@@ -32,7 +29,7 @@ struct FusedGelu : public torch::autograd::Function<FusedGelu> {
     torch::Tensor dx = torch::empty_like(x);
     const uint16_t *xp = bf16_bits(x), *dyp = bf16_bits(dy);
     uint16_t* dxp = bf16_bits(dx);
-    parallel_for(0, x.numel(), kGrain,
+    parallel_for(0, x.numel(), kElementwiseGrain,
                  [&](int64_t b, int64_t e) { gelu_backward_bf16(xp + b, dyp + b, dxp + b, e - b); });
     return {dx};
   }
@@ -46,7 +43,7 @@ torch::Tensor bias_forward_impl(const torch::Tensor& x2, const torch::Tensor& b)
   const uint16_t* xp = bf16_bits(x2);
   const float* bp = b.data_ptr<float>();
   uint16_t* yp = bf16_bits(y);
-  parallel_for(0, N, std::max<int64_t>(1, kGrain / C),
+  parallel_for(0, N, std::max<int64_t>(1, kElementwiseGrain / C),
                [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C); });
   return y;
 }

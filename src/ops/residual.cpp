@@ -9,14 +9,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-constexpr int64_t kGrain = 16384;
-
 torch::Tensor forward_impl(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor out = torch::empty_like(x);
   const float* xp = x.data_ptr<float>();
   const auto* yp = reinterpret_cast<const uint16_t*>(y.data_ptr<at::BFloat16>());
   float* op = out.data_ptr<float>();
-  parallel_for(0, x.numel(), kGrain,
+  parallel_for(0, x.numel(), kElementwiseGrain,
                [&](int64_t b, int64_t e) { simd::add_widened_bf16(xp + b, yp + b, op + b, e - b); });
   return out;
 }
@@ -30,7 +28,7 @@ struct ResidualAdd : public torch::autograd::Function<ResidualAdd> {
     torch::Tensor gy = torch::empty(g.sizes(), g.options().dtype(torch::kBFloat16));
     const float* gp = g.data_ptr<float>();
     auto* yp = reinterpret_cast<uint16_t*>(gy.data_ptr<at::BFloat16>());
-    parallel_for(0, g.numel(), kGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(gp + b, yp + b, e - b); });
+    parallel_for(0, g.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) { simd::narrow_bf16(gp + b, yp + b, e - b); });
     return {g, gy};
   }
 };

@@ -17,6 +17,10 @@ namespace poslab {
 // the intra-op thread count is 1, or inside another parallel region). An exception thrown by f is rethrown here.
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
 
+// The grain of poslab's elementwise loops (GELU, residual adds, bf16 widening and narrowing): ranges no longer than
+// this run on one thread, where waking the others would cost more than the work.
+constexpr int64_t kElementwiseGrain = 16384;
+
 // The number of threads parallel_for splits a long range over on this thread (at::get_num_threads()).
 int parallel_threads();
 

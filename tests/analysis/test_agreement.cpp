@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "source_paths.h"
 #include "analysis/agreement.h"
 #include "analysis/table_io.h"
 #include "test_tensors.h"
@@ -28,7 +29,7 @@ torch::Tensor planted(int64_t P, int64_t d, uint64_t seed) {
   return basis.matmul(gaussian({3, d}, seed)) + 0.01 * gaussian({P, d}, seed + 1);
 }
 
-std::string fixture(const std::string& rel) { return std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/" + rel; }
+std::string fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
 
 TEST(Agreement, ARotatedRescaledCopyAgreesExactly) {
   const auto A = planted(96, 40, 1);

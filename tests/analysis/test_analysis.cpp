@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
@@ -189,7 +190,7 @@ TEST(Analysis, JsonHasTheDocumentedKeys) {
 
 // The facts known of the first 64 rows of GPT-2's real position table (tests/fixtures/README.md).
 TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const torch::Tensor W = read_npy_table(path);
   const Analysis all = analyze_table(W, path);
   EXPECT_NEAR(all.row_norms[0], 9.876, 1e-3);

@@ -3,6 +3,7 @@
 
 #include <complex>
 
+#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
@@ -145,7 +146,7 @@ TEST(PositionProbe, AgreesWithTheNormalEquationsAtTheChosenPenalty) {
 }
 
 TEST(Interpolation, GPT2TableIsSmoothEnoughToInterpolate) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const torch::Tensor W = read_npy_table(path).to(torch::kFloat64).slice(0, 1);  // row 0 stands apart
   const Analysis a = analyze_table(W, "gpt2 rows 1-63");
   ASSERT_FALSE(a.reconstruction.empty());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/noise_floor.h"
@@ -95,7 +96,7 @@ TEST(NoiseFloor, PureNoiseAndSignalBelowTheDetectionLimitGiveNothing) {
 }
 
 TEST(NoiseFloor, AgreesWithNumPy) {
-  const std::string dir = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/";
+  const std::string dir = poslab::test::source_dir() + "/tests/fixtures/";
   std::ifstream in(dir + "noise_floor_numpy.json");
   ASSERT_TRUE(in) << "missing " << dir << "noise_floor_numpy.json (scripts/noise_floor_numpy.py writes it)";
   const auto j = nlohmann::json::parse(in);

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/probes.h"
 #include "analysis/table_io.h"
@@ -14,7 +15,7 @@
 namespace poslab {
 namespace {
 
-std::string fixture(const std::string& rel) { return std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/" + rel; }
+std::string fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
 
 TEST(LiteratureProbes, ALineInPositionIsReadExactly) {
   torch::manual_seed(1);

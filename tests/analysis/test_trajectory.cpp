@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "source_paths.h"
 #include "analysis/baselines.h"
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
@@ -100,7 +101,7 @@ TEST(Trajectory, ShuffledStructureIsLowRankButNotSmooth) {
 // A table that was smooth and low rank before training (fixed sinusoidal, GPT-2's own rows, an extended table or
 // --init-from) is "present from the start", not "emerged".
 TEST(Trajectory, StructureAtStepZeroIsPresentNotEmerged) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const torch::Tensor gpt2 = select_rows(read_npy_table(path), "1:64");
   const torch::Tensor sinus = synthetic_table("sinusoidal", 128, 128, 0);
   for (const auto& [name, W] : std::vector<std::pair<std::string, torch::Tensor>>{{"gpt2", gpt2}, {"sinusoidal", sinus}}) {
@@ -130,7 +131,7 @@ std::vector<std::pair<int64_t, torch::Tensor>> fixture_run(const std::string& na
   for (int64_t step : steps) {
     char file[64];
     std::snprintf(file, sizeof file, "wpe_step%06lld.npy", static_cast<long long>(step));
-    snaps.emplace_back(step, read_npy_table(std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/runs/" + name + "/" + file));
+    snaps.emplace_back(step, read_npy_table(poslab::test::source_dir() + "/tests/fixtures/runs/" + name + "/" + file));
   }
   return snaps;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "source_paths.h"
 #include "config/config.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -170,7 +171,7 @@ void leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::
 // Every config in configs/ loads, finds its corpus in a clone (relative paths from the repository root; absolute
 // ones are Debian packages that scripts/setup.sh installs), and lists only what differs from the defaults.
 TEST(Config, EveryShippedConfigRunsFromACloneAndListsOnlyWhatDiffers) {
-  const std::filesystem::path root = POSLAB_SOURCE_DIR;
+  const std::filesystem::path root = poslab::test::source_dir();
   int configs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(root / "configs")) {
     if (entry.path().extension() != ".yaml") continue;

@@ -1,7 +1,13 @@
 // The launch environment (torchrun's, SLURM's), the row shares, and the launcher's argument list: known answers
 // and every error.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -100,9 +106,22 @@ TEST(DistEnv, InconsistentOrMalformedVariablesAreErrorsNamingThem) {
 }
 
 TEST(DistEnv, FreePortIsAUsablePort) {
+  // The port is free: a server binds it on loopback and listens, and a client connects to it there.
   const int port = free_tcp_port();
-  EXPECT_GT(port, 0);
-  EXPECT_LE(port, 65535);
+  ASSERT_GT(port, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(server, 0) << std::strerror(errno);
+  EXPECT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << "port " << port << ": " << std::strerror(errno);
+  EXPECT_EQ(::listen(server, 1), 0) << std::strerror(errno);
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(client, 0) << std::strerror(errno);
+  EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << "port " << port << ": " << std::strerror(errno);
+  ::close(client);
+  ::close(server);
 }
 
 TEST(Shard, RanksTakeEqualContiguousSharesInOrder) {

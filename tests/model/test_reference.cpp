@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "source_paths.h"
 #include "analysis/safetensors.h"
 #include "config/config.h"
 #include "model/gpt.h"
@@ -101,7 +102,7 @@ Mismatch compare(const torch::Tensor& got_in, const torch::Tensor& want_in, cons
 // The fixture's tensors by name, read once.
 class Fixture {
  public:
-  Fixture() : path_(std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt_reference.safetensors"), bytes_(read_file(path_)) {}
+  Fixture() : path_(poslab::test::source_dir() + "/tests/fixtures/gpt_reference.safetensors"), bytes_(read_file(path_)) {}
   torch::Tensor operator[](const std::string& name) const {
     const SafetensorsEntry e = find_safetensors_entry(bytes_, name, path_);
     if (e.dtype != "I64" && e.dtype != "F32")

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "source_paths.h"
 #include "analysis/agreement.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
@@ -258,7 +259,7 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
 // The example sweeps load: every variant's config is valid, each has at least 3 seeds and 2 variants.
 TEST(ExampleSweeps, EveryShippedSweepLoads) {
   std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(fs::path(POSLAB_SOURCE_DIR) / "configs" / "sweeps")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(poslab::test::source_dir()) / "configs" / "sweeps")) {
     SCOPED_TRACE(entry.path().string());
     const Sweep s = load_sweep(entry.path().string());
     EXPECT_GE(s.seeds.size(), 3u);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/npy.h"
@@ -65,7 +66,7 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
 }
 
 TEST(Npy, ReadsTheRealGpt2Table) {
-  const std::string path = std::string(POSLAB_SOURCE_DIR) + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const NpyArray a = read_npy(path);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{64, 768}));
   double norm0 = 0;
