@@ -122,8 +122,8 @@ done
 # torchrun test where python3 has no torchrun.
 t0=$SECONDS
 ctest_log=build-gpu/ctest.log
-exclude='^cli$'
-command -v gnuplot >/dev/null || exclude='^cli$|^Report\.'
+exclude='^cli$|^cuda$'
+command -v gnuplot >/dev/null || exclude="$exclude|^Report\$"
 command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
 if ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
   tests_ok=yes
@@ -131,11 +131,14 @@ else
   tests_ok=NO
   grep -E '\*\*\*(Failed|Exception)|Failure' "$ctest_log" | head -20 >&2 || true
 fi
-note "tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; skipped: $(grep -c '\*\*\*Skipped' "$ctest_log" || true); left to CI (need gnuplot): $exclude"
-# "135/151 Test #135: Devices/Suite.Name/cuda  # GetParam() = "cuda" .....***Skipped   0.92 sec" -> "Devices/... Skipped"
-cuda_cases=$(awk '$2 == "Test" && $4 ~ /^Devices\/.*\/cuda$/ { st = $(NF - 2); gsub(/[.*]/, "", st); print $4, st }' "$ctest_log")
+note "tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; left out: $exclude"
+# The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted:
+# "[       OK ] Devices/Suite.Name/cuda (812 ms)", "[  SKIPPED ] ...", "[  FAILED  ] ...".
+cuda_log=build-gpu/cuda_cases.log
+POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
+cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ]*\/cuda) .*/\2 \1/p' "$cuda_log")
 echo "$cuda_cases" >&2
-note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) listed, $(echo "$cuda_cases" | grep -c ' Passed' || true) passed, $(echo "$cuda_cases" | grep -c ' Skipped' || true) skipped"
+note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
 
 # --- the default run on the device -----------------------------------------------------------------------
 t0=$SECONDS
