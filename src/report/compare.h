@@ -1,5 +1,6 @@
 // poslab compare: runs grouped by variant (a sweep's VARIANT folder, or each run alone), seeds pooled as
 // mean ± standard deviation, as a table (CSV, JSON) and one HTML page with gnuplot figures.
+// compare.cpp reads and pools the runs; compare_page.cpp writes the page (its fixed HTML: compare_page.html).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,7 @@
 #include "report/html.h"
 
+#include "util/error.h"
+
 namespace poslab {
 
 std::string html_escape(const std::string& s) {
@@ -14,6 +16,14 @@ std::string html_escape(const std::string& s) {
     }
   }
   return out;
+}
+
+void fill_line(std::string& page, std::string_view marker, std::string_view text) {
+  const std::string line = std::string(marker) + "\n";
+  const size_t at = page.find(line);
+  if (at == std::string::npos)
+    throw Error("page template: no line " + std::string(marker), "the template under src/report/ lost its marker line");
+  page.replace(at, line.size(), text);
 }
 
 std::string base64(const uint8_t* bytes, size_t n) {

@@ -75,6 +75,14 @@ TEST(Html, Base64MatchesRfc4648AndEscapingCoversMarkup) {
   EXPECT_EQ(html_escape("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
 }
 
+TEST(Html, FillLineReplacesTheMarkersLineAndNamesAMissingOne) {
+  std::string page = "<p>\n<!--X-->\n</p>\n";
+  fill_line(page, "<!--X-->", "a\nb\n");
+  EXPECT_EQ(page, "<p>\na\nb\n</p>\n");
+  const std::string msg = error_of([&] { fill_line(page, "<!--X-->", ""); });
+  EXPECT_NE(msg.find("no line <!--X-->"), std::string::npos) << msg;
+}
+
 TEST(Watch, PickEvenlyKeepsTheFirstAndLast) {
   EXPECT_EQ(pick_evenly(4, 64), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(pick_evenly(1, 64), (std::vector<int64_t>{0}));
@@ -215,7 +223,7 @@ TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
   EXPECT_NE(page.find("<title>a &lt;run&gt;: watch it form</title>"), std::string::npos);
   EXPECT_NE(page.find("/runs/x&amp;y"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003c!-- x"), std::string::npos);
-  EXPECT_EQ(page.find("/*POSLAB_DATA*/"), std::string::npos);
+  EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of watch_page.html left unfilled";
   size_t closes = 0;
   for (size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
   EXPECT_EQ(closes, 3u);  // the template's three scripts, none from the data

@@ -180,6 +180,7 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   const std::string html = slurp(page);
   EXPECT_NE(html.find("position-learned"), std::string::npos);
   EXPECT_NE(html.find("±"), std::string::npos);
+  EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
