@@ -62,7 +62,7 @@ declare -A sources=(
   [run_files]="src/run/run_files.cpp src/run/run_folder.cpp"
   [sweep]="src/sweep/sweep.cpp"
   [tokenizer]="src/data/tokenizer.cpp"
-  [kernel_cache]="src/train/autotune.cpp"
+  [kernel_cache]="src/train/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )
 # AddressSanitizer everywhere but in the tokenizer's target: ASan cannot run a library opened with RTLD_DEEPBIND,

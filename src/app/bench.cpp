@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 
@@ -69,6 +72,72 @@ void export_matrix(const std::string& path, const torch::Tensor& t) {
   write_file_atomic(path, npy_bytes(m.data_ptr<float>(), m.size(0), m.size(1)));
 }
 
+// A seeded random token stream: the speed does not depend on the text.
+std::vector<int32_t> random_tokens(int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> tokens(200000);
+  std::mt19937_64 rng(seed);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return tokens;
+}
+
+// The initial weights (DIR/init/NAME.npy) and the `micro_batches` windows the steps will draw (DIR/batches.npy).
+void export_start(const std::string& dir, GPT& model, const BatchSampler& sampler, int micro_batches) {
+  make_dirs(dir + "/init");
+  for (const auto& p : model->named_parameters()) export_matrix(dir + "/init/" + p.key() + ".npy", p.value());
+  BatchSampler copy = sampler;  // the same windows the steps will draw
+  std::vector<torch::Tensor> xs;
+  for (int s = 0; s < micro_batches; ++s) {
+    auto [x, y] = copy.next();
+    xs.push_back(torch::cat({x, y.slice(1, -1)}, 1));  // (B, T + 1)
+  }
+  export_matrix(dir + "/batches.npy", torch::cat(xs, 0).to(torch::kFloat32));  // ids < 2^24: exact
+}
+
+struct StepTimes {
+  std::vector<double> losses;  // every step's, the warmup's included
+  double timed_seconds = 0;    // wall time of the steps after the warmup
+};
+
+// opt.warmup + opt.steps updates (t.max_steps of them), the timed ones under LibTorch's profiler when asked.
+StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
+                    BatchSplit& split, const torch::Device& device, const BenchOptions& opt) {
+  StepTimes out;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  for (int s = 0; s < t.max_steps; ++s) {
+    if (s == opt.warmup && !opt.profile_path.empty())
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
+    const auto t0 = Clock::now();
+    const torch::Tensor loss = train_step(model, optimizer, sampler, t, lr_at(s, t), device, &split).loss;
+    if (device.is_cuda()) torch::cuda::synchronize();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s >= opt.warmup) out.timed_seconds += dt;
+    out.losses.push_back(loss.item<double>());  // outside the timed region's hot path: after dt
+  }
+  profile.reset();  // writes the trace
+  return out;
+}
+
+// One snapshot's analysis in ms (the .npy write is ~1 ms more); 0 without a position table.
+double snapshot_analysis_ms(GPT& model) {
+  const auto a0 = Clock::now();
+  if (!model->wpe) return 0;
+  analyze_snapshot(model->position_table(), SnapshotInfo{});
+  return std::chrono::duration<double, std::milli>(Clock::now() - a0).count();
+}
+
+// The config benchmarked: the model's shape, the optimizer's settings, the steps and threads.
+nlohmann::json config_json(const Config& cfg, int64_t vocab, int max_steps, int threads) {
+  return {{"n_layer", cfg.model.n_layer}, {"n_head", cfg.model.n_head}, {"n_embd", cfg.model.n_embd},
+          {"block_size", cfg.model.block_size}, {"batch_size", cfg.train.batch_size},
+          {"grad_accum", cfg.train.grad_accum}, {"vocab_size", vocab}, {"dtype", cfg.train.dtype},
+          {"dropout", cfg.model.dropout}, {"bias", cfg.model.bias}, {"lr", cfg.train.lr},
+          {"min_lr", cfg.train.min_lr}, {"warmup_steps", cfg.train.warmup_steps},
+          {"weight_decay", cfg.train.weight_decay}, {"decay_position_table", cfg.train.decay_position_table},
+          {"beta1", cfg.train.beta1}, {"beta2", cfg.train.beta2}, {"grad_clip", cfg.train.grad_clip},
+          {"wpe_init_std", cfg.model.wpe_init_std}, {"position", cfg.model.position},
+          {"max_steps", max_steps}, {"threads", threads}};
+}
+
 }  // namespace
 
 nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
@@ -81,11 +150,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
   const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
-
-  // A seeded random token stream: the speed does not depend on the text.
-  std::vector<int32_t> tokens(200000);
-  std::mt19937_64 rng(static_cast<uint64_t>(cfg.run.seed));
-  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  const std::vector<int32_t> tokens = random_tokens(vocab, static_cast<uint64_t>(cfg.run.seed));
   BatchSampler sampler(tokens, cfg.train.batch_size, cfg.model.block_size, static_cast<uint64_t>(cfg.run.seed));
 
   GPT model(cfg.model, vocab);
@@ -93,64 +158,24 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   auto optimizer = make_optimizer(model, cfg.train);
   model->train();
 
-  const int total = opt.warmup + opt.steps;
   TrainConfig t = cfg.train;
-  t.max_steps = total;
-  if (!opt.export_dir.empty()) {
-    make_dirs(opt.export_dir + "/init");
-    for (const auto& p : model->named_parameters()) export_matrix(opt.export_dir + "/init/" + p.key() + ".npy", p.value());
-    BatchSampler copy = sampler;  // the same windows the steps below will draw
-    std::vector<torch::Tensor> xs;
-    for (int s = 0; s < total * t.grad_accum; ++s) {
-      auto [x, y] = copy.next();
-      xs.push_back(torch::cat({x, y.slice(1, -1)}, 1));  // (B, T + 1)
-    }
-    export_matrix(opt.export_dir + "/batches.npy", torch::cat(xs, 0).to(torch::kFloat32));  // ids < 2^24: exact
-  }
-
+  t.max_steps = opt.warmup + opt.steps;
+  if (!opt.export_dir.empty()) export_start(opt.export_dir, model, sampler, t.max_steps * t.grad_accum);
   auto split = std::make_unique<BatchSplit>(model, batch_split_ways(cfg, threads, device));
   const KernelTuning tuning = choose_kernel_paths(model, *split, cfg, device, threads);
   if (batch_split_of(split->ways()) != split->ways()) split = std::make_unique<BatchSplit>(model, 1);
-  std::vector<double> losses;
-  double timed = 0;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
-  for (int s = 0; s < total; ++s) {
-    if (s == opt.warmup && !opt.profile_path.empty())
-      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
-    const auto t0 = Clock::now();
-    const torch::Tensor loss = train_step(model, *optimizer, sampler, t, lr_at(s, t), device, split.get()).loss;
-    if (device.is_cuda()) torch::cuda::synchronize();
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s >= opt.warmup) timed += dt;
-    losses.push_back(loss.item<double>());  // outside the timed region's hot path: after dt
-  }
-  profile.reset();  // writes the trace
-
-  // One snapshot's analysis (the .npy write is ~1 ms more).
-  const auto a0 = Clock::now();
-  double analysis_ms = 0;
-  if (model->wpe) {
-    analyze_snapshot(model->position_table(), SnapshotInfo{});
-    analysis_ms = std::chrono::duration<double, std::milli>(Clock::now() - a0).count();
-  }
+  const StepTimes run = run_steps(model, *optimizer, sampler, t, *split, device, opt);
+  const double analysis_ms = snapshot_analysis_ms(model);
 
   const int64_t tokens_per_step = static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum * cfg.model.block_size;
-  const double ms_per_step = 1000.0 * timed / opt.steps;
-  const double tok_s = tokens_per_step / (timed / opt.steps);
+  const double ms_per_step = 1000.0 * run.timed_seconds / opt.steps;
+  const double tok_s = tokens_per_step / (run.timed_seconds / opt.steps);
   const int64_t n_params = model->num_params(false);
   const double step_flops = flops_per_token(n_params, cfg.model) * tokens_per_step;
-  const double achieved = step_flops / (timed / opt.steps) / 1e9;
+  const double achieved = step_flops / (run.timed_seconds / opt.steps) / 1e9;
   const double peak = matmul_gflops(cfg.train.dtype, peak_matmul_size(device_name), 5, device_name);
   nlohmann::json j = {
-      {"config", {{"n_layer", cfg.model.n_layer}, {"n_head", cfg.model.n_head}, {"n_embd", cfg.model.n_embd},
-                  {"block_size", cfg.model.block_size}, {"batch_size", cfg.train.batch_size},
-                  {"grad_accum", cfg.train.grad_accum}, {"vocab_size", vocab}, {"dtype", cfg.train.dtype},
-                  {"dropout", cfg.model.dropout}, {"bias", cfg.model.bias}, {"lr", cfg.train.lr},
-                  {"min_lr", cfg.train.min_lr}, {"warmup_steps", cfg.train.warmup_steps},
-                  {"weight_decay", cfg.train.weight_decay}, {"decay_position_table", cfg.train.decay_position_table},
-                  {"beta1", cfg.train.beta1}, {"beta2", cfg.train.beta2}, {"grad_clip", cfg.train.grad_clip},
-                  {"wpe_init_std", cfg.model.wpe_init_std}, {"position", cfg.model.position},
-                  {"max_steps", total}, {"threads", threads}}},
+      {"config", config_json(cfg, vocab, t.max_steps, threads)},
       {"device", device_name},
       {"gpu", device.is_cuda() ? cuda_device_summary() : ""},
       {"libtorch", TORCH_VERSION},
@@ -173,7 +198,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
       {"snapshot_analysis_ms", analysis_ms},
       {"snapshot_share_of_step", analysis_ms / ms_per_step},
       {"snapshot_share_at_interval", analysis_ms / (ms_per_step * cfg.snapshot.every)},
-      {"losses", losses},
+      {"losses", run.losses},
   };
   if (!opt.export_dir.empty()) write_file_atomic(opt.export_dir + "/bench.json", j.dump(2) + "\n");
   return j;

@@ -1,0 +1,128 @@
+#include "train/autotune_search.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace poslab {
+namespace {
+
+void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_paths, double margin, int rounds) {
+  // The finalists: the choice, LibTorch's paths, and the fastest others within kNear of the choice's time (a
+  // clear loser is not timed again), kMaxFinalists in all.
+  constexpr size_t kMaxFinalists = 4;
+  constexpr double kNear = 1.25;
+  std::vector<KernelPaths> finalists{t.chosen};
+  if (torch_paths != t.chosen) finalists.push_back(torch_paths);
+  double chosen_ms = INFINITY;
+  for (const PathTiming& p : t.timings)
+    if (p.paths == t.chosen) chosen_ms = std::min(chosen_ms, p.ms);
+  std::vector<PathTiming> by_ms = t.timings;
+  std::stable_sort(by_ms.begin(), by_ms.end(), [](const PathTiming& a, const PathTiming& b) { return a.ms < b.ms; });
+  for (const PathTiming& p : by_ms)
+    if (finalists.size() < kMaxFinalists && p.ms <= kNear * chosen_ms &&
+        std::find(finalists.begin(), finalists.end(), p.paths) == finalists.end())
+      finalists.push_back(p.paths);
+  if (finalists.size() < 2) return;
+  // Each round times every finalist once, starting one further along each round; within a round the machine's
+  // drift touches all of them alike, so each is judged by its time relative to the choice's in the same round.
+  const size_t n = finalists.size();
+  std::vector<std::vector<double>> ms(n), ratio(n);
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> round(n);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t f = (i + static_cast<size_t>(r)) % n;
+      round[f] = time(finalists[f]);
+    }
+    for (size_t f = 0; f < n; ++f) {
+      ms[f].push_back(round[f]);
+      ratio[f].push_back(round[f] / round[0]);
+    }
+  }
+  size_t winner = 0;
+  double winner_ratio = 1.0;
+  for (size_t f = 1; f < n; ++f) {
+    const double r = median_ms(ratio[f]);
+    if (r < winner_ratio * (1.0 - margin)) {
+      winner = f;
+      winner_ratio = r;
+    }
+  }
+  t.chosen = finalists[winner];
+  for (size_t f = 0; f < n; ++f) {
+    auto it =
+        std::find_if(t.timings.begin(), t.timings.end(), [&](const PathTiming& p) { return p.paths == finalists[f]; });
+    it->ms = median_ms(ms[f]);
+    it->rounds = rounds;
+  }
+}
+
+}  // namespace
+
+double median_ms(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return n == 0 ? NAN : n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
+KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
+                                 double margin, int runoff_rounds) {
+  auto is_fixed = [&](const char* name) { return std::find(fixed.begin(), fixed.end(), name) != fixed.end(); };
+  // Every combination of the free choices' values, start first.
+  std::vector<KernelPaths> all{start};
+  for (const KernelChoice& c : kernel_choices()) {
+    if (is_fixed(c.name)) continue;
+    std::vector<KernelPaths> next;
+    for (const KernelPaths& p : all)
+      for (const std::string& v : c.values) {
+        KernelPaths q = p;
+        q.*c.field = v;
+        if (std::find(next.begin(), next.end(), q) == next.end()) next.push_back(q);
+      }
+    all = std::move(next);
+  }
+  all.erase(std::find(all.begin(), all.end(), start));
+  all.insert(all.begin(), start);
+  // Two sweeps, the second in reverse order, each combination's time the lower of its two: a candidate timed in
+  // a slow spell in one sweep is timed at the other end of the other. A clear loser (kLoser times the first
+  // sweep's best) is not timed again.
+  constexpr double kLoser = 1.5;
+  std::vector<double> ms(all.size(), INFINITY);
+  for (size_t i = 0; i < all.size(); ++i) ms[i] = time(all[i]);
+  const double first_best = *std::min_element(ms.begin(), ms.end());
+  for (size_t i = all.size(); i-- > 0;)
+    if (ms[i] <= kLoser * first_best) ms[i] = std::min(ms[i], time(all[i]));
+  KernelTuning out;
+  out.chosen = start;
+  out.how = "measured";
+  size_t fastest = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    out.timings.push_back({all[i], ms[i]});
+    if (ms[i] < ms[fastest]) fastest = i;
+  }
+  if (ms[fastest] < ms[0] * (1.0 - margin)) out.chosen = all[fastest];  // all[0] is start
+  KernelPaths torch_paths = libtorch_kernel_paths();
+  for (const KernelChoice& c : kernel_choices())
+    if (is_fixed(c.name)) torch_paths.*c.field = start.*c.field;
+  if (runoff_rounds > 0) run_off(out, time, torch_paths, margin, runoff_rounds);
+  return out;
+}
+
+std::string tuning_text(const KernelTuning& t) {
+  double chosen_ms = NAN;
+  for (const PathTiming& p : t.timings)
+    if (p.paths == t.chosen) chosen_ms = p.ms;
+  std::string s;
+  for (const PathTiming& p : t.timings)
+    s += fmt::format("  {:<80} {:8.2f} ms{}{}{}\n", to_string(p.paths), p.ms,
+                     p.rounds > 0 ? fmt::format(" (median of {} interleaved rounds)", p.rounds) : "",
+                     std::isfinite(chosen_ms) && p.paths != t.chosen
+                         ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))
+                         : "",
+                     p.paths == t.chosen ? "  <- chosen" : "");
+  return s;
+}
+
+}  // namespace poslab

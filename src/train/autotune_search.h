@@ -1,0 +1,51 @@
+// The search for the fastest kernel paths (util/kernel_paths.h) given a timer: every combination of the free
+// choices timed in two sweeps, then a run-off of the finalists in interleaved rounds. Pure logic: tests give it a
+// timer with known timings; train/pass_timer.h times the model itself.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/kernel_paths.h"
+
+namespace poslab {
+
+struct PathTiming {
+  KernelPaths paths;
+  double ms = 0;  // median ms of one forward + backward of the whole batch
+  int rounds = 0;  // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
+};
+
+struct KernelTuning {
+  KernelPaths chosen;
+  std::string how;                  // "measured", "cached (…)", "forced by POSLAB_KERNELS", "run.kernels = default", …
+  std::vector<PathTiming> timings;  // the candidates timed, in the order timed (empty unless measured now or cached)
+  std::string key;                  // the cache key: CPU, LibTorch, device, dtype, shape
+};
+
+// Milliseconds per forward + backward with the given paths (injected so that tests can give known timings).
+using PathTimer = std::function<double(const KernelPaths&)>;
+
+// Every combination of the choices' candidates is timed in two sweeps, `start` (poslab's defaults) first in the
+// first and last in the second (where within 1.5 times the first sweep's best), and keeps the lower of its times;
+// the fastest replaces start only when faster by more than `margin` (a fraction: noise is not a reason to leave
+// the defaults). LibTorch's paths (libtorch_kernel_paths) are one of the combinations, so PyTorch's path is always
+// timed. The choices named in `fixed` keep start's value, in LibTorch's paths too (bf16_products in float32, where
+// it does nothing; batch_split where the batch is not split or run.batch_split fixes it): 16 combinations at most.
+// Then a run-off: the choice, LibTorch's paths and the next fastest within 25 % of the choice (4 in all) are timed
+// again in `runoff_rounds` interleaved rounds (each round times each once, in a rotated order), and each is judged
+// by the median over rounds of its time relative to the choice's in the same round: a drift of the machine's speed
+// during the search (on shared machines, tens of percent within seconds) touches all finalists alike, where it
+// can reverse a comparison of two candidates timed one after the other. A finalist replaces the choice when faster
+// by more than `margin`; the finalists' ms become their medians over the rounds.
+KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
+                                 double margin = 0.03, int runoff_rounds = 3);
+
+// The median of repeated timings (NaN when there are none): how the search and the timer sum them up.
+double median_ms(std::vector<double> ms);
+
+// "attention=fused,… 12.3 ms | attention=libtorch … 14.0 ms (+14 %) …": one line per candidate.
+std::string tuning_text(const KernelTuning& t);
+
+}  // namespace poslab

@@ -1,0 +1,80 @@
+#include "train/kernel_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <vector>
+
+#include "data/dataset.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/kernel_paths.h"
+
+namespace poslab {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const PathTiming& t : timings) {
+    nlohmann::json row = {{"paths", to_string(t.paths)}, {"ms", t.ms}};
+    if (t.rounds > 0) row["rounds"] = t.rounds;
+    j.push_back(row);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string kernel_cache_path(const Config& cfg) { return (fs::path(cache_dir(cfg)) / "kernel_paths.json").string(); }
+
+std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std::string& key) {
+  if (!fs::is_regular_file(path)) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(path));
+    if (!j.is_object() || !j.contains(key)) return std::nullopt;
+    const auto& e = j.at(key);
+    KernelTuning t;
+    t.key = key;
+    t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
+    for (const auto& row : e.at("timings"))
+      t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
+                           row.at("ms").get<double>(), row.value("rounds", 0)});
+    t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
+    return t;
+  } catch (const std::exception& e) {
+    spdlog::warn("kernel paths: {} is damaged ({}); measuring again, and the file will be rewritten", path, e.what());
+    return std::nullopt;
+  }
+}
+
+void write_kernel_cache(const std::string& path, const KernelTuning& t) {
+  nlohmann::json j = nlohmann::json::object();
+  if (fs::is_regular_file(path)) {
+    try {
+      j = nlohmann::json::parse(read_file(path));
+      if (!j.is_object()) j = nlohmann::json::object();
+    } catch (const std::exception&) {
+      j = nlohmann::json::object();  // damaged: read_kernel_cache warned; the rest of it is lost, as a cache may be
+    }
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  j[t.key] = {{"paths", to_string(t.chosen)}, {"timings", timings_json(t.timings)}, {"date", date}};
+  try {
+    make_dirs(fs::path(path).parent_path().string());
+    write_file_atomic(path, j.dump(2) + "\n");
+  } catch (const Error& e) {
+    spdlog::warn("kernel paths: not cached ({}); the next run measures again", e.what());
+  }
+}
+
+nlohmann::json to_json(const KernelTuning& t) {
+  return {{"chosen", to_string(t.chosen)}, {"how", t.how}, {"key", t.key}, {"timings", timings_json(t.timings)}};
+}
+
+}  // namespace poslab

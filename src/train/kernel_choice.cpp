@@ -1,0 +1,58 @@
+#include "train/kernel_choice.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "run/run_files.h"
+#include "run/run_folder.h"
+#include "train/autotune.h"
+#include "util/kernel_paths.h"
+
+namespace poslab {
+namespace {
+
+// batch_split=none: the batch whole, every intra-op thread on each op.
+void apply_split_choice(GPT& model, std::unique_ptr<BatchSplit>& split) {
+  if (batch_split_of(split->ways()) == split->ways()) return;
+  split = std::make_unique<BatchSplit>(model, 1);
+  spdlog::info("batch split: none (kernel paths: batch_split=none)");
+}
+
+// A rank other than 0 takes rank 0's record, once rank 0 wrote it; on another machine it keeps its own paths.
+void take_rank0_paths(const RunFolder& run) {
+  if (const auto rec = read_kernel_record(run)) {
+    set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+    spdlog::info("kernel paths: {} (rank 0's, {})", to_string(kernel_paths()), run.kernel_paths());
+  } else {
+    spdlog::warn("kernel paths: rank 0's record {} is not on this machine; this rank keeps {}", run.kernel_paths(),
+                 to_string(kernel_paths()));
+  }
+}
+
+}  // namespace
+
+void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Config& cfg, GPT& model,
+                             std::unique_ptr<BatchSplit>& split, const torch::Device& device, int threads, Comm& comm) {
+  const RunFolder run(rdir);
+  const bool forced = std::getenv("POSLAB_KERNELS") != nullptr && *std::getenv("POSLAB_KERNELS") != '\0';
+  if (resuming && !forced) {
+    if (const auto rec = read_kernel_record(run)) {
+      set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+      spdlog::info("kernel paths: {} (as the run started, {})", to_string(kernel_paths()), run.kernel_paths());
+      apply_split_choice(model, split);
+      return;
+    }
+  }
+  if (comm.is_main()) {
+    const KernelTuning t = choose_kernel_paths(model, *split, cfg, device, threads);
+    write_kernel_record(run, to_string(t.chosen), t.how);
+  }
+  if (comm.size() > 1) {
+    comm.barrier("waiting for rank 0's kernel paths");
+    if (!comm.is_main()) take_rank0_paths(run);
+  }
+  apply_split_choice(model, split);
+}
+
+}  // namespace poslab

@@ -1,0 +1,19 @@
+// The search's timer (train/autotune_search.h) on the model itself: forward + backward passes of a fixed batch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "config/config.h"
+#include "model/gpt.h"
+#include "train/autotune_search.h"
+#include "train/step.h"
+
+namespace poslab {
+
+// `warmup` then `reps` forward + backward passes of a fixed batch of cfg's shape (train.batch_size × block_size,
+// cut by `split`, or whole for batch_split=none), under cfg's dtype; the median. Gradients are cleared after each
+// pass and the CPU generator's state is restored, so training goes on as if untimed.
+PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
+                           int warmup = 1, int reps = 2);
+
+}  // namespace poslab

@@ -1,0 +1,113 @@
+#include "train/run_setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <filesystem>
+
+#include "run/run_folder.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+namespace {
+
+// train.init_from names a checkpoint that exists (its contents are checked when it is loaded).
+void check_init_from(const std::string& path, const std::string& origin) {
+  std::error_code ec;
+  if (!path.empty() && !fs::is_regular_file(path, ec))
+    throw Error(origin + ": train.init_from = " + path + ": no such checkpoint",
+                "name a checkpoint file, e.g. runs/NAME/checkpoints/best.pt or one written by poslab extend");
+}
+
+void check_init_from(const Config& cfg) {
+  const auto it = cfg.origin.find("train.init_from");
+  check_init_from(cfg.train.init_from, it == cfg.origin.end() ? std::string("config") : it->second);
+}
+
+// Never mix two runs in one folder, never overwrite a run's files.
+void check_folder_is_free(const std::string& rdir) {
+  const RunFolder run(rdir);
+  for (const std::string& f : run.files_of_a_started_run()) {
+    std::error_code ec;
+    if (!fs::exists(f, ec)) continue;
+    if (!fs::exists(run.latest_checkpoint(), ec))  // stopped before its first checkpoint: nothing to resume from
+      throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
+                  "it cannot be resumed: delete the folder (rm -r " + rdir + ") and train again, or pick another "
+                  "--set run.name=NAME");
+    throw Error(rdir + ": already holds a run (" + f + ")",
+                "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
+  }
+}
+
+// A trainer killed while writing leaves its temporary files; with the lock held, no writer is running.
+void remove_interrupted_writes(const std::string& rdir) {
+  int stale = 0;
+  for (const std::string& dir : RunFolder(rdir).written_folders()) stale += remove_stale_temporaries(dir);
+  if (stale > 0) spdlog::warn("removed {} temporary file{} left by an interrupted write", stale, stale == 1 ? "" : "s");
+}
+
+}  // namespace
+
+Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
+  if (req.resume_dir.empty() && !req.init_from.empty()) {
+    // --init-from: the config file (or the checkpoint's own config), train.init_from set, then the overrides.
+    check_init_from(req.init_from, "--init-from");
+    Config cfg;
+    if (req.config_path.empty()) {
+      cfg = config_from_yaml(read_checkpoint_meta(req.init_from).config_yaml, req.init_from + " (stored config)");
+    } else {
+      cfg = load_config(req.config_path);
+    }
+    cfg.train.init_from = fs::absolute(req.init_from).lexically_normal().string();  // found from any folder later
+    cfg.origin["train.init_from"] = "--init-from";
+    for (const auto& o : req.overrides) apply_override(cfg, o);
+    validate(cfg);
+    check_init_from(cfg);
+    return cfg;
+  }
+  if (req.resume_dir.empty()) {
+    Config cfg = load_config(req.config_path, req.overrides);
+    check_init_from(cfg);
+    return cfg;
+  }
+  const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
+  resume_meta = read_checkpoint_meta(latest);
+  Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
+  for (const auto& o : req.overrides) apply_override(cfg, o);
+  validate(cfg);
+  return cfg;
+}
+
+std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, Comm& comm,
+                                           const torch::Device& device) {
+  std::unique_ptr<RunLock> lock;
+  std::exception_ptr error;
+  if (comm.is_main()) {
+    try {
+      if (!resuming) check_folder_is_free(rdir);
+      make_dirs(rdir);
+      const RunFolder run(rdir);
+      lock = std::make_unique<RunLock>(run.lock());
+      make_dirs(run.checkpoints());
+      remove_interrupted_writes(rdir);
+      write_file_atomic(run.config(), to_yaml(cfg));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  auto failed = torch::tensor({error ? 1.0f : 0.0f}, torch::TensorOptions().device(device));
+  comm.broadcast_({failed}, "the run folder's setup");
+  if (error) std::rethrow_exception(error);
+  if (failed.item<float>() > 0)
+    throw Error(rdir + ": rank 0 could not set up the run folder (its error is above)", "fix that, then start again");
+  return lock;
+}
+
+Config train_config(const TrainRequest& req) {
+  CheckpointMeta resume_meta;
+  return resolve_config(req, resume_meta);
+}
+
+}  // namespace poslab
