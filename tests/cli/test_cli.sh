@@ -38,8 +38,23 @@ fi
 expect_error "missing config" "^error: .*nonexistent.yaml" train nonexistent.yaml
 expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
 expect_error "wrong type" "^error: --set: train.lr = fast: expected number" train configs/default.yaml --set train.lr=fast
-expect_error "impossible value" "model.n_embd = 128: must be divisible by model.n_head \(3, from --set\)" \
-  train configs/default.yaml --set model.n_head=3
+# The README's example of a bad input (docs/cli.md shows it too): the program prints these two lines word for word,
+# and both pages show them, so the docs and the program cannot drift apart.
+impossible_error='error: default: model.n_embd = 128: must be divisible by model.n_head (3, from --set)'
+impossible_hint='hint: change model.n_embd in your config'
+"$poslab" train configs/default.yaml --set model.n_head=3 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+missing_from=""
+for f in stderr README.md docs/cli.md; do
+  file=$f; [ "$f" = stderr ] && file=$tmp/err
+  { grep -Fxq -e "$impossible_error" "$file" && grep -Fxq -e "$impossible_hint" "$file"; } || missing_from="$missing_from $f"
+done
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && [ -z "$missing_from" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL impossible value: exit $rc; these lines are missing from:$missing_from"
+  printf '  %s\n' "$impossible_error" "$impossible_hint"; echo "stderr:"; cat "$tmp/err"
+fi
 expect_error "missing corpus" "^error: $tmp/no-such-dir: corpus path not found" \
   train configs/default.yaml --set "data.corpus=$tmp/no-such-dir" --set "run.out_dir=$tmp/runs"
 expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
