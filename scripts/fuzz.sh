@@ -42,16 +42,27 @@ cflags=(-std=c++17 -O1 -g -fno-sanitize-recover=undefined
   -D_GLIBCXX_USE_CXX11_ABI=1 -Wno-unused-command-line-argument "${defines[@]}" "${includes[@]}" -Ibuild/generated)
 libs=(build/libposlab_lib.a -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt -lyaml-cpp -lgomp -ldl -lpthread)
 
-# build NAME SANITIZERS SOURCES...: compiles the sources into build/fuzz/NAME (skipped when nothing changed)
+# Each source compiles to its own object through ccache where it is installed (as the main build does, its paths
+# hashed relative to this clone), so a fresh clone reuses the objects a build of the same sources stored.
+launcher=()
+command -v ccache >/dev/null && launcher=(env CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=true ccache)
+
+# build NAME SANITIZERS SOURCES...: compiles the sources and links build/fuzz/NAME (skipped when nothing changed)
 build() {
   local name=$1 sanitize=$2; shift 2
-  local bin="$out/$name"
+  local bin="$out/$name" log="$out/$name.build.log" objs=() src obj
   if [ -x "$bin" ] && [ -z "$(find src tests/fuzz build/libposlab_lib.a -newer "$bin" \( -name '*.cpp' -o -name '*.h' -o -name '*.a' \) | head -1)" ]; then
     return 0
   fi
   echo "fuzz: building $name"
-  "$clang" "${cflags[@]}" -fsanitize="$sanitize" "$@" -o "$bin" "${libs[@]}" >"$out/$name.build.log" 2>&1 ||
-    { cat "$out/$name.build.log" >&2; echo "error: $name does not compile (log above: $out/$name.build.log)" >&2; return 1; }
+  : >"$log"
+  for src in "$@"; do
+    obj="$out/obj/$name-$(basename "${src%.cpp}").o"
+    "${launcher[@]}" "$clang" "${cflags[@]}" -fsanitize="$sanitize" -c "$src" -o "$obj" >>"$log" 2>&1 || break
+    objs+=("$obj")
+  done
+  [ ${#objs[@]} -eq $# ] && "$clang" -fsanitize="$sanitize" "${objs[@]}" -o "$bin" "${libs[@]}" >>"$log" 2>&1 ||
+    { cat "$log" >&2; echo "error: $name does not compile (log above: $log)" >&2; return 1; }
 }
 
 targets=(npy safetensors config run_files sweep tokenizer kernel_cache checkpoint)
