@@ -69,9 +69,10 @@ targets=(npy safetensors config run_files sweep tokenizer kernel_cache checkpoin
 declare -A sources=(
   [npy]="src/util/npy.cpp src/util/fs.cpp"
   [safetensors]="src/analysis/safetensors.cpp"
-  [config]="src/config/config.cpp"
-  [run_files]="src/run/run_files.cpp src/run/run_folder.cpp"
-  [sweep]="src/sweep/sweep.cpp"
+  [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
+  [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
+    src/run/sweep_index.cpp src/run/run_folder.cpp"
+  [sweep]="src/sweep/sweep_file.cpp"
   [tokenizer]="src/data/tokenizer.cpp"
   [kernel_cache]="src/train/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"

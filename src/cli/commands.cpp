@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <optional>
 
 #include "app/bench.h"
 #include "cli/analyze_cmd.h"
@@ -25,6 +26,61 @@ namespace poslab {
 
 namespace {
 
+struct TrainArgs {
+  TrainRequest req;
+  int nproc = 1;  // --nproc: worker processes on this machine
+};
+struct ConfigArgs {
+  std::string path;
+  std::vector<std::string> sets;
+};
+struct BenchArgs {
+  std::string config, json;  // json: FILE or "-"
+  std::vector<std::string> sets;
+  BenchOptions options;
+};
+
+CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
+  auto* cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
+  cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
+      ->take_all();
+  cmd->add_option("--resume", a.req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--init-from", a.req.init_from,
+                  "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
+                  "without a config, from its config too (e.g. a checkpoint of poslab extend)");
+  cmd->add_option("--stop-at", a.req.stop_at,
+                  "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
+  cmd->add_option("--nproc", a.nproc,
+                  "train data-parallel on N processes of this machine (each with its share of the cores); "
+                  "torchrun and srun launch many machines")
+      ->check(CLI::PositiveNumber);
+  return cmd;
+}
+
+CLI::App* add_config_command(CLI::App& app, ConfigArgs& a) {
+  auto* cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
+  cmd->add_option("config", a.path, "YAML config")->check(CLI::ExistingFile);
+  cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
+  return cmd;
+}
+
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
+  auto* cmd = app.add_subcommand("bench", "training speed of a config: tokens/s, ms/step, MFU, snapshot cost");
+  cmd->add_option("config", a.config, "YAML config")->check(CLI::ExistingFile);
+  cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
+  cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)");
+  cmd->add_option("--export", a.options.export_dir,
+                  "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
+  cmd->add_option("--profile", a.options.profile_path,
+                  "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)");
+  return cmd;
+}
+
 // poslab train --nproc N: checks what all workers would reject (once, here), then starts and watches them.
 int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
   if (read_dist_env().distributed())
@@ -39,6 +95,81 @@ int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
   return launch_local(launch);
 }
 
+// poslab train: one process, a worker of a launcher, or the launcher of --nproc workers.
+int run_train(const TrainArgs& a, int argc, char** argv) {
+  const TrainRequest& req = a.req;
+  if (!req.resume_dir.empty() && !req.config_path.empty())
+    throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+  if (!req.resume_dir.empty() && !req.init_from.empty())
+    throw CLI::ValidationError("train", "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
+                                        "continues from its own checkpoint)");
+  if (a.nproc > 1) return launch_train(req, a.nproc, argc, argv);
+  const DistEnv env = read_dist_env();
+  if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
+    spdlog::set_level(spdlog::level::warn);
+    spdlog::set_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
+  }
+  install_stop_handlers();
+  TrainSummary s = train(req);
+  if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
+  if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
+  std::cout << s.run_dir << "\n";
+  if (!s.report_html.empty()) std::cout << s.report_html << "\n";
+  if (s.interrupted_by != 0) {
+    std::cerr << "interrupted at step " << s.steps << "; the checkpoint and snapshot are written. Resume with:\n"
+              << "  poslab train --resume " << s.run_dir << "\n";
+    return 128 + s.interrupted_by;
+  }
+  return 0;
+}
+
+// poslab bench: the figures on one line and the kernel paths' timings (on stderr when the JSON goes to stdout).
+int run_bench_command(const BenchArgs& a) {
+  const nlohmann::json j = run_bench(load_config(a.config, a.sets), a.options);
+  std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  const std::string gpu = j["gpu"].get<std::string>();
+  out << fmt::format("{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu);
+  out << fmt::format("{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
+                     "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
+                     j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
+                     j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(),
+                     j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
+                     j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
+                     j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
+  const auto& k = j["kernel_paths"];
+  out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
+  for (const auto& row : k["timings"])
+    out << fmt::format("  {:<80} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(),
+                       row["ms"].get<double>(),
+                       row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
+                       row["paths"] == k["chosen"] ? "  <- chosen" : "");
+  if (a.json == "-") std::cout << j.dump(2) << "\n";
+  else if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+  return 0;
+}
+
+int run_config(const ConfigArgs& a) {
+  std::cout << to_yaml(load_config(a.path, a.sets));
+  return 0;
+}
+
+// Parses the command line; an exit code when that ends the program (--help, --version, a parse error).
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n" << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -47,45 +178,13 @@ int run_cli(int argc, char** argv) {
   // A callback: the summary looks for a GPU, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>([] { return "poslab, built with " + build_summary(); }));
 
-  TrainRequest train_req;
-  auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
-  train_cmd->add_option("config", train_req.config_path, "YAML config; keys not listed keep their defaults")
-      ->check(CLI::ExistingFile);
-  train_cmd->add_option("--set", train_req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
-      ->take_all();
-  train_cmd->add_option("--resume", train_req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
-      ->check(CLI::ExistingDirectory);
-  train_cmd->add_option("--init-from", train_req.init_from,
-                        "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
-                        "without a config, from its config too (e.g. a checkpoint of poslab extend)");
-  train_cmd->add_option("--stop-at", train_req.stop_at,
-                        "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
-  int nproc = 1;
-  train_cmd->add_option("--nproc", nproc,
-                        "train data-parallel on N processes of this machine (each with its share of the cores); "
-                        "torchrun and srun launch many machines")
-      ->check(CLI::PositiveNumber);
-
-  auto* config_cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
-  std::string config_path;
-  std::vector<std::string> config_sets;
-  config_cmd->add_option("config", config_path, "YAML config")->check(CLI::ExistingFile);
-  config_cmd->add_option("--set", config_sets, "override one key (repeatable)")->take_all();
-
-  auto* bench_cmd = app.add_subcommand("bench", "training speed of a config: tokens/s, ms/step, MFU, snapshot cost");
-  std::string bench_config, bench_json;
-  std::vector<std::string> bench_sets;
-  BenchOptions bench_opt;
-  bench_cmd->add_option("config", bench_config, "YAML config")->check(CLI::ExistingFile);
-  bench_cmd->add_option("--set", bench_sets, "override one key (repeatable)")->take_all();
-  bench_cmd->add_option("--steps", bench_opt.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  bench_cmd->add_option("--warmup", bench_opt.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  bench_cmd->add_option("--json", bench_json, "write the figures as JSON to FILE (- for stdout)");
-  bench_cmd->add_option("--export", bench_opt.export_dir,
-                        "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
-  bench_cmd->add_option("--profile", bench_opt.profile_path,
-                        "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)");
-
+  // The subcommands in the order of poslab --help.
+  TrainArgs train_args;
+  auto* train_cmd = add_train_command(app, train_args);
+  ConfigArgs config_args;
+  auto* config_cmd = add_config_command(app, config_args);
+  BenchArgs bench_args;
+  auto* bench_cmd = add_bench_command(app, bench_args);
   AnalyzeArgs analyze_args;
   auto* analyze_cmd = add_analyze_command(app, analyze_args);
   ReportArgs report_args;
@@ -103,67 +202,9 @@ int run_cli(int argc, char** argv) {
   CompareArgs compare_args;
   auto* compare_cmd = add_compare_command(app, compare_args);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n" << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
-    return 2;
-  }
-
-  if (*train_cmd) {
-    if (!train_req.resume_dir.empty() && !train_req.config_path.empty())
-      throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
-    if (!train_req.resume_dir.empty() && !train_req.init_from.empty())
-      throw CLI::ValidationError("train", "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
-                                          "continues from its own checkpoint)");
-    if (nproc > 1) return launch_train(train_req, nproc, argc, argv);
-    const DistEnv env = read_dist_env();
-    if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
-      spdlog::set_level(spdlog::level::warn);
-      spdlog::set_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
-    }
-    install_stop_handlers();
-    TrainSummary s = train(train_req);
-    if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
-    if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
-    std::cout << s.run_dir << "\n";
-    if (!s.report_html.empty()) std::cout << s.report_html << "\n";
-    if (s.interrupted_by != 0) {
-      std::cerr << "interrupted at step " << s.steps << "; the checkpoint and snapshot are written. Resume with:\n"
-                << "  poslab train --resume " << s.run_dir << "\n";
-      return 128 + s.interrupted_by;
-    }
-    return 0;
-  }
-  if (*bench_cmd) {
-    const nlohmann::json j = run_bench(load_config(bench_config, bench_sets), bench_opt);
-    std::ostream& out = bench_json == "-" ? std::cerr : std::cout;
-    const std::string gpu = j["gpu"].get<std::string>();
-    out << fmt::format("{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu);
-    out << fmt::format("{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
-                       "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
-                       j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
-                       j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(),
-                       j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
-                       j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
-                       j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
-    const auto& k = j["kernel_paths"];
-    out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
-    for (const auto& row : k["timings"])
-      out << fmt::format("  {:<80} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(),
-                         row["ms"].get<double>(),
-                         row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
-                         row["paths"] == k["chosen"] ? "  <- chosen" : "");
-    if (bench_json == "-") std::cout << j.dump(2) << "\n";
-    else if (!bench_json.empty()) write_file_atomic(bench_json, j.dump(2) + "\n");
-    return 0;
-  }
+  if (const std::optional<int> code = parse(app, argc, argv)) return *code;
+  if (*train_cmd) return run_train(train_args, argc, argv);
+  if (*bench_cmd) return run_bench_command(bench_args);
   if (*analyze_cmd) return run_analyze(analyze_args);
   if (*report_cmd) return run_report(report_args);
   if (*inspect_cmd) return run_inspect(inspect_args);
@@ -172,10 +213,7 @@ int run_cli(int argc, char** argv) {
   if (*extend_cmd) return run_extend(extend_args);
   if (*sweep_cmd) return run_sweep_command(sweep_args);
   if (*compare_cmd) return run_compare(compare_args);
-  if (*config_cmd) {
-    std::cout << to_yaml(load_config(config_path, config_sets));
-    return 0;
-  }
+  if (*config_cmd) return run_config(config_args);
   return 1;
 }
 

@@ -1,5 +1,6 @@
 // The run configuration: one struct per YAML section, defaults in the member initialisers.
 // A YAML file lists only what differs; `--set section.key=value` overrides are applied last.
+// config.cpp reads a config (YAML, --set), validate.cpp checks it, fields.cpp holds the table of keys and to_yaml.
 #pragma once
 
 #include <cstdint>

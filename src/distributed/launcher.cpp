@@ -69,30 +69,8 @@ struct Worker {
   int status = 0;
 };
 
-}  // namespace
-
-std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--nproc") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--nproc=", 0) == 0) continue;
-    out.push_back(args[i]);
-  }
-  return out;
-}
-
-int launch_local(const LocalLaunch& launch) {
-  const int n = launch.nproc;
-  const int port = free_tcp_port();
-  StepFile steps(n);
-
-  // Every worker's argv and environment, built before the first fork (a forked child only calls execve).
-  std::vector<char*> argv;
-  for (const auto& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+// The environment of the launcher without the variables it sets for its workers.
+std::vector<std::string> inherited_environment() {
   const char* launch_vars[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
                                "MASTER_PORT=", "GROUP_RANK=", "POSLAB_STEP_FILE=", "TORCHELASTIC_USE_AGENT_STORE="};
   std::vector<std::string> inherited;
@@ -101,29 +79,40 @@ int launch_local(const LocalLaunch& launch) {
     for (const char* v : launch_vars) replaced = replaced || std::strncmp(*e, v, std::strlen(v)) == 0;
     if (!replaced) inherited.emplace_back(*e);
   }
-  std::vector<std::vector<std::string>> envs(n, inherited);
+  return inherited;
+}
+
+// Each rank's environment: the launcher's, with the rendezvous of torchrun --standalone and the step file.
+std::vector<std::vector<std::string>> worker_environments(int n, int port, const std::string& step_file) {
+  std::vector<std::vector<std::string>> envs(n, inherited_environment());
   for (int r = 0; r < n; ++r) {
     for (const std::string& kv : {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
                                   "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(n),
                                   std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port),
-                                  std::string("GROUP_RANK=0"), "POSLAB_STEP_FILE=" + steps.path()})
+                                  std::string("GROUP_RANK=0"), "POSLAB_STEP_FILE=" + step_file})
       envs[r].push_back(kv);
   }
-  std::vector<std::vector<char*>> envps(n);
-  for (int r = 0; r < n; ++r) {
-    for (auto& kv : envs[r]) envps[r].push_back(kv.data());
-    envps[r].push_back(nullptr);
-  }
+  return envs;
+}
 
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_launcher_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+// The strings as execve takes them: pointers into `strings` (which must outlive them), then a null.
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Forks one worker per rank, each running this program with `args` and its rank's environment.
+std::vector<Worker> start_workers(const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& envs) {
+  // Every worker's argv and environment, built before the first fork (a forked child only calls execve).
+  std::vector<char*> argv = c_strings(args);
+  std::vector<std::vector<char*>> envps;
+  for (const auto& env : envs) envps.push_back(c_strings(env));
 
   const pid_t launcher = ::getpid();
+  const int n = static_cast<int>(envs.size());
   std::vector<Worker> workers(n);
-  std::string pids;
   for (int r = 0; r < n; ++r) {
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(std::string("fork(): ") + std::strerror(errno), "free some memory or processes, or lower --nproc");
@@ -137,10 +126,14 @@ int launch_local(const LocalLaunch& launch) {
       ::_exit(127);
     }
     workers[r] = {pid, true, 0};
-    pids += (r ? ", " : "") + std::to_string(pid);
   }
-  spdlog::info("started {} processes on this machine (pids {}), rendezvous 127.0.0.1:{}", n, pids, port);
+  return workers;
+}
 
+// Waits for every worker to end, passing on the launcher's signals, and stops the others when one fails (see
+// launch_local). Returns the exit status.
+int watch_workers(std::vector<Worker>& workers, const StepFile& steps, int grace_s) {
+  const int n = static_cast<int>(workers.size());
   int result = 0, failed_rank = -1, forwarded = 0;
   Clock::time_point term_at{}, kill_at{};
   for (int running = n; running > 0;) {
@@ -171,7 +164,7 @@ int launch_local(const LocalLaunch& launch) {
           // The others usually fail on their own at once (their peer's connection closed); those still running
           // after a moment are asked to stop, then killed.
           term_at = Clock::now() + std::chrono::seconds(2);
-          kill_at = term_at + std::chrono::seconds(launch.grace_s);
+          kill_at = term_at + std::chrono::seconds(grace_s);
         }
       }
       continue;
@@ -184,13 +177,47 @@ int launch_local(const LocalLaunch& launch) {
     if (failed_rank >= 0 && Clock::now() >= kill_at) {
       for (int r = 0; r < n; ++r)
         if (workers[r].running) {
-          spdlog::error("rank {} (pid {}) did not stop within {} s: killed", r, workers[r].pid, launch.grace_s);
+          spdlog::error("rank {} (pid {}) did not stop within {} s: killed", r, workers[r].pid, grace_s);
           ::kill(workers[r].pid, SIGKILL);
         }
       kill_at = Clock::now() + std::chrono::hours(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+int launch_local(const LocalLaunch& launch) {
+  const int port = free_tcp_port();
+  StepFile steps(launch.nproc);
+  const std::vector<std::vector<std::string>> envs = worker_environments(launch.nproc, port, steps.path());
+
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_launcher_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  std::vector<Worker> workers = start_workers(launch.argv, envs);
+  std::string pids;
+  for (size_t r = 0; r < workers.size(); ++r) pids += (r ? ", " : "") + std::to_string(workers[r].pid);
+  spdlog::info("started {} processes on this machine (pids {}), rendezvous 127.0.0.1:{}", launch.nproc, pids, port);
+  const int result = watch_workers(workers, steps, launch.grace_s);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return result;

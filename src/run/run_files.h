@@ -1,6 +1,8 @@
 // Typed readers and writers of the files in a run folder (run_folder.h lists them). Every reader names the file
 // and, for line-based files, the line of the first damaged record, and says what to do. A last line cut short
 // (a process killed while appending) is not damage: it is left out, as the trainer does on resume.
+// Defined by group of formats: run_files.cpp (the trainer's files: config.yaml, metrics.jsonl, the snapshot index and
+// usage, kernel_paths.json), eval_csv.cpp (the eval CSVs), extension_info.cpp and sweep_index.cpp.
 #pragma once
 
 #include <nlohmann/json.hpp>

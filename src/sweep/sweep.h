@@ -10,6 +10,7 @@
 //   variants:                       # named variants, each its own overrides (optional); with a grid, every
 //     - {name: no-decay, set: {train.decay_position_table: false}}   # variant is crossed with every grid point
 // Each (variant, seed) trains into RUN_OUT/NAME/VARIANT/seed-S, where RUN_OUT is the runs' run.out_dir.
+// sweep_file.cpp reads and checks the file (load_sweep, sweep_runs, sweep_dir); sweep.cpp runs it (run_sweep).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,126 @@
+// validate(): the constraints between config values (config.h). Each failure names the key, its value, where the
+// value came from and what to change.
+#include "config/config.h"
+
+#include <initializer_list>
+#include <sstream>
+#include <string>
+
+#include "util/error.h"
+#include "util/kernel_paths.h"
+
+namespace poslab {
+namespace {
+
+template <typename T>
+std::string str(const T& v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// The checks' vocabulary, over one config.
+struct Checks {
+  const Config& c;
+
+  // Where a key's value came from: a file, "--set" or "default".
+  std::string source_of(const std::string& key) const {
+    auto it = c.origin.find(key);
+    return it == c.origin.end() ? std::string("default") : it->second;
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& why) const {
+    const std::string src = source_of(key);
+    throw Error(src + ": " + key + " = " + value + ": " + why,
+                "change " + key + (src == "default" ? " in your config" : " in " + src));
+  }
+
+  void one_of(const std::string& key, const std::string& v, std::initializer_list<const char*> ok) const {
+    std::string all;
+    for (const char* o : ok) {
+      if (v == o) return;
+      all += (all.empty() ? "" : ", ") + std::string(o);
+    }
+    fail(key, v, "must be one of " + all);
+  }
+};
+
+}  // namespace
+
+void validate(const Config& c) {
+  const Checks check{c};
+  check.one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
+  try {
+    parse_kernel_paths(c.run.kernels, KernelPaths(), "run.kernels");
+  } catch (const Error& e) {
+    const std::string why = std::string(e.what()).substr(std::string("run.kernels = " + c.run.kernels + ": ").size());
+    check.fail("run.kernels", c.run.kernels, why + " (" + e.hint() + ")");
+  }
+  if (c.data.corpus.empty() && c.data.tokenizer.model.empty())
+    check.fail("data.corpus", "[]", "needs at least one file or folder");
+  check.one_of("data.tokenizer.type", c.data.tokenizer.type, {"bpe", "unigram", "char"});
+  if (c.data.tokenizer.type != "char" && (c.data.tokenizer.vocab_size < 16 || c.data.tokenizer.vocab_size > 65535))
+    check.fail("data.tokenizer.vocab_size", str(c.data.tokenizer.vocab_size), "must be between 16 and 65535");
+  if (!(c.data.val_fraction > 0.0 && c.data.val_fraction < 1.0))
+    check.fail("data.val_fraction", str(c.data.val_fraction), "must be strictly between 0 and 1");
+  if (c.model.n_layer < 1) check.fail("model.n_layer", str(c.model.n_layer), "must be at least 1");
+  if (c.model.n_head < 1) check.fail("model.n_head", str(c.model.n_head), "must be at least 1");
+  if (c.model.n_embd < 1) check.fail("model.n_embd", str(c.model.n_embd), "must be at least 1");
+  if (c.model.n_embd % c.model.n_head != 0)
+    check.fail("model.n_embd", str(c.model.n_embd),
+               "must be divisible by model.n_head (" + str(c.model.n_head) + ", from " +
+                   check.source_of("model.n_head") + ")");
+  if (c.model.block_size < 2) check.fail("model.block_size", str(c.model.block_size), "must be at least 2");
+  if (!(c.model.dropout >= 0.0 && c.model.dropout < 1.0))
+    check.fail("model.dropout", str(c.model.dropout), "must be in [0, 1)");
+  check.one_of("model.position", c.model.position, {"learned", "sinusoidal", "none"});
+  if (!(c.model.wpe_init_std >= 0.0)) check.fail("model.wpe_init_std", str(c.model.wpe_init_std), "must be >= 0");
+  if (c.model.position == "sinusoidal" && c.model.n_embd % 2 != 0)
+    check.fail("model.n_embd", str(c.model.n_embd), "must be even for model.position = sinusoidal");
+  if (c.model.extended_from != 0 && !(c.model.extended_from >= 2 && c.model.extended_from < c.model.block_size))
+    check.fail("model.extended_from", str(c.model.extended_from),
+               "must be 0 (not extended) or a block_size below model.block_size (" + str(c.model.block_size) + ")");
+  if ((c.model.extended_from == 0) != c.model.extend_method.empty())
+    check.fail("model.extend_method", "'" + c.model.extend_method + "'",
+               "is set by poslab extend together with model.extended_from (" + str(c.model.extended_from) +
+                   "): both or neither");
+  if (!c.model.extend_method.empty())
+    check.one_of("model.extend_method", c.model.extend_method, {"linear", "cubic", "nearest", "copy", "random"});
+  check.one_of("train.trainable", c.train.trainable, {"all", "wpe"});
+  if (c.train.trainable == "wpe" && c.model.position != "learned")
+    check.fail("train.trainable", "wpe", "needs a learned table to train (model.position is " + c.model.position + ")");
+  if (c.train.batch_size < 1) check.fail("train.batch_size", str(c.train.batch_size), "must be at least 1");
+  if (c.train.grad_accum < 1) check.fail("train.grad_accum", str(c.train.grad_accum), "must be at least 1");
+  if (c.run.batch_split > 1 && c.model.dropout > 0)
+    check.fail("run.batch_split", str(c.run.batch_split),
+               "must be 1 or auto when model.dropout > 0 (dropout draws from one generator shared by the threads, so "
+               "the run would not repeat)");
+  if (c.run.batch_split > c.train.batch_size)
+    check.fail("run.batch_split", str(c.run.batch_split),
+               "must be at most train.batch_size (" + str(c.train.batch_size) + ")");
+  if (c.run.dist_timeout_s < 1)
+    check.fail("run.dist_timeout_s", str(c.run.dist_timeout_s),
+               "must be at least 1 (seconds a rank waits for the others)");
+  if (c.train.max_steps < 1) check.fail("train.max_steps", str(c.train.max_steps), "must be at least 1");
+  if (!(c.train.lr > 0.0)) check.fail("train.lr", str(c.train.lr), "must be > 0");
+  if (!(c.train.min_lr >= 0.0 && c.train.min_lr <= c.train.lr))
+    check.fail("train.min_lr", str(c.train.min_lr), "must be in [0, train.lr = " + str(c.train.lr) + "]");
+  if (c.train.warmup_steps < 0) check.fail("train.warmup_steps", str(c.train.warmup_steps), "must be >= 0");
+  if (!(c.train.weight_decay >= 0.0)) check.fail("train.weight_decay", str(c.train.weight_decay), "must be >= 0");
+  if (!(c.train.beta1 >= 0.0 && c.train.beta1 < 1.0)) check.fail("train.beta1", str(c.train.beta1), "must be in [0, 1)");
+  if (!(c.train.beta2 >= 0.0 && c.train.beta2 < 1.0)) check.fail("train.beta2", str(c.train.beta2), "must be in [0, 1)");
+  if (!(c.train.grad_clip >= 0.0))
+    check.fail("train.grad_clip", str(c.train.grad_clip), "must be >= 0 (0 turns clipping off)");
+  check.one_of("train.dtype", c.train.dtype, {"float32", "bfloat16", "auto"});
+  check.one_of("train.on_nonfinite", c.train.on_nonfinite, {"stop", "skip"});
+  if (c.train.eval_every < 1) check.fail("train.eval_every", str(c.train.eval_every), "must be at least 1");
+  if (c.train.eval_batches < 1) check.fail("train.eval_batches", str(c.train.eval_batches), "must be at least 1");
+  if (c.train.checkpoint_every < 1)
+    check.fail("train.checkpoint_every", str(c.train.checkpoint_every), "must be at least 1");
+  if (c.train.log_every < 1) check.fail("train.log_every", str(c.train.log_every), "must be at least 1");
+  if (c.snapshot.every < 1) check.fail("snapshot.every", str(c.snapshot.every), "must be at least 1");
+  if (c.run.name.empty()) check.fail("run.name", "''", "must not be empty");
+  if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
+}
+
+}  // namespace poslab

@@ -1,0 +1,229 @@
+// Reading a sweep file: its keys, its variants (the named ones crossed with the grid) and every run's config,
+// checked before anything trains (sweep.h).
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "config/config.h"
+#include "run/run_folder.h"
+#include "sweep/sweep.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+namespace {
+
+const char* kSweepKeys = "name, base, seeds, set, grid, variants";
+
+// A YAML value as one line of YAML text, as --set takes it ("none", "0.02", "[a.txt, b.txt]").
+std::string yaml_text(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+// The overrides of a `set:` map, in file order; `where` names it in errors.
+std::vector<std::pair<std::string, std::string>> read_sets(const YAML::Node& n, const std::string& where) {
+  if (!n.IsMap()) throw Error(where + ": expected a map of config keys to values, e.g. {train.max_steps: 300}");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : n) out.emplace_back(kv.first.as<std::string>(), yaml_text(kv.second));
+  return out;
+}
+
+// A variant name safe as a folder name: letters, digits and ._- kept, anything else becomes '-'.
+std::string folder_safe(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '-';
+  return out;
+}
+
+void check_name(const std::string& name, const std::string& where) {
+  if (name.empty() || name == "." || name == ".." || folder_safe(name) != name)
+    throw Error(where + " = '" + name + "': not a folder name", "use letters, digits, '.', '_' and '-' only");
+}
+
+std::vector<std::string> as_override_list(const std::vector<std::pair<std::string, std::string>>& sets) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : sets) out.push_back(k + "=" + v);
+  return out;
+}
+
+// The sweep file's YAML: a map.
+YAML::Node read_sweep_yaml(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error(path + ": cannot read the sweep file", "check the path");
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ": not valid YAML: " + e.what(), "fix the sweep file");
+  }
+  if (!root.IsMap()) throw Error(path + ": a sweep file is a YAML map", std::string("keys: ") + kSweepKeys);
+  return root;
+}
+
+// base: a config file, relative to the sweep file's folder.
+std::string resolve_base(const YAML::Node& v, const std::string& path) {
+  const fs::path base = v.as<std::string>();
+  const std::string resolved = (base.is_absolute() ? base : fs::path(path).parent_path() / base).lexically_normal().string();
+  std::error_code ec;
+  if (!fs::is_regular_file(resolved, ec))
+    throw Error(path + ": base = " + v.as<std::string>() + ": no such config file (" + resolved + ")",
+                "base is relative to the sweep file's folder");
+  return resolved;
+}
+
+// The keys other than grid and variants (name, base, seeds, set) into `s`; an unknown key is an error.
+void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "name") {
+      s.name = v.as<std::string>();
+    } else if (key == "base") {
+      s.base = resolve_base(v, path);
+    } else if (key == "seeds") {
+      if (!v.IsSequence() || v.size() == 0) throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]");
+      for (const auto& x : v) s.seeds.push_back(x.as<int64_t>());
+      if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
+        throw Error(path + ": seeds: " + yaml_text(v) + " repeats a seed", "list each seed once");
+    } else if (key == "set") {
+      s.sets = read_sets(v, path + ": set");
+    } else if (key != "grid" && key != "variants") {
+      throw Error(path + ": unknown key '" + key + "'", std::string("a sweep file has: ") + kSweepKeys);
+    }
+  }
+}
+
+// variants: the named variants, in file order; one unnamed variant without overrides when there are none.
+std::vector<SweepVariant> named_variants(const YAML::Node& root, const std::string& path) {
+  std::vector<SweepVariant> named = {SweepVariant{}};
+  if (const YAML::Node v = root["variants"]) {
+    if (!v.IsSequence() || v.size() == 0) throw Error(path + ": variants: expected a non-empty list of {name, set}");
+    named.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string where = path + ": variants[" + std::to_string(i) + "]";
+      if (!v[i].IsMap() || !v[i]["name"]) throw Error(where + ": expected {name: NAME, set: {key: value, ...}}");
+      for (const auto& kv : v[i])
+        if (kv.first.as<std::string>() != "name" && kv.first.as<std::string>() != "set")
+          throw Error(where + ": unknown key '" + kv.first.as<std::string>() + "'", "a variant has name and set");
+      SweepVariant sv;
+      sv.name = v[i]["name"].as<std::string>();
+      check_name(sv.name, where + ".name");
+      if (v[i]["set"]) sv.sets = read_sets(v[i]["set"], where + ".set");
+      named.push_back(sv);
+    }
+  }
+  return named;
+}
+
+// grid: every combination of its lists, named KEY-VALUE_KEY-VALUE (the last part of each key); one unnamed point
+// without overrides when there is no grid.
+std::vector<SweepVariant> grid_points(const YAML::Node& root, const std::string& path) {
+  std::vector<SweepVariant> points = {SweepVariant{}};
+  if (const YAML::Node g = root["grid"]) {
+    if (!g.IsMap() || g.size() == 0) throw Error(path + ": grid: expected a map of config keys to lists of values");
+    for (const auto& kv : g) {
+      const std::string key = kv.first.as<std::string>();
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        throw Error(path + ": grid." + key + ": expected a non-empty list of values, e.g. [64, 128]");
+      const std::string short_key = key.substr(key.rfind('.') + 1);
+      std::vector<SweepVariant> next;
+      for (const auto& p : points)
+        for (const auto& value : kv.second) {
+          SweepVariant q = p;
+          const std::string text = yaml_text(value);
+          q.name += (q.name.empty() ? "" : "_") + folder_safe(short_key + "-" + text);
+          q.sets.emplace_back(key, text);
+          next.push_back(q);
+        }
+      points = next;
+    }
+  }
+  return points;
+}
+
+// Each named variant crossed with every grid point: NAMED_POINT, its overrides then the point's ("base" when both
+// are unnamed).
+std::vector<SweepVariant> crossed(const std::vector<SweepVariant>& named, const std::vector<SweepVariant>& points) {
+  std::vector<SweepVariant> out;
+  for (const auto& n : named)
+    for (const auto& p : points) {
+      SweepVariant v;
+      v.name = n.name.empty() ? p.name : p.name.empty() ? n.name : n.name + "_" + p.name;
+      if (v.name.empty()) v.name = "base";
+      v.sets = n.sets;
+      v.sets.insert(v.sets.end(), p.sets.begin(), p.sets.end());
+      out.push_back(v);
+    }
+  return out;
+}
+
+// Distinct variant names, and every variant's config loads: an unknown key or an impossible value fails now, not
+// hours in.
+void check_variants(const Sweep& s) {
+  std::set<std::string> names;
+  for (const auto& v : s.variants)
+    if (!names.insert(v.name).second)
+      throw Error(s.file + ": two variants are named '" + v.name + "'", "give each variant its own name");
+  for (const auto& v : s.variants) {
+    std::vector<std::string> o = as_override_list(s.sets);
+    for (const auto& x : as_override_list(v.sets)) o.push_back(x);
+    try {
+      load_config(s.base, o);
+    } catch (const Error& e) {
+      throw Error(s.file + ": variant " + v.name + ": " + e.what(), e.hint());
+    }
+  }
+}
+
+}  // namespace
+
+Sweep load_sweep(const std::string& path) {
+  const YAML::Node root = read_sweep_yaml(path);
+  Sweep s;
+  s.file = path;
+  s.name = fs::path(path).stem().string();
+  try {
+    read_top_level(root, path, s);
+    if (s.seeds.empty()) throw Error(path + ": seeds: missing", "list the seeds of the repetitions, e.g. seeds: [1, 2, 3]");
+    check_name(s.name, path + ": name");
+    const std::vector<SweepVariant> named = named_variants(root, path);
+    const std::vector<SweepVariant> points = grid_points(root, path);
+    s.variants = crossed(named, points);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ": " + e.what(), std::string("a sweep file has: ") + kSweepKeys);
+  }
+  check_variants(s);
+  return s;
+}
+
+std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
+  std::vector<std::string> o = as_override_list(sweep.sets);
+  o.insert(o.end(), cli_sets.begin(), cli_sets.end());
+  return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
+}
+
+std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
+  const std::string dir = sweep_dir(sweep, cli_sets);
+  std::vector<SweepRun> runs;
+  for (int64_t seed : sweep.seeds)
+    for (const auto& v : sweep.variants) {
+      SweepRun r;
+      r.variant = v.name;
+      r.seed = seed;
+      r.run_dir = sweep_run_dir(dir, v.name, seed);
+      r.overrides = as_override_list(sweep.sets);
+      for (const auto& x : as_override_list(v.sets)) r.overrides.push_back(x);
+      r.overrides.insert(r.overrides.end(), cli_sets.begin(), cli_sets.end());
+      r.overrides.push_back("run.seed=" + std::to_string(seed));
+      r.overrides.push_back("run.out_dir=" + (fs::path(dir) / v.name).string());
+      r.overrides.push_back("run.name=" + sweep_run_name(seed));
+      runs.push_back(r);
+    }
+  return runs;
+}
+
+}  // namespace poslab
