@@ -45,7 +45,7 @@ libs=(build/libposlab_lib.a -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt -lyaml-cpp 
 # Each source compiles to its own object through ccache where it is installed (as the main build does, its paths
 # hashed relative to this clone), so a fresh clone reuses the objects a build of the same sources stored.
 launcher=()
-command -v ccache >/dev/null && launcher=(env CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=true ccache)
+command -v ccache >/dev/null && launcher=(bash scripts/ccache_compile.sh "$(pwd)" "$(command -v ccache)")
 
 # build NAME SANITIZERS SOURCES...: compiles the sources and links build/fuzz/NAME (skipped when nothing changed)
 build() {

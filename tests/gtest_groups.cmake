@@ -46,7 +46,8 @@ endforeach()
 # The longest suites start first, beside the script tests (CMakeLists.txt): DistTrain starts poslab processes and
 # takes ~25 s, Trainer ~10 s. CTest orders a fresh build's tests by COST; later runs by their measured times.
 foreach(suite IN ITEMS DistTrain Trainer)
-  if("${suite}" IN_LIST suites)
+  list(FIND suites "${suite}" found)
+  if(found GREATER -1)
     set_tests_properties("${suite}" PROPERTIES COST 50)
   endif()
 endforeach()
