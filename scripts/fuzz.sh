@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every reader of files poslab did not just write itself, with libFuzzer (clang from Debian's clang-14 and
-# libclang-rt-14-dev, installed here when missing): .npy tables, .safetensors files, YAML configs, the files of a
+# libclang-rt-14-dev, installed here when missing): .npy tables, .safetensors files, a model folder's config.json
+# and model.safetensors.index.json, YAML configs, the files of a
 # run folder and a sweep folder (metrics.jsonl, snapshots/index.jsonl, model_stepN.json, kernel_paths.json, the
 # eval CSVs, extension JSON, sweep.json, config.yaml), sweep files, sentencepiece models, the kernel-path cache and
 # checkpoints.
@@ -65,10 +66,11 @@ build() {
     { cat "$log" >&2; echo "error: $name does not compile (log above: $log)" >&2; return 1; }
 }
 
-targets=(npy safetensors config run_files sweep tokenizer kernel_cache checkpoint)
+targets=(npy safetensors hf_config config run_files sweep tokenizer kernel_cache checkpoint)
 declare -A sources=(
   [npy]="src/util/npy.cpp src/util/fs.cpp"
   [safetensors]="src/analysis/safetensors.cpp"
+  [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/analysis/safetensors.cpp src/util/fs.cpp"
   [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
   [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
     src/run/sweep_index.cpp src/run/run_folder.cpp"

@@ -16,9 +16,10 @@ declare -A allowed=(
   [distributed]="util"
   [train]="model ops data config analysis distributed run util"
   [report]="analysis run config util"
-  [app]="train model ops data config analysis run util"
+  [hf]="analysis util"
+  [app]="train model ops data config analysis hf run util"
   [sweep]="train report run config util"
-  [cli]="app sweep report train model ops data config analysis distributed run util"
+  [cli]="app sweep report train model ops data config analysis hf distributed run util"
 )
 bad=0
 checked=0

@@ -37,38 +37,51 @@ const char* kernel_kind_name(KernelKind k) {
   return "?";
 }
 
-HeadKernel summarise_kernel(const torch::Tensor& A_in, int head) {
+HeadKernel summarise_kernel(const torch::Tensor& A_in, int head, bool causal) {
   const auto A = f64(A_in);
   const int64_t P = A.size(0);
   const auto a = A.accessor<double, 2>();
+  // The mass at distance d from query i: the key d before it, and for a bidirectional kernel the key d after it.
+  auto ring = [&](int64_t i, int64_t d) {
+    double m = i - d >= 0 ? a[i][i - d] : 0.0;
+    if (!causal && d > 0 && i + d < P) m += a[i][i + d];
+    return m;
+  };
+  auto ring_keys = [&](int64_t i, int64_t d) {  // keys at distance d (of the uniform kernel's i + 1 or P)
+    return static_cast<double>((i - d >= 0 ? 1 : 0) + (!causal && d > 0 && i + d < P ? 1 : 0));
+  };
   HeadKernel h;
   h.head = head;
   h.offset_profile.assign(P, 0.0);
+  const int64_t first = causal ? P / 2 : P / 4, last = causal ? P : P - P / 4;
   for (int64_t d = 0; d < P; ++d) {
     double sum = 0;
-    for (int64_t i = d; i < P; ++i) sum += a[i][i - d];
-    h.offset_profile[d] = sum / static_cast<double>(P - d);
+    int64_t count = 0;
+    for (int64_t i = causal ? d : first; i < (causal ? P : last); ++i, ++count) sum += ring(i, d);
+    h.offset_profile[d] = count ? sum / static_cast<double>(count) : 0.0;
   }
   std::vector<double> o50, o90, u50;
   double m0 = 0, m1 = 0, first_key = 0;
-  const int64_t first = P / 2;
-  for (int64_t i = first; i < P; ++i) {
+  for (int64_t i = first; i < last; ++i) {
     m0 += a[i][i];
-    m1 += a[i][i - 1];
+    m1 += ring(i, 1);
     first_key += a[i][0];
-    double cum = 0;
-    int64_t d50 = -1, d90 = -1;
-    for (int64_t d = 0; d <= i; ++d) {
-      cum += a[i][i - d];
+    const double keys = causal ? static_cast<double>(i + 1) : static_cast<double>(P);
+    double cum = 0, ucum = 0;
+    int64_t d50 = -1, d90 = -1, u = -1;
+    for (int64_t d = 0; d < P; ++d) {
+      cum += ring(i, d);
+      ucum += ring_keys(i, d) / keys;
       if (d50 < 0 && cum >= 0.5 - 1e-12) d50 = d;
       if (d90 < 0 && cum >= 0.9 - 1e-12) d90 = d;
+      if (u < 0 && ucum >= 0.5 - 1e-12) u = d;
     }
-    o50.push_back(static_cast<double>(d50 < 0 ? i : d50));
-    o90.push_back(static_cast<double>(d90 < 0 ? i : d90));
-    // Uniform over i + 1 keys: the smallest δ with (δ + 1) / (i + 1) >= 1/2.
-    u50.push_back(std::ceil((static_cast<double>(i) + 1) / 2) - 1);
+    const int64_t far = causal ? i : P - 1;  // rounding may leave the sum a hair below 1
+    o50.push_back(static_cast<double>(d50 < 0 ? far : d50));
+    o90.push_back(static_cast<double>(d90 < 0 ? far : d90));
+    u50.push_back(static_cast<double>(u));
   }
-  const double n = static_cast<double>(P - first);
+  const double n = static_cast<double>(last - first);
   h.mass_offset0 = m0 / n;
   h.mass_offset1 = m1 / n;
   h.mass_first = first_key / n;
@@ -78,7 +91,7 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head) {
   // log m(δ) = c − δ/λ by least squares over δ = 1 … P/2 where m(δ) > 0.
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   int count = 0;
-  for (int64_t d = 1; d <= P / 2; ++d) {
+  for (int64_t d = 1; d <= (causal ? P / 2 : P / 4); ++d) {
     if (h.offset_profile[d] <= 0) continue;
     const double x = static_cast<double>(d), y = std::log(h.offset_profile[d]);
     sx += x, sy += y, sxx += x * x, sxy += x * y;
@@ -115,13 +128,14 @@ AttentionKernels attention_kernels(const AttentionWeights& w) {
   const auto k = qk.slice(1, C, 2 * C).view({P, nh, hs}).transpose(0, 1);  // (nh, P, hs)
   auto s = q.matmul(k.transpose(1, 2)) / std::sqrt(static_cast<double>(hs));  // (nh, P, P)
   const auto future = torch::ones({P, P}, torch::kBool).triu(1);
-  s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
+  if (w.causal) s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
   AttentionKernels out;
   out.positions = P;
   out.n_head = nh;
   out.mean_token_added = w.mean_token.defined();
+  out.causal = w.causal;
   out.kernels = torch::softmax(s, -1);
-  for (int64_t h = 0; h < nh; ++h) out.heads.push_back(summarise_kernel(out.kernels[h], static_cast<int>(h)));
+  for (int64_t h = 0; h < nh; ++h) out.heads.push_back(summarise_kernel(out.kernels[h], static_cast<int>(h), w.causal));
   return out;
 }
 
@@ -138,7 +152,7 @@ nlohmann::json to_json(const AttentionKernels& k) {
                      {"uniform_offset50", h.uniform_offset50},
                      {"decay_length", h.decay_length ? nlohmann::json(*h.decay_length) : nlohmann::json(nullptr)},
                      {"offset_profile", h.offset_profile}});
-  return {{"positions", k.positions}, {"mean_token_added", k.mean_token_added}, {"heads", heads}};
+  return {{"positions", k.positions}, {"mean_token_added", k.mean_token_added}, {"causal", k.causal}, {"heads", heads}};
 }
 
 std::string kernels_text(const AttentionKernels& k) {

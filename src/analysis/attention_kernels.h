@@ -4,6 +4,7 @@
 // For head h with query/key maps W_q^h, W_k^h (and biases) and the layer's LayerNorm LN:
 //   x_i = LN(p_i + t̄)     p_i the table's row i, t̄ the mean token embedding (the average token a position carries)
 //   s_ij = (x_i W_qᵀ + b_q)^h · (x_j W_kᵀ + b_k)^h / √hs,   A_ij = softmax over the keys j ≤ i of s_ij
+// (over every key j for a bidirectional encoder such as BERT's, whose token part t̄ also holds token type 0's row).
 // A is the attention that positions alone would produce. docs/analysis.md, "Positional attention kernels", gives
 // the summaries and the rule behind each kind.
 #pragma once
@@ -28,12 +29,15 @@ struct AttentionWeights {
   torch::Tensor c_attn_weight;  // (3C, C): rows [0, C) queries, [C, 2C) keys, [2C, 3C) values
   torch::Tensor c_attn_bias;    // (3C,) or undefined
   int64_t n_head = 1;
+  bool causal = true;           // false: every query sees every key (BERT-style encoders)
 };
 
 enum class KernelKind { local, sink, decaying, uniform };
 const char* kernel_kind_name(KernelKind k);  // "local", "sink", "decaying", "uniform"
 
-// One head's kernel, summarised on the queries of the second half (i >= P/2: each sees at least P/2 keys).
+// One head's kernel, summarised on the queries of the second half (i >= P/2: each sees at least P/2 keys); for a
+// bidirectional kernel on the middle half (P/4 <= i < 3P/4: at least P/4 keys on each side), with offsets as
+// distances |i − j| (the entries at offset δ > 0 are A[i, i − δ] + A[i, i + δ]).
 struct HeadKernel {
   int head = 0;
   std::vector<double> offset_profile;  // (P,) entry δ: mean of A[i, i − δ] over the queries i >= δ
@@ -48,6 +52,7 @@ struct HeadKernel {
 struct AttentionKernels {
   int64_t positions = 0, n_head = 0;
   bool mean_token_added = true;
+  bool causal = true;
   torch::Tensor kernels;           // (n_head, P, P) float64: A per head, zero above the diagonal
   std::vector<HeadKernel> heads;
 };
@@ -56,7 +61,7 @@ struct AttentionKernels {
 AttentionKernels attention_kernels(const AttentionWeights& w);
 
 // The summaries of a kernel matrix A (P, P), rows summing to 1 over j <= i (exposed for tests).
-HeadKernel summarise_kernel(const torch::Tensor& A, int head);
+HeadKernel summarise_kernel(const torch::Tensor& A, int head, bool causal = true);
 
 // {"positions", "mean_token_added", "heads": [{head, kind, mass_offset0, mass_offset1, mass_first, offset50, offset90,
 // uniform_offset50, decay_length, offset_profile}]}: no (P, P) matrices.

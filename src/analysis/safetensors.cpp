@@ -8,28 +8,13 @@
 
 namespace poslab {
 
-SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::string& name, const std::string& path) {
-  const std::string hint = "pass a .safetensors file (as written by the safetensors library)";
-  uint64_t header_len = 0;
-  if (bytes.size() < 8) throw Error(path + ": truncated safetensors file (" + std::to_string(bytes.size()) + " bytes)", hint);
-  std::memcpy(&header_len, bytes.data(), 8);
-  if (header_len > bytes.size() - 8)
-    throw Error(path + ": truncated safetensors file: the header claims " + std::to_string(header_len) + " bytes, " +
-                    std::to_string(bytes.size() - 8) + " follow",
-                hint);
-  const auto header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len),
-                                            nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) throw Error(path + ": the safetensors header is not a JSON object", hint);
-  if (!header.contains(name)) {
-    std::string names;
-    for (const auto& [key, value] : header.items())
-      if (key != "__metadata__") names += (names.empty() ? "" : ", ") + key;
-    throw Error(path + ": no tensor named '" + name + "'; the file holds: " + (names.empty() ? "(none)" : names),
-                "pass one of these names with --tensor");
-  }
-  const auto& info = header[name];
-  const size_t data_start = 8 + header_len;
-  const size_t data_size = bytes.size() - data_start;
+namespace {
+
+const char* kHint = "pass a .safetensors file (as written by the safetensors library)";
+
+SafetensorsEntry parse_entry(const nlohmann::json& info, const std::string& name, size_t data_start, size_t file_size,
+                             const std::string& path) {
+  const size_t data_size = file_size - data_start;
   SafetensorsEntry e;
   try {
     e.dtype = info.at("dtype").get<std::string>();
@@ -46,7 +31,7 @@ SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::str
     // numel * element_size must equal the bytes, computed without overflow.
     size_t numel = 1;
     for (int64_t s : e.shape) {
-      if (s < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension", hint);
+      if (s < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension", kHint);
       if (s != 0 && numel > e.bytes / static_cast<size_t>(s)) {
         numel = e.bytes + 1;  // more elements than bytes: cannot match
         break;
@@ -56,11 +41,60 @@ SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::str
     if (numel > e.bytes || numel * e.element_size != e.bytes)
       throw Error(path + ": tensor '" + name + "' holds " + std::to_string(e.bytes) + " bytes, its shape needs " +
                       (numel > e.bytes ? std::string("more") : std::to_string(numel * e.element_size)),
-                  hint);
+                  kHint);
   } catch (const nlohmann::json::exception& ex) {
-    throw Error(path + ": malformed entry for tensor '" + name + "': " + ex.what(), hint);
+    throw Error(path + ": malformed entry for tensor '" + name + "': " + ex.what(), kHint);
   }
   return e;
+}
+
+nlohmann::json parse_header_json(const std::string& header, const std::string& path) {
+  auto j = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw Error(path + ": the safetensors header is not a JSON object", kHint);
+  return j;
+}
+
+}  // namespace
+
+uint64_t safetensors_header_length(const std::string& first8, size_t file_size, const std::string& path) {
+  if (first8.size() < 8 || file_size < 8)
+    throw Error(path + ": truncated safetensors file (" + std::to_string(file_size) + " bytes)", kHint);
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, first8.data(), 8);
+  if (header_len > file_size - 8)
+    throw Error(path + ": truncated safetensors file: the header claims " + std::to_string(header_len) + " bytes, " +
+                    std::to_string(file_size - 8) + " follow",
+                kHint);
+  return header_len;
+}
+
+std::map<std::string, SafetensorsEntry> parse_safetensors_header(const std::string& header, size_t file_size,
+                                                                 const std::string& path) {
+  const size_t data_start = 8 + header.size();
+  if (data_start > file_size) throw Error(path + ": truncated safetensors file", kHint);
+  const nlohmann::json j = parse_header_json(header, path);
+  std::map<std::string, SafetensorsEntry> out;
+  for (const auto& [name, info] : j.items())
+    if (name != "__metadata__") out[name] = parse_entry(info, name, data_start, file_size, path);
+  return out;
+}
+
+std::map<std::string, SafetensorsEntry> list_safetensors_entries(const std::string& bytes, const std::string& path) {
+  const uint64_t n = safetensors_header_length(bytes.substr(0, 8), bytes.size(), path);
+  return parse_safetensors_header(bytes.substr(8, n), bytes.size(), path);
+}
+
+SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::string& name, const std::string& path) {
+  const uint64_t n = safetensors_header_length(bytes.substr(0, 8), bytes.size(), path);
+  const nlohmann::json header = parse_header_json(bytes.substr(8, n), path);
+  if (name == "__metadata__" || !header.contains(name)) {
+    std::string names;
+    for (const auto& [key, value] : header.items())
+      if (key != "__metadata__") names += (names.empty() ? "" : ", ") + key;
+    throw Error(path + ": no tensor named '" + name + "'; the file holds: " + (names.empty() ? "(none)" : names),
+                "pass one of these names with --tensor");
+  }
+  return parse_entry(header[name], name, 8 + n, bytes.size(), path);
 }
 
 }  // namespace poslab

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,19 @@ struct SafetensorsEntry {
   size_t offset = 0;           // of the first byte in the file
   size_t bytes = 0;            // = product(shape) * element_size
 };
+
+// Bytes of the header's length field and header, read from the file's first 8 bytes; throws poslab::Error naming
+// `path` when the file is shorter than 8 bytes or than the header it announces.
+uint64_t safetensors_header_length(const std::string& first8, size_t file_size, const std::string& path);
+
+// Every tensor the header lists, by name. `header` is the JSON text after the 8-byte length; `file_size` the whole
+// file's. Throws poslab::Error naming `path` and the tensor: header that is not a JSON object, unsupported dtype,
+// data outside the file, shape and size that disagree.
+std::map<std::string, SafetensorsEntry> parse_safetensors_header(const std::string& header, size_t file_size,
+                                                                 const std::string& path);
+
+// The same from the whole file's bytes.
+std::map<std::string, SafetensorsEntry> list_safetensors_entries(const std::string& bytes, const std::string& path);
 
 // Finds tensor `name` in the file's bytes. Throws poslab::Error naming `path`: truncated file, header that is
 // not a JSON object, unknown name (the names present are listed), unsupported dtype, shape and size that disagree.

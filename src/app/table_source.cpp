@@ -4,11 +4,41 @@
 
 #include "analysis/baselines.h"
 #include "analysis/table_io.h"
+#include "app/model_tables.h"
 #include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 
 namespace poslab {
+
+ModelTable model_table(const std::string& input, const std::string& tensor, std::string& source) {
+  const ModelFolder m = open_model_folder(input);
+  const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
+  if (!tensor.empty()) {
+    for (ModelTable& mt : load_model_tables(m, t, /*with_frozen=*/true))
+      if (mt.spec.tensor == tensor) {
+        source = mt.source;
+        return mt;
+      }
+    ModelTable mt;
+    mt.spec.tensor = tensor;
+    mt.rows = read_model_tensor(m, tensor);
+    mt.source = source = input + ":" + tensor;
+    return mt;
+  }
+  std::vector<ModelTable> tables = load_model_tables(m, t);
+  if (tables.size() == 1) {
+    source = tables[0].source;
+    return tables[0];
+  }
+  if (tables.empty())
+    throw Error(input + ": no learned position table (" + (t.no_table.empty() ? "fixed sinusoids only" : t.no_table) + ")",
+                "pass --tensor NAME to read another tensor; poslab inspect " + input + " lists what it holds");
+  std::string names;
+  for (const auto& mt : tables) names += (names.empty() ? "" : ", ") + mt.spec.tensor;
+  throw Error(input + ": " + std::to_string(tables.size()) + " position tables (" + names + "): which one?",
+              "pass --tensor NAME; poslab analyze " + input + " with no --tensor analyses each");
+}
 
 torch::Tensor load_table(const TableSource& t, std::string& source) {
   if (!t.synthetic.empty()) {
@@ -22,22 +52,16 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
   source = t.input;
   std::error_code ec;
   if (!std::filesystem::exists(t.input, ec)) throw Error(t.input + ": not found", "pass an existing file or run folder");
+  const std::string ext = std::filesystem::path(t.input).extension().string();
+  if (is_model_folder(t.input) || ext == ".safetensors") return model_table(t.input, t.tensor, source).rows;
   if (std::filesystem::is_directory(t.input, ec)) {  // a run folder: its last snapshot
     const std::vector<SnapshotRecord> index = read_snapshot_index(RunFolder(t.input));
     if (index.empty()) throw Error(t.input + ": the snapshot index is empty", "train for at least one step first");
     source = index.back().path;
     return read_npy_table(index.back().path);
   }
-  const std::string ext = std::filesystem::path(t.input).extension().string();
   if (ext == ".npy") return read_npy_table(t.input);
   if (ext == ".pt") return read_checkpoint_position_table(t.input).to(torch::kFloat64);
-  if (ext == ".safetensors") {
-    if (t.tensor.empty())
-      throw Error(t.input + ": which tensor? pass --tensor NAME",
-                  "GPT-2: --tensor wpe.weight; BERT: --tensor bert.embeddings.position_embeddings.weight");
-    source = t.input + ":" + t.tensor;
-    return read_safetensors_tensor(t.input, t.tensor);
-  }
   throw Error(t.input + ": unknown kind of input '" + ext + "'",
               "pass a run folder, a .pt checkpoint, a .npy or a .safetensors file");
 }

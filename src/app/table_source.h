@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "app/model_tables.h"
+
 namespace poslab {
 
 struct TableSource {
@@ -17,6 +19,11 @@ struct TableSource {
   uint64_t seed = 0;       // of a synthetic random or handbook table
   double std = 0.02;       // of a synthetic random table
 };
+
+// A Hugging Face model folder's or .safetensors file's table: the one learned table its family keeps (rows mapped to
+// positions, app/model_tables.h), or tensor `tensor` (a recognised table mapped, any other as stored). Throws
+// poslab::Error listing the tables when there are several and no `tensor`, or none.
+ModelTable model_table(const std::string& input, const std::string& tensor, std::string& source);
 
 // Loads the table as float64 and names it in `source` ("file.safetensors:wpe.weight", "synthetic random (…)").
 // Throws poslab::Error naming the file: missing, unknown kind, no --tensor for .safetensors, both a file and

@@ -8,9 +8,12 @@
 #include "analysis/agreement.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
+#include "analysis/grid.h"
 #include "analysis/metric_list.h"
 #include "analysis/probes.h"
+#include "analysis/position_token.h"
 #include "app/loaded_model.h"
+#include "app/model_tables.h"
 #include "run/run_folder.h"
 #include "data/dataset.h"
 #include "train/evaluate.h"
@@ -67,7 +70,7 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")->capture_default_str();
   add_verdict_options(cmd, a.thresholds);
   cmd->add_option("--against", a.against,
-                  "compare with a second table of the same shape up to rotation and scale (CKA, Procrustes, "
+                  "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
                   "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)");
   cmd->add_option("--against-tensor", a.against_tensor, "tensor name when --against is a .safetensors file (default: --tensor)");
   cmd->add_option("--k", a.k, "with --against: principal angles between the top K components (default: the smaller "
@@ -161,6 +164,74 @@ int run_agreement(const AnalyzeArgs& a, std::ostream& out) {
   return 0;
 }
 
+// The baselines' columns beside `main`'s, printed as one table; their JSON.
+nlohmann::json baselines_table(const AnalyzeArgs& a, std::vector<std::pair<std::string, Analysis>>& columns,
+                               const Analysis& main, std::ostream& out) {
+  nlohmann::json bj;
+  for (const Baseline& b : baseline_analyses(main.positions, main.dims, a.options)) {
+    bj[b.name] = to_json(b.analysis);
+    columns.emplace_back(b.name, b.analysis);
+  }
+  std::vector<std::pair<std::string, const Analysis*>> view;
+  for (const auto& [name, an] : columns) view.emplace_back(name, &an);
+  out << "\n" << comparison_table(view);
+  return bj;
+}
+
+// Layer 0 of a GPT-2- or BERT-layout model folder: each head's position-only kernel and the position/token geometry.
+nlohmann::json folder_usage(const ModelFolder& m, const ModelTables& t, const ModelTable& table, std::ostream& out) {
+  const AttentionKernels k = attention_kernels(layer0_weights(m, t, table));
+  const PositionTokenGeometry g = position_token_geometry(token_embedding(m, t), table.rows);
+  out << fmt::format("\nhow layer 0 reads the table ({} layout, {} heads, {}; docs/models.md):\n", t.layout, k.n_head,
+                     k.causal ? "causal" : "bidirectional: offsets are distances")
+      << " position-only attention kernels (mean token embedding added):\n" << kernels_text(k)
+      << " position vs token directions:\n" << position_token_text(g);
+  return {{"layout", t.layout}, {"attention_kernels", to_json(k)}, {"position_token", to_json(g)}};
+}
+
+// poslab analyze MODEL (a Hugging Face folder or .safetensors file) with no --tensor: every learned table on its
+// positions, and layer 0's reading of it where the layout is known.
+int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
+  const ModelFolder m = open_model_folder(a.table.input);
+  const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
+  out << "model " << a.table.input << ": " << tables_text(t);
+  nlohmann::json j = to_json(t);
+  j["source"] = a.table.input;
+  nlohmann::json tables = nlohmann::json::array();
+  for (const PositionTableSpec& s : t.tables)
+    if (s.frozen) out << fmt::format("{} {}: a fixed sinusoid, not analysed (poslab analyze {} --tensor {} reads it)\n",
+                                     s.role, s.tensor, a.table.input, s.tensor);
+  for (ModelTable& mt : load_model_tables(m, t)) {
+    AnalysisOptions opt = a.options;
+    torch::Tensor W = mt.rows;
+    std::string source = mt.source;
+    if (!a.rows.empty()) {
+      W = select_rows(W, a.rows, &opt.row_offset);
+      source += " positions " + a.rows;
+    }
+    const Analysis an = analyze_table(W, source, opt);
+    out << fmt::format("\n== {} table {} ({} positions x {}) ==\n", mt.spec.role, mt.spec.tensor, W.size(0), W.size(1))
+        << summary_text(an);
+    nlohmann::json tj = to_json(mt.spec);
+    tj["analysis"] = to_json(an);
+    if (mt.spec.grid_rows > 0 && a.rows.empty()) {
+      const GridAnalysis g = grid_analysis(W, mt.spec.grid_rows, mt.spec.grid_cols, opt.shuffle_seed);
+      out << grid_text(g);
+      tj["grid_analysis"] = to_json(g);
+    }
+    if (a.probes) tj["literature_probes"] = to_json(literature_probes(W, opt.shuffle_seed));
+    if (!t.layout.empty() && a.rows.empty() && mt.spec.role != "vision") tj["model_usage"] = folder_usage(m, t, mt, out);
+    if (a.baselines) {
+      std::vector<std::pair<std::string, Analysis>> columns = {{mt.spec.role, an}};
+      tj["baselines"] = baselines_table(a, columns, an, out);
+    }
+    tables.push_back(tj);
+  }
+  j["analyses"] = tables;
+  emit_json(a, j);
+  return 0;
+}
+
 }  // namespace
 
 int run_analyze(const AnalyzeArgs& a) {
@@ -168,10 +239,14 @@ int run_analyze(const AnalyzeArgs& a) {
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   if (!a.against.empty()) return run_agreement(a, out);
   if (a.k > 0) throw Error("--k applies to --against", "pass --against TABLE, or leave --k out");
-  if (a.probes && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input))
+  if (a.probes && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input) &&
+      !is_model_folder(a.table.input))
     throw Error("--probes applies to one table, not to a run folder", "pass one snapshot .npy or a checkpoint");
   std::error_code ec;
-  const bool run_folder = a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
+  const bool model = a.table.synthetic.empty() && !a.table.input.empty() &&
+                     (is_model_folder(a.table.input) || fs::path(a.table.input).extension() == ".safetensors");
+  if (model && a.table.tensor.empty()) return run_model_folder(a, out);
+  const bool run_folder = !model && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
   Analysis main;
   nlohmann::json j;
@@ -224,17 +299,7 @@ int run_analyze(const AnalyzeArgs& a) {
   }
 
   const bool with_baselines = a.baselines || run_folder;
-  if (with_baselines) {
-    nlohmann::json bj;
-    for (const Baseline& b : baseline_analyses(main.positions, main.dims, a.options)) {
-      bj[b.name] = to_json(b.analysis);
-      columns.emplace_back(b.name, b.analysis);
-    }
-    j["baselines"] = bj;
-    std::vector<std::pair<std::string, const Analysis*>> view;
-    for (const auto& [name, an] : columns) view.emplace_back(name, &an);
-    out << "\n" << comparison_table(view);
-  }
+  if (with_baselines) j["baselines"] = baselines_table(a, columns, main, out);
   out << fmt::format("\nanalysed in {:.1f} ms ({} x {})\n", 1000 * main.seconds, main.positions, main.dims);
   emit_json(a, j);
   return 0;

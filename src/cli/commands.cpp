@@ -20,6 +20,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/platform.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -176,7 +177,9 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
   app.require_subcommand(1);
   // A callback: the summary looks for a GPU, which only --version should pay for.
-  app.set_version_flag("--version", std::function<std::string()>([] { return "poslab, built with " + build_summary(); }));
+  app.set_version_flag("--version", std::function<std::string()>([] {
+    return "poslab, built with " + build_summary() + "\nBLAS: " + blas_summary();
+  }));
 
   // The subcommands in the order of poslab --help.
   TrainArgs train_args;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <numeric>
 
 #include "analysis/analysis.h"
@@ -14,6 +15,7 @@
 #include "analysis/format.h"
 #include "app/extend.h"
 #include "app/loaded_model.h"
+#include "app/model_tables.h"
 #include "data/dataset.h"
 #include "report/report.h"
 #include "run/run_files.h"
@@ -47,7 +49,23 @@ int run_report(const ReportArgs& a) {
   std::error_code ec;
   ReportResult r;
   const TableSource& t = a.table;
-  if (t.synthetic.empty() && !t.input.empty() && fs::is_directory(t.input, ec)) {
+  const bool model = t.synthetic.empty() && !t.input.empty() &&
+                     (is_model_folder(t.input) || fs::path(t.input).extension() == ".safetensors");
+  if (model && t.tensor.empty() && a.rows.empty()) {
+    // A model's learned tables, each on its positions: one report, or one per table in OUT/ROLE.
+    const ModelFolder m = open_model_folder(t.input);
+    const std::vector<ModelTable> tables = load_model_tables(m, find_position_tables(m.config, tensor_shapes(m)));
+    std::string source;
+    if (tables.size() < 2) model_table(t.input, "", source);  // none: the error that says why
+    const fs::path in = fs::path(t.input).filename().empty() ? fs::path(t.input).parent_path() : fs::path(t.input);
+    const fs::path base = a.out.empty() ? in.parent_path() / (in.stem().string() + "_report") : fs::path(a.out);
+    for (const ModelTable& mt : tables) {
+      const std::string dir = tables.size() == 1 ? base.string() : (base / mt.spec.role).string();
+      r = write_table_report(mt.rows, mt.source, dir, 0);
+      if (tables.size() > 1) std::cout << r.index_html << "\n";
+    }
+    if (tables.size() > 1) return 0;
+  } else if (!model && t.synthetic.empty() && !t.input.empty() && fs::is_directory(t.input, ec)) {
     r = write_run_report(t.input, a.thresholds);
   } else {
     std::string source;
@@ -66,12 +84,39 @@ int run_report(const ReportArgs& a) {
 }
 
 CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
-  auto* cmd = app.add_subcommand("inspect", "describe a checkpoint: config, step, sizes, losses, tokenizer, its position table");
-  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  auto* cmd = app.add_subcommand("inspect", "describe a checkpoint (config, step, sizes, losses, tokenizer, its position "
+                                            "table) or a Hugging Face model folder (its files and position tables)");
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt, or a model folder / .safetensors")
+      ->required();
   return cmd;
 }
 
+namespace {
+
+// poslab inspect MODEL: a Hugging Face folder's files, config and position tables.
+int inspect_model_folder(const std::string& path) {
+  const ModelFolder m = open_model_folder(path);
+  int64_t params = 0;
+  std::map<std::string, int> dtypes;
+  for (const auto& [name, w] : m.tensors) {
+    params += std::accumulate(w.entry.shape.begin(), w.entry.shape.end(), int64_t{1}, std::multiplies<>());
+    ++dtypes[w.entry.dtype];
+  }
+  std::string types;
+  for (const auto& [d, n] : dtypes) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", n, d);
+  std::cout << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
+                           m.files.size() == 1 ? "" : "s", m.tensors.size(), types, params);
+  std::cout << "config       " << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
+                                                         : m.config_path) << "\n";
+  std::cout << "tables       " << tables_text(find_position_tables(m.config, tensor_shapes(m)));
+  return 0;
+}
+
+}  // namespace
+
 int run_inspect(const InspectArgs& a) {
+  if (is_model_folder(a.checkpoint) || fs::path(a.checkpoint).extension() == ".safetensors")
+    return inspect_model_folder(a.checkpoint);
   const LoadedModel m = load_model(a.checkpoint);
   auto loss = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("unknown"); };
   std::cout << fmt::format("checkpoint   {} (format {})\n", a.checkpoint, m.meta.format_version);

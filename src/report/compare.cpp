@@ -160,7 +160,7 @@ std::vector<AgreementCell> seed_agreement(const Comparison& c) {
         if ((va == vb && j <= i) || !tables[i].defined() || !tables[j].defined() ||
             tables[i].sizes() != tables[j].sizes())
           continue;
-        const Agreement g = table_agreement(tables[i], tables[j], c.runs[i].run_dir, c.runs[j].run_dir);
+        const Agreement g = table_agreement(tables[i], tables[j], c.runs[i].run_dir, c.runs[j].run_dir, 0, /*shuffles=*/0);
         cka.push_back(g.cka);
         residual.push_back(g.procrustes_residual);
         similarity.push_back(g.similarity_correlation);

@@ -67,10 +67,47 @@ TEST(Agreement, IndependentRandomTablesAgreeAtTheTheorysLevel) {
     sim += g.similarity_correlation / pairs;
     EXPECT_GT(g.procrustes_residual, 0.8);
   }
-  EXPECT_NEAR(expected_random_cka(P, d), 64.0 / 192.0, 1e-12);
-  EXPECT_NEAR(cka, expected_random_cka(P, d), 0.01);
+  EXPECT_NEAR(expected_random_cka(P, d, d), 64.0 / 192.0, 1e-12);
+  EXPECT_NEAR(cka, expected_random_cka(P, d, d), 0.01);
   EXPECT_NEAR(cos2, 8.0 / 127.0, 0.02);
   EXPECT_NEAR(sim, 0.0, 0.02);
+}
+
+TEST(Agreement, TablesOfDifferentWidthsCompareOnTheirPositions) {
+  // B = A Q with Q (40, 64) of orthonormal rows: the same geometry in a wider space.
+  const auto A = planted(96, 40, 1);
+  const auto Q = std::get<0>(torch::linalg_qr(gaussian({64, 40}, 5))).transpose(0, 1);  // (40, 64), Q Qᵀ = I
+  const Agreement g = table_agreement(A, 2.0 * A.matmul(Q), "A", "B wide");
+  EXPECT_EQ(g.dims, 40);
+  EXPECT_EQ(g.dims_b, 64);
+  EXPECT_NEAR(g.cka, 1.0, 1e-12);
+  EXPECT_NEAR(g.procrustes_residual, 0.0, 1e-6);  // the narrower padded with zeros: an exact rotation
+  EXPECT_NEAR(g.similarity_correlation, 1.0, 1e-12);
+  EXPECT_EQ(g.k, 3);
+  EXPECT_NEAR(g.mean_cos2, 1.0, 1e-9);
+  EXPECT_NEAR(expected_random_cka(96, 40, 64), std::sqrt(40.0 * 64 / ((95 + 41) * (95 + 65.0))), 1e-12);
+  EXPECT_NE(agreement_text(g).find("96 positions, widths 40 and 64"), std::string::npos) << agreement_text(g);
+}
+
+TEST(Agreement, TheShuffledNullFitsStructuredTables) {
+  // Against a copy of itself the measures sit far above B's shuffled rows; against an unrelated smooth table of
+  // another width they sit inside the shuffled spread, where the random-table level says nothing.
+  const auto A = planted(96, 40, 1);
+  const Agreement same = table_agreement(A, A.matmul(random_rotation(40, 2)), "A", "A rotated");
+  EXPECT_EQ(same.shuffles, 20);
+  EXPECT_GT(same.cka, same.cka_shuffled.mean + 5 * same.cka_shuffled.sd);
+  EXPECT_GT(same.similarity_correlation, same.similarity_shuffled.mean + 5 * same.similarity_shuffled.sd);
+  EXPECT_GT(same.mean_cos2, same.mean_cos2_shuffled.mean + 5 * same.mean_cos2_shuffled.sd);
+  EXPECT_LT(same.procrustes_residual, same.procrustes_shuffled.mean - 5 * same.procrustes_shuffled.sd);
+  // Shuffles are seeded: the same numbers every run.
+  const Agreement again = table_agreement(A, A.matmul(random_rotation(40, 2)), "A", "A rotated");
+  EXPECT_EQ(again.cka_shuffled.mean, same.cka_shuffled.mean);
+  const auto j = to_json(same);
+  EXPECT_EQ(j["shuffles"], 20);
+  EXPECT_NEAR(j["shuffled"]["cka"]["mean"].get<double>(), same.cka_shuffled.mean, 0);
+  EXPECT_NE(agreement_text(same).find("B's rows shuffled: "), std::string::npos);
+  // No shuffles asked: no null.
+  EXPECT_FALSE(to_json(table_agreement(A, A, "A", "A", 0, 0)).contains("shuffled"));
 }
 
 TEST(Agreement, WithoutSignalThereAreNoAnglesUnlessKIsGiven) {

@@ -40,8 +40,16 @@ TEST(TableSource, LoadTableDispatchesAndNamesItsSource) {
     }
     return std::string("no error");
   };
+  // No --tensor: the table its family keeps (GPT-2's wpe.weight, from row 0), named by its rows.
   t.tensor.clear();
+  EXPECT_TRUE(torch::equal(load_table(t, source), w.to(torch::kFloat64)));
+  EXPECT_EQ(source, dir / "m.safetensors:wpe.weight");
+  // A file with no table of a known family: which tensor?
+  write_text(dir / "other.safetensors", safetensors({{"h", "F32", {6, 4}, raw<float>(w)}}));
+  t.input = dir / "other.safetensors";
+  EXPECT_NE(message(t).find("other.safetensors: no learned position table"), std::string::npos) << message(t);
   EXPECT_NE(message(t).find("pass --tensor NAME"), std::string::npos);
+  t.input = dir / "m.safetensors";
   t.synthetic = "random";
   EXPECT_NE(message(t).find("not both"), std::string::npos);
   EXPECT_NE(message(TableSource{}).find("nothing to analyse"), std::string::npos);

@@ -35,6 +35,22 @@ if [ -n "$missing" ]; then
   echo "cli: 0 passed, 1 failed"
   exit 1
 fi
+# --version names the LibTorch it was built with (and the GPU, in a CUDA build) and the BLAS it runs. poslab sets
+# OpenBLAS's variables and re-executes itself once before OpenBLAS loads (src/util/platform.cpp): with AVX2 the
+# OpenBLAS of Debian's build must show the core type poslab chose.
+if "$poslab" --version >"$tmp/out" 2>"$tmp/err" &&
+   grep -Eq "^poslab, built with LibTorch [0-9]+\.[0-9]+\.[0-9]+.* (\(CPU only\)|with CUDA [0-9]+\.[0-9]+; GPU: )" "$tmp/out" &&
+   grep -Eq "^BLAS: " "$tmp/out" &&
+   { ! grep -q "^BLAS: OpenBLAS" "$tmp/out" || ! grep -qw avx2 /proc/cpuinfo ||
+     grep -Eq "^BLAS: OpenBLAS core .*, OPENBLAS_CORETYPE=(Haswell|SkylakeX)" "$tmp/out"; }; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL --version"; cat "$tmp/out" "$tmp/err"
+fi
+# The calls below run with those variables already set as poslab sets them, so each starts LibTorch once, not twice.
+coretype=$(sed -n 's/.*OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p' "$tmp/out")
+[ -n "$coretype" ] && export OPENBLAS_CORETYPE=$coretype
+export OPENBLAS_NUM_THREADS=1 POSLAB_NO_REEXEC=1
 expect_error "missing config" "^error: .*nonexistent.yaml" train nonexistent.yaml
 expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
 expect_error "wrong type" "^error: --set: train.lr = fast: expected number" train configs/default.yaml --set train.lr=fast
@@ -72,13 +88,6 @@ printf 'tiny\n' >"$tmp/tiny.txt"
 expect_error "corpus too small" "tokens split into .* block_size \+ 1" \
   train configs/default.yaml --set "data.corpus=$tmp/tiny.txt" --set data.tokenizer.type=char --set "run.out_dir=$tmp/runs"
 
-# --version names the LibTorch it was built with (and the GPU, in a CUDA build).
-if "$poslab" --version >"$tmp/out" 2>"$tmp/err" &&
-   grep -Eq "^poslab, built with LibTorch [0-9]+\.[0-9]+\.[0-9]+.* (\(CPU only\)|with CUDA [0-9]+\.[0-9]+; GPU: )" "$tmp/out"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL --version"; cat "$tmp/out" "$tmp/err"
-fi
 
 # config prints the effective config; bench prints its figures as JSON.
 if "$poslab" config configs/default.yaml --set model.n_layer=2 >"$tmp/out" 2>"$tmp/err" &&
@@ -134,7 +143,7 @@ printf 'x' >"$tmp/table.txt"
 printf 'abc' >"$tmp/bad.safetensors"
 expect_error "analyze missing file" "^error: $tmp/nope.npy: not found" analyze "$tmp/nope.npy"
 expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp/table.txt"
-expect_error "analyze safetensors without --tensor" "pass --tensor NAME" analyze "$tmp/bad.safetensors"
+expect_error "analyze safetensors without --tensor" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
 expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
 expect_error "verdict share out of range" "^error: --min-signal-share: Value 2 not in range" analyze "$tmp/empty-run" --min-signal-share 2
@@ -193,6 +202,30 @@ else
 fi
 expect_error "analyze --against another shape" "gpt2_wpe_rows0-63.npy is \(64, 768\) and .*latest.pt is \(" \
   analyze tests/fixtures/gpt2_wpe_rows0-63.npy --against "$ckpt"
+# Hugging Face model folders (tests/fixtures/hf, written by transformers): every table on its positions, in text and
+# JSON; inspect lists the tables; report writes one page per table; a model without a table says what it uses.
+hf=tests/fixtures/hf
+if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "^== encoder table model.encoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
+   grep -q "^== decoder table model.decoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
+   grep -q "positions 0..23 are rows 2..25; learned; left out: rows 0-1" "$tmp/out" &&
+   [ "$(grep -c '"first_row": 2' "$tmp/bart.json")" -eq 4 ] &&
+   "$poslab" analyze "$hf/gpt2" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "how layer 0 reads the table (gpt2 layout, 2 heads, causal" "$tmp/out" &&
+   "$poslab" analyze "$hf/vit" >"$tmp/out" 2>"$tmp/err" && grep -q "2-D grid 4 x 4: row part" "$tmp/out" &&
+   "$poslab" inspect "$hf/clip" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "vision   vision_model.embeddings.position_embedding.weight  17 rows x 16: positions 0..15 are rows 1..16; learned, 4 x 4 patch grid" "$tmp/out" &&
+   "$poslab" analyze "$hf/llama" >"$tmp/out" 2>"$tmp/err" && grep -q "no learned position table: rotary" "$tmp/out" &&
+   "$poslab" report "$hf/whisper" --out "$tmp/whisper" >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/whisper/index.html" ] &&
+   grep -q "whisper:model.decoder.embed_positions.weight" "$tmp/whisper/index.html" &&
+   "$poslab" analyze "$hf/gpt2" --against "$hf/gpt_neo" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "(24 positions, widths 16 and 8)" "$tmp/out" && grep -q "B's rows shuffled: " "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL Hugging Face folders"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "analyze a folder of pickles" "gpt2_bin: PyTorch pickles only \(pytorch_model.bin\)" analyze "$hf/gpt2_bin"
+expect_error "--against a folder of two tables" "bart: 2 position tables .*: which one" analyze "$hf/gpt2" --against "$hf/bart"
 expect_error "analyze --k without --against" "^error: --k applies to --against" analyze "$ckpt" --k 3
 if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         6 of train.max_steps 6" "$tmp/out" &&
    grep -q "^position table" "$tmp/out" && grep -q "parameters" "$tmp/out"; then
