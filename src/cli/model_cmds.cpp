@@ -61,7 +61,7 @@ int run_report(const ReportArgs& a) {
     const fs::path base = a.out.empty() ? in.parent_path() / (in.stem().string() + "_report") : fs::path(a.out);
     for (const ModelTable& mt : tables) {
       const std::string dir = tables.size() == 1 ? base.string() : (base / mt.spec.role).string();
-      r = write_table_report(mt.rows, mt.source, dir, 0);
+      r = write_table_report(mt.rows, mt.source, dir, 0, mt.spec.grid_rows, mt.spec.grid_cols);
       if (tables.size() > 1) std::cout << r.index_html << "\n";
     }
     if (tables.size() > 1) return 0;

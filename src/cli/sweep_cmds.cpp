@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/model_tables.h"
+#include "app/table_source.h"
 #include "report/compare.h"
+#include "report/table_atlas.h"
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/signals.h"
@@ -26,8 +29,10 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
-  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd");
-  cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders")->required()->check(CLI::ExistingDirectory);
+  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd; or "
+                                            "position tables of any widths (model folders, .safetensors, .npy, .pt)");
+  cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
+      ->required()->check(CLI::ExistingPath);
   cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
   return cmd;
 }
@@ -45,7 +50,52 @@ int run_sweep_command(const SweepArgs& a) {
   return 0;
 }
 
+namespace {
+
+// A run or sweep folder, as opposed to a table: a folder that is not a model's.
+bool is_run_input(const std::string& path) { return fs::is_directory(path) && !is_model_folder(path); }
+
+// poslab compare TABLE TABLE …: every learned table of each input (a model folder's each on its own), on one page.
+int compare_tables(const CompareArgs& a) {
+  std::vector<NamedTable> tables;
+  for (const std::string& input : a.dirs) {
+    const fs::path p = fs::path(input).filename().empty() ? fs::path(input).parent_path() : fs::path(input);
+    const std::string name = p.extension() == ".safetensors" || p.extension() == ".npy" || p.extension() == ".pt"
+                                 ? (p.parent_path().filename() / p.stem()).string() : p.filename().string();
+    if (is_model_folder(input) || p.extension() == ".safetensors") {
+      const ModelFolder m = open_model_folder(input);
+      const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
+      const std::vector<ModelTable> found = load_model_tables(m, t);
+      if (found.empty()) {
+        std::string source;
+        model_table(input, "", source);  // the error that says why
+      }
+      for (const ModelTable& mt : found)
+        tables.push_back({found.size() == 1 ? name : name + " " + mt.spec.role, mt.source, mt.rows, mt.spec.grid_rows,
+                          mt.spec.grid_cols});
+    } else {
+      TableSource ts;
+      ts.input = input;
+      NamedTable nt{name, "", {}};
+      nt.rows = load_table(ts, nt.source);
+      tables.push_back(nt);
+    }
+  }
+  const std::string page = write_table_atlas(tables, a.out.empty() ? "compare" : a.out);
+  for (const auto& t : tables) spdlog::info("{}: {} positions x {}", t.label, t.rows.size(0), t.rows.size(1));
+  std::cout << page << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int run_compare(const CompareArgs& a) {
+  size_t runs = 0;
+  for (const std::string& d : a.dirs) runs += is_run_input(d);
+  if (runs == 0) return compare_tables(a);
+  if (runs != a.dirs.size())
+    throw Error("compare: give run and sweep folders, or tables, not both",
+                "compare a run's table with others through its snapshot: RUN/snapshots/wpe_stepNNNNNN.npy");
   std::string out = a.out;
   if (out.empty()) {
     out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";

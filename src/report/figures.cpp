@@ -36,7 +36,9 @@ std::string series_plots(Figure& f, const std::vector<Series>& series, const std
   for (const auto& s : series) {
     const std::string file = prefix + "_" + slug(s.label) + ".dat";
     f.data[file] = "# " + header + "\n" + rows(*s.analysis);
-    plots += fmt::format("{}'{}' using 1:2 with {} title {}", plots.empty() ? "" : ", ", file, style, quote(title(s)));
+    // noenhanced: a label is text as it is ("rows0_63" is no subscript).
+    plots += fmt::format("{}'{}' using 1:2 with {} title {} noenhanced", plots.empty() ? "" : ", ", file, style,
+                         quote(title(s)));
   }
   return plots;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/grid.h"
 #include "analysis/trajectory.h"
 #include "run/run_files.h"
 
@@ -48,5 +49,10 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
 Figure position_loss_figure(const std::vector<double>& loss, const std::string& split);
 // Loss against the table row where the windows start (poslab eval --shift), and by position at each shift.
 Figure shift_loss_figure(const ShiftCurve& curve, const std::string& split);
+
+// A vision table's patch grid (report/grid_figures.cpp): mean similarity by (Δrow, Δcol), and one small map per
+// patch of its cosine to every patch, laid out as the image.
+Figure grid_offset_figure(const GridAnalysis& g);
+Figure patch_maps_figure(const GridAnalysis& g);
 
 }  // namespace poslab

@@ -38,6 +38,8 @@ figure { margin: 2em 0; }
 figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #444; max-width: 900px; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
+.wide { overflow-x: auto; max-width: 100%; }
+small.null { color: #666; white-space: nowrap; }
 )";
 
 }  // namespace
@@ -217,7 +219,7 @@ std::string write_report_of_finished_run(const std::string& run_dir) {
 }
 
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
-                                int64_t row_offset) {
+                                int64_t row_offset, int64_t grid_rows, int64_t grid_cols) {
   AnalysisOptions opt;
   opt.keep_cosine_matrix = true;
   opt.row_offset = row_offset;
@@ -230,12 +232,25 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   std::vector<Figure> figures = {spectrum_figure({s, r, sn}), cumulative_variance_figure({s, r, sn}),
                                  similarity_heatmaps_figure({s}), principal_components_figure(s), helix_figure(s),
                                  row_norms_figure({s})};
+  std::string grid_html;
+  if (grid_rows > 0) {
+    const GridAnalysis g = grid_analysis(W, grid_rows, grid_cols, opt.shuffle_seed);
+    figures.push_back(grid_offset_figure(g));
+    figures.push_back(patch_maps_figure(g));
+    grid_html = fmt::format(
+        "<h2>The patch grid</h2>\n<p>{} × {} patches. The rows split into a part that depends on the grid row ({:.1f} % of "
+        "the variance), a part that depends on the column ({:.1f} %) and the rest ({:.1f} %); with the patches shuffled: "
+        "{:.1f} % and {:.1f} %. Cosine of neighbours: same row {:.3f}, same column {:.3f}; any two patches {:.3f} "
+        "(docs/models.md, \"2-D position grids\").</p>\n",
+        g.rows, g.cols, 100 * g.row_share, 100 * g.col_share, 100 * g.interaction_share, 100 * g.shuffled_row_share,
+        100 * g.shuffled_col_share, g.horizontal_cosine, g.vertical_cosine, g.mean_cosine);
+  }
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
   const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
                           fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n",
                                       a.positions, a.dims) +
-                          probes_table({{"table", W}}, opt.shuffle_seed) + "<h2>Figures</h2>\n";
+                          probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));
   return result;

@@ -27,8 +27,9 @@ std::string write_report_of_finished_run(const std::string& run_dir);
 
 // The figures that make sense for one table (spectrum, variance, heatmap, PCs, helix, row norms), in out_dir.
 // Both reports compare with analysis/baselines.h's controls (the same seed and scale as poslab analyze).
+// A vision table's rows are a grid_rows x grid_cols grid of patches (0: a sequence): its 2-D figures are added.
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
-                                int64_t row_offset = 0);
+                                int64_t row_offset = 0, int64_t grid_rows = 0, int64_t grid_cols = 0);
 
 // The pieces both reports and poslab compare are made of. Writes each figure's data and script into `dir`, then
 // renders them with gnuplot (poslab::Error naming the script when it fails); returns the figures' names.

@@ -63,7 +63,9 @@ TEST(ModelTables, EveryFamilysTablesOnTheRowsTransformersUses) {
       EXPECT_EQ(mt.rows.size(0), mt.spec.positions());
       EXPECT_TRUE(torch::equal(mt.rows, stored.slice(0, mt.spec.first_row())));
     }
-    if (f.contains("uses")) EXPECT_NE(t.no_table.find(f["uses"].get<std::string>()), std::string::npos) << t.no_table;
+    if (f.contains("uses")) {
+      EXPECT_NE(t.no_table.find(f["uses"].get<std::string>()), std::string::npos) << t.no_table;
+    }
     ++checked;
   }
   EXPECT_GE(checked, 18);

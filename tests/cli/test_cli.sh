@@ -224,6 +224,18 @@ if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err"
 else
   failed=$((failed + 1)); echo "FAIL Hugging Face folders"; cat "$tmp/out" "$tmp/err"
 fi
+# compare on tables: two model folders (three tables) and a .npy of another width, one page, each table's report.
+if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/atlas" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "atlas/index.html$" "$tmp/out" && grep -q "bart encoder: 24 positions x 16" "$tmp/err" &&
+   [ -s "$tmp/atlas/tables/4-fixtures_gpt2_wpe_rows0_63/index.html" ] &&
+   [ "$(grep -c '"positions_compared"' "$tmp/atlas/atlas.json")" -eq 6 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL compare tables"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "compare runs and tables" "give run and sweep folders, or tables, not both" \
+  compare "$tmp/x/default" "$hf/gpt2"
+expect_error "compare one table" "give two tables or more" compare "$hf/gpt2" --out "$tmp/one"
 expect_error "analyze a folder of pickles" "gpt2_bin: PyTorch pickles only \(pytorch_model.bin\)" analyze "$hf/gpt2_bin"
 expect_error "--against a folder of two tables" "bart: 2 position tables .*: which one" analyze "$hf/gpt2" --against "$hf/bart"
 expect_error "analyze --k without --against" "^error: --k applies to --against" analyze "$ckpt" --k 3

@@ -126,6 +126,25 @@ TEST(Report, OneTableReport) {
   expect_links_exist(r.index_html);
 }
 
+TEST(Report, AVisionTablesReportDrawsItsPatchGrid) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  // A 3 x 4 grid whose rows depend on the grid row only: the split says so on the page.
+  const auto f = random_table(3, 8, 1.0, 5);
+  const auto W = f.repeat_interleave(4, 0);  // patch (r, c) = f(r)
+  const ReportResult r = write_table_report(W, "grid", dir / "grid", 0, 3, 4);
+  EXPECT_EQ(r.figures.size(), 8u);
+  EXPECT_EQ(r.figures[6], "grid_offsets");
+  EXPECT_EQ(r.figures[7], "patch_maps");
+  expect_valid_images(dir / "grid", r.figures);
+  expect_links_exist(r.index_html);
+  const std::string html = read_file(r.index_html);
+  EXPECT_NE(html.find("3 × 4 patches. The rows split into a part that depends on the grid row (100.0 %"), std::string::npos);
+  // One map per patch, each 3 rows of 4.
+  const std::string maps = read_file(dir / "grid/patch_maps.dat");
+  EXPECT_EQ(std::count(maps.begin(), maps.end(), '\n'), 12 * (3 + 2));
+}
+
 TEST(Report, WithoutGnuplotTheDataIsWrittenAndTheErrorIsClear) {
   TempDir dir;
   fake_run(dir);
