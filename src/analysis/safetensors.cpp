@@ -97,4 +97,29 @@ SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::str
   return parse_entry(header[name], name, 8 + n, bytes.size(), path);
 }
 
+std::string safetensors_file(const std::vector<SafetensorsTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  size_t offset = 0;
+  for (const SafetensorsTensor& t : tensors) {
+    const size_t element = t.dtype == "F32" ? 4 : t.dtype == "F16" || t.dtype == "BF16" ? 2 : 8;
+    size_t numel = 1;
+    for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+    if (numel * element != t.bytes.size())
+      throw Error("safetensors: tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) + " bytes, its shape and " +
+                  t.dtype + " need " + std::to_string(numel * element));
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // the data starts on an 8-byte boundary
+  const uint64_t n = h.size();
+  std::string out(reinterpret_cast<const char*>(&n), 8);
+  out.reserve(8 + h.size() + offset);
+  out += h;
+  for (const SafetensorsTensor& t : tensors) out += t.bytes;
+  return out;
+}
+
 }  // namespace poslab

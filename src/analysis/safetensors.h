@@ -34,4 +34,17 @@ std::map<std::string, SafetensorsEntry> list_safetensors_entries(const std::stri
 // not a JSON object, unknown name (the names present are listed), unsupported dtype, shape and size that disagree.
 SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::string& name, const std::string& path);
 
+// One tensor to write: name, dtype (F32, F16, BF16, F64, I64), shape, and its bytes in C order, little-endian.
+struct SafetensorsTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+// The bytes of a .safetensors file holding `tensors` in the given order, with `metadata` (string -> string) as the
+// header's __metadata__, as the safetensors library writes it (data aligned to 8 bytes after the header).
+// Throws poslab::Error naming the tensor whose bytes do not fit its shape and dtype.
+std::string safetensors_file(const std::vector<SafetensorsTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace poslab

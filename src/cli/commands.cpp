@@ -9,6 +9,7 @@
 
 #include "app/bench.h"
 #include "cli/analyze_cmd.h"
+#include "cli/export_cmd.h"
 #include "cli/model_cmds.h"
 #include "cli/sweep_cmds.h"
 #include "config/config.h"
@@ -200,6 +201,8 @@ int run_cli(int argc, char** argv) {
   auto* eval_cmd = add_eval_command(app, eval_args);
   ExtendArgs extend_args;
   auto* extend_cmd = add_extend_command(app, extend_args);
+  ExportArgs export_args;
+  auto* export_cmd = add_export_command(app, export_args);
   SweepArgs sweep_args;
   auto* sweep_cmd = add_sweep_command(app, sweep_args);
   CompareArgs compare_args;
@@ -214,6 +217,7 @@ int run_cli(int argc, char** argv) {
   if (*sample_cmd) return run_sample(sample_args);
   if (*eval_cmd) return run_eval(eval_args);
   if (*extend_cmd) return run_extend(extend_args);
+  if (*export_cmd) return run_export(export_args);
   if (*sweep_cmd) return run_sweep_command(sweep_args);
   if (*compare_cmd) return run_compare(compare_args);
   if (*config_cmd) return run_config(config_args);

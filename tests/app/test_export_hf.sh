@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# poslab export --to hf read back by the real reader: tiny models of each position variant (learned, sinusoidal,
+# none; with and without biases; a char and a BPE tokenizer) exported, then scripts/check_hf_export.py loads each
+# with transformers' GPT2LMHeadModel and AutoTokenizer and compares logits and ids with poslab's.
+# Usage: test_export_hf.sh PATH/TO/poslab SOURCE_DIR PYTHON   (PYTHON: one with torch, transformers, sentencepiece)
+# Exit 77 (CTest: skipped) when PYTHON lacks transformers, saying so: the pip leg's environment has it.
+set -u
+poslab=$1
+src=$2
+python=${3:-}
+if [ -z "$python" ] || ! "$python" -c 'import transformers, sentencepiece, google.protobuf' 2>/dev/null; then
+  echo "SKIP export_hf: no Python with transformers and sentencepiece beside this LibTorch (${python:-none}); the pip leg" \
+       "runs it (bash scripts/test.sh --libtorch pip installs them)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export POSLAB_CACHE_DIR="$tmp/cache" POSLAB_KERNELS=default
+cd "$src" || exit 2
+failed=0
+tiny=(--set model.n_layer=2 --set model.n_embd=32 --set model.n_head=4 --set model.block_size=64 --set train.max_steps=4
+      --set train.eval_every=4 --set train.eval_batches=1 --set run.report=false)
+for variant in "learned char true" "sinusoidal bpe true" "none char false"; do
+  read -r position tokenizer bias <<<"$variant"
+  name="$position-$tokenizer-bias_$bias"
+  if ! "$poslab" train configs/default.yaml "${tiny[@]}" --set "model.position=$position" --set "model.bias=$bias" \
+       --set "data.tokenizer.type=$tokenizer" --set data.tokenizer.vocab_size=512 --set data.corpus=data/tinyshakespeare.txt \
+       --set "run.name=$name" \
+       --set "run.out_dir=$tmp/runs" >"$tmp/train.log" 2>&1; then
+    echo "FAIL $name: training failed"; cat "$tmp/train.log"; failed=$((failed + 1)); continue
+  fi
+  if ! "$poslab" export "$tmp/runs/$name/checkpoints/latest.pt" --out "$tmp/hf/$name" >/dev/null 2>"$tmp/export.log"; then
+    echo "FAIL $name: export failed"; cat "$tmp/export.log"; failed=$((failed + 1)); continue
+  fi
+  if "$python" scripts/check_hf_export.py "$tmp/hf/$name" >"$tmp/check.log" 2>&1; then
+    echo "ok $name"; grep -E '^(ok|FAIL)' "$tmp/check.log" | sed 's/^/  /'
+  else
+    echo "FAIL $name"; cat "$tmp/check.log"; failed=$((failed + 1))
+  fi
+done
+# A file that is not a checkpoint: one error line naming it.
+printf 'x' >"$tmp/bad.pt"
+if "$poslab" export "$tmp/bad.pt" --out "$tmp/bad" >"$tmp/out" 2>"$tmp/err" || ! grep -q "^error: .*bad.pt" "$tmp/err"; then
+  echo "FAIL export of a bad checkpoint:"; cat "$tmp/err"; failed=$((failed + 1))
+fi
+echo "export_hf: $failed failed"
+[ "$failed" -eq 0 ]
