@@ -5,8 +5,8 @@
 #   bash scripts/libtorch.sh pip      PyTorch's own LibTorch from the torch wheel on PyPI (version POSLAB_TORCH_VERSION,
 #                                     default below; on Linux it comes with CUDA), installed once into a virtual
 #                                     environment under ${POSLAB_CACHE:-~/.cache/poslab} and reused after
-#                                     (with transformers, sentencepiece and protobuf: scripts/make_hf_fixtures.py,
-#                                     scripts/check_hf_export.py and the export_hf test read with them)
+#                                     (with transformers, sentencepiece, protobuf and tensorboard: the readers of
+#                                     scripts/make_hf_fixtures.py, scripts/check_*_export.py and the export test)
 #   bash scripts/libtorch.sh python   the LibTorch inside the torch that `python3` imports (a GPU machine's PyTorch)
 #   bash scripts/libtorch.sh DIR      DIR itself: an unpacked LibTorch archive, or a torch package folder
 #
@@ -38,7 +38,7 @@ case "$which" in
         python3 -m venv "$venv" >&2
       fi
       "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
-        "transformers==$TRANSFORMERS_VERSION" sentencepiece protobuf >&2 ||
+        "transformers==$TRANSFORMERS_VERSION" sentencepiece protobuf tensorboard >&2 ||
         die "pip could not install torch==$TORCH_VERSION, transformers==$TRANSFORMERS_VERSION" \
           "check that PyPI is reachable, or set POSLAB_TORCH_VERSION / POSLAB_TRANSFORMERS_VERSION"
       touch "$venv/.complete"

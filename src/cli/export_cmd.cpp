@@ -6,29 +6,41 @@
 #include <iostream>
 
 #include "app/export_hf.h"
+#include "app/export_tensorboard.h"
+#include "run/run_folder.h"
 #include "util/error.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
 
 CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
-  auto* cmd = app.add_subcommand("export", "write a checkpoint as a Hugging Face transformers folder (GPT-2 layout, "
-                                           "tokenizer, a logits check)");
-  cmd->add_option("checkpoint", a.input, "RUN_DIR/checkpoints/latest.pt or best.pt")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--to", a.to, "hf: a folder GPT2LMHeadModel.from_pretrained loads")
-      ->capture_default_str()->check(CLI::IsMember({"hf"}));
-  cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf)");
+  auto* cmd = app.add_subcommand("export", "a run in other tools: a Hugging Face transformers folder (GPT-2 layout, "
+                                           "tokenizer, a logits check) or TensorBoard's event and projector files");
+  cmd->add_option("input", a.input, "a checkpoint (RUN_DIR/checkpoints/latest.pt) or a run folder (its latest.pt)")
+      ->required()->check(CLI::ExistingPath);
+  cmd->add_option("--to", a.to, "hf: a folder GPT2LMHeadModel.from_pretrained loads | tensorboard: tensorboard --logdir DIR")
+      ->capture_default_str()->check(CLI::IsMember({"hf", "tensorboard"}));
+  cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf or RUN_DIR/export/tensorboard)");
   return cmd;
 }
 
 int run_export(const ExportArgs& a) {
-  std::string out = a.out;
-  if (out.empty()) {
-    const fs::path ckpt(a.input);
-    const fs::path run = ckpt.parent_path().filename() == "checkpoints" ? ckpt.parent_path().parent_path() : ckpt.parent_path();
-    out = (run / "export" / a.to).string();
+  // The run folder and the checkpoint, from either.
+  const fs::path in(a.input);
+  const bool is_dir = fs::is_directory(in);
+  const fs::path run = is_dir ? in
+                       : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
+                                                                      : in.parent_path();
+  const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
+  if (a.to == "tensorboard") {
+    const TensorboardExport r = export_tensorboard(run.string(), out);
+    std::cerr << fmt::format("wrote {} scalars and {} snapshot tables; look at them with:\n  tensorboard --logdir {}\n",
+                             r.scalars, r.snapshots, r.dir);
+    std::cout << r.dir << "\n";
+    return 0;
   }
-  const HfExport r = export_hf(a.input, out);
+  const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
+  const HfExport r = export_hf(checkpoint, out);
   std::cerr << fmt::format("wrote {} files; check them in transformers with:\n  python3 scripts/check_hf_export.py {}\n",
                            r.files.size(), r.dir);
   std::cout << r.dir << "\n";

@@ -8,8 +8,8 @@
 namespace poslab {
 
 struct ExportArgs {
-  std::string input;          // a checkpoint
-  std::string to = "hf";      // hf
+  std::string input;          // a checkpoint or a run folder
+  std::string to = "hf";      // hf | tensorboard
   std::string out;            // the folder written
 };
 

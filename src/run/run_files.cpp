@@ -31,6 +31,8 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
     r.loss = number_key(path, line, j, "loss", hint);
     r.train_loss = number_key(path, line, j, "train_loss", hint);
     r.val_loss = number_key(path, line, j, "val_loss", hint);
+    r.lr = number_key(path, line, j, "lr", hint);
+    r.tokens_per_s = number_key(path, line, j, "tokens_per_s", hint);
     r.eval = j.contains("val_loss");
     out.push_back(r);
   }

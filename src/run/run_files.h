@@ -30,6 +30,8 @@ struct MetricsRecord {
   double loss = NAN;        // the batch loss at a logged step
   double train_loss = NAN;  // eval estimates
   double val_loss = NAN;    // NaN when the eval diverged
+  double lr = NAN;          // the learning rate at a logged step
+  double tokens_per_s = NAN;
   bool eval = false;        // an eval record (it has a val_loss, maybe null)
 };
 std::vector<MetricsRecord> read_metrics(const std::string& path);

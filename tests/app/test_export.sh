@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# poslab export --to hf read back by the real reader: tiny models of each position variant (learned, sinusoidal,
-# none; with and without biases; a char and a BPE tokenizer) exported, then scripts/check_hf_export.py loads each
-# with transformers' GPT2LMHeadModel and AutoTokenizer and compares logits and ids with poslab's.
-# Usage: test_export_hf.sh PATH/TO/poslab SOURCE_DIR PYTHON   (PYTHON: one with torch, transformers, sentencepiece)
+# poslab export read back by the real readers: tiny models of each position variant (learned, sinusoidal, none;
+# with and without biases; a char and a BPE tokenizer) exported --to hf, then scripts/check_hf_export.py loads each
+# with transformers' GPT2LMHeadModel and AutoTokenizer and compares logits and ids with poslab's; one run exported
+# --to tensorboard, read by TensorBoard's event reader and projector config (scripts/check_tensorboard_export.py).
+# Usage: test_export.sh PATH/TO/poslab SOURCE_DIR PYTHON   (PYTHON: with torch, transformers, sentencepiece, tensorboard)
 # Exit 77 (CTest: skipped) when PYTHON lacks transformers, saying so: the pip leg's environment has it.
 set -u
 poslab=$1
 src=$2
 python=${3:-}
-if [ -z "$python" ] || ! "$python" -c 'import transformers, sentencepiece, google.protobuf' 2>/dev/null; then
-  echo "SKIP export_hf: no Python with transformers and sentencepiece beside this LibTorch (${python:-none}); the pip leg" \
+if [ -z "$python" ] || ! "$python" -c 'import transformers, sentencepiece, google.protobuf, tensorboard' 2>/dev/null; then
+  echo "SKIP export: no Python with transformers, sentencepiece and tensorboard beside this LibTorch (${python:-none}); the pip leg" \
        "runs it (bash scripts/test.sh --libtorch pip installs them)"
   exit 77
 fi
@@ -38,10 +39,18 @@ for variant in "learned char true" "sinusoidal bpe true" "none char false"; do
     echo "FAIL $name"; cat "$tmp/check.log"; failed=$((failed + 1))
   fi
 done
+# TensorBoard: the curves, the headline metrics and every snapshot's table, read by TensorBoard's own readers.
+run="$tmp/runs/learned-char-bias_true"
+if "$poslab" export "$run" --to tensorboard >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$run/export/tensorboard" ] &&
+   "$python" scripts/check_tensorboard_export.py "$run/export/tensorboard" >"$tmp/check.log" 2>&1; then
+  echo "ok tensorboard"; sed 's/^/  /' "$tmp/check.log"
+else
+  echo "FAIL tensorboard"; cat "$tmp/err" "$tmp/check.log"; failed=$((failed + 1))
+fi
 # A file that is not a checkpoint: one error line naming it.
 printf 'x' >"$tmp/bad.pt"
 if "$poslab" export "$tmp/bad.pt" --out "$tmp/bad" >"$tmp/out" 2>"$tmp/err" || ! grep -q "^error: .*bad.pt" "$tmp/err"; then
   echo "FAIL export of a bad checkpoint:"; cat "$tmp/err"; failed=$((failed + 1))
 fi
-echo "export_hf: $failed failed"
+echo "export: $failed failed"
 [ "$failed" -eq 0 ]
