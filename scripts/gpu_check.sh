@@ -118,12 +118,12 @@ for lib in spdlog fmt yaml-cpp sentencepiece; do
 done
 
 # --- unit tests, CUDA cases included --------------------------------------------------------------------
-# The CLI test and the report tests draw figures with gnuplot; where there is none they are left to CI, as is the
-# torchrun test where python3 has no torchrun.
+# The CLI tests and the report tests (the table atlas among them) draw figures with gnuplot; where there is none
+# they are left to CI, as is the torchrun test where python3 has no torchrun.
 t0=$SECONDS
 ctest_log=build-gpu/ctest.log
 exclude='^cli$|^cuda$'
-command -v gnuplot >/dev/null || exclude="$exclude|^Report\$"
+command -v gnuplot >/dev/null || exclude="$exclude|^Report\$|^TableAtlas\$|^cli_models\$"
 command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
 if ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
   tests_ok=yes

@@ -219,7 +219,12 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
       out << grid_text(g);
       tj["grid_analysis"] = to_json(g);
     }
-    if (a.probes) tj["literature_probes"] = to_json(literature_probes(W, opt.shuffle_seed));
+    if (a.probes) {
+      const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
+      out << fmt::format("  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions | relative accuracy {:.3f} over "
+                         "{} pairs (chance 0.5)\n", p.absolute_mae, p.relative_accuracy, p.pairs);
+      tj["literature_probes"] = to_json(p);
+    }
     if (!t.layout.empty() && a.rows.empty() && mt.spec.role != "vision") tj["model_usage"] = folder_usage(m, t, mt, out);
     if (a.baselines) {
       std::vector<std::pair<std::string, Analysis>> columns = {{mt.spec.role, an}};

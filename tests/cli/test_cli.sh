@@ -4,26 +4,8 @@
 set -u
 poslab=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export POSLAB_CACHE_DIR="$tmp/cache"
-passed=0
-failed=0
-
-# expect_error NAME PATTERN ARGS...: non-zero exit, stderr matches PATTERN, no crash (exit < 128).
-expect_error() {
-  local name=$1 pattern=$2
-  shift 2
-  "$poslab" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -qE -e "$pattern" "$tmp/err"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc, stderr:"
-    cat "$tmp/err"
-  fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 cd "$src"
 # What this test needs beyond the repository: the packages scripts/setup.sh installs. Missing ones fail the test.
@@ -202,42 +184,6 @@ else
 fi
 expect_error "analyze --against another shape" "gpt2_wpe_rows0-63.npy is \(64, 768\) and .*latest.pt is \(" \
   analyze tests/fixtures/gpt2_wpe_rows0-63.npy --against "$ckpt"
-# Hugging Face model folders (tests/fixtures/hf, written by transformers): every table on its positions, in text and
-# JSON; inspect lists the tables; report writes one page per table; a model without a table says what it uses.
-hf=tests/fixtures/hf
-if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "^== encoder table model.encoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
-   grep -q "^== decoder table model.decoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
-   grep -q "positions 0..23 are rows 2..25; learned; left out: rows 0-1" "$tmp/out" &&
-   [ "$(grep -c '"first_row": 2' "$tmp/bart.json")" -eq 4 ] &&
-   "$poslab" analyze "$hf/gpt2" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "how layer 0 reads the table (gpt2 layout, 2 heads, causal" "$tmp/out" &&
-   "$poslab" analyze "$hf/vit" >"$tmp/out" 2>"$tmp/err" && grep -q "2-D grid 4 x 4: row part" "$tmp/out" &&
-   "$poslab" inspect "$hf/clip" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "vision   vision_model.embeddings.position_embedding.weight  17 rows x 16: positions 0..15 are rows 1..16; learned, 4 x 4 patch grid" "$tmp/out" &&
-   "$poslab" analyze "$hf/llama" >"$tmp/out" 2>"$tmp/err" && grep -q "no learned position table: rotary" "$tmp/out" &&
-   "$poslab" report "$hf/whisper" --out "$tmp/whisper" >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/whisper/index.html" ] &&
-   grep -q "whisper:model.decoder.embed_positions.weight" "$tmp/whisper/index.html" &&
-   "$poslab" analyze "$hf/gpt2" --against "$hf/gpt_neo" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "(24 positions, widths 16 and 8)" "$tmp/out" && grep -q "B's rows shuffled: " "$tmp/out"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL Hugging Face folders"; cat "$tmp/out" "$tmp/err"
-fi
-# compare on tables: two model folders (three tables) and a .npy of another width, one page, each table's report.
-if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/atlas" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "atlas/index.html$" "$tmp/out" && grep -q "bart encoder: 24 positions x 16" "$tmp/err" &&
-   [ -s "$tmp/atlas/tables/4-fixtures_gpt2_wpe_rows0_63/index.html" ] &&
-   [ "$(grep -c '"positions_compared"' "$tmp/atlas/atlas.json")" -eq 6 ]; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL compare tables"; cat "$tmp/out" "$tmp/err"
-fi
-expect_error "compare runs and tables" "give run and sweep folders, or tables, not both" \
-  compare "$tmp/x/default" "$hf/gpt2"
-expect_error "compare one table" "give two tables or more" compare "$hf/gpt2" --out "$tmp/one"
-expect_error "analyze a folder of pickles" "gpt2_bin: PyTorch pickles only \(pytorch_model.bin\)" analyze "$hf/gpt2_bin"
-expect_error "--against a folder of two tables" "bart: 2 position tables .*: which one" analyze "$hf/gpt2" --against "$hf/bart"
 expect_error "analyze --k without --against" "^error: --k applies to --against" analyze "$ckpt" --k 3
 if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         6 of train.max_steps 6" "$tmp/out" &&
    grep -q "^position table" "$tmp/out" && grep -q "parameters" "$tmp/out"; then
