@@ -26,8 +26,9 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
-  cmd->add_option("input", t.input, "a run folder, a checkpoint .pt, a .npy or a .safetensors file");
-  cmd->add_option("--tensor", t.tensor, "tensor name in a .safetensors file, e.g. wpe.weight");
+  cmd->add_option("input", t.input, "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
+                                    "folder (every table its family keeps: docs/models.md)");
+  cmd->add_option("--tensor", t.tensor, "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight");
   cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str();
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str();

@@ -38,7 +38,7 @@ void add_device_option(CLI::App* cmd, std::string& device) {
 
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
   auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
-                                           "or one table (.npy, .safetensors, .pt, --synthetic)");
+                                           "one table (.npy, .safetensors, .pt, --synthetic), or a model folder's tables");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
   add_verdict_options(cmd, a.thresholds);
