@@ -32,24 +32,25 @@ std::vector<SafetensorsTensor> gpt2_tensors(GPT& model) {
   std::vector<SafetensorsTensor> out;
   out.push_back(f32("transformer.wte.weight", model->wte->weight));
   out.push_back(f32("transformer.wpe.weight", model->wpe ? model->wpe->weight : torch::zeros({cfg.block_size, C})));
+  auto layer_norm = [&](const std::string& name, const LayerNorm& ln) {
+    out.push_back(f32(name + ".weight", ln->weight));
+    out.push_back(f32(name + ".bias", bias_or_zeros(ln->bias, C)));
+  };
+  auto conv1d = [&](const std::string& name, const torch::nn::Linear& l) {  // GPT-2's Conv1D: the Linear's weight transposed
+    out.push_back(f32(name + ".weight", l->weight.t()));
+    out.push_back(f32(name + ".bias", bias_or_zeros(l->bias, l->weight.size(0))));
+  };
   for (size_t i = 0; i < model->h->size(); ++i) {
     auto* b = model->h[i]->as<BlockImpl>();
     const std::string p = "transformer.h." + std::to_string(i) + ".";
-    out.push_back(f32(p + "ln_1.weight", b->ln_1->weight));
-    out.push_back(f32(p + "ln_1.bias", bias_or_zeros(b->ln_1->bias, C)));
-    out.push_back(f32(p + "attn.c_attn.weight", b->attn->c_attn->weight.t()));
-    out.push_back(f32(p + "attn.c_attn.bias", bias_or_zeros(b->attn->c_attn->bias, 3 * C)));
-    out.push_back(f32(p + "attn.c_proj.weight", b->attn->c_proj->weight.t()));
-    out.push_back(f32(p + "attn.c_proj.bias", bias_or_zeros(b->attn->c_proj->bias, C)));
-    out.push_back(f32(p + "ln_2.weight", b->ln_2->weight));
-    out.push_back(f32(p + "ln_2.bias", bias_or_zeros(b->ln_2->bias, C)));
-    out.push_back(f32(p + "mlp.c_fc.weight", b->mlp->c_fc->weight.t()));
-    out.push_back(f32(p + "mlp.c_fc.bias", bias_or_zeros(b->mlp->c_fc->bias, 4 * C)));
-    out.push_back(f32(p + "mlp.c_proj.weight", b->mlp->c_proj->weight.t()));
-    out.push_back(f32(p + "mlp.c_proj.bias", bias_or_zeros(b->mlp->c_proj->bias, C)));
+    layer_norm(p + "ln_1", b->ln_1);
+    conv1d(p + "attn.c_attn", b->attn->c_attn);
+    conv1d(p + "attn.c_proj", b->attn->c_proj);
+    layer_norm(p + "ln_2", b->ln_2);
+    conv1d(p + "mlp.c_fc", b->mlp->c_fc);
+    conv1d(p + "mlp.c_proj", b->mlp->c_proj);
   }
-  out.push_back(f32("transformer.ln_f.weight", model->ln_f->weight));
-  out.push_back(f32("transformer.ln_f.bias", bias_or_zeros(model->ln_f->bias, C)));
+  layer_norm("transformer.ln_f", model->ln_f);
   return out;
 }
 

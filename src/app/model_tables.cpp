@@ -32,15 +32,17 @@ torch::Tensor read_model_tensor(const ModelFolder& m, const std::string& name) {
   return t.to(torch::kFloat64);
 }
 
+ModelTable load_model_table(const ModelFolder& m, const PositionTableSpec& s) {
+  torch::Tensor w = read_model_tensor(m, s.tensor).reshape({s.rows, s.dims});
+  ModelTable mt{s, m.path + ":" + s.tensor, w.slice(0, s.first_row(), s.rows).contiguous()};
+  if (s.first_row() > 0) mt.source += " rows " + std::to_string(s.first_row()) + ":" + std::to_string(s.rows);
+  return mt;
+}
+
 std::vector<ModelTable> load_model_tables(const ModelFolder& m, const ModelTables& t, bool with_frozen) {
   std::vector<ModelTable> out;
-  for (const PositionTableSpec& s : t.tables) {
-    if (s.frozen && !with_frozen) continue;
-    torch::Tensor w = read_model_tensor(m, s.tensor).reshape({s.rows, s.dims});
-    ModelTable mt{s, m.path + ":" + s.tensor, w.slice(0, s.first_row(), s.rows).contiguous()};
-    if (s.first_row() > 0) mt.source += " rows " + std::to_string(s.first_row()) + ":" + std::to_string(s.rows);
-    out.push_back(std::move(mt));
-  }
+  for (const PositionTableSpec& s : t.tables)
+    if (!s.frozen || with_frozen) out.push_back(load_model_table(m, s));
   return out;
 }
 

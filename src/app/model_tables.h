@@ -27,6 +27,9 @@ std::map<std::string, std::vector<int64_t>> tensor_shapes(const ModelFolder& m);
 // when it is not there (the names present are listed) or its file cannot be read.
 torch::Tensor read_model_tensor(const ModelFolder& m, const std::string& name);
 
+// One table of the model, mapped to positions.
+ModelTable load_model_table(const ModelFolder& m, const PositionTableSpec& s);
+
 // Every learned table of the model (fixed sinusoids too when `with_frozen`), mapped to positions.
 std::vector<ModelTable> load_model_tables(const ModelFolder& m, const ModelTables& t, bool with_frozen = false);
 

@@ -15,8 +15,9 @@ ModelTable model_table(const std::string& input, const std::string& tensor, std:
   const ModelFolder m = open_model_folder(input);
   const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
   if (!tensor.empty()) {
-    for (ModelTable& mt : load_model_tables(m, t, /*with_frozen=*/true))
-      if (mt.spec.tensor == tensor) {
+    for (const PositionTableSpec& s : t.tables)
+      if (s.tensor == tensor) {
+        ModelTable mt = load_model_table(m, s);
         source = mt.source;
         return mt;
       }

@@ -43,9 +43,10 @@ std::string series_plots(Figure& f, const std::vector<Series>& series, const std
   return plots;
 }
 
-const char* kPalette = "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
-
 }  // namespace
+
+const char* const kPalette =
+    "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
 
 std::string gp_number(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
 

@@ -29,6 +29,9 @@ std::string gp_slug(const std::string& s);
 // NAME.svg, with the same size and font; 'NaN' in the data is a gap.
 std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540);
 
+// The heatmaps' palette (viridis), as a gnuplot command line.
+extern const char* const kPalette;
+
 // A labelled analysis, one series of a figure.
 struct Series {
   std::string label;

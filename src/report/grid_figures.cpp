@@ -8,8 +8,6 @@ namespace poslab {
 
 namespace {
 
-const char* kViridis = "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
-
 // A matrix as gnuplot's `matrix` format: one row per line.
 std::string matrix_text(const torch::Tensor& M) {
   const auto m = M.to(torch::kFloat64).contiguous();
@@ -32,7 +30,7 @@ Figure grid_offset_figure(const GridAnalysis& g) {
            {{"grid_offsets.dat", matrix_text(g.similarity_by_offset)}}, {}};
   f.script = both_formats(
       f.name,
-      std::string(kViridis) +
+      std::string(kPalette) +
           fmt::format("  set cbrange [-1:1]\n  set cblabel 'mean cosine similarity'\n  set size ratio -1\n"
                       "  set xlabel 'Δcol'\n  set ylabel 'Δrow'\n  set xrange [{0}-0.5:{1}+0.5]\n  set yrange [{2}+0.5:{3}-0.5]\n"
                       "  plot 'grid_offsets.dat' matrix using ($1-{4}):($2-{5}):3 with image notitle\n"
@@ -56,7 +54,7 @@ Figure patch_maps_figure(const GridAnalysis& g) {
                        "scale from −1 to 1. Learned 2-D structure shows as a bright spot that moves with the patch.",
                        g.rows, g.cols),
            {{"patch_maps.dat", d}}, {}};
-  std::string body = std::string(kViridis) + "  set cbrange [-1:1]\n  unset colorbox\n  unset xtics\n  unset ytics\n"
+  std::string body = std::string(kPalette) + "  set cbrange [-1:1]\n  unset colorbox\n  unset xtics\n  unset ytics\n"
                      "  unset key\n  set size ratio -1\n  set lmargin 0\n  set rmargin 0\n  set tmargin 0\n  set bmargin 0\n";
   body += fmt::format("  set xrange [-0.5:{}-0.5]\n  set yrange [{}-0.5:-0.5]\n", g.cols, g.rows);
   body += fmt::format("  set multiplot layout {},{} margins 0.02,0.98,0.02,0.98 spacing 0.004\n", g.rows, g.cols);

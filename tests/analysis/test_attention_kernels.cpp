@@ -87,6 +87,31 @@ TEST(AttentionKernels, ZeroQueriesGiveUniformAndMatchingQueriesGiveLocal) {
   EXPECT_EQ(local.heads[0].offset50, 0);
 }
 
+// Bidirectional kernels (BERT): offsets are distances, the mass at δ > 0 counts both sides, the summaries read the
+// middle half of the queries.
+TEST(AttentionKernels, SummariesOfBidirectionalKernels) {
+  const int64_t P = 64;
+  const HeadKernel flat = summarise_kernel(torch::full({P, P}, 1.0 / P, torch::kFloat64), 0, /*causal=*/false);
+  EXPECT_EQ(flat.kind, KernelKind::uniform);
+  EXPECT_DOUBLE_EQ(flat.offset50, flat.uniform_offset50);
+  EXPECT_NEAR(flat.mass_offset1, 2.0 / P, 1e-12);  // a key on each side
+  EXPECT_NEAR(flat.mass_first, 1.0 / P, 1e-12);
+  EXPECT_NEAR(flat.offset_profile[1], 2.0 / P, 1e-12);
+  // A[i, j] ∝ exp(−|i − j|/λ): symmetric decay, its length recovered from the distances.
+  const double lambda = 3.0;
+  const auto i = torch::arange(P, torch::kFloat64).unsqueeze(1), j = torch::arange(P, torch::kFloat64).unsqueeze(0);
+  const auto e = torch::exp(-(i - j).abs() / lambda);
+  const HeadKernel decay = summarise_kernel(e / e.sum(1, true), 1, /*causal=*/false);
+  EXPECT_EQ(decay.kind, KernelKind::decaying);
+  ASSERT_TRUE(decay.decay_length.has_value());
+  EXPECT_NEAR(*decay.decay_length, lambda, 0.3);
+  // Mass at distance 1: both neighbours, averaged over the middle half of the queries.
+  const auto A = e / e.sum(1, true);
+  double m1 = 0;
+  for (int64_t q = P / 4; q < P - P / 4; ++q) m1 += (A[q][q - 1] + A[q][q + 1]).item<double>() / (P / 2);
+  EXPECT_NEAR(decay.mass_offset1, m1, 1e-12);
+}
+
 TEST(AttentionKernels, SummariesOfKnownKernels) {
   const int64_t P = 128;
   const auto lower = torch::ones({P, P}, torch::kFloat64).tril();
