@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU and PyTorch but no package registry, build poslab against that PyTorch's
-# LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU, and compare tokens/s
-# with the same model in PyTorch's Python on the same GPU. Prints one summary (also written to $OUT/gpu_check.txt
-# when OUT is set). Sized to finish in about 6 minutes on one H200 (16 cores).
+# LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU and GPT-2 small's shape
+# (configs/gpt2_small.yaml) for 300 steps, and compare tokens/s with the same model in PyTorch's Python on the
+# same GPU. Prints one summary (also written to $OUT/gpu_check.txt
+# when OUT is set). About 6 minutes on one H200 (16 cores) without the GPT-2-shape run, whose 300 steps are not yet
+# timed on a GPU (--gpt2-steps sets them).
 #
 #   bash scripts/gpu_check.sh prepare     HERE (Debian 12 with its archive): download the libraries poslab builds
 #                                         with (spdlog, fmt, yaml-cpp, GoogleTest, CLI11, nlohmann-json,
@@ -14,10 +16,11 @@
 #   --libtorch python|pip|DIR   the LibTorch to build against (default python: the torch python3 imports)
 #   --deps DIR                  the unpacked libraries (default .gpu-deps/root)
 #   --steps N                   training steps of the default run (default: the config's 1500)
+#   --gpt2-steps N              training steps of configs/gpt2_small.yaml (default 300; 2 with --cpu)
 #   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls)
 #   --cpu                       the CPU-side self-test, for a machine without a GPU: the same build against the
-#                               carried libraries, the unit tests (CUDA cases skipped), 20 training steps and the
-#                               comparison on the CPU
+#                               carried libraries, the unit tests (CUDA cases skipped), 20 training steps (2 of
+#                               GPT-2 small's shape) and the comparison on the CPU
 # POSLAB_PYTHON names the Python with torch and numpy for the comparison (default python3). Needs g++, cmake and,
 # for a LibTorch with CUDA, the CUDA toolkit's nvcc (on PATH or in /usr/local/cuda); the GPU machine has all three.
 set -euo pipefail
@@ -47,15 +50,16 @@ prepare() {
 
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
 [ "${1:-}" = run ] && shift
-libtorch=python deps=.gpu-deps/root steps="" cpu=0 build=1
+libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --libtorch) libtorch="${2:?--libtorch needs python, pip or a folder}"; shift 2 ;;
     --deps) deps="${2:?--deps needs a folder}"; shift 2 ;;
     --steps) steps="${2:?--steps needs a number}"; shift 2 ;;
+    --gpt2-steps) gpt2_steps="${2:?--gpt2-steps needs a number}"; shift 2 ;;
     --cpu) cpu=1; shift ;;
     --no-build) build=0; shift ;;
-    *) die "unknown argument $1" "bash scripts/gpu_check.sh [prepare | run [--libtorch python|pip|DIR] [--deps DIR] [--steps N] [--cpu]]" ;;
+    *) die "unknown argument $1" "bash scripts/gpu_check.sh [prepare | run [--libtorch python|pip|DIR] [--deps DIR] [--steps N] [--gpt2-steps N] [--cpu]]" ;;
   esac
 done
 [ -d "$deps/usr/include/spdlog" ] || die "$deps holds no unpacked libraries" "run bash scripts/gpu_check.sh prepare where Debian's archive is reachable, and carry .gpu-deps"
@@ -140,6 +144,18 @@ cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ]*\/cuda) .*/\
 echo "$cuda_cases" >&2
 note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
 
+# A run folder's steps, median tokens/s and first and last val loss, in one line.
+run_summary() {
+  "$py" - "$1" <<'EOF' || echo "(metrics.jsonl unreadable)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if l.strip()]
+rates = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r]
+vals = [r for r in rows if "val_loss" in r]
+print(f"{rows[-1]['step']} steps, {sorted(rates)[len(rates) // 2]:.0f} tok/s (median of the logged intervals), "
+      f"val loss {vals[0]['val_loss']:.3f} -> {vals[-1]['val_loss']:.3f}")
+EOF
+}
+
 # --- the default run on the device -----------------------------------------------------------------------
 t0=$SECONDS
 sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
@@ -148,15 +164,7 @@ sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortun
 [ "$cpu" = 1 ] && [ -z "$steps" ] && sets+=(--set train.max_steps=20 --set train.eval_every=10 --set train.eval_batches=2)
 if build-gpu/poslab train configs/default.yaml "${sets[@]}" >"$work/train.out" 2>"$work/train.log"; then
   run_dir=$(head -1 "$work/train.out")
-  train_line=$("$py" - "$run_dir" <<'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if l.strip()]
-rates = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r]
-vals = [r for r in rows if "val_loss" in r]
-print(f"{rows[-1]['step']} steps, {sorted(rates)[len(rates) // 2]:.0f} tok/s (median of the logged intervals), "
-      f"val loss {vals[0]['val_loss']:.3f} -> {vals[-1]['val_loss']:.3f}")
-EOF
-) || train_line="(metrics.jsonl unreadable)"
+  train_line=$(run_summary "$run_dir")
   verdict=$(build-gpu/poslab analyze "$run_dir" 2>/dev/null | grep -i -m1 'verdict' || true)
   note "train configs/default.yaml on $device: $train_line, $((SECONDS - t0)) s wall"
   [ -n "$verdict" ] && note "  $verdict"
@@ -164,6 +172,26 @@ EOF
 else
   tail -20 "$work/train.log" >&2
   note "train configs/default.yaml on $device: FAILED (see above)"
+  tests_ok=NO
+fi
+
+# --- GPT-2 small's shape, for a few minutes ----------------------------------------------------------------
+# configs/gpt2_small.yaml: 12 layers of 768 channels, 1,024 positions. On the GPU a few hundred steps (its table
+# starts to form); with --cpu two steps of a batch of 2, to check that the config trains at all.
+t0=$SECONDS
+[ "$cpu" = 1 ] && gpt2_steps=2
+gpt2_sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
+           --set run.report=false --set "data.cache_dir=$work/cache" --set train.eval_every=100 --set train.eval_batches=4
+           --set snapshot.every=100 --set "train.max_steps=$gpt2_steps")
+[ "$cpu" = 1 ] && gpt2_sets+=(--set train.batch_size=2 --set train.eval_every=2 --set train.eval_batches=1)
+if build-gpu/poslab train configs/gpt2_small.yaml "${gpt2_sets[@]}" >"$work/gpt2.out" 2>"$work/gpt2.log"; then
+  gpt2_dir=$(head -1 "$work/gpt2.out")
+  gpt2_line=$(run_summary "$gpt2_dir")
+  note "train configs/gpt2_small.yaml on $device: $gpt2_line, $((SECONDS - t0)) s wall"
+  while IFS= read -r line; do note "  $line"; done < <(build-gpu/poslab analyze "$gpt2_dir" 2>/dev/null | tail -4 || true)
+else
+  tail -20 "$work/gpt2.log" >&2
+  note "train configs/gpt2_small.yaml on $device: FAILED (see above)"
   tests_ok=NO
 fi
 

@@ -5,8 +5,9 @@
 #   bash scripts/libtorch.sh pip      PyTorch's own LibTorch from the torch wheel on PyPI (version POSLAB_TORCH_VERSION,
 #                                     default below; on Linux it comes with CUDA), installed once into a virtual
 #                                     environment under ${POSLAB_CACHE:-~/.cache/poslab} and reused after
-#                                     (with transformers, sentencepiece, protobuf and tensorboard: the readers of
-#                                     scripts/make_hf_fixtures.py, scripts/check_*_export.py and the export test)
+#                                     (with transformers, transformer-lens, sentencepiece, protobuf and tensorboard:
+#                                     the readers of scripts/make_hf_fixtures.py, scripts/check_*_export.py and the
+#                                     export test)
 #   bash scripts/libtorch.sh python   the LibTorch inside the torch that `python3` imports (a GPU machine's PyTorch)
 #   bash scripts/libtorch.sh DIR      DIR itself: an unpacked LibTorch archive, or a torch package folder
 #
@@ -15,6 +16,7 @@ set -euo pipefail
 
 TORCH_VERSION="${POSLAB_TORCH_VERSION:-2.11.0}"  # the version CI tests; the GPU machine's PyTorch is 2.11 too
 TRANSFORMERS_VERSION="${POSLAB_TRANSFORMERS_VERSION:-5.24.0}"  # the fixtures' (tests/fixtures/hf) and the export test's reader
+TRANSFORMER_LENS_VERSION="${POSLAB_TRANSFORMER_LENS_VERSION:-4.3.0}"  # the export test's TransformerBridge
 CACHE="${POSLAB_CACHE:-$HOME/.cache/poslab}"
 
 die() { echo "error: $1" >&2; [ -n "${2:-}" ] && echo "hint: $2" >&2; exit 2; }
@@ -42,6 +44,15 @@ case "$which" in
         die "pip could not install torch==$TORCH_VERSION, transformers==$TRANSFORMERS_VERSION" \
           "check that PyPI is reachable, or set POSLAB_TORCH_VERSION / POSLAB_TRANSFORMERS_VERSION"
       touch "$venv/.complete"
+    fi
+    # A reader added after the environment was made is installed into it once.
+    if [ ! -e "$venv/.transformer-lens-$TRANSFORMER_LENS_VERSION" ]; then
+      echo "libtorch: installing transformer-lens==$TRANSFORMER_LENS_VERSION into $venv (once)" >&2
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check "transformer-lens==$TRANSFORMER_LENS_VERSION" \
+        "transformers==$TRANSFORMERS_VERSION" >&2 ||
+        die "pip could not install transformer-lens==$TRANSFORMER_LENS_VERSION" \
+          "check that PyPI is reachable, or set POSLAB_TRANSFORMER_LENS_VERSION"
+      touch "$venv/.transformer-lens-$TRANSFORMER_LENS_VERSION"
     fi
     torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null) ||
       die "$venv: its torch does not import" "remove $venv and run this again"

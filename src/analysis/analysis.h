@@ -13,14 +13,16 @@
 #include <vector>
 
 #include "analysis/noise_floor.h"
+#include "analysis/periodicity.h"
 
 namespace poslab {
 
 struct AnalysisOptions {
   int boundary_rows = 3;        // rows at each end checked for boundary effects
   double outlier_z = 3.0;       // |z| above this names a boundary row an outlier
-  int top_pcs = 4;              // principal components whose frequency is reported
-  int sinusoid_k = 8;           // K lowest frequencies in the sin/cos basis of sinusoid_r2 (capped at P/2 - 1)
+  int top_pcs = 4;              // principal components whose projection along position is kept (figures, JSON)
+  int max_components = 64;      // components above the noise floor whose period is read (at least top_pcs)
+  int sinusoid_k = 8;           // K frequencies in the sin/cos bases of sinusoid_r2 (lowest) and its strongest twin
   uint64_t shuffle_seed = 1234;  // the row-shuffled control (copy 0; copy k uses shuffle_seed + k)
   int shuffle_copies = 100;     // row-shuffled copies whose adjacent cosines give the smoothness control's mean and sd
   bool keep_cosine_matrix = false;  // keep the (P, P) matrix in the result (for reports)
@@ -51,10 +53,11 @@ struct BoundaryRow {
 struct PCFrequency {
   int component = 0;            // 1-based
   double explained = 0;         // share of the centred variance
-  double cycles_per_position = 0;
+  double cycles_per_position = 0;  // at the peak, refined between bins (periodicity.h)
   double period = 0;            // positions per cycle
-  double power_share = 0;       // share of the curve's (non-DC) power at the dominant frequency
-  std::vector<double> projection;  // (P,) the positions projected on this component
+  double power_share = 0;       // share of the curve's (non-DC) power at the dominant frequency's bin
+  double spectral_entropy = 0;  // of the curve's power over the bins: 0 for one frequency, ≈ 1 for noise
+  std::vector<double> projection;  // (P,) the positions projected on this component; the first top_pcs only
 };
 
 // Held-out-row reconstruction at one stride s: rows 0, s, 2s, … and the last row are kept, every other row is
@@ -101,10 +104,18 @@ struct Analysis {
   // boundary effects
   std::vector<double> row_norms;
   std::vector<BoundaryRow> boundary;     // first and last boundary_rows rows
-  // sinusoid-likeness
-  std::vector<PCFrequency> pc_frequencies;
+  // sinusoid-likeness, periods, circles and the helix
+  std::vector<PCFrequency> pc_frequencies;  // every component above the noise floor (at least top_pcs, at most max_components)
+  std::vector<Circle> circles;              // pairs of components above the floor at one period in quadrature, strongest first
+  std::optional<Helix> helix;               // the strongest circle with a slow third component
+  std::vector<double> periodogram;          // (⌊P/2⌋,) share of W_c's power at f = 1 … ⌊P/2⌋ cycles per table
   int sinusoid_k = 0;
-  double sinusoid_r2 = 0;  // R² of W from the constant and the K lowest-frequency sin/cos over P positions
+  double sinusoid_r2 = 0;            // R² of W from the constant and the K lowest-frequency sin/cos over P positions
+  double sinusoid_r2_strongest = 0;  // the same with the K frequencies of most power in the periodogram
+  std::vector<int> strongest_frequencies;  // those K, strongest first (cycles per table)
+  // translation invariance and monotonicity of the cosine matrix, and of one row-shuffled copy
+  double translation_invariance = NAN, shuffled_translation_invariance = NAN;
+  double monotonicity = NAN, shuffled_monotonicity = NAN;
   // interpolability
   std::vector<Reconstruction> reconstruction;  // strides 2, 4, 8, 16 while 2·stride <= P
   PositionProbe probe, shuffled_probe;         // on the table and on its row-shuffled copy

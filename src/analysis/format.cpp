@@ -2,6 +2,9 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "analysis/metric_list.h"
 
 namespace poslab {
@@ -24,9 +27,22 @@ nlohmann::json to_json(const Analysis& a) {
     boundary.push_back(row);
   }
   json pcs = json::array();
-  for (const auto& f : a.pc_frequencies)
-    pcs.push_back({{"component", f.component}, {"explained", f.explained}, {"cycles_per_position", f.cycles_per_position},
-                   {"period", f.period}, {"power_share", f.power_share}, {"projection", f.projection}});
+  for (const auto& f : a.pc_frequencies) {
+    json pc = {{"component", f.component}, {"explained", f.explained}, {"cycles_per_position", f.cycles_per_position},
+               {"period", f.period}, {"power_share", f.power_share}, {"spectral_entropy", f.spectral_entropy}};
+    if (!f.projection.empty()) pc["projection"] = f.projection;
+    pcs.push_back(pc);
+  }
+  auto circle_json = [](const Circle& c) {
+    return json{{"components", {c.first, c.second}}, {"period", c.period}, {"turns", c.frequency},
+                {"explained", c.explained}, {"concentration", c.concentration}, {"circularity", c.circularity}};
+  };
+  json circles = json::array();
+  for (const auto& c : a.circles) circles.push_back(circle_json(c));
+  json helix = nullptr;
+  if (a.helix)
+    helix = {{"circle", circle_json(a.helix->circle)}, {"slow_component", a.helix->slow},
+             {"slow_period", a.helix->slow_period}, {"explained", a.helix->explained}};
   // The vectors and structures; every scalar metric comes from the one list (analysis/metric_list.h).
   json j = {
       {"source", a.source},
@@ -50,10 +66,18 @@ nlohmann::json to_json(const Analysis& a) {
       {"boundary", boundary},
       {"boundary_outliers", outliers},
       {"pc_frequencies", pcs},
+      {"circles", circles},
+      {"helix", helix},
+      {"periodogram", a.periodogram},
       {"sinusoid_k", a.sinusoid_k},
+      {"strongest_frequencies", a.strongest_frequencies},
       {"seconds", a.seconds},
   };
-  for (const Metric& m : scalar_metrics()) j[m.key] = metric_json(m, a);
+  for (const Metric& m : scalar_metrics()) {
+    if (j.contains(m.key)) throw std::logic_error(std::string("analysis JSON: the scalar metric '") + m.key +
+                                                  "' has the name of a structure");
+    j[m.key] = metric_json(m, a);
+  }
   return j;
 }
 
@@ -94,11 +118,37 @@ std::string summary_text(const Analysis& a) {
   s += fmt::format("  smoothness    1st-diff energy {:.3f} (shuffled {:.3f}, noise ≈ 2) | 2nd-diff {:.3f} (shuffled {:.3f}, noise ≈ 6)\n",
                    a.smooth.first_difference_energy, a.shuffled.first_difference_energy,
                    a.smooth.second_difference_energy, a.shuffled.second_difference_energy);
-  std::string pcs;
-  for (const auto& f : a.pc_frequencies)
-    pcs += fmt::format("{}PC{} period {:.1f} ({:.0f}% of power)", pcs.empty() ? "" : " | ", f.component, f.period,
-                       100 * f.power_share);
-  s += fmt::format("  sinusoids     {} | R² of {} lowest frequencies {:.3f}\n", pcs, a.sinusoid_k, a.sinusoid_r2);
+  // Four components a line, at most eight: positions per cycle, the peak's share of the power, spectral entropy H.
+  s += "  periods       (positions per cycle of each component, its peak's share of the power, spectral entropy H)\n";
+  const size_t shown = std::min<size_t>(8, a.pc_frequencies.size());
+  for (size_t k = 0; k < shown; ++k) {
+    const auto& f = a.pc_frequencies[k];
+    // the search stops at half a cycle over the table: a ramp or a half wave reads "≥ 2P"
+    const bool slow = f.cycles_per_position * static_cast<double>(a.positions) <= 0.5 + 1e-6;
+    s += fmt::format("{}PC{} {}{:.1f} ({:.0f}%, H {:.2f})", k % 4 ? " | " : "                ", f.component,
+                     slow ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy);
+    if (k % 4 == 3 || k + 1 == shown)
+      s += k + 1 == shown && shown < a.pc_frequencies.size()
+               ? fmt::format("\n                and {} more above the noise floor, in the JSON\n", a.pc_frequencies.size() - shown)
+               : "\n";
+  }
+  std::string circles;
+  for (const auto& c : a.circles)
+    circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})", circles.empty() ? "" : " | ",
+                           c.first, c.second, c.period, 100 * c.explained, c.circularity);
+  s += fmt::format("  circles       {}\n", circles.empty() ? std::string("none among the components above the noise floor") : circles);
+  if (a.helix)
+    s += fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} (period {:.1f}): {:.1f}% of the variance\n",
+                     a.helix->circle.first, a.helix->circle.second, a.helix->circle.period, a.helix->slow,
+                     a.helix->slow_period, 100 * a.helix->explained);
+  std::string strongest;
+  for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
+    strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);
+  s += fmt::format("  sinusoids     R² of the {} lowest frequencies {:.3f} | of the {} strongest {:.3f} (periods {}{})\n",
+                   a.sinusoid_k, a.sinusoid_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
+                   a.strongest_frequencies.size() > 4 ? ", …" : "");
+  s += fmt::format("  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",
+                   a.translation_invariance, a.shuffled_translation_invariance, a.monotonicity, a.shuffled_monotonicity);
   std::string rebuilt, strides, shuffled;
   for (const auto& r : a.reconstruction) {
     strides += fmt::format("{}{}", strides.empty() ? "" : "/", r.stride);

@@ -16,6 +16,14 @@ double reconstruction_at(const Analysis& a) {
   return NAN;
 }
 
+// The components above the noise floor: their spectral entropies weighted by their shares of the variance.
+double signal_spectral_entropy(const Analysis& a) {
+  double sum = 0, weight = 0;
+  for (const auto& f : a.pc_frequencies)
+    if (f.component <= a.noise.signal_rank) sum += f.explained * f.spectral_entropy, weight += f.explained;
+  return weight > 0 ? sum / weight : NAN;
+}
+
 }  // namespace
 
 const std::vector<Metric>& scalar_metrics() {
@@ -51,7 +59,29 @@ const std::vector<Metric>& scalar_metrics() {
        [](A a) { return a.smooth.first_difference_energy; }},
       {"second_difference_energy", "second-difference energy", "2nd diff", "{:.3f}", false, false,
        [](A a) { return a.smooth.second_difference_energy; }},
+      {"translation_invariance", "translation invariance (similarity by offset alone)", "transl inv", "{:.3f}", true,
+       false, [](A a) { return a.translation_invariance; }},
+      {"shuffled_translation_invariance", "translation invariance, row-shuffled copy", "shuf TI", "{:.3f}", false, false,
+       [](A a) { return a.shuffled_translation_invariance; }},
+      {"monotonicity", "monotonicity (similarity falls with distance)", "monotone", "{:.3f}", true, false,
+       [](A a) { return a.monotonicity; }},
+      {"shuffled_monotonicity", "monotonicity, row-shuffled copy", "shuf mono", "{:.3f}", false, false,
+       [](A a) { return a.shuffled_monotonicity; }},
       {"sinusoid_r2", "sinusoid R²", "sin R²", "{:.3f}", true, false, [](A a) { return a.sinusoid_r2; }},
+      {"sinusoid_r2_strongest", "sinusoid R², K strongest frequencies", "sin R² st", "{:.3f}", false, false,
+       [](A a) { return a.sinusoid_r2_strongest; }},
+      {"pc1_period", "PC1's period (positions)", "PC1 per", "{:.1f}", false, false,
+       [](A a) { return a.pc_frequencies.empty() || !(a.pc_frequencies[0].period > 0) ? NAN : a.pc_frequencies[0].period; }},
+      {"signal_spectral_entropy", "spectral entropy of the components above the floor", "spec ent", "{:.3f}", false,
+       false, signal_spectral_entropy},
+      {"circle_count", "circles (component pairs in quadrature)", "circles", "{:.0f}", false, true,
+       [](A a) { return double(a.circles.size()); }},
+      {"circle_period", "the strongest circle's period (positions)", "circ per", "{:.1f}", false, false,
+       [](A a) { return a.circles.empty() ? NAN : a.circles[0].period; }},
+      {"circle_share", "the strongest circle's share of the variance", "circ shr", "{:.3f}", false, false,
+       [](A a) { return a.circles.empty() ? NAN : a.circles[0].explained; }},
+      {"helix_share", "the helix's share of the variance", "helix shr", "{:.3f}", false, false,
+       [](A a) { return a.helix ? a.helix->explained : NAN; }},
       {"interpolation_error_s2", "interpolation error, every 2nd row kept", "interp 2", "{:.3f}", false, false,
        reconstruction_at<2, false>},
       {"interpolation_error_s4", "interpolation error, every 4th row kept", "interp 4", "{:.3f}", true, false,

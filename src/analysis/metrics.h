@@ -11,13 +11,15 @@ namespace poslab::metrics {
 // Returns V_c (d, r): the right singular vectors of W_c (principal directions), for sinusoid().
 torch::Tensor spectrum(const torch::Tensor& W, Analysis& out);
 
-// Fills adjacent_cosines, cos_by_offset, half_offset, smooth, shuffled (and cosine_matrix when asked).
+// Fills adjacent_cosines, cos_by_offset, half_offset, smooth, shuffled, translation_invariance, monotonicity and
+// their shuffled twins (and cosine_matrix when asked).
 void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
 
 // Fills row_norms and boundary (needs adjacent_cosines).
 void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
 
-// Fills pc_frequencies (needs explained_variance) and sinusoid_r2.
+// Fills pc_frequencies, circles, helix, periodogram (needs explained_variance and noise), sinusoid_r2 and
+// sinusoid_r2_strongest.
 void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const AnalysisOptions& opt, Analysis& out);
 
 // Fills reconstruction, probe and shuffled_probe.

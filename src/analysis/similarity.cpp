@@ -1,4 +1,5 @@
-// Cosine similarity, smoothness (with the row-shuffled control) and boundary effects.
+// Cosine similarity, smoothness (with the row-shuffled control), translation invariance and monotonicity, and
+// boundary effects.
 #include <cmath>
 #include <random>
 
@@ -86,6 +87,13 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   out.smooth = smoothness(W);
   out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
   out.shuffle_control = shuffle_control(C, out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
+  // Translation invariance and monotonicity, of the table and of its row-shuffled copy (the same shuffle as above).
+  auto c = C.contiguous();
+  const std::vector<int64_t> perm = shuffle_permutation(P, opt.shuffle_seed);
+  out.translation_invariance = translation_invariance(c.data_ptr<double>(), P);
+  out.shuffled_translation_invariance = translation_invariance(c.data_ptr<double>(), P, &perm);
+  out.monotonicity = monotonicity(c.data_ptr<double>(), P);
+  out.shuffled_monotonicity = monotonicity(c.data_ptr<double>(), P, &perm);
 }
 
 void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out) {

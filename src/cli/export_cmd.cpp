@@ -41,8 +41,9 @@ int run_export(const ExportArgs& a) {
   }
   const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
   const HfExport r = export_hf(checkpoint, out);
-  std::cerr << fmt::format("wrote {} files; check them in transformers with:\n  python3 scripts/check_hf_export.py {}\n",
-                           r.files.size(), r.dir);
+  std::cerr << fmt::format("wrote {} files; check them in transformers and TransformerLens with:\n"
+                           "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
+                           r.files.size(), r.dir, r.dir);
   std::cout << r.dir << "\n";
   return 0;
 }

@@ -43,6 +43,8 @@ struct ModelConfig {
   double dropout = 0.0;
   bool bias = true;                   // biases in Linear and LayerNorm
   std::string position = "learned";   // learned | sinusoidal | none
+  std::string sinusoidal_scale = "match";  // match: the fixed table's rows scaled to the token rows' norm at init
+                                           // (0.02·√C, against √(C/2) unscaled) | none: as the formula gives them
   double wpe_init_std = 0.02;         // N(0, std^2) init of the learned position table
   int extended_from = 0;              // poslab extend: the block_size the table was stretched from; 0 = never
   std::string extend_method;          // poslab extend: linear | cubic | nearest | copy | random; "" = never

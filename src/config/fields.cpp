@@ -96,6 +96,7 @@ const std::vector<ConfigField>& config_fields() {
       POSLAB_FIELD(double, "number", model.dropout),
       POSLAB_FIELD(bool, "true | false", model.bias),
       POSLAB_FIELD(std::string, "learned | sinusoidal | none", model.position),
+      POSLAB_FIELD(std::string, "match | none", model.sinusoidal_scale),
       POSLAB_FIELD(double, "number", model.wpe_init_std),
       POSLAB_FIELD(int, "integer", model.extended_from),
       POSLAB_FIELD(std::string, "linear | cubic | nearest | copy | random", model.extend_method),

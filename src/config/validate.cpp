@@ -74,6 +74,7 @@ void validate(const Config& c) {
   if (!(c.model.dropout >= 0.0 && c.model.dropout < 1.0))
     check.fail("model.dropout", str(c.model.dropout), "must be in [0, 1)");
   check.one_of("model.position", c.model.position, {"learned", "sinusoidal", "none"});
+  check.one_of("model.sinusoidal_scale", c.model.sinusoidal_scale, {"match", "none"});
   if (!(c.model.wpe_init_std >= 0.0)) check.fail("model.wpe_init_std", str(c.model.wpe_init_std), "must be >= 0");
   if (c.model.position == "sinusoidal" && c.model.n_embd % 2 != 0)
     check.fail("model.n_embd", str(c.model.n_embd), "must be even for model.position = sinusoidal");

@@ -18,6 +18,8 @@ namespace poslab {
 namespace F = torch::nn::functional;
 namespace {
 
+constexpr double kInitStd = 0.02;  // nanoGPT's N(0, 0.02²) for the weights and the token table
+
 // poslab's own pointwise kernels (LayerNorm, GELU, residual add, head + cross-entropy) rather than LibTorch's ops:
 // on the CPU, unless the kernel paths say libtorch (util/kernel_paths.h).
 bool fused_pointwise(const torch::Tensor& x) { return x.device().is_cpu() && kernel_paths().pointwise == "fused"; }
@@ -155,7 +157,7 @@ GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab
 
   // nanoGPT init: N(0, 0.02) for weights, zero biases, residual projections scaled by 1/sqrt(2 n_layer).
   torch::NoGradGuard no_grad;
-  const double proj_std = 0.02 / std::sqrt(2.0 * cfg.n_layer);
+  const double proj_std = kInitStd / std::sqrt(2.0 * cfg.n_layer);
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     auto& t = p.value();
@@ -166,13 +168,16 @@ GPTImpl::GPTImpl(const ModelConfig& c, int64_t vocab) : cfg(c), vocab_size(vocab
     } else if (name.find("c_proj.weight") != std::string::npos) {
       t.normal_(0.0, proj_std);
     } else {
-      t.normal_(0.0, 0.02);
+      t.normal_(0.0, kInitStd);
     }
   }
   if (cfg.position == "learned") {
     wpe->weight.normal_(0.0, cfg.wpe_init_std);
   } else if (cfg.position == "sinusoidal") {
-    wpe->weight.copy_(sinusoidal_table(cfg.block_size, cfg.n_embd));
+    // "match": rows of the token rows' expected norm at initialisation (N(0, 0.02²) entries: 0.02·√C), so that the
+    // fixed control neither drowns the tokens nor vanishes under them; each row of the formula has norm √(C/2).
+    const double scale = cfg.sinusoidal_scale == "match" ? kInitStd * std::sqrt(2.0) : 1.0;
+    wpe->weight.copy_(sinusoidal_table(cfg.block_size, cfg.n_embd) * scale);
     wpe->weight.requires_grad_(false);  // a fixed control, never trained
   }
 }

@@ -113,20 +113,23 @@ std::vector<Figure> comparison_figures(const Comparison& c) {
   figures.push_back(band_figure(
       "val_loss", "Validation loss", "Mean validation loss of each variant over its seeds at every evaluation; the "
       "band is ± one standard deviation over the seeds.", "step", "val loss", variants, bands_of(c, val_loss_curve)));
-  for (const Metric& m : headline_metrics()) {
+  // The table's figures, when some run has a learned table to show (a sweep of fixed tables and none has not).
+  bool tables = false;
+  for (const auto& r : c.runs) tables = tables || !r.points.empty();
+  for (const Metric& m : tables ? headline_metrics() : std::vector<Metric>{}) {
     figures.push_back(band_figure(
         std::string("trajectory_") + m.key, std::string(m.label) + " over training",
         std::string("The position table's ") + m.label + " at each snapshot, mean of each variant's seeds with a ± sd "
         "band (docs/analysis.md defines it). Variants without a learned table have none.",
         "step", m.column, variants, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); })));
   }
-  figures.push_back(band_figure(
+  if (tables) figures.push_back(band_figure(
       "cos_by_offset", "Cosine by offset at the last snapshot",
       "Mean cosine between rows i and i + k of the final table, against the offset k: a smooth table stays high for "
       "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",
       "offset k", "mean cos(w_i, w_{i+k})", variants,
       bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::cos_by_offset); })));
-  figures.push_back(band_figure(
+  if (tables) figures.push_back(band_figure(
       "spectrum", "Explained variance at the last snapshot",
       "Share of the final (centred) table's variance in each principal component, log scale: low-rank tables fall "
       "steeply after a few components. Mean ± sd over seeds.",

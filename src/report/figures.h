@@ -43,6 +43,8 @@ Figure cumulative_variance_figure(const std::vector<Series>& series);
 // 1 to 3 tables, one colour scale; `name` sets the figure's file stem.
 Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::string& name = "similarity");
 Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points);
+// The periodogram of each (step, analysis): one curve per snapshot, coloured by step when there are several.
+Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>& snapshots);
 Figure principal_components_figure(const Series& s);
 Figure helix_figure(const Series& s);
 Figure row_norms_figure(const std::vector<Series>& series);

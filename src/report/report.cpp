@@ -168,6 +168,9 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
                                  similarity_heatmaps_figure(ends), cos_by_offset_figure(points),
                                  principal_components_figure(s_last), helix_figure(s_last),
                                  row_norms_figure(ends),    trajectory_figure(points, metrics)};
+  std::vector<std::pair<int64_t, const Analysis*>> periodograms;
+  for (const auto& p : points) periodograms.emplace_back(p.step, &p.analysis);
+  figures.insert(figures.begin() + 4, periodogram_figure(periodograms));
   const std::vector<double> position_loss = read_position_loss(run.position_loss());
   if (!position_loss.empty()) figures.push_back(position_loss_figure(position_loss, "val"));
   const ShiftCurve shift = read_shift_loss(run.shift_loss());
@@ -230,8 +233,8 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   const Analysis& handbook = baselines[2].analysis;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
   std::vector<Figure> figures = {spectrum_figure({s, r, sn}), cumulative_variance_figure({s, r, sn}),
-                                 similarity_heatmaps_figure({s}), principal_components_figure(s), helix_figure(s),
-                                 row_norms_figure({s})};
+                                 similarity_heatmaps_figure({s}), periodogram_figure({{0, &a}}),
+                                 principal_components_figure(s), helix_figure(s), row_norms_figure({s})};
   std::string grid_html;
   if (grid_rows > 0) {
     const GridAnalysis g = grid_analysis(W, grid_rows, grid_cols, opt.shuffle_seed);

@@ -22,7 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kCurves[] = {"signal_share", "effective_rank", "adjacent_cosine", "sinusoid_r2", "probe_r2"};
+constexpr const char* kCurves[] = {"signal_share",           "effective_rank", "adjacent_cosine", "sinusoid_r2",
+                                   "translation_invariance", "monotonicity",   "probe_r2"};
 
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -144,6 +145,12 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
     frame["sv"] = sv;
     frame["floor"] = a.noise.threshold;
     frame["signal_rank"] = a.noise.signal_rank;
+    const size_t bins = std::min<size_t>(a.periodogram.size(), static_cast<size_t>(limits.max_frequencies));
+    frame["periodogram"] = std::vector<double>(a.periodogram.begin(), a.periodogram.begin() + static_cast<std::ptrdiff_t>(bins));
+    frame["circle"] = nullptr;
+    if (!a.circles.empty())
+      frame["circle"] = {{"components", {a.circles[0].first, a.circles[0].second}}, {"period", a.circles[0].period},
+                         {"turns", a.circles[0].frequency}};
     nlohmann::json values = nlohmann::json::array();
     for (const Metric& m : metrics) values.push_back(metric_json(m, a));
     values.push_back(finite_or_null(p.train_loss));

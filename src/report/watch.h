@@ -19,6 +19,7 @@ struct WatchLimits {
   int64_t max_path_rows = 512;    // rows drawn on the path
   int64_t kernel_bytes = 16384;   // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64)
   int64_t max_singular_values = 128;
+  int64_t max_frequencies = 64;   // the periodogram's lowest frequencies shown
 };
 
 // Which of n items to keep, at most `max`: evenly spaced, the first and the last always among them, ascending.

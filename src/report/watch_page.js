@@ -40,7 +40,8 @@
 
   const frames = D.frames.map((f) => ({
     step: f.step, trainLoss: f.train_loss, valLoss: f.val_loss, sim: bytes(f.sim), path: int16s(f.path),
-    share: f.path_share, sv: f.sv, floor: f.floor, rank: f.signal_rank, metrics: f.metrics,
+    share: f.path_share, sv: f.sv, floor: f.floor, rank: f.signal_rank, metrics: f.metrics, power: f.periodogram,
+    circle: f.circle,
     kernels: f.kernels ? bytes(f.kernels) : null, kinds: f.kinds, textKinds: f.text_kinds,
   }));
   const P = D.positions;
@@ -225,6 +226,31 @@
     }
   }
 
+  // Periodogram: the share of the table's power at each frequency along position, one bar per frequency, on one
+  // axis for every step.
+  let powerMax = 0;
+  for (const f of frames) for (const v of f.power) if (v > powerMax) powerMax = v;
+  if (!(powerMax > 0)) powerMax = 1;
+  function drawPeriodogram(f) {
+    const c = $("periodogram"), ctx = clear(c);
+    const m = { l: 46, r: 10, t: 10, b: 34 }, w = c.width - m.l - m.r, h = c.height - m.t - m.b;
+    const n = Math.max(f.power.length, 1), bar = w / n;
+    const Y = (v) => m.t + h - (v / powerMax) * h;
+    ctx.strokeStyle = "#ccc";
+    ctx.strokeRect(m.l, m.t, w, h);
+    ctx.fillStyle = "#444";
+    ctx.textAlign = "right";
+    for (const v of [0, powerMax / 2, powerMax]) ctx.fillText((100 * v).toFixed(0) + " %", m.l - 4, Y(v) + 4);
+    ctx.textAlign = "center";
+    for (const k of [1, Math.ceil(n / 4), Math.ceil(n / 2), n]) ctx.fillText(String(k), m.l + (k - 0.5) * bar, m.t + h + 14);
+    ctx.fillText("cycles over the table (1 … " + f.power.length + ")", m.l + w / 2, c.height - 4);
+    for (let k = 0; k < f.power.length; ++k) {
+      const on = f.circle && Math.abs(k + 1 - f.circle.turns) < 0.5;
+      ctx.fillStyle = on ? "#b5651d" : "#21918c";
+      ctx.fillRect(m.l + k * bar + 0.5, Y(f.power[k]), Math.max(1, bar - 1), m.t + h - Y(f.power[k]));
+    }
+  }
+
   // Kernels: one small heatmap per head, queries from the top; colour is the square root of the weight.
   function drawKernels(f) {
     const c = $("kernels"), ctx = clear(c);
@@ -289,7 +315,7 @@
     for (let i = 0; i < d.length; ++i) { h ^= d[i]; h = Math.imul(h, 16777619) >>> 0; }
     return h;
   }
-  const PANELS = ["sim", "path2", "path3", "spectrum", "kernels", "curves"];
+  const PANELS = ["sim", "path2", "path3", "spectrum", "periodogram", "kernels", "curves"];
 
   const slider = $("slider"), label = $("label");
   slider.max = String(frames.length - 1);
@@ -304,6 +330,7 @@
     drawPath2(f);
     drawPath3(f);
     drawSpectrum(f);
+    drawPeriodogram(f);
     drawKernels(f);
     drawCurves(current);
     $("pathcap").textContent = "The rows (centred) projected on the last snapshot's top " + comps + " principal directions, " +
@@ -312,6 +339,11 @@
         (pathN < P ? " Every " + (D.path.positions[1] - D.path.positions[0]) + "th row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale, the same axis at every step); " + f.rank +
         " above the noise floor (Gavish–Donoho, dashed), in colour.";
+    $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
+        "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
+        "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
+        (f.circle ? " Components " + f.circle.components.join(" and ") + " turn in a circle with a period of " +
+            f.circle.period.toFixed(1) + " positions (its frequency in orange)." : " No circle at this step.");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :
         "The attention each head of layer 0 pays from positions alone (queries down, keys across; colour: √weight)," +
         " and its kind (docs/analysis.md)." + (f.textKinds ? " On real text: " + f.textKinds.map((k, h) => "h" + h + " " + k).join(", ") + "." : "") +

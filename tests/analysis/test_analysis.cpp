@@ -115,9 +115,10 @@ TEST(Analysis, OffsetsAndHalfDecay) {
   EXPECT_EQ(*a.half_offset, 6);
   // the circle's two PCs are one period along position, all power at 1 cycle per P positions
   ASSERT_GE(a.pc_frequencies.size(), 2u);
-  EXPECT_NEAR(a.pc_frequencies[0].period, 32.0, 1e-9);
+  EXPECT_NEAR(a.pc_frequencies[0].period, 32.0, 1e-6);  // the peak refined between bins, to about 1e-8 relative
   EXPECT_NEAR(a.pc_frequencies[0].power_share, 1.0, 1e-9);
   EXPECT_NEAR(a.sinusoid_r2, 1.0, 1e-9);
+  EXPECT_NEAR(a.translation_invariance, 1.0, 1e-9);  // cos(w_i, w_j) = cos(2π(j − i)/P): offset alone
 }
 
 TEST(Analysis, SinusoidR2SeparatesSmoothFromNoise) {
@@ -182,8 +183,11 @@ TEST(Analysis, JsonHasTheDocumentedKeys) {
   for (const char* key : {"positions", "dims", "singular_values", "explained_variance", "k50", "k90", "k95", "k99",
                           "k90_uncentered", "effective_rank", "roy_vetterli_rank", "participation_ratio", "stable_rank",
                           "adjacent_cosine", "cos_by_offset", "first_difference_energy", "second_difference_energy",
-                          "shuffled", "row_norms", "boundary_outliers", "pc_frequencies", "sinusoid_r2"})
+                          "shuffled", "row_norms", "boundary_outliers", "pc_frequencies", "sinusoid_r2", "circles",
+                          "helix", "periodogram", "strongest_frequencies", "translation_invariance", "monotonicity"})
     EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["circles"].is_array());  // to_json refuses a scalar metric named as a structure
+  EXPECT_TRUE(j["periodogram"].is_array());
   EXPECT_TRUE(j["shuffled"].contains("first_difference_energy"));
   EXPECT_EQ(j["cos_by_offset"].size(), 31u);
 }

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # poslab export read back by the real readers: tiny models of each position variant (learned, sinusoidal, none;
 # with and without biases; a char and a BPE tokenizer) exported --to hf, then scripts/check_hf_export.py loads each
-# with transformers' GPT2LMHeadModel and AutoTokenizer and compares logits and ids with poslab's; one run exported
-# --to tensorboard, read by TensorBoard's event reader and projector config (scripts/check_tensorboard_export.py).
-# Usage: test_export.sh PATH/TO/poslab SOURCE_DIR PYTHON   (PYTHON: with torch, transformers, sentencepiece, tensorboard)
-# Exit 77 (CTest: skipped) when PYTHON lacks transformers, saying so: the pip leg's environment has it.
+# with transformers' GPT2LMHeadModel and AutoTokenizer and compares logits and ids with poslab's, and
+# scripts/check_tl_export.py boots the same folders in TransformerLens; one run exported --to tensorboard, read by
+# TensorBoard's event reader and projector config (scripts/check_tensorboard_export.py).
+# Usage: test_export.sh PATH/TO/poslab SOURCE_DIR PYTHON
+#        (PYTHON: with torch, transformers, transformer-lens, sentencepiece, tensorboard)
+# Exit 77 (CTest: skipped) when PYTHON lacks one of them, saying so: the pip leg's environment has them all.
 set -u
 poslab=$1
 src=$2
 python=${3:-}
-if [ -z "$python" ] || ! "$python" -c 'import transformers, sentencepiece, google.protobuf, tensorboard' 2>/dev/null; then
-  echo "SKIP export: no Python with transformers, sentencepiece and tensorboard beside this LibTorch (${python:-none}); the pip leg" \
+if [ -z "$python" ] || ! "$python" -c 'import transformers, transformer_lens, sentencepiece, google.protobuf, tensorboard' 2>/dev/null; then
+  echo "SKIP export: no Python with transformers, transformer-lens, sentencepiece and tensorboard beside this LibTorch" \
+       "(${python:-none}); the pip leg" \
        "runs it (bash scripts/test.sh --libtorch pip installs them)"
   exit 77
 fi
@@ -39,6 +42,12 @@ for variant in "learned char true" "sinusoidal bpe true" "none char false"; do
     echo "FAIL $name"; cat "$tmp/check.log"; failed=$((failed + 1))
   fi
 done
+# TransformerLens: the same folders, booted once in one process (its import takes seconds).
+if "$python" scripts/check_tl_export.py "$tmp"/hf/* >"$tmp/check.log" 2>&1; then
+  echo "ok transformer-lens"; grep -E '^(ok|FAIL|folder)' "$tmp/check.log" | sed -e "s|folder $tmp/hf/|in |" -e 's/^/  /'
+else
+  echo "FAIL transformer-lens"; cat "$tmp/check.log"; failed=$((failed + 1))
+fi
 # TensorBoard: the curves, the headline metrics and every snapshot's table, read by TensorBoard's own readers.
 run="$tmp/runs/learned-char-bias_true"
 if "$poslab" export "$run" --to tensorboard >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$run/export/tensorboard" ] &&

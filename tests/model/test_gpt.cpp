@@ -119,10 +119,22 @@ TEST(GPT, PositionTableIsTheOnlySourceOfOrder) {
   EXPECT_LT(last_diff(nopos), kTol * nopos->forward(idx).abs().max().item<double>());
 }
 
-TEST(GPT, SinusoidalTableIsFixed) {
-  GPT model(small("sinusoidal"), 20);
+// The fixed table, unscaled (rows of norm √(C/2)) or matched to the token rows' norm at initialisation (0.02·√C).
+TEST(GPT, SinusoidalTableIsFixedAndScaledToTheTokens) {
+  ModelConfig unscaled = small("sinusoidal");
+  unscaled.sinusoidal_scale = "none";
+  GPT model(unscaled, 20);
   EXPECT_FALSE(model->wpe->weight.requires_grad());
   EXPECT_TRUE(torch::equal(model->wpe->weight, sinusoidal_table(12, 32).to(torch::kFloat32)));
+  EXPECT_NEAR(model->wpe->weight.norm(2, 1).mean().item<double>(), std::sqrt(16.0), 1e-5);
+
+  GPT matched(small("sinusoidal"), 2000);  // the default: match
+  EXPECT_FALSE(matched->wpe->weight.requires_grad());
+  const double wpe_norm = matched->wpe->weight.norm(2, 1).mean().item<double>();
+  const double wte_norm = matched->wte->weight.norm(2, 1).mean().item<double>();
+  EXPECT_NEAR(wpe_norm, 0.02 * std::sqrt(32.0), 1e-6);
+  EXPECT_NEAR(wpe_norm / wte_norm, 1.0, 0.03) << "2000 token rows of 32 N(0, 0.02²) entries";
+  EXPECT_TRUE(torch::allclose(matched->wpe->weight, sinusoidal_table(12, 32).to(torch::kFloat32) * 0.02 * std::sqrt(2.0)));
 }
 
 TEST(GPT, NoBiasMeansNoBiasParameters) {

@@ -74,7 +74,7 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   const ReportResult r = write_run_report(dir / "run");
   EXPECT_EQ(r.index_html, dir / "run/report/index.html");
   EXPECT_EQ(r.figures, (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset",
-                                                 "principal_components", "helix", "row_norms", "trajectory",
+                                                 "periodogram", "principal_components", "helix", "row_norms", "trajectory",
                                                  "position_loss"}));
   expect_valid_images(dir / "run/report", r.figures);
   expect_links_exist(r.index_html);
@@ -121,7 +121,7 @@ TEST(Report, OneTableReport) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
   const ReportResult r = write_table_report(handbook_table(40, 16, 3), "handbook", dir / "one");
-  EXPECT_EQ(r.figures.size(), 6u);
+  EXPECT_EQ(r.figures.size(), 7u);
   expect_valid_images(dir / "one", r.figures);
   expect_links_exist(r.index_html);
 }
@@ -133,9 +133,9 @@ TEST(Report, AVisionTablesReportDrawsItsPatchGrid) {
   const auto f = random_table(3, 8, 1.0, 5);
   const auto W = f.repeat_interleave(4, 0);  // patch (r, c) = f(r)
   const ReportResult r = write_table_report(W, "grid", dir / "grid", 0, 3, 4);
-  EXPECT_EQ(r.figures.size(), 8u);
-  EXPECT_EQ(r.figures[6], "grid_offsets");
-  EXPECT_EQ(r.figures[7], "patch_maps");
+  EXPECT_EQ(r.figures.size(), 9u);
+  EXPECT_EQ(r.figures[7], "grid_offsets");
+  EXPECT_EQ(r.figures[8], "patch_maps");
   expect_valid_images(dir / "grid", r.figures);
   expect_links_exist(r.index_html);
   const std::string html = read_file(r.index_html);

@@ -186,6 +186,18 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
 }
 
+// A sweep of fixed tables and none has no learned table to draw: its comparison shows the losses alone.
+TEST_F(SweepTest, ASweepWithoutLearnedTablesIsComparedByItsLosses) {
+  const SweepSummary s = run_sweep(sweep_file("seeds: [1]\ngrid:\n  model.position: [sinusoidal, none]\n", "fixed.yaml"), {});
+  EXPECT_EQ(s.finished, 2);
+  const Comparison c = compare_runs({dir_ / "runs/fixed"});
+  ASSERT_EQ(c.rows.size(), 2u);
+  const std::string page = write_comparison(c, dir_ / "compare");
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.png"));
+  EXPECT_FALSE(fs::exists(dir_ / "compare/trajectory_k90.png")) << "no table, no table figure";
+  EXPECT_NE(slurp(page).find("position-sinusoidal"), std::string::npos);
+}
+
 // The trainer leaves the report to its caller: a sweep writes each finished run's report when run.report is set.
 TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
   const std::string file = sweep_file("seeds: [1]\nset: {run.report: true}\nvariants: [{name: a, set: {}}, {name: b, set: {}}]\n", "rep.yaml");

@@ -1,0 +1,85 @@
+// Periods along position, circles and the helix, and how the similarity of two rows depends on their offset.
+// Torch-free: curves are std::vector<double> of P values (a component's projection along position), the similarity
+// matrix a row-major (P, P) array.
+//
+// Frequencies are in cycles per table (f cycles over P positions; period P / f positions). The power spectrum of a
+// curve x is |X_f|², X_f = Σ_p x_p e^{−2πi f p / P}, at the integer bins f = 0 … ⌊P/2⌋. Every formula is written out
+// in docs/analysis.md ("Periods, circles and the helix", "Translation invariance and monotonicity").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace poslab {
+
+// |X_f|² at f = 0 … ⌊P/2⌋ (a direct DFT; P up to a few thousand).
+std::vector<double> power_spectrum(const std::vector<double>& x);
+
+// |Σ_p x_p e^{−2πi f p / P}|² at any real f (the DTFT, for peaks between bins).
+double dtft_power(const std::vector<double>& x, double f);
+
+// The energy of x's least-squares fit by a·cos(2πfp/P) + b·sin(2πfp/P): at a pure sinusoid's own frequency, all of
+// x's energy, wherever f lies between bins (the DTFT's peak is pulled by the negative frequency's image).
+double sinusoid_energy(const std::vector<double>& x, double f);
+
+struct CurvePeriod {
+  double frequency = 0;         // cycles per table at the peak, refined between bins (0 for a flat curve)
+  double period = 0;            // P / frequency positions (0 for a flat curve)
+  double power_share = 0;       // share of the non-DC power at the peak's bin
+  double spectral_entropy = 0;  // −Σ p_f ln p_f / ln(⌊P/2⌋) over the non-DC bins: 0 for one bin, ≈ 1 for white noise
+};
+
+// The dominant period of a curve: the bin of most power (f ≥ 1), refined to the maximum of sinusoid_energy within
+// half a bin of it.
+CurvePeriod curve_period(const std::vector<double>& x);
+
+// Two components at one period in quadrature: the rows go round a circle (an ellipse, each axis scaled to unit
+// variance) in the plane of the two.
+struct Circle {
+  int first = 0, second = 0;  // 1-based component numbers, first < second
+  double frequency = 0;       // turns over the table
+  double period = 0;          // positions per turn
+  double explained = 0;       // the pair's share of the centred variance
+  double concentration = 0;   // share of the pair's power at ±frequency (1 = all of it)
+  double circularity = 0;     // (|Z₊|² − |Z₋|²) / (|Z₊|² + |Z₋|²) in absolute value: 1 a circle turning one way, 0 a line
+};
+
+// A circle with a slow third component: a helix along the table.
+struct Helix {
+  Circle circle;
+  int slow = 0;               // 1-based component number
+  double slow_period = 0;     // its period (at least the circle's)
+  double explained = 0;       // the three components' share of the centred variance
+};
+
+// Thresholds of the circle and helix rules (docs/analysis.md).
+constexpr double kCircleConcentration = 0.5;  // at least half the pair's power at one frequency
+constexpr double kCircleCircularity = 0.8;    // |Z₊|² at least 9 × |Z₋|²
+constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less is an arc
+constexpr double kSlowPowerShare = 0.5;       // the slow component's power mostly at its own peak
+
+// The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
+// variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at
+// the frequency of z's own peak near theirs. Greedy by the pair's explained share: each component in one circle at
+// most. Strongest first.
+std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections, const std::vector<double>& explained,
+                                 const std::vector<CurvePeriod>& periods);
+
+// The strongest circle with the strongest component outside every circle that is slow: its power mostly in the
+// lowest bin (one cycle over the table or less), its frequency no higher than the circle's; nullopt without one.
+std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<double>& explained,
+                                const std::vector<CurvePeriod>& periods);
+
+// Translation invariance of a (P, P) similarity matrix C: the share of the variance of its off-diagonal entries
+// (i < j) explained by the mean of each diagonal j − i. 1 for a Toeplitz matrix; about 2/P for noise.
+double translation_invariance(const double* C, int64_t P, const std::vector<int64_t>* perm = nullptr);
+
+// Monotonicity: over every triple i < j < k, the share of the two comparisons C[i][j] > C[i][k] (seen from i) and
+// C[k][j] > C[k][i] (seen from k) that hold, ties counted half. 1 when similarity falls with distance from every
+// row; 0.5 for noise. O(P² log P).
+double monotonicity(const double* C, int64_t P, const std::vector<int64_t>* perm = nullptr);
+
+// (perm: read C as the matrix of the rows reordered, row i of the copy being row perm[i] of the table.)
+
+}  // namespace poslab

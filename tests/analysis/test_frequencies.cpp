@@ -1,0 +1,172 @@
+// The analysis's periods, circles, helix, periodogram, strongest-frequency fit, translation invariance and
+// monotonicity on whole tables: planted structure of known answer, and NumPy's numbers on a planted helix, GPT-2's
+// rows 1-63 and a real run's table (tests/fixtures/periodicity_numpy.json, scripts/periodicity_numpy.py).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+
+#include "source_paths.h"
+#include "analysis/analysis.h"
+#include "analysis/baselines.h"
+#include "analysis/format.h"
+#include "analysis/table_io.h"
+#include "test_tensors.h"
+
+namespace poslab {
+namespace {
+
+std::string fixture(const std::string& rel) { return test::source_dir() + "/tests/fixtures/" + rel; }
+
+struct Wave {
+  double period, phase, amplitude;
+};
+
+// Waves of the given periods (in positions) on random orthonormal directions, plus noise.
+torch::Tensor planted(int64_t P, int64_t d, const std::vector<Wave>& waves, double noise, uint64_t seed) {
+  auto Q = std::get<0>(torch::linalg_qr(test::gaussian({d, static_cast<int64_t>(waves.size())}, seed)));  // (d, k)
+  auto pos = torch::arange(P, torch::kFloat64);
+  std::vector<torch::Tensor> cols;
+  for (const Wave& w : waves) cols.push_back(w.amplitude * torch::cos(2 * M_PI * pos / w.period + w.phase));
+  return torch::stack(cols, 1).matmul(Q.transpose(0, 1)) + noise * test::gaussian({P, d}, seed + 1);  // (P, d)
+}
+
+TEST(Frequencies, EveryComponentAboveTheFloorGetsItsPeriod) {
+  // six waves at distinct periods, amplitudes falling: six components above the floor, each at its own period
+  const std::vector<double> periods = {96.0, 40.0, 24.5, 13.0, 9.3, 6.0};
+  std::vector<Wave> waves;
+  for (size_t k = 0; k < periods.size(); ++k) waves.push_back({periods[k], 0.5 * k, 1.0 - 0.12 * k});
+  const Analysis a = analyze_table(planted(192, 48, waves, 0.01, 3), "six");
+  EXPECT_EQ(a.noise.signal_rank, 6);
+  ASSERT_EQ(a.pc_frequencies.size(), 6u);  // more than top_pcs (4): every component above the floor
+  std::vector<double> found;
+  for (const auto& f : a.pc_frequencies) {
+    found.push_back(f.period);
+    EXPECT_LT(f.spectral_entropy, 0.5) << "PC" << f.component;
+    EXPECT_EQ(f.projection.empty(), f.component > 4) << "PC" << f.component;  // projections of the top four only
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<double> want = periods;
+  std::sort(want.begin(), want.end());
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(found[k] / want[k], 1.0, 0.02) << want[k];
+  EXPECT_NEAR(std::accumulate(a.periodogram.begin(), a.periodogram.end(), 0.0), 1.0, 1e-9);
+  EXPECT_EQ(a.periodogram.size(), 96u);
+}
+
+TEST(Frequencies, APlantedHelixIsNamedWithItsPeriodAndShare) {
+  // cos and sin at a period of 16 positions (8 turns) with a ramp: a helix holding nearly all the variance
+  const int64_t P = 128, d = 32;
+  auto Q = std::get<0>(torch::linalg_qr(test::gaussian({d, 3}, 5)));
+  auto pos = torch::arange(P, torch::kFloat64);
+  auto coords = torch::stack({torch::cos(2 * M_PI * pos / 16), torch::sin(2 * M_PI * pos / 16), 3 * (pos / (P - 1) - 0.5)}, 1);
+  const Analysis a = analyze_table(coords.matmul(Q.transpose(0, 1)) + 0.01 * test::gaussian({P, d}, 6), "helix");
+  ASSERT_EQ(a.circles.size(), 1u);
+  EXPECT_NEAR(a.circles[0].period, 16.0, 0.05);
+  EXPECT_GT(a.circles[0].circularity, 0.95);
+  ASSERT_TRUE(a.helix.has_value());
+  EXPECT_NEAR(a.helix->circle.period, 16.0, 0.05);
+  EXPECT_GT(a.helix->explained, 0.98);
+  const std::string text = summary_text(a);
+  EXPECT_NE(text.find("helix         PC"), std::string::npos) << text;
+  const auto j = to_json(a);
+  ASSERT_TRUE(j["circles"].is_array());
+  EXPECT_EQ(j["circles"].size(), 1u);
+  EXPECT_EQ(j["circle_count"].get<int>(), 1);
+  EXPECT_NEAR(j["helix"]["circle"]["period"].get<double>(), 16.0, 0.05);
+  EXPECT_NEAR(j["circle_period"].get<double>(), 16.0, 0.05);
+}
+
+TEST(Frequencies, APlantedCircleWithoutASlowAxisIsACircleAndNoHelix) {
+  // cos and sin at a period of 12.5 positions, with a third wave at a period of 7: one circle, no helix
+  const Analysis a = analyze_table(planted(100, 16, {{12.5, 0.0, 1.0}, {12.5, -M_PI / 2, 1.0}, {7.0, 0.3, 0.5}}, 0.001, 9),
+                                   "circle");
+  EXPECT_EQ(a.noise.signal_rank, 3);
+  ASSERT_EQ(a.circles.size(), 1u);
+  EXPECT_NEAR(a.circles[0].period, 12.5, 1e-3);
+  EXPECT_GT(a.circles[0].circularity, 0.99);
+  EXPECT_GT(a.circles[0].concentration, 0.99);
+  EXPECT_FALSE(a.helix.has_value());
+  EXPECT_NE(summary_text(a).find("circles       PC"), std::string::npos);
+}
+
+TEST(Frequencies, NoiseHasNoCircleNoHelixAndNoOffsetStructure) {
+  const Analysis a = analyze_table(random_table(128, 64, 0.02, 1), "noise");
+  EXPECT_TRUE(a.circles.empty());
+  EXPECT_FALSE(a.helix.has_value());
+  EXPECT_LT(a.translation_invariance, 0.1);
+  EXPECT_NEAR(a.monotonicity, 0.5, 0.02);
+  EXPECT_TRUE(to_json(a)["helix"].is_null());
+  EXPECT_TRUE(to_json(a)["circle_period"].is_null());
+}
+
+TEST(Frequencies, StrongestFrequenciesFitWhatTheLowestMiss) {
+  // all the power at periods of about 6 positions: the 8 lowest frequencies explain little, the 8 strongest nearly all
+  const Analysis a = analyze_table(planted(120, 32, {{6.0, 0.0, 1.0}, {6.0, 1.3, 0.8}, {5.0, 0.4, 0.6}}, 0.01, 7), "fast");
+  EXPECT_LT(a.sinusoid_r2, 0.1);
+  EXPECT_GT(a.sinusoid_r2_strongest, 0.99);
+  ASSERT_EQ(a.strongest_frequencies.size(), 8u);
+  EXPECT_TRUE(a.strongest_frequencies[0] == 20 || a.strongest_frequencies[0] == 24) << a.strongest_frequencies[0];
+}
+
+TEST(Frequencies, ASinusoidalTableIsTranslationInvariantAndItsShuffleIsNot) {
+  const Analysis a = analyze_table(synthetic_table("sinusoidal", 128, 64, 0), "sin");
+  EXPECT_GT(a.translation_invariance, 0.99);
+  EXPECT_LT(a.shuffled_translation_invariance, 0.1);
+  EXPECT_NEAR(a.shuffled_monotonicity, 0.5, 0.05);
+}
+
+TEST(Frequencies, MatchesNumPy) {
+  std::ifstream in(fixture("periodicity_numpy.json"));
+  ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";
+  const auto j = nlohmann::json::parse(in);
+  const std::vector<std::tuple<std::string, std::string, std::string>> tables = {
+      {"planted_helix_96x24.npy", ":", "planted_helix_96x24.npy"},
+      {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"},
+      {"runs/default_float32_seed1/wpe_step001500.npy", ":", "runs/default_float32_seed1/wpe_step001500.npy"}};
+  for (const auto& [file, rows, key] : tables) {
+    SCOPED_TRACE(key);
+    const Analysis a = analyze_table(select_rows(read_npy_table(fixture(file)), rows), key);
+    const auto& e = j["tables"][key];
+    ASSERT_FALSE(e.is_null());
+    ASSERT_EQ(a.noise.signal_rank, e["signal_rank"].get<int>());
+    ASSERT_EQ(a.pc_frequencies.size(), e["components"].size());
+    for (size_t k = 0; k < a.pc_frequencies.size(); ++k) {
+      const auto& f = a.pc_frequencies[k];
+      const auto& n = e["components"][k];
+      // NumPy finds the peak on a grid of 1e-4 bin
+      EXPECT_NEAR(f.cycles_per_position * a.positions, n["frequency"].get<double>(), 2e-4) << "PC" << f.component;
+      EXPECT_NEAR(f.power_share, n["power_share"].get<double>(), 1e-9) << "PC" << f.component;
+      EXPECT_NEAR(f.spectral_entropy, n["spectral_entropy"].get<double>(), 1e-9) << "PC" << f.component;
+      EXPECT_NEAR(f.explained, n["explained"].get<double>(), 1e-9) << "PC" << f.component;
+    }
+    ASSERT_EQ(a.circles.size(), e["circles"].size());
+    for (size_t c = 0; c < a.circles.size(); ++c) {
+      const auto& n = e["circles"][c];
+      EXPECT_EQ(a.circles[c].first, n["components"][0].get<int>());
+      EXPECT_EQ(a.circles[c].second, n["components"][1].get<int>());
+      EXPECT_NEAR(a.circles[c].frequency, n["frequency"].get<double>(), 2e-4);
+      EXPECT_NEAR(a.circles[c].concentration, n["concentration"].get<double>(), 1e-4);
+      EXPECT_NEAR(a.circles[c].circularity, n["circularity"].get<double>(), 1e-4);
+      EXPECT_NEAR(a.circles[c].explained, n["explained"].get<double>(), 1e-9);
+    }
+    ASSERT_EQ(a.helix.has_value(), !e["helix"].is_null());
+    if (a.helix) {
+      EXPECT_EQ(a.helix->slow, e["helix"]["slow_component"].get<int>());
+      EXPECT_NEAR(a.helix->explained, e["helix"]["explained"].get<double>(), 1e-9);
+    }
+    ASSERT_EQ(a.periodogram.size(), e["periodogram"].size());
+    for (size_t k = 0; k < a.periodogram.size(); ++k)
+      EXPECT_NEAR(a.periodogram[k], e["periodogram"][k].get<double>(), 1e-9) << "bin " << k + 1;
+    EXPECT_EQ(a.strongest_frequencies, e["strongest_frequencies"].get<std::vector<int>>());
+    EXPECT_NEAR(a.sinusoid_r2, e["sinusoid_r2"].get<double>(), 1e-8);
+    EXPECT_NEAR(a.sinusoid_r2_strongest, e["sinusoid_r2_strongest"].get<double>(), 1e-8);
+    EXPECT_NEAR(a.translation_invariance, e["translation_invariance"].get<double>(), 1e-9);
+    EXPECT_NEAR(a.monotonicity, e["monotonicity"].get<double>(), 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace poslab
