@@ -167,11 +167,13 @@ std::string summary_text(const Analysis& a) {
 }
 
 std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns) {
-  std::string s = fmt::format("{:<36}", "metric");
+  size_t width = 6;  // the longest headline label, so that the columns line up
+  for (const Metric& m : headline_metrics()) width = std::max(width, std::string(m.label).size() + 1);
+  std::string s = fmt::format("{:<{}}", "metric", width);
   for (const auto& [name, a] : columns) s += fmt::format("{:>14}", name);
   s += "\n";
   for (const Metric& m : headline_metrics()) {
-    s += fmt::format("{:<36}", m.label);
+    s += fmt::format("{:<{}}", m.label, width);
     for (const auto& [name, a] : columns) s += fmt::format("{:>14}", format_metric(m, *a));
     s += "\n";
   }

@@ -309,6 +309,12 @@
     }
   }
 
+  // 2 → "2nd", 8 → "8th", 21 → "21st", 12 → "12th".
+  function ordinal(n) {
+    const teen = n % 100 >= 11 && n % 100 <= 13;
+    return n + (teen ? "th" : ["th", "st", "nd", "rd"][n % 10] || "th");
+  }
+
   function fnv(id) {
     const c = $(id), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
     let h = 0x811c9dc5;
@@ -336,7 +342,7 @@
     $("pathcap").textContent = "The rows (centred) projected on the last snapshot's top " + comps + " principal directions, " +
         "the same axes at every step so the picture never flips; at this step they hold " + (100 * f.share).toFixed(0) +
         " % of the table's variance. Colour: position, dark first, yellow last." +
-        (pathN < P ? " Every " + (D.path.positions[1] - D.path.positions[0]) + "th row of " + P + "." : "");
+        (pathN < P ? " Every " + ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale, the same axis at every step); " + f.rank +
         " above the noise floor (Gavish–Donoho, dashed), in colour.";
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
@@ -361,7 +367,7 @@
     state.dataset.digest = all.toString(16);
   }
   $("simcap").textContent = "cos(w_i, w_j) for every pair of rows: blue −1, white 0, red +1. A band along the " +
-      "diagonal is a smooth table." + (simN < P ? " Every " + (D.sim.positions[1] - D.sim.positions[0]) + "th row of " + P + "." : "");
+      "diagonal is a smooth table." + (simN < P ? " Every " + ordinal(D.sim.positions[1] - D.sim.positions[0]) + " row of " + P + "." : "");
 
   let timer = null;
   const play = $("play");
