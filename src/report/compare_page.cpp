@@ -136,6 +136,13 @@ std::vector<Figure> comparison_figures(const Comparison& c) {
       "component k", "explained variance", variants,
       bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }),
       "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-6:1]\n"));
+  if (tables) figures.push_back(band_figure(
+      "periodogram", "Periodogram at the last snapshot",
+      "Share of the final (centred) table's power at each frequency along position (cycles over the table, log "
+      "scale): a formed table holds it at a few low frequencies, noise spreads it evenly. Mean ± sd over seeds.",
+      "frequency (cycles over the table)", "share of the power", variants,
+      bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::periodogram); }),
+      "  set logscale x\n  set autoscale xfix\n"));
   bool evaluated = false;
   for (const auto& r : c.runs) evaluated = evaluated || !read_position_loss(RunFolder(r.run_dir).position_loss()).empty();
   if (evaluated)

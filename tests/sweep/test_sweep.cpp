@@ -182,6 +182,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(html.find("±"), std::string::npos);
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/periodogram.png"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_translation_invariance.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
 }
@@ -195,6 +197,7 @@ TEST_F(SweepTest, ASweepWithoutLearnedTablesIsComparedByItsLosses) {
   const std::string page = write_comparison(c, dir_ / "compare");
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.png"));
   EXPECT_FALSE(fs::exists(dir_ / "compare/trajectory_k90.png")) << "no table, no table figure";
+  EXPECT_FALSE(fs::exists(dir_ / "compare/periodogram.png")) << "no table, no table figure";
   EXPECT_NE(slurp(page).find("position-sinusoidal"), std::string::npos);
 }
 
