@@ -40,12 +40,13 @@ case "$which" in
         python3 -m venv "$venv" >&2
       fi
       "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
-        "transformers==$TRANSFORMERS_VERSION" sentencepiece protobuf tensorboard >&2 ||
-        die "pip could not install torch==$TORCH_VERSION, transformers==$TRANSFORMERS_VERSION" \
+        "transformers==$TRANSFORMERS_VERSION" "transformer-lens==$TRANSFORMER_LENS_VERSION" sentencepiece protobuf \
+        tensorboard >&2 ||
+        die "pip could not install torch==$TORCH_VERSION, transformers==$TRANSFORMERS_VERSION, transformer-lens==$TRANSFORMER_LENS_VERSION" \
           "check that PyPI is reachable, or set POSLAB_TORCH_VERSION / POSLAB_TRANSFORMERS_VERSION"
-      touch "$venv/.complete"
+      touch "$venv/.complete" "$venv/.transformer-lens-$TRANSFORMER_LENS_VERSION"
     fi
-    # A reader added after the environment was made is installed into it once.
+    # An environment made before transformer-lens joined the readers gets it once.
     if [ ! -e "$venv/.transformer-lens-$TRANSFORMER_LENS_VERSION" ]; then
       echo "libtorch: installing transformer-lens==$TRANSFORMER_LENS_VERSION into $venv (once)" >&2
       "$venv/bin/python" -m pip install -q --disable-pip-version-check "transformer-lens==$TRANSFORMER_LENS_VERSION" \

@@ -10,12 +10,13 @@ namespace {
 
 using cplx = std::complex<double>;
 
-// Σ_p z_p e^{−2πi f p / P} for a complex curve z (the phasor advanced by one rotation a step: no sin or cos per
-// sample; its drift over a few thousand steps stays near 1e-13).
-cplx dtft(const std::vector<cplx>& z, double f) {
+// Σ_p z_p e^{−2πi f p / P} for a real or complex curve z (the phasor advanced by one rotation a step: no sin or cos
+// per sample; its drift over a few thousand steps stays near 1e-13).
+template <typename T>
+cplx dtft(const std::vector<T>& z, double f) {
   const cplx step = std::polar(1.0, -2 * M_PI * f / static_cast<double>(z.size()));
   cplx sum = 0, phasor = 1;
-  for (const cplx& v : z) sum += v * phasor, phasor *= step;
+  for (const T& v : z) sum += v * phasor, phasor *= step;
   return sum;
 }
 
@@ -108,12 +109,7 @@ double sinusoid_energy(const std::vector<double>& x, double f) {
   return (ss * xc * xc - 2 * cs * xc * xs + cc * xs * xs) / det;  // bᵀ G⁻¹ b
 }
 
-double dtft_power(const std::vector<double>& x, double f) {
-  const cplx step = std::polar(1.0, -2 * M_PI * f / static_cast<double>(x.size()));
-  cplx sum = 0, phasor = 1;
-  for (double v : x) sum += v * phasor, phasor *= step;
-  return std::norm(sum);
-}
+double dtft_power(const std::vector<double>& x, double f) { return std::norm(dtft(x, f)); }
 
 CurvePeriod curve_period(const std::vector<double>& x) {
   CurvePeriod c;

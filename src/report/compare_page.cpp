@@ -4,6 +4,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -55,7 +56,7 @@ std::vector<Band> bands_of(const Comparison& c, CurveOf curve_of) {
   return out;
 }
 
-// A figure with one mean curve and a ± sd band per variant.
+// A figure with one mean curve and a ± sd band per variant (at least one band holds points: has_points).
 Figure band_figure(const std::string& name, const std::string& title, const std::string& caption,
                    const std::string& xlabel, const std::string& ylabel, const std::vector<std::string>& variants,
                    const std::vector<Band>& bands, const std::string& extra = "") {
@@ -72,7 +73,6 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
                          "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {}",
                          plots.empty() ? "" : ", ", file, i + 1, file, i + 1, gp_quote(variants[i]));
   }
-  if (plots.empty()) plots = "NaN notitle";
   const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +
                            "\n  set key outside right top\n  set grid\n" + extra + "  plot " + plots + "\n";
   f.script = both_formats(name, body, 1000, 520);
@@ -106,50 +106,47 @@ Curve last_snapshot_curve(const ComparedRun& r, std::vector<double> Analysis::*f
   return curve;
 }
 
+bool has_points(const std::vector<Band>& bands) {
+  return std::any_of(bands.begin(), bands.end(), [](const Band& b) { return !b.x.empty(); });
+}
+
 std::vector<Figure> comparison_figures(const Comparison& c) {
   std::vector<std::string> variants;
   for (const auto& row : c.rows) variants.push_back(row.variant);
+  // Only figures with something to draw: a sweep of fixed tables and none has no table figures (gnuplot refuses a
+  // plot without points), and one without poslab eval no loss by position.
   std::vector<Figure> figures;
-  figures.push_back(band_figure(
-      "val_loss", "Validation loss", "Mean validation loss of each variant over its seeds at every evaluation; the "
-      "band is ± one standard deviation over the seeds.", "step", "val loss", variants, bands_of(c, val_loss_curve)));
-  // The table's figures, when some run has a learned table to show (a sweep of fixed tables and none has not).
-  bool tables = false;
-  for (const auto& r : c.runs) tables = tables || !r.points.empty();
-  for (const Metric& m : tables ? headline_metrics() : std::vector<Metric>{}) {
-    figures.push_back(band_figure(
-        std::string("trajectory_") + m.key, std::string(m.label) + " over training",
+  auto add = [&](const std::string& name, const std::string& title, const std::string& caption, const std::string& xlabel,
+                 const std::string& ylabel, const std::vector<Band>& bands, const std::string& extra = "") {
+    if (has_points(bands)) figures.push_back(band_figure(name, title, caption, xlabel, ylabel, variants, bands, extra));
+  };
+  add("val_loss", "Validation loss", "Mean validation loss of each variant over its seeds at every evaluation; the "
+      "band is ± one standard deviation over the seeds.", "step", "val loss", bands_of(c, val_loss_curve));
+  for (const Metric& m : headline_metrics())
+    add(std::string("trajectory_") + m.key, std::string(m.label) + " over training",
         std::string("The position table's ") + m.label + " at each snapshot, mean of each variant's seeds with a ± sd "
         "band (docs/analysis.md defines it). Variants without a learned table have none.",
-        "step", m.column, variants, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); })));
-  }
-  if (tables) figures.push_back(band_figure(
-      "cos_by_offset", "Cosine by offset at the last snapshot",
+        "step", m.column, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); }));
+  add("cos_by_offset", "Cosine by offset at the last snapshot",
       "Mean cosine between rows i and i + k of the final table, against the offset k: a smooth table stays high for "
       "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",
-      "offset k", "mean cos(w_i, w_{i+k})", variants,
-      bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::cos_by_offset); })));
-  if (tables) figures.push_back(band_figure(
-      "spectrum", "Explained variance at the last snapshot",
+      "offset k", "mean cos(w_i, w_{i+k})",
+      bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::cos_by_offset); }));
+  add("spectrum", "Explained variance at the last snapshot",
       "Share of the final (centred) table's variance in each principal component, log scale: low-rank tables fall "
       "steeply after a few components. Mean ± sd over seeds.",
-      "component k", "explained variance", variants,
+      "component k", "explained variance",
       bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::explained_variance, 1e-12); }),
-      "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-6:1]\n"));
-  if (tables) figures.push_back(band_figure(
-      "periodogram", "Periodogram at the last snapshot",
+      "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-6:1]\n");
+  add("periodogram", "Periodogram at the last snapshot",
       "Share of the final (centred) table's power at each frequency along position (cycles over the table, log "
       "scale): a formed table holds it at a few low frequencies, noise spreads it evenly. Mean ± sd over seeds.",
-      "frequency (cycles over the table)", "share of the power", variants,
+      "frequency (cycles over the table)", "share of the power",
       bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::periodogram); }),
-      "  set logscale x\n  set autoscale xfix\n"));
-  bool evaluated = false;
-  for (const auto& r : c.runs) evaluated = evaluated || !read_position_loss(RunFolder(r.run_dir).position_loss()).empty();
-  if (evaluated)
-    figures.push_back(band_figure(
-        "position_loss", "Validation loss by position", "Loss of the token predicted at each position of the context "
-        "(from poslab eval), mean ± sd over the seeds that were evaluated.", "position", "val loss", variants,
-        bands_of(c, position_loss_curve)));
+      "  set logscale x\n  set autoscale xfix\n");
+  add("position_loss", "Validation loss by position", "Loss of the token predicted at each position of the context "
+      "(from poslab eval), mean ± sd over the seeds that were evaluated.", "position", "val loss",
+      bands_of(c, position_loss_curve));
   return figures;
 }
 

@@ -6,6 +6,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "source_paths.h"
 #include "analysis/baselines.h"
 #include "report/gnuplot.h"
 #include "report/report.h"
@@ -124,6 +125,28 @@ TEST(Report, OneTableReport) {
   EXPECT_EQ(r.figures.size(), 7u);
   expect_valid_images(dir / "one", r.figures);
   expect_links_exist(r.index_html);
+}
+
+// The helix figure: in 3-D for a table with a helix (the planted one of tests/fixtures), in the circle's plane for
+// a circle without a slow axis.
+TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  const NpyArray h = read_npy(poslab::test::source_dir() + "/tests/fixtures/planted_helix_96x24.npy");
+  const torch::Tensor helix = torch::tensor(h.data, torch::kFloat64).view({h.shape[0], h.shape[1]});
+  const ReportResult r = write_table_report(helix, "helix", dir / "helix");
+  expect_valid_images(dir / "helix", r.figures);
+  EXPECT_NE(read_file(dir / "helix/helix.gp").find("splot"), std::string::npos);
+
+  const auto pos = torch::arange(80, torch::kFloat64) * (2 * M_PI / 10);  // 8 turns of period 10
+  const torch::Tensor circle = torch::cat({torch::stack({torch::cos(pos), torch::sin(pos)}, 1),
+                                           0.001 * random_table(80, 14, 1.0, 4)}, 1);  // (80, 16)
+  const ReportResult c = write_table_report(circle, "circle", dir / "circle");
+  expect_valid_images(dir / "circle", c.figures);
+  const std::string gp = read_file(dir / "circle/helix.gp");
+  EXPECT_EQ(gp.find("splot"), std::string::npos);
+  EXPECT_NE(gp.find("set xlabel 'PC1'\n  set ylabel 'PC2'"), std::string::npos) << gp;
+  EXPECT_NE(read_file(dir / "circle/index.html").find("turn in quadrature with a period of 10.0"), std::string::npos);
 }
 
 TEST(Report, AVisionTablesReportDrawsItsPatchGrid) {

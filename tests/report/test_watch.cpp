@@ -148,6 +148,12 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   EXPECT_EQ(data["frames"][2]["signal_rank"], points[2].analysis.noise.signal_rank);
   EXPECT_EQ(data["frames"][2]["metrics"].size(), data["metrics"].size());
   EXPECT_EQ(data["metrics"].back()["key"], "val_loss");
+  // the periodogram is the analysis's (P/2 = 10 bins, under the 64 shown), the circle the strongest one or null
+  EXPECT_EQ(data["frames"][2]["periodogram"].get<std::vector<double>>(), points[2].analysis.periodogram);
+  EXPECT_EQ(data["frames"][2]["circle"].is_null(), points[2].analysis.circles.empty());
+  WatchLimits few;
+  few.max_frequencies = 4;
+  EXPECT_EQ(watch_data(dir.str(), points, few)["frames"][2]["periodogram"].size(), 4u);
 
   // at most two frames: the first and the last snapshot
   WatchLimits two;
