@@ -2,14 +2,18 @@
 """poslab against the same model in PyTorch's Python API, measured side by side in one run.
 
 For each (config, dtype): `poslab bench --export DIR` trains a few steps and writes its initial weights and batches;
-scripts/torch_reference.py trains from the same weights on the same batches. Prints tokens/s of both, the ratio
-poslab / PyTorch, and whether the two agree (loss at step 0, and the loss curves). Needs Debian's python3-torch.
+scripts/torch_reference.py trains from the same weights on the same batches, once per peer:
+  1.13      Debian's python3-torch (the LibTorch poslab's Debian build links), eager;
+  eager     PyTorch 2.x from PyPI (the environment of bash scripts/libtorch.sh pip), eager, with SDPA attention;
+  compiled  the same PyTorch 2.x with torch.compile (inductor) and fused AdamW (compilation outside the timed steps).
+Prints tokens/s of each, the ratios poslab / peer, and whether they agree (loss at step 0, and the loss curves).
 
 Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium]
-                                                   [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]
-       (default 3 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two dtypes; --device: where both
-       train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it); --poslab: the binary,
-       default build/poslab)
+           [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]
+       (default 5 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two
+       dtypes; --device: where both train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it,
+       its one peer); --poslab: the binary, default build/poslab; --peers: which PyTorch to run, default all three
+       where installed)
 """
 import json
 import os
@@ -26,6 +30,8 @@ except ImportError as e:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POSLAB = os.path.join(ROOT, "build", "poslab")
 DEVICE = "cpu"
+PEER_NAMES = ["1.13", "eager", "compiled"]
+peers_asked = None
 for a in sys.argv[1:]:
     if a.startswith("--poslab="):
         POSLAB = os.path.abspath(a.split("=", 1)[1])
@@ -33,9 +39,48 @@ for a in sys.argv[1:]:
         DEVICE = a.split("=", 1)[1]
         if DEVICE not in ("cpu", "cuda"):
             sys.exit(f"error: {a}: not a device\nhint: --device=cpu or --device=cuda")
+    elif a.startswith("--peers="):
+        peers_asked = a.split("=", 1)[1].split(",")
+        for p in peers_asked:
+            if p not in PEER_NAMES:
+                sys.exit(f"error: {a}: no peer {p!r}\nhint: --peers= takes a list of {', '.join(PEER_NAMES)}")
 if not os.access(POSLAB, os.X_OK):
     sys.exit(f"error: {POSLAB} is missing\nhint: bash scripts/build.sh")
 quick = "--quick" in sys.argv
+
+
+def pip_python():
+    """The Python of the PyPI environment scripts/libtorch.sh pip makes (its folder and version as it sets them), or
+    None when it is not installed."""
+    import re
+    version = os.environ.get("POSLAB_TORCH_VERSION")
+    if not version:
+        m = re.search(r'TORCH_VERSION="\$\{POSLAB_TORCH_VERSION:-([^}]+)\}"',
+                      open(os.path.join(ROOT, "scripts", "libtorch.sh")).read())
+        version = m.group(1) if m else ""
+    cache = os.environ.get("POSLAB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "poslab"))
+    venv = os.path.join(cache, "torch-" + version)
+    py = os.path.join(venv, "bin", "python")
+    return py if os.path.exists(os.path.join(venv, ".complete")) and os.access(py, os.X_OK) else None
+
+
+# (name, Python, extra arguments of torch_reference.py)
+if DEVICE == "cuda":
+    PEERS = [("PyTorch", sys.executable, [])]
+else:
+    pip = pip_python()
+    PEERS = [("1.13", "/usr/bin/python3", [])]
+    if pip:
+        PEERS += [("eager", pip, []), ("compiled", pip, ["--compile"])]
+    if peers_asked:
+        missing = [p for p in peers_asked if p not in [q[0] for q in PEERS]]
+        if missing:
+            sys.exit(f"error: --peers={','.join(peers_asked)}: PyTorch 2.x is not installed\n"
+                     "hint: bash scripts/libtorch.sh pip (PyPI's torch in a virtual environment)")
+        PEERS = [q for q in PEERS if q[0] in peers_asked]
+    elif not pip:
+        print("note: PyTorch 2.x from PyPI is not installed (bash scripts/libtorch.sh pip): its eager and compiled "
+              "peers are left out", file=sys.stderr)
 
 # (name, config, overrides, timed steps, warm-up steps)
 CASES = [
@@ -60,7 +105,7 @@ if "OPENBLAS_CORETYPE" not in env:  # what poslab picks for itself, so that both
     env["OPENBLAS_CORETYPE"] = (
         "SkylakeX" if "avx512f" in open("/proc/cpuinfo").read() else "Haswell")
 
-ROUNDS = 1 if quick else 3
+ROUNDS = 1 if quick else 5
 for a in sys.argv[1:]:
     if a.startswith("--rounds="):
         ROUNDS = int(a.split("=", 1)[1])
@@ -73,13 +118,13 @@ for a in sys.argv[1:]:
         if a.split("=", 1)[1] not in DTYPES:
             sys.exit(f"error: {a}: no such dtype\nhint: --dtype=float32 or --dtype=bfloat16")
         DTYPES = [a.split("=", 1)[1]]
-    elif a != "--quick" and not a.startswith(("--poslab=", "--device=")):
+    elif a != "--quick" and not a.startswith(("--poslab=", "--device=", "--peers=")):
         sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|wide|medium] "
-                 "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH]")
+                 "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]")
 
 
-def run_pair(config, sets, steps, warmup, dtype):
-    """One round: poslab bench, then the PyTorch reference on poslab's exported weights and batches."""
+def run_round(config, sets, steps, warmup, dtype):
+    """One round: poslab bench, then each peer on poslab's exported weights and batches, back to back."""
     with tempfile.TemporaryDirectory() as d:
         args = [POSLAB, "bench", os.path.join(ROOT, config), "--steps", str(steps), "--warmup", str(warmup),
                 "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false",
@@ -87,40 +132,58 @@ def run_pair(config, sets, steps, warmup, dtype):
         for s in sets:
             args += ["--set", s]
         ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
-        ref = json.loads(subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "torch_reference.py"), d],
-                                        check=True, capture_output=True, text=True, env=env).stdout)
-    return ours, ref
+        refs = []
+        for _, python, extra in PEERS:
+            cmd = [python, os.path.join(ROOT, "scripts", "torch_reference.py"), d] + extra
+            refs.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout))
+    return ours, refs
 
 
-# The machine is shared and its speed drifts by tens of percent between runs: each case runs ROUNDS rounds,
-# poslab and PyTorch back to back in each, and the table compares the best round of each (the least disturbed
-# one: "ratio"), the median of the per-round ratios ("median": each round's two runs see much the same machine)
-# and their spread ("rounds").
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+
+
+# The machine is shared and its speed drifts by tens of percent between runs: each case runs ROUNDS rounds, poslab
+# and every peer back to back in each, and the table reports the median tokens/s of each and, per peer, the median
+# of the per-round ratios (each round's runs see much the same machine) with their spread.
 rows, ok = [], True
 for name, config, sets, steps, warmup in CASES:
     for dtype in DTYPES:
-        rounds = [run_pair(config, sets, steps, warmup, dtype) for _ in range(ROUNDS)]
-        ours, ref = rounds[0]
-        d0 = abs(ours["losses"][0] - ref["losses"][0])
-        dmax = max(abs(a - b) for a, b in zip(ours["losses"], ref["losses"]))
-        agree = d0 <= TOL0[dtype] and dmax <= TOL_CURVE[dtype]
-        ok = ok and agree
-        best_ours = max(rounds, key=lambda r: r[0]["tokens_per_s"])[0]
-        best_ref = max(r[1]["tokens_per_s"] for r in rounds)
-        ratios = sorted(r[0]["tokens_per_s"] / r[1]["tokens_per_s"] for r in rounds)
-        median = ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2])
-        rows.append((name, dtype, best_ours["tokens_per_s"], best_ref, best_ours["tokens_per_s"] / best_ref,
-                     f"{min(ratios):.2f}-{max(ratios):.2f}", best_ours["mfu"], best_ours["matmul_gflops"], d0, dmax,
-                     "yes" if agree else "NO", median))
-        for i, (o, r) in enumerate(rounds):
-            print(f"{name} {dtype} round {i + 1}: poslab {o['tokens_per_s']:.0f} tok/s, PyTorch {r['tokens_per_s']:.0f} "
-                  f"tok/s, loss at step 0 {o['losses'][0]:.5f} vs {r['losses'][0]:.5f}", file=sys.stderr, flush=True)
+        rounds = [run_round(config, sets, steps, warmup, dtype) for _ in range(ROUNDS)]
+        ours = rounds[0][0]
+        row = {"name": name, "dtype": dtype, "poslab": median([r[0]["tokens_per_s"] for r in rounds]),
+               "mfu": median([r[0]["mfu"] for r in rounds]), "peers": []}
+        for k, (peer, _, _) in enumerate(PEERS):
+            ref = rounds[0][1][k]
+            d0 = abs(ours["losses"][0] - ref["losses"][0])
+            dmax = max(abs(a - b) for a, b in zip(ours["losses"], ref["losses"]))
+            agree = d0 <= TOL0[dtype] and dmax <= TOL_CURVE[dtype]
+            ok = ok and agree
+            ratios = [r[0]["tokens_per_s"] / r[1][k]["tokens_per_s"] for r in rounds]
+            row["peers"].append({"peer": peer, "torch": ref.get("torch", "?"), "tok": median([r[1][k]["tokens_per_s"] for r in rounds]),
+                                 "ratio": median(ratios), "spread": f"{min(ratios):.2f}-{max(ratios):.2f}",
+                                 "d0": d0, "dmax": dmax, "agree": agree,
+                                 "compile_s": median([r[1][k].get("compile_s", 0.0) for r in rounds])})
+        rows.append(row)
+        for i, (o, refs) in enumerate(rounds):
+            print(f"{name} {dtype} round {i + 1}: poslab {o['tokens_per_s']:.0f} tok/s; " +
+                  "; ".join(f"{p[0]} {r['tokens_per_s']:.0f} tok/s" for p, r in zip(PEERS, refs)),
+                  file=sys.stderr, flush=True)
 
 where = f"GPU {ours.get('gpu', '')}" if DEVICE == "cuda" else f"threads {ours['threads']} (batch split {ours.get('batch_split', 1)}), {ours['blas']}"
-print(f"{where}; poslab on LibTorch {ours.get('libtorch', '?')}, PyTorch {ref.get('torch', '?')}; best of {ROUNDS} rounds")
-print(f"{'config':<8} {'dtype':<9} {'poslab tok/s':>12} {'PyTorch tok/s':>13} {'ratio':>6} {'median':>6} {'rounds':>10} "
-      f"{'MFU':>6} {'matmul GF/s':>11} {'|dloss| step0':>13} {'max |dloss|':>11} {'agree':>5}")
+print(f"{where}; poslab on LibTorch {ours.get('libtorch', '?')}, kernel paths {ours.get('kernel_paths', {}).get('chosen', '?')}; "
+      f"median of {ROUNDS} rounds")
+print("peers: " + "; ".join(f"{p['peer']} = PyTorch {p['torch']}" for p in rows[0]["peers"]))
+print(f"{'config':<8} {'dtype':<9} {'poslab tok/s':>12} {'MFU':>6}  " +
+      "  ".join(f"{p[0] + ' tok/s':>14} {'ratio':>6} {'rounds':>9}" for p in PEERS) + "  agree")
 for r in rows:
-    print(f"{r[0]:<8} {r[1]:<9} {r[2]:>12.0f} {r[3]:>13.0f} {r[4]:>6.2f} {r[11]:>6.2f} {r[5]:>10} {100 * r[6]:>5.1f}% "
-          f"{r[7]:>11.0f} {r[8]:>13.2e} {r[9]:>11.2e} {r[10]:>5}")
+    print(f"{r['name']:<8} {r['dtype']:<9} {r['poslab']:>12.0f} {100 * r['mfu']:>5.1f}%  " +
+          "  ".join(f"{p['tok']:>14.0f} {p['ratio']:>6.2f} {p['spread']:>9}" for p in r["peers"]) + "  " +
+          ",".join("yes" if p["agree"] else "NO" for p in r["peers"]))
+for r in rows:
+    for p in r["peers"]:
+        if not p["agree"] or p["compile_s"] > 0:
+            print(f"  {r['name']} {r['dtype']} vs {p['peer']}: |dloss| at step 0 {p['d0']:.2e}, max {p['dmax']:.2e}"
+                  + (f", compile and warm-up {p['compile_s']:.1f} s (untimed)" if p["compile_s"] > 0 else ""))
 sys.exit(0 if ok else 1)

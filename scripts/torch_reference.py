@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The same GPT in PyTorch's Python API, as a user would write it (nanoGPT-style), to measure poslab against.
 
-Usage: /usr/bin/python3 scripts/torch_reference.py EXPORT_DIR
+Usage: PYTHON scripts/torch_reference.py EXPORT_DIR [--compile]
 EXPORT_DIR comes from `poslab bench CONFIG --export EXPORT_DIR`: bench.json (the hyperparameters, the step count
 and poslab's own losses), init/NAME.npy (the initial weights, by GPT-2 parameter name) and batches.npy (the token
 windows, one row of block_size + 1 ids per sequence). This script starts from the same weights, trains on the
 same batches with the same optimizer, schedule, dtype, thread count and device (bench.json's "device": cpu or
-cuda), and prints JSON: tokens/s, ms/step and the loss of every step. On the CPU, Debian's python3-torch is the same
-LibTorch 1.13 that poslab links; on a GPU, the machine's PyTorch (scripts/gpu_check.sh).
+cuda), and prints JSON: tokens/s, ms/step and the loss of every step. PYTHON is any Python with PyTorch: Debian's
+/usr/bin/python3 (python3-torch, the LibTorch 1.13 poslab links), or the PyPI environment of scripts/libtorch.sh pip
+(PyTorch 2.x), where attention is F.scaled_dot_product_attention as nanoGPT writes it. --compile (PyTorch 2.x):
+the model through torch.compile (inductor) and AdamW's fused kernel; the compilation runs in the warm-up steps, and
+"compile_s" reports their time.
 """
 import json
 import math
@@ -48,6 +51,10 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch >= 2.0, as nanoGPT uses it
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0,
+                                               is_causal=True)
+            return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.mask[:T, :T], float("-inf"))
         att = self.attn_dropout(F.softmax(att, dim=-1))
@@ -110,7 +117,14 @@ def lr_at(step, c):
 
 
 def main():
-    export = sys.argv[1]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    compiled = "--compile" in sys.argv[1:]
+    if len(args) != 1 or any(a not in ("--compile",) for a in sys.argv[1:] if a.startswith("--")):
+        sys.exit("usage: PYTHON scripts/torch_reference.py EXPORT_DIR [--compile]")
+    if compiled and not hasattr(torch, "compile"):
+        sys.exit(f"error: --compile needs PyTorch 2.x; this is {torch.__version__}\n"
+                 "hint: run it with the Python of bash scripts/libtorch.sh pip")
+    export = args[0]
     bench = json.load(open(os.path.join(export, "bench.json")))
     c = bench["config"]
     torch.set_num_threads(c["threads"])
@@ -130,13 +144,21 @@ def main():
         (decay if is_decay else no_decay).append(p)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": c["weight_decay"]},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=1e-8)
+                            lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=1e-8,
+                            **({"fused": True} if compiled else {}))
+
+    def loss_of(x, y):  # as nanoGPT's forward returns it; compiled whole (model and loss) with --compile
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(x)
+        return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1))
+
+    loss_fn = torch.compile(loss_of) if compiled else loss_of
     windows = torch.from_numpy(np.load(os.path.join(export, "batches.npy"))).long()  # (steps * accum * B, T + 1)
     windows = windows.to(device)  # all of them up front: no copies inside the timed steps
     B, accum, T = c["batch_size"], c["grad_accum"], c["block_size"]
     bf16 = c["dtype"] == "bfloat16"
     model.train()
-    losses, timed = [], 0.0
+    losses, timed, warm = [], 0.0, 0.0
     steps, warmup = bench["warmup"] + bench["steps"], bench["warmup"]
     for s in range(steps):
         t0 = time.perf_counter()
@@ -146,9 +168,7 @@ def main():
         for m in range(accum):
             w = windows[(s * accum + m) * B:(s * accum + m + 1) * B]
             x, y = w[:, :T], w[:, 1:]
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                logits = model(x)
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1)) / accum
+            loss = loss_fn(x, y) / accum
             loss.backward()
             loss_sum += loss.detach()
         if c["grad_clip"] > 0:
@@ -160,11 +180,13 @@ def main():
         dt = time.perf_counter() - t0
         if s >= warmup:
             timed += dt
+        else:
+            warm += dt
         losses.append(loss_sum.item())
     n = bench["steps"]
     print(json.dumps({"ms_per_step": 1000 * timed / n, "tokens_per_s": bench["tokens_per_step"] * n / timed,
                       "losses": losses, "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "device": str(device)}))
+                      "device": str(device), "compiled": compiled, "compile_s": warm if compiled else 0.0}))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 
@@ -140,8 +141,10 @@ int run_bench_command(const BenchArgs& a) {
                      j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
   out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
+  size_t width = 0;  // the longest paths' text: the times line up
+  for (const auto& row : k["timings"]) width = std::max(width, row["paths"].get<std::string>().size());
   for (const auto& row : k["timings"])
-    out << fmt::format("  {:<80} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(),
+    out << fmt::format("  {:<{}} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(), width,
                        row["ms"].get<double>(),
                        row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
                        row["paths"] == k["chosen"] ? "  <- chosen" : "");

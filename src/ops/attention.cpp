@@ -64,11 +64,9 @@ bool bf16_dot_products(const torch::Tensor& qkv, const Shape& s) {
 }
 
 // y and the softmax probabilities p (B * nh, T, T) float, kept for backward.
-std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, const Shape& s) {
+void forward_into(const torch::Tensor& qkv, const Shape& s, torch::Tensor& y, torch::Tensor& p) {
   RECORD_FUNCTION("poslab::causal_attention", std::vector<c10::IValue>());
   const int64_t T = s.T, hs = s.hs, ld = 3 * s.C;
-  torch::Tensor y = torch::empty({s.B, T, s.C}, qkv.options());
-  torch::Tensor p = torch::empty({s.B * s.nh, T, T}, qkv.options().dtype(torch::kFloat32));
   float* pp = p.data_ptr<float>();
   const bool bf16 = qkv.scalar_type() == torch::kBFloat16, dot = bf16_dot_products(qkv, s);
   for_each_head(s, [&](int64_t b, int64_t h) {
@@ -96,15 +94,20 @@ std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, c
     attention_head_forward(q, k, v, hs, T, hs, s.scale, scores, ph, o, hs);
     narrow_rows(o, T, hs, bf16_bits(y) + b * T * s.C + h * hs, s.C);
   });
+}
+
+std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, const Shape& s) {
+  torch::Tensor y = torch::empty({s.B, s.T, s.C}, qkv.options());
+  torch::Tensor p = torch::empty({s.B * s.nh, s.T, s.T}, qkv.options().dtype(torch::kFloat32));
+  forward_into(qkv, s, y, p);
   return {y, p};
 }
 
-torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy_in,
-                            const Shape& s) {
+// dy: contiguous, in qkv's dtype.
+void backward_into(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy, const Shape& s,
+                   torch::Tensor& dqkv) {
   RECORD_FUNCTION("poslab::causal_attention_backward", std::vector<c10::IValue>());
   const int64_t T = s.T, hs = s.hs, ld = 3 * s.C;
-  const torch::Tensor dy = dy_in.to(qkv.scalar_type()).contiguous();
-  torch::Tensor dqkv = torch::empty_like(qkv);
   const float* pp = p.data_ptr<float>();
   const bool bf16 = qkv.scalar_type() == torch::kBFloat16, dot = bf16_dot_products(qkv, s);
   for_each_head(s, [&](int64_t b, int64_t h) {
@@ -140,6 +143,13 @@ torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, co
     narrow_rows(dk, T, hs, grad + s.C, ld);
     narrow_rows(dv, T, hs, grad + 2 * s.C, ld);
   });
+}
+
+torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy_in,
+                            const Shape& s) {
+  const torch::Tensor dy = dy_in.to(qkv.scalar_type()).contiguous();
+  torch::Tensor dqkv = torch::empty_like(qkv);
+  backward_into(qkv, p, dy, s, dqkv);
   return dqkv;
 }
 
@@ -165,6 +175,15 @@ torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head) {
   const torch::Tensor x = qkv.contiguous();
   if (torch::GradMode::is_enabled() && qkv.requires_grad()) return CausalAttention::apply(x, n_head);
   return forward_impl(x, s).first;
+}
+
+void causal_attention_forward_out(const torch::Tensor& qkv, int64_t n_head, torch::Tensor& y, torch::Tensor& p) {
+  forward_into(qkv, shape_of(qkv, n_head), y, p);
+}
+
+void causal_attention_backward_out(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy,
+                                   int64_t n_head, torch::Tensor& dqkv) {
+  backward_into(qkv, p, dy, shape_of(qkv, n_head), dqkv);
 }
 
 }  // namespace poslab

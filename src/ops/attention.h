@@ -14,4 +14,11 @@ namespace poslab {
 // result rounded once) — tests/ops/test_attention.cpp. No attention dropout.
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head);
 
+// The same on buffers the caller owns (the whole-model pass, model/direct_pass.h), all contiguous in qkv's
+// dtype but p: y (B, T, C) and the probabilities p (B * n_head, T, T) float32, written; backward reads qkv and p,
+// and writes dqkv (B, T, 3C) from dy (B, T, C).
+void causal_attention_forward_out(const torch::Tensor& qkv, int64_t n_head, torch::Tensor& y, torch::Tensor& p);
+void causal_attention_backward_out(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy,
+                                   int64_t n_head, torch::Tensor& dqkv);
+
 }  // namespace poslab

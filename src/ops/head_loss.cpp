@@ -28,6 +28,32 @@ void chunk_loss(const torch::Tensor& logits, const int64_t* targets, float* loss
                             losses, static_cast<uint16_t*>(dlogits), scale);
 }
 
+// The chunked loop: each chunk's logits (in `logits`, rows x V), its losses, and with dlogits defined its gradient
+// (into dlogits' rows) multiplied back into dx's rows while in cache.
+template <typename ProductOut>
+void chunk_loop(const torch::Tensor& x, const torch::Tensor& wp, const int64_t* tp, float scale, float* lp,
+                torch::Tensor& logits, torch::Tensor& dlogits, torch::Tensor& dx, const ProductOut& product_out) {
+  const int64_t N = x.size(0), rows = logits.size(0);
+  for (int64_t r0 = 0; r0 < N; r0 += rows) {
+    const int64_t m = std::min(rows, N - r0);
+    const torch::Tensor xc = x.narrow(0, r0, m);
+    torch::Tensor lc = logits.narrow(0, 0, m);
+    product_out(lc, xc, wp.t());
+    if (!dlogits.defined()) {
+      chunk_loss(lc, tp + r0, lp + r0, nullptr, scale);
+      continue;
+    }
+    torch::Tensor dc = dlogits.narrow(0, r0, m);
+    chunk_loss(lc, tp + r0, lp + r0, dc.data_ptr(), scale);
+    torch::Tensor dxc = dx.narrow(0, r0, m);
+    product_out(dxc, dc, wp);  // (m, C), while the chunk's gradient is in cache
+  }
+}
+
+int64_t chunk_rows(int64_t N, int64_t V, int64_t element_size) {
+  return std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * element_size)));
+}
+
 Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets, double weight, bool grad) {
   RECORD_FUNCTION("poslab::head_cross_entropy", std::vector<c10::IValue>());
   const int64_t N = x.size(0), V = w.size(0);
@@ -40,10 +66,8 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
     if (widen) widened_mm_out(out, a, b); else at::mm_out(out, a, b);
   };
   const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
-  const int64_t* tp = t.data_ptr<int64_t>();
-  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * x.element_size())));
   torch::Tensor losses = torch::empty({N}, torch::kFloat32);
-  torch::Tensor logits = torch::empty({rows, V}, x.options());
+  torch::Tensor logits = torch::empty({chunk_rows(N, V, x.element_size()), V}, x.options());
   Result r;
   torch::Tensor dlogits;  // (N, V): every chunk's gradient, for the one product that makes dW at the end
   if (grad) {
@@ -51,21 +75,7 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
     r.dx = torch::empty_like(x);
   }
   const float scale = static_cast<float>(weight / static_cast<double>(N));
-  float* lp = losses.data_ptr<float>();
-  for (int64_t r0 = 0; r0 < N; r0 += rows) {
-    const int64_t m = std::min(rows, N - r0);
-    const torch::Tensor xc = x.narrow(0, r0, m);
-    torch::Tensor lc = logits.narrow(0, 0, m);
-    product_out(lc, xc, wp.t());
-    if (!grad) {
-      chunk_loss(lc, tp + r0, lp + r0, nullptr, scale);
-      continue;
-    }
-    torch::Tensor dc = dlogits.narrow(0, r0, m);
-    chunk_loss(lc, tp + r0, lp + r0, dc.data_ptr(), scale);
-    torch::Tensor dxc = r.dx.narrow(0, r0, m);
-    product_out(dxc, dc, wp);  // (m, C), while the chunk's gradient is in cache
-  }
+  chunk_loop(x, wp, t.data_ptr<int64_t>(), scale, losses.data_ptr<float>(), logits, dlogits, r.dx, product_out);
   if (grad) {  // (V, C)
     r.dw = widen ? torch::empty_like(w) : torch::mm(dlogits.t(), x).to(torch::kFloat32);
     if (widen) widened_mm_out(r.dw, dlogits.t(), x);
@@ -109,6 +119,28 @@ torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
   if (torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()))
     return HeadCrossEntropy::apply(xc, w, targets, weight);
   return run(xc, w, targets, weight, false).loss;
+}
+
+torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
+                                     double weight, torch::Tensor& dx, torch::Tensor* dw, HeadLossScratch& scratch) {
+  RECORD_FUNCTION("poslab::head_cross_entropy", std::vector<c10::IValue>());
+  TORCH_CHECK(x.scalar_type() == torch::kFloat32 && w.scalar_type() == torch::kFloat32 && x.is_contiguous(),
+              "head_cross_entropy_out: contiguous float32 x and W expected");
+  const int64_t N = x.size(0), V = w.size(0);
+  const int64_t rows = chunk_rows(N, V, x.element_size());
+  if (!scratch.logits.defined() || scratch.logits.size(0) != rows || scratch.dlogits.size(0) != N ||
+      scratch.logits.size(1) != V) {
+    scratch.logits = torch::empty({rows, V});
+    scratch.dlogits = torch::empty({N, V});
+    scratch.losses = torch::empty({N});
+  }
+  const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
+  const float scale = static_cast<float>(weight / static_cast<double>(N));
+  const auto product_out = [](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) { at::mm_out(out, a, b); };
+  chunk_loop(x, w, t.data_ptr<int64_t>(), scale, scratch.losses.data_ptr<float>(), scratch.logits, scratch.dlogits, dx,
+             product_out);
+  if (dw != nullptr) at::mm_out(*dw, scratch.dlogits.t(), x);
+  return mean_row_loss(scratch.losses, weight);
 }
 
 }  // namespace poslab

@@ -15,4 +15,13 @@ namespace poslab {
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                  double weight = 1.0);
 
+// The same with its gradients written into buffers the caller owns (the whole-model pass, model/direct_pass.h),
+// float32 only: dx (N, C) and, when dw is not null, *dw (V, C) are overwritten. `scratch` keeps the chunk's logits
+// and the (N, V) gradient of the logits from call to call (made again when the shape changes).
+struct HeadLossScratch {
+  torch::Tensor logits, dlogits, losses;
+};
+torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
+                                     double weight, torch::Tensor& dx, torch::Tensor* dw, HeadLossScratch& scratch);
+
 }  // namespace poslab

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/direct_pass.h"
 #include "util/platform.h"
 
 namespace poslab {
@@ -46,13 +47,19 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
                                  int threads) {
-  const KernelPaths defaults = default_kernel_paths(cpu_has_native_bf16());
+  KernelPaths defaults = default_kernel_paths(cpu_has_native_bf16());
+  const std::string no_direct = DirectPass::unsupported(model, cfg.train.dtype == "bfloat16", device);
+  if (!no_direct.empty()) defaults.step = "autograd";
   const char* env = std::getenv("POSLAB_KERNELS");
   const bool from_env = env != nullptr && *env != '\0';
   const std::string spec = from_env ? env : cfg.run.kernels;
   const std::string what = from_env ? "POSLAB_KERNELS" : "run.kernels";
   KernelTuning t;
   t.chosen = parse_kernel_paths(spec, defaults, what);  // checks the spec whatever it asks for
+  if (t.chosen.step == "direct" && !no_direct.empty()) {
+    spdlog::warn("kernel paths: {} = {} asks for step=direct, but {}: this run steps by autograd", what, spec, no_direct);
+    t.chosen.step = "autograd";
+  }
   t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu",
                             cfg.train.dtype);
   if (!kernel_spec_measures(spec)) {
@@ -69,6 +76,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
       std::vector<std::string> fixed;
       if (cfg.train.dtype != "bfloat16") fixed.push_back("bf16_products");
       if (split.ways() == 1 || cfg.run.batch_split != 0) fixed.push_back("batch_split");
+      if (!no_direct.empty()) fixed.push_back("step");
       t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed);
       t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, "cpu", cfg.train.dtype);
       t.how = fmt::format("measured in {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

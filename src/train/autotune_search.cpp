@@ -83,6 +83,8 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
       }
     all = std::move(next);
   }
+  all.erase(std::remove_if(all.begin(), all.end(), [](const KernelPaths& p) { return !kernel_paths_combine(p); }),
+            all.end());
   all.erase(std::find(all.begin(), all.end(), start));
   all.insert(all.begin(), start);
   // Two sweeps, the second in reverse order, each combination's time the lower of its two: a candidate timed in
@@ -114,9 +116,11 @@ std::string tuning_text(const KernelTuning& t) {
   double chosen_ms = NAN;
   for (const PathTiming& p : t.timings)
     if (p.paths == t.chosen) chosen_ms = p.ms;
+  size_t width = 0;  // the longest paths' text: the times line up
+  for (const PathTiming& p : t.timings) width = std::max(width, to_string(p.paths).size());
   std::string s;
   for (const PathTiming& p : t.timings)
-    s += fmt::format("  {:<80} {:8.2f} ms{}{}{}\n", to_string(p.paths), p.ms,
+    s += fmt::format("  {:<{}} {:8.2f} ms{}{}{}\n", to_string(p.paths), width, p.ms,
                      p.rounds > 0 ? fmt::format(" (median of {} interleaved rounds)", p.rounds) : "",
                      std::isfinite(chosen_ms) && p.paths != t.chosen
                          ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))

@@ -12,6 +12,14 @@
 namespace poslab {
 namespace {
 
+// What a record leaves out stays as now, but a record without a step is a run's that stepped by autograd (the
+// one step there was).
+KernelPaths recorded_base(const std::string& record) {
+  KernelPaths base = kernel_paths();
+  if (record.find("step=") == std::string::npos) base.step = "autograd";
+  return base;
+}
+
 // batch_split=none: the batch whole, every intra-op thread on each op.
 void apply_split_choice(GPT& model, std::unique_ptr<BatchSplit>& split) {
   if (batch_split_of(split->ways()) == split->ways()) return;
@@ -22,7 +30,7 @@ void apply_split_choice(GPT& model, std::unique_ptr<BatchSplit>& split) {
 // A rank other than 0 takes rank 0's record, once rank 0 wrote it; on another machine it keeps its own paths.
 void take_rank0_paths(const RunFolder& run) {
   if (const auto rec = read_kernel_record(run)) {
-    set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+    set_kernel_paths(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()));
     spdlog::info("kernel paths: {} (rank 0's, {})", to_string(kernel_paths()), run.kernel_paths());
   } else {
     spdlog::warn("kernel paths: rank 0's record {} is not on this machine; this rank keeps {}", run.kernel_paths(),
@@ -38,7 +46,7 @@ void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Confi
   const bool forced = std::getenv("POSLAB_KERNELS") != nullptr && *std::getenv("POSLAB_KERNELS") != '\0';
   if (resuming && !forced) {
     if (const auto rec = read_kernel_record(run)) {
-      set_kernel_paths(parse_kernel_paths(*rec, kernel_paths(), run.kernel_paths()));
+      set_kernel_paths(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()));
       spdlog::info("kernel paths: {} (as the run started, {})", to_string(kernel_paths()), run.kernel_paths());
       apply_split_choice(model, split);
       return;

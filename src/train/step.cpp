@@ -10,15 +10,18 @@
 #include <thread>
 #include <tuple>
 
+#include "model/direct_pass.h"
 #include "ops/autocast.h"
 #include "train/optim.h"
+#include "util/kernel_paths.h"
 #include "util/signals.h"
 
 namespace poslab {
 namespace {
 
 torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
-                         const torch::Device& device) {
+                         const torch::Device& device, DirectPass* direct = nullptr) {
+  if (direct != nullptr) return direct->forward_backward(x, y, scale);
   torch::Tensor loss;
   {
     AutocastGuard autocast(bf16, device.is_cuda());
@@ -148,19 +151,28 @@ void BatchSplit::run_parts(const std::function<void(int part, int parts)>& f) {
     if (e) std::rethrow_exception(e);
 }
 
+DirectPass* BatchSplit::direct_pass(int i, bool bf16, const torch::Device& device) {
+  if (kernel_paths().step != "direct" || !DirectPass::unsupported(model_, bf16, device).empty()) return nullptr;
+  if (direct_.empty()) direct_.resize(ways_);
+  if (!direct_[i]) direct_[i] = std::make_unique<DirectPass>(i == 0 ? model_ : replicas_[i - 1]);
+  return direct_[i].get();
+}
+
 torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                                            const torch::Device& device) {
-  if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device);
+  if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device, direct_pass(0, bf16, device));
   share_parameters();  // a checkpoint load may have replaced the model's storage
   const auto xs = x.chunk(ways_, 0), ys = y.chunk(ways_, 0);
   const int n = static_cast<int>(xs.size());  // chunk() gives fewer slices when the batch is small
   const double batch = static_cast<double>(x.size(0));
   std::vector<torch::Tensor> losses(n);
   for (int i = 1; i < n; ++i) replicas_[i - 1]->train(model_->is_training());
+  std::vector<DirectPass*> direct(n);
+  for (int i = 0; i < n; ++i) direct[i] = direct_pass(i, bf16, device);
   run_parts([&](int i, int) {
     if (i >= n) return;
     GPT& m = i == 0 ? model_ : replicas_[i - 1];
-    losses[i] = slice_loss(m, xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device);
+    losses[i] = slice_loss(m, xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device, direct[i]);
   });
   torch::Tensor total = losses[0];
   for (int i = 1; i < n; ++i) total = total + losses[i];

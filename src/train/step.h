@@ -15,6 +15,8 @@
 
 namespace poslab {
 
+class DirectPass;
+
 struct StepResult {
   torch::Tensor loss;       // mean loss, 0-dim (already read once for the finiteness check)
   double grad_norm = 0;     // global gradient norm before clipping
@@ -22,7 +24,8 @@ struct StepResult {
   bool stop = false;        // many processes: some rank had a stop request (SIGINT / SIGTERM) at the step's sum
 };
 
-// Batch-parallel forward and backward on CPU. Each micro-batch is cut into `ways` slices along the batch; slice
+// Batch-parallel forward and backward on CPU (ways 1: the plain step). Each part steps by autograd or by the
+// whole-model pass, as kernel_paths().step says. Each micro-batch is cut into `ways` slices along the batch; slice
 // i runs in its own thread on replica i of the model, with one intra-op thread each, so every core works on
 // every op, small ones included, with no fork/join inside ops. Replicas share the parameters' storage (the
 // optimizer's in-place update reaches all of them) but keep their own gradients, which are added into the
@@ -48,6 +51,9 @@ class BatchSplit {
 
  private:
   void share_parameters();  // (re)points every replica parameter at the model's storage
+  // Part i's whole-model pass (model/direct_pass.h) when kernel_paths().step is direct and it can run the step,
+  // else null (the part steps by autograd).
+  DirectPass* direct_pass(int i, bool bf16, const torch::Device& device);
 
   class Worker;  // a thread kept for the whole run (starting one per step cost 2-4 ms, measured)
 
@@ -55,6 +61,7 @@ class BatchSplit {
   int ways_;
   std::vector<GPT> replicas_;  // ways - 1 of them; slice 0 runs on the model itself
   std::vector<std::unique_ptr<Worker>> workers_;  // one per replica
+  std::vector<std::unique_ptr<DirectPass>> direct_;  // per part, made when first used
 };
 
 // While alive, LibTorch's intra-op thread count on this thread is n (0: left alone); then the previous one again.

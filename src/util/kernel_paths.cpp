@@ -30,6 +30,7 @@ const std::vector<KernelChoice>& kernel_choices() {
       {"attention", {"fused", "libtorch"}, &KernelPaths::attention},
       {"pointwise", {"fused", "libtorch"}, &KernelPaths::pointwise},
       {"batch_split", {"threads", "none"}, &KernelPaths::batch_split},
+      {"step", {"direct", "autograd"}, &KernelPaths::step},
   };
   return choices;
 }
@@ -49,7 +50,12 @@ KernelPaths libtorch_kernel_paths() {
   p.attention = "libtorch";
   p.pointwise = "libtorch";
   p.batch_split = "none";
+  p.step = "autograd";
   return p;
+}
+
+bool kernel_paths_combine(const KernelPaths& p) {
+  return p.step != "direct" || (p.attention == "fused" && p.pointwise == "fused");
 }
 
 std::string to_string(const KernelPaths& p) {
@@ -64,6 +70,7 @@ KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base,
   if (spec == "default" || kernel_spec_measures(spec)) return base;
   if (spec == "libtorch") return libtorch_kernel_paths();
   KernelPaths p = base;
+  bool named_step = false;
   std::istringstream in(spec);
   std::vector<std::string> names;
   for (const KernelChoice& c : kernel_choices()) names.push_back(c.name);
@@ -81,6 +88,14 @@ KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base,
       throw Error(fmt::format("{} = {}: {} has no candidate \"{}\"", what, spec, name, value),
                   fmt::format("{} is one of {}", name, join(c->values, ", ")));
     p.*c->field = value;
+    named_step = named_step || name == "step";
+  }
+  if (!kernel_paths_combine(p)) {
+    if (named_step)
+      throw Error(fmt::format("{} = {}: step=direct runs poslab's fused kernels, not attention={} pointwise={}", what,
+                              spec, p.attention, p.pointwise),
+                  "use step=autograd with LibTorch's ops, or attention=fused,pointwise=fused with step=direct");
+    p.step = "autograd";
   }
   return p;
 }

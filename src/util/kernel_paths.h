@@ -22,10 +22,14 @@ struct KernelPaths {
   // a batch cut into slices trained in parallel threads, one intra-op thread each ("threads": run.batch_split's
   // ways, train/step.h), or whole with every intra-op thread on each op ("none": what PyTorch does).
   std::string batch_split = "threads";
+  // the training step's forward and backward: "direct" (the whole model written out on buffers allocated once,
+  // model/direct_pass.h: float32 CPU runs without dropout; poslab's fused kernels throughout, so it needs
+  // attention=fused and pointwise=fused) or "autograd" (the modules' forward, LibTorch's autograd backward).
+  std::string step = "direct";
 
   bool operator==(const KernelPaths& o) const {
     return bf16_products == o.bf16_products && attention == o.attention && pointwise == o.pointwise &&
-           batch_split == o.batch_split;
+           batch_split == o.batch_split && step == o.step;
   }
   bool operator!=(const KernelPaths& o) const { return !(*this == o); }
 };
@@ -48,11 +52,16 @@ KernelPaths default_kernel_paths(bool cpu_has_bf16);
 // LibTorch's ops everywhere: what PyTorch runs.
 KernelPaths libtorch_kernel_paths();
 
-// "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads".
+// Whether the paths can run together: step=direct runs poslab's kernels, so attention and pointwise are "fused".
+bool kernel_paths_combine(const KernelPaths& p);
+
+// "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct".
 std::string to_string(const KernelPaths& p);
 // A spec: "auto" | "measure" | "default" | "libtorch" | "NAME=VALUE[,NAME=VALUE…]" (the named choices set on top of
-// `base`). `what` names the spec's source in errors ("run.kernels", "POSLAB_KERNELS"); throws poslab::Error naming
-// the unknown name or value and listing the candidates.
+// `base`). A spec that sets attention or pointwise to libtorch without naming the step gets step=autograd (the
+// direct step cannot run LibTorch's ops). `what` names the spec's source in errors ("run.kernels",
+// "POSLAB_KERNELS"); throws poslab::Error naming the unknown name or value and listing the candidates, or a
+// combination that cannot run.
 KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base, const std::string& what);
 // Whether a spec asks for a measurement ("auto": use the cached one if there is one, "measure": always measure).
 bool kernel_spec_measures(const std::string& spec);

@@ -15,6 +15,7 @@
 #include "source_paths.h"
 #include "analysis/safetensors.h"
 #include "config/config.h"
+#include "model/direct_pass.h"
 #include "model/gpt.h"
 #include "ops/autocast.h"
 #include "test_devices.h"
@@ -166,6 +167,16 @@ void check_forward_backward(const torch::Device& device, const std::string& dtyp
     ++checked;
   }
   EXPECT_EQ(checked, 4 + 12 * 2);  // wte, wpe, ln_f (2) + 12 tensors in each of 2 blocks
+  if (!device.is_cpu() || dtype != "float32" || kernel_paths().step != "direct") return;
+  // The whole-model pass that the direct step runs (model/direct_pass.h): the same loss and gradients.
+  GPT direct_model = reference_model(f, cfg);
+  DirectPass pass(direct_model);
+  const torch::Tensor direct_loss = pass.forward_backward(f.x(), f.y(), 1.0);
+  EXPECT_CLOSE(direct_loss.reshape(1), f[prefix + "loss"], loss_tol, "direct pass: " + prefix + "loss");
+  for (const auto& p : direct_model->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << "direct pass: " << p.key() << " has no gradient";
+    EXPECT_CLOSE(p.value().grad(), f[prefix + "grad." + p.key()], grad_tol, "direct pass: " + prefix + "grad." + p.key());
+  }
 }
 
 // kSteps AdamW updates on the same batch through poslab's own train step (on the CPU: fused clip + AdamW, with
@@ -209,6 +220,7 @@ class Reference : public test::OnDevice {
         if (v != start.*c.field) {
           KernelPaths p = start;
           p.*c.field = v;
+          if (!kernel_paths_combine(p)) p.step = "autograd";  // LibTorch's ops run under autograd only
           out.push_back(p);
         }
     }

@@ -35,16 +35,24 @@ struct FakeTimer {
   }
 };
 
+// Paths stepping by autograd, where every attention and pointwise candidate can run (the search's mechanics are
+// checked on these; the whole-model step has a test of its own below).
+KernelPaths autograd_paths(bool cpu_has_bf16) {
+  KernelPaths p = default_kernel_paths(cpu_has_bf16);
+  p.step = "autograd";
+  return p;
+}
+
 TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) {
-  const KernelPaths start = default_kernel_paths(true);  // onednn, fused, fused, threads
-  const std::string S = ",batch_split=threads", N = ",batch_split=none";
+  const KernelPaths start = autograd_paths(true);  // onednn, fused, fused, threads, autograd
+  const std::string S = ",batch_split=threads,step=autograd", N = ",batch_split=none,step=autograd";
   FakeTimer t;
   t.ms["bf16_products=float,attention=fused,pointwise=fused" + S] = 9.9;      // 1 % faster: noise, not taken
   t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + S] = 9.0;
   t.ms["bf16_products=onednn,attention=fused,pointwise=fused" + N] = 11.0;
   // the fastest, though neither of its changes from start is faster alone: a search one choice at a time misses it
   t.ms["bf16_products=float,attention=fused,pointwise=libtorch" + N] = 8.5;
-  KernelTuning r = search_kernel_paths(start, t.timer(), {}, 0.03, /*runoff_rounds=*/0);
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"step"}, 0.03, /*runoff_rounds=*/0);
   EXPECT_EQ(to_string(r.chosen), "bf16_products=float,attention=fused,pointwise=libtorch" + N);
   ASSERT_EQ(t.timed.size(), 32u);  // 2 x 2 x 2 x 2, in two sweeps: start first, then the same backwards
   EXPECT_EQ(t.timed[0], to_string(start));
@@ -59,19 +67,38 @@ TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) 
   // all within the margin of start: start stays
   FakeTimer near;
   near.ms["bf16_products=onednn,attention=libtorch,pointwise=libtorch" + N] = 9.8;
-  r = search_kernel_paths(start, near.timer(), {}, 0.03, 0);
+  r = search_kernel_paths(start, near.timer(), {"step"}, 0.03, 0);
   EXPECT_EQ(r.chosen, start);
 
   // fixed choices are not varied and keep the start's value, in LibTorch's paths too; all equal: the defaults stay
   FakeTimer f32;
-  r = search_kernel_paths(default_kernel_paths(false), f32.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
+  r = search_kernel_paths(autograd_paths(false), f32.timer(), {"bf16_products", "batch_split", "step"}, 0.03, 0);
   for (const auto& s : f32.timed) {
     EXPECT_NE(s.find("bf16_products=float"), std::string::npos) << s;
     EXPECT_NE(s.find("batch_split=threads"), std::string::npos) << s;
   }
   EXPECT_EQ(f32.timed.size(), 8u);  // attention x pointwise, twice, the defaults first
-  EXPECT_EQ(f32.timed[0], to_string(default_kernel_paths(false)));
-  EXPECT_EQ(r.chosen, default_kernel_paths(false));
+  EXPECT_EQ(f32.timed[0], to_string(autograd_paths(false)));
+  EXPECT_EQ(r.chosen, autograd_paths(false));
+}
+
+// The whole-model step runs poslab's fused kernels: the search never times it with LibTorch's attention or
+// pointwise ops, and takes it only when it is measured faster, as any other path.
+TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
+  const KernelPaths start = default_kernel_paths(false);  // step=direct
+  ASSERT_EQ(start.step, "direct");
+  FakeTimer t;
+  t.ms[to_string(start)] = 12.0;  // slower than autograd's fused paths (10 ms): not taken
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
+  // attention x pointwise under autograd (4), and the one direct combination, twice
+  EXPECT_EQ(t.timed.size(), 10u);
+  for (const auto& s : t.timed)
+    if (s.find("step=direct") != std::string::npos)
+      EXPECT_NE(s.find("attention=fused,pointwise=fused"), std::string::npos) << s;
+  EXPECT_EQ(r.chosen.step, "autograd");
+  t.ms[to_string(start)] = 8.0;
+  r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
+  EXPECT_EQ(r.chosen, start);
 }
 
 // A machine whose speed drifts: a path's k-th timing is its true time times drift[path][k] (1 when not listed).
@@ -97,14 +124,14 @@ std::map<std::string, double> all_paths_at(double ms) {
     for (const char* a : {"fused", "libtorch"})
       for (const char* p : {"fused", "libtorch"})
         for (const char* s : {"threads", "none"})
-          m[fmt::format("bf16_products={},attention={},pointwise={},batch_split={}", b, a, p, s)] = ms;
+          m[fmt::format("bf16_products={},attention={},pointwise={},batch_split={},step=autograd", b, a, p, s)] = ms;
   return m;
 }
 
 TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosersOut) {
-  const KernelPaths start = default_kernel_paths(true);  // onednn, fused, fused, threads
+  const KernelPaths start = autograd_paths(true);  // onednn, fused, fused, threads, autograd
   const std::string start_s = to_string(start), torch_s = to_string(libtorch_kernel_paths());
-  const std::string none_s = "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=none";
+  const std::string none_s = "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=none,step=autograd";
   DriftingTimer t;
   t.ms = all_paths_at(13);  // slower than start by more than 25 %: not finalists
   t.ms[start_s] = 10;
@@ -113,7 +140,7 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   t.drift[none_s] = {1.4, 1.5};  // but both sweeps time it in slow spells: 11.9 ms at best
   for (const std::string& f : {start_s, torch_s, none_s})
     t.drift[f].resize(4, 1.0), t.drift[f][3] = 1.3;  // the run-off's round 2 runs slow as a whole
-  KernelTuning r = search_kernel_paths(start, t.timer(), {});
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"step"});
   EXPECT_EQ(to_string(r.chosen), none_s);
   ASSERT_EQ(t.timed.size(), 32u + 3u * 3u);  // the search, then 3 rounds of 3 finalists
   // finalists: the search's choice (start), LibTorch's paths (always), batch_split=none (11.9 ms: within 25 %)
@@ -136,10 +163,10 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   lucky.ms = all_paths_at(13);
   lucky.ms[start_s] = 10;
   lucky.ms[torch_s] = 12;
-  const std::string lucky_s = "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads";
+  const std::string lucky_s = "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd";
   lucky.ms[lucky_s] = 10.5;      // truly 5 % slower than start,
   lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell once: 8.4 ms, the lower of its two
-  r = search_kernel_paths(start, lucky.timer(), {});
+  r = search_kernel_paths(start, lucky.timer(), {"step"});
   // the second sweep times only those within 1.5 times the first sweep's best (8.4): lucky, start, LibTorch's;
   // the run-off's finalists are the same three
   EXPECT_EQ(lucky.timed.size(), 16u + 3u + 3u * 3u);
@@ -198,10 +225,17 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("measured in ", 0), 0u);
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("cached (", 0), 0u);
 
+  cfg.run.kernels = "step=direct";  // asked for where it cannot run (bf16): the run steps by autograd, and says so
+  cfg.train.dtype = "bfloat16";
+  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "autograd");
+  cfg.train.dtype = "float32";
+  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "direct");
+
   setenv("POSLAB_KERNELS", "pointwise=libtorch", 1);  // the environment wins over run.kernels
   t = choose_kernel_paths(model, split, cfg, cpu, 1);
   EXPECT_EQ(t.how, "POSLAB_KERNELS = pointwise=libtorch");
   EXPECT_EQ(kernel_paths().pointwise, "libtorch");
+  EXPECT_EQ(kernel_paths().step, "autograd");  // LibTorch's pointwise ops: the direct step cannot run them
   set_kernel_paths(before);
   if (env) setenv("POSLAB_KERNELS", saved_env.c_str(), 1); else unsetenv("POSLAB_KERNELS");
 }

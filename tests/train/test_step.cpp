@@ -9,6 +9,7 @@
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/step.h"
+#include "util/kernel_paths.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -60,29 +61,59 @@ TEST(Step, Fp32LossTrajectoryIsPinned) {
 namespace poslab {
 namespace {
 
+// `steps` updates through a batch split of `ways` (the process's kernel paths): the losses and the final table.
+std::pair<std::vector<double>, torch::Tensor> split_run(const Config& cfg, int ways, int steps) {
+  torch::manual_seed(1234);
+  GPT model(cfg.model, 40);
+  auto opt = make_optimizer(model, cfg.train);
+  BatchSampler sampler(pinned_tokens(), cfg.train.batch_size, cfg.model.block_size, 99);
+  BatchSplit split(model, ways);
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i)
+    out.push_back(train_step(model, *opt, sampler, cfg.train, cfg.train.lr, torch::kCPU, &split).loss.item<double>());
+  return std::make_pair(out, model->position_table().clone());
+}
+
 // The batch cut in 2 or 3 slices trained in parallel threads: the same trajectory to float rounding, and the
 // same from run to run (gradients are added in a fixed order, whatever the threads' timing).
 TEST(Step, BatchSplitFollowsThePinnedTrajectoryAndRepeatsExactly) {
   const Config cfg = pinned_config();
   const std::vector<double> plain = losses_of(cfg, 8);
   for (int ways : {2, 3}) {
-    auto run = [&] {
-      torch::manual_seed(1234);
-      GPT model(cfg.model, 40);
-      auto opt = make_optimizer(model, cfg.train);
-      BatchSampler sampler(pinned_tokens(), cfg.train.batch_size, cfg.model.block_size, 99);
-      BatchSplit split(model, ways);
-      std::vector<double> out;
-      for (int i = 0; i < 8; ++i)
-        out.push_back(train_step(model, *opt, sampler, cfg.train, cfg.train.lr, torch::kCPU, &split).loss.item<double>());
-      return std::make_pair(out, model->position_table().clone());
-    };
-    const auto [first, table1] = run();
-    const auto [second, table2] = run();
+    const auto [first, table1] = split_run(cfg, ways, 8);
+    const auto [second, table2] = split_run(cfg, ways, 8);
     for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(first[i], plain[i], 1e-4) << ways << " ways, step " << i;
     EXPECT_EQ(first, second) << ways << " ways";
     EXPECT_TRUE(torch::equal(table1, table2)) << ways << " ways";
   }
+}
+
+// The whole-model step (step=direct, model/direct_pass.h) against autograd's on the same batches, whole and split:
+// the pinned trajectory and the same table to float rounding, also with gradients accumulated over micro-batches.
+TEST(Step, TheDirectStepFollowsAutogradsTrajectory) {
+  auto run = [](const Config& cfg, int ways, const char* step) {
+    KernelPaths paths = default_kernel_paths(false);
+    paths.step = step;
+    KernelPathsGuard guard(paths);
+    return split_run(cfg, ways, 8);
+  };
+  const Config cfg = pinned_config();
+  const std::vector<double> plain = losses_of(cfg, 8);
+  Config accum = cfg;
+  accum.train.grad_accum = 3;
+  accum.train.batch_size = 4;
+  for (const Config* c : std::vector<const Config*>{&cfg, &accum})
+    for (int ways : {1, 2}) {
+      const auto [ours, ours_table] = run(*c, ways, "direct");
+      const auto [theirs, their_table] = run(*c, ways, "autograd");
+      for (size_t i = 0; i < ours.size(); ++i) {
+        EXPECT_NEAR(ours[i], theirs[i], 1e-4) << ways << " ways, grad_accum " << c->train.grad_accum << ", step " << i;
+        if (c == &cfg) {
+          EXPECT_NEAR(ours[i], plain[i], 1e-4) << ways << " ways, step " << i;
+        }
+      }
+      EXPECT_LE((ours_table - their_table).abs().max().item<double>(), 1e-4) << ways << " ways";
+    }
 }
 
 // A slice that fails on a worker thread: the error reaches the caller, and the same workers serve the next call.

@@ -19,8 +19,9 @@ TEST(KernelPaths, DefaultsFollowTheCpuAndLibtorchIsPyTorchsPath) {
   EXPECT_EQ(default_kernel_paths(true).attention, "fused");
   EXPECT_EQ(default_kernel_paths(true).pointwise, "fused");
   EXPECT_EQ(default_kernel_paths(true).batch_split, "threads");
+  EXPECT_EQ(default_kernel_paths(false).step, "direct");
   const KernelPaths t = libtorch_kernel_paths();
-  EXPECT_EQ(to_string(t), "bf16_products=onednn,attention=libtorch,pointwise=libtorch,batch_split=none");
+  EXPECT_EQ(to_string(t), "bf16_products=onednn,attention=libtorch,pointwise=libtorch,batch_split=none,step=autograd");
   for (const KernelChoice& c : kernel_choices()) {
     EXPECT_GE(c.values.size(), 2u) << c.name;
     // LibTorch's own path is a candidate of every choice
@@ -34,7 +35,8 @@ TEST(KernelPaths, SpecsSetNamedChoicesOnTheBaseAndNameWhatIsWrong) {
   EXPECT_EQ(parse_kernel_paths("auto", base, "k"), base);
   EXPECT_EQ(parse_kernel_paths("libtorch", base, "k"), libtorch_kernel_paths());
   const KernelPaths p = parse_kernel_paths("attention=libtorch, bf16_products=float", base, "k");
-  EXPECT_EQ(to_string(p), "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads");
+  // LibTorch's attention: the step is autograd's (the direct step runs poslab's kernels only)
+  EXPECT_EQ(to_string(p), "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd");
   EXPECT_EQ(parse_kernel_paths(to_string(p), base, "k"), p);  // what the log prints parses back
   EXPECT_TRUE(kernel_spec_measures("auto"));
   EXPECT_TRUE(kernel_spec_measures("measure"));
@@ -45,9 +47,21 @@ TEST(KernelPaths, SpecsSetNamedChoicesOnTheBaseAndNameWhatIsWrong) {
   EXPECT_NE(msg.find("attention is one of fused, libtorch"), std::string::npos) << msg;
   msg = error_of([&] { parse_kernel_paths("softmax=fused", base, "POSLAB_KERNELS"); });
   EXPECT_NE(msg.find("POSLAB_KERNELS = softmax=fused: \"softmax=fused\" is not NAME=VALUE with NAME one of "
-                     "bf16_products, attention, pointwise, batch_split"),
+                     "bf16_products, attention, pointwise, batch_split, step"),
             std::string::npos)
       << msg;
+  msg = error_of([&] { parse_kernel_paths("step=direct,pointwise=libtorch", base, "run.kernels"); });
+  EXPECT_NE(msg.find("run.kernels = step=direct,pointwise=libtorch: step=direct runs poslab's fused kernels, not "
+                     "attention=fused pointwise=libtorch"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("use step=autograd"), std::string::npos) << msg;
+  EXPECT_TRUE(kernel_paths_combine(base));
+  EXPECT_TRUE(kernel_paths_combine(parse_kernel_paths("step=autograd,attention=libtorch", base, "k")));
+  KernelPaths direct_with_torch_ops = base;
+  direct_with_torch_ops.attention = "libtorch";
+  EXPECT_FALSE(kernel_paths_combine(direct_with_torch_ops));
+  EXPECT_EQ(parse_kernel_paths("step=autograd", base, "k").step, "autograd");
   msg = error_of([&] { parse_kernel_paths("fast", base, "run.kernels"); });
   EXPECT_NE(msg.find("use auto, measure, default, libtorch"), std::string::npos) << msg;
 }

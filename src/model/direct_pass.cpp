@@ -1,0 +1,260 @@
+#include "model/direct_pass.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+
+#include "ops/attention.h"
+#include "ops/layer_norm.h"
+#include "util/parallel.h"
+
+namespace poslab {
+namespace {
+
+constexpr double kLayerNormEps = 1e-5;  // as LayerNormImpl
+
+// out = x W^T + b (b undefined: no bias), as torch::nn::Linear computes it.
+void linear_out(torch::Tensor& out, const torch::Tensor& x, const torch::nn::Linear& layer) {
+  if (layer->bias.defined()) at::addmm_out(out, layer->bias, x, layer->weight.t());
+  else at::mm_out(out, x, layer->weight.t());
+}
+
+}  // namespace
+
+DirectPass::DirectPass(GPT model) : model_(std::move(model)) {}
+
+std::string DirectPass::unsupported(const GPT& model, bool bf16, const torch::Device& device) {
+  if (!device.is_cpu()) return "it runs on the CPU only";
+  if (bf16) return "it runs float32 only";
+  if (model->is_training() && model->cfg.dropout > 0) return "it runs without dropout only";
+  for (const auto& p : model->parameters())
+    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu()) return "it runs float32 CPU parameters only";
+  return "";
+}
+
+void DirectPass::allocate(int64_t B, int64_t T) {
+  if (B == B_ && T == T_) return;
+  const ModelConfig& cfg = model_->cfg;
+  const int64_t N = B * T, C = cfg.n_embd, nh = cfg.n_head;
+  auto rows = [N](int64_t cols) { return torch::empty({N, cols}); };
+  blocks_.assign(cfg.n_layer, Block{});
+  for (Block& b : blocks_) {
+    b.x = rows(C);
+    b.ln1 = rows(C);
+    b.mean1 = torch::empty({N});
+    b.rstd1 = torch::empty({N});
+    b.qkv = rows(3 * C);
+    b.att = rows(C);
+    b.p = torch::empty({B * nh, T, T});
+    b.mid = rows(C);
+    b.ln2 = rows(C);
+    b.mean2 = torch::empty({N});
+    b.rstd2 = torch::empty({N});
+    b.pre = rows(4 * C);
+    b.act = rows(4 * C);
+  }
+  x_out_ = rows(C);
+  lnf_ = rows(C);
+  meanf_ = torch::empty({N});
+  rstdf_ = torch::empty({N});
+  dx_ = rows(C);
+  dtmp_ = rows(C);
+  dln_ = rows(C);
+  datt_ = rows(C);
+  dqkv_ = rows(3 * C);
+  dact_ = rows(4 * C);
+  const int64_t chunks = layer_norm_grad_chunks(N);
+  ln_dw_ = torch::empty({chunks, C});
+  ln_db_ = torch::empty({chunks, C});
+  col_sum_ = torch::empty({4 * C});
+  B_ = B;
+  T_ = T;
+}
+
+torch::Tensor* DirectPass::grad_of(const torch::Tensor& p, bool& fresh) {
+  if (!p.defined() || !p.requires_grad()) return nullptr;
+  torch::Tensor& g = p.mutable_grad();
+  fresh = !g.defined();
+  if (fresh) {
+    torch::Tensor& buffer = grads_[p.unsafeGetTensorImpl()];
+    if (!buffer.defined() || !buffer.sizes().equals(p.sizes())) buffer = torch::empty_like(p);
+    g = buffer;
+  }
+  return &g;
+}
+
+void DirectPass::add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b) {
+  bool fresh = false;
+  torch::Tensor* g = grad_of(p, fresh);
+  if (g == nullptr) return;
+  if (fresh) at::mm_out(*g, a, b);
+  else g->addmm_(a, b);
+}
+
+void DirectPass::add_column_sum(const torch::Tensor& p, const torch::Tensor& d) {
+  bool fresh = false;
+  torch::Tensor* g = grad_of(p, fresh);
+  if (g == nullptr) return;
+  if (fresh) {
+    at::sum_out(*g, d, {0});
+    return;
+  }
+  torch::Tensor row = col_sum_.narrow(0, 0, d.size(1));
+  at::sum_out(row, d, {0});
+  g->add_(row);
+}
+
+void DirectPass::add_layer_norm_grads(const LayerNorm& ln) {
+  for (const auto& [p, parts] : {std::make_pair(ln->weight, ln_dw_), std::make_pair(ln->bias, ln_db_)}) {
+    bool fresh = false;
+    torch::Tensor* g = grad_of(p, fresh);
+    if (g == nullptr) continue;
+    if (fresh) {
+      at::sum_out(*g, parts, {0});
+    } else {
+      torch::Tensor row = col_sum_.narrow(0, 0, parts.size(1));
+      at::sum_out(row, parts, {0});
+      g->add_(row);
+    }
+  }
+}
+
+void DirectPass::forward(const int64_t* idx, int64_t B, int64_t T) {
+  const ModelConfig& cfg = model_->cfg;
+  const int64_t N = B * T, C = cfg.n_embd, V = model_->vocab_size;
+  // x[b, t] = wte[idx[b, t]] + wpe[t]
+  {
+    const float* wte = model_->wte->weight.data_ptr<float>();
+    const float* wpe = model_->wpe ? model_->wpe->weight.data_ptr<float>() : nullptr;
+    torch::Tensor& x0 = cfg.n_layer > 0 ? blocks_[0].x : x_out_;
+    float* x = x0.data_ptr<float>();
+    for (int64_t n = 0; n < N; ++n)
+      TORCH_CHECK(idx[n] >= 0 && idx[n] < V, "token id ", idx[n], " at row ", n, " is outside the vocabulary [0, ", V, ")");
+    parallel_for(0, N, std::max<int64_t>(1, kElementwiseGrain / C), [&](int64_t lo, int64_t hi) {
+      for (int64_t n = lo; n < hi; ++n) {
+        const float* e = wte + idx[n] * C;
+        float* out = x + n * C;
+        if (wpe == nullptr) {
+          std::copy(e, e + C, out);
+          continue;
+        }
+        const float* pos = wpe + (n % T) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = e[c] + pos[c];
+      }
+    });
+  }
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const auto& m = *model_->h->ptr<BlockImpl>(l);
+    Block& b = blocks_[l];
+    torch::Tensor& next = l + 1 < blocks_.size() ? blocks_[l + 1].x : x_out_;
+    layer_norm_forward_out(b.x, m.ln_1->weight, m.ln_1->bias, kLayerNormEps, b.ln1, b.mean1, b.rstd1);
+    linear_out(b.qkv, b.ln1, m.attn->c_attn);
+    torch::Tensor att3 = b.att.view({B, T, C});
+    causal_attention_forward_out(b.qkv.view({B, T, 3 * C}), cfg.n_head, att3, b.p);
+    linear_out(b.mid, b.att, m.attn->c_proj);
+    b.mid.add_(b.x);
+    layer_norm_forward_out(b.mid, m.ln_2->weight, m.ln_2->bias, kLayerNormEps, b.ln2, b.mean2, b.rstd2);
+    linear_out(b.pre, b.ln2, m.mlp->c_fc);
+    at::gelu_out(b.act, b.pre);
+    linear_out(next, b.act, m.mlp->c_proj);
+    next.add_(b.mid);
+  }
+  layer_norm_forward_out(x_out_, model_->ln_f->weight, model_->ln_f->bias, kLayerNormEps, lnf_, meanf_, rstdf_);
+}
+
+void DirectPass::backward(const int64_t* idx, int64_t B, int64_t T) {
+  const int64_t C = model_->cfg.n_embd;
+  // dln_ holds the gradient of ln_f's output (the head's dx); dx_ becomes the residual stream's.
+  auto layer_norm_backward = [&](const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& mean,
+                                 const torch::Tensor& rstd, const torch::Tensor& dy, torch::Tensor& dx) {
+    layer_norm_backward_out(x, ln->weight, mean, rstd, dy, dx, ln_dw_, ln->bias.defined() ? ln_db_.data_ptr<float>() : nullptr);
+    add_layer_norm_grads(ln);
+  };
+  layer_norm_backward(model_->ln_f, x_out_, meanf_, rstdf_, dln_, dx_);
+  for (size_t l = blocks_.size(); l-- > 0;) {
+    const auto& m = *model_->h->ptr<BlockImpl>(l);
+    Block& b = blocks_[l];
+    // next = mid + c_proj(gelu(c_fc(ln_2(mid)))); dx_ is next's gradient
+    add_product(m.mlp->c_proj->weight, dx_.t(), b.act);
+    add_column_sum(m.mlp->c_proj->bias, dx_);
+    at::mm_out(dact_, dx_, m.mlp->c_proj->weight);
+    at::gelu_backward_out(dact_, dact_, b.pre);
+    add_product(m.mlp->c_fc->weight, dact_.t(), b.ln2);
+    add_column_sum(m.mlp->c_fc->bias, dact_);
+    at::mm_out(dln_, dact_, m.mlp->c_fc->weight);
+    layer_norm_backward(m.ln_2, b.mid, b.mean2, b.rstd2, dln_, dtmp_);
+    dx_.add_(dtmp_);  // mid's gradient
+    // mid = x + c_proj(attention(c_attn(ln_1(x))))
+    add_product(m.attn->c_proj->weight, dx_.t(), b.att);
+    add_column_sum(m.attn->c_proj->bias, dx_);
+    at::mm_out(datt_, dx_, m.attn->c_proj->weight);
+    torch::Tensor dqkv3 = dqkv_.view({B, T, 3 * C});
+    causal_attention_backward_out(b.qkv.view({B, T, 3 * C}), b.p, datt_.view({B, T, C}), model_->cfg.n_head, dqkv3);
+    add_product(m.attn->c_attn->weight, dqkv_.t(), b.ln1);
+    add_column_sum(m.attn->c_attn->bias, dqkv_);
+    at::mm_out(dln_, dqkv_, m.attn->c_attn->weight);
+    layer_norm_backward(m.ln_1, b.x, b.mean1, b.rstd1, dln_, dtmp_);
+    dx_.add_(dtmp_);  // x's gradient
+  }
+  embedding_backward(idx, B, T);
+}
+
+void DirectPass::embedding_backward(const int64_t* idx, int64_t B, int64_t T) {
+  const int64_t C = model_->cfg.n_embd;
+  const float* dx = dx_.data_ptr<float>();
+  bool fresh = false;
+  if (model_->wpe) {
+    if (torch::Tensor* g = grad_of(model_->wpe->weight, fresh)) {  // wpe[t] += the sum over the batch of dx[b, t]
+      if (fresh) g->zero_();
+      float* gp = g->data_ptr<float>();
+      parallel_for(0, T, std::max<int64_t>(1, kElementwiseGrain / (B * C)), [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t)
+          for (int64_t b = 0; b < B; ++b) {
+            const float* d = dx + (b * T + t) * C;
+            float* out = gp + t * C;
+            for (int64_t c = 0; c < C; ++c) out[c] += d[c];
+          }
+      });
+    }
+  }
+  // wte's gradient already holds the head's part (forward_backward): the rows of the tokens read add to it, in
+  // row order.
+  if (model_->wte->weight.requires_grad()) {
+    float* gp = model_->wte->weight.mutable_grad().data_ptr<float>();
+    for (int64_t n = 0; n < B * T; ++n) {
+      const float* d = dx + n * C;
+      float* out = gp + idx[n] * C;
+      for (int64_t c = 0; c < C; ++c) out[c] += d[c];
+    }
+  }
+}
+
+torch::Tensor DirectPass::forward_backward(const torch::Tensor& idx, const torch::Tensor& targets, double weight) {
+  RECORD_FUNCTION("poslab::direct_pass", std::vector<c10::IValue>());
+  TORCH_CHECK(idx.dim() == 2 && targets.sizes() == idx.sizes(), "DirectPass: expected (B, T) ids and targets, got ",
+              idx.sizes(), " and ", targets.sizes());
+  const int64_t B = idx.size(0), T = idx.size(1);
+  TORCH_CHECK(T <= model_->cfg.block_size, "sequence of length ", T, " runs past block_size ", model_->cfg.block_size);
+  torch::NoGradGuard no_grad;
+  allocate(B, T);
+  const torch::Tensor ids = idx.to(torch::kLong).contiguous();
+  const int64_t* ip = ids.data_ptr<int64_t>();
+  forward(ip, B, T);
+  // The head, tied to wte: its gradient first (written into wte's grad when fresh, else added to it).
+  const torch::Tensor& wte = model_->wte->weight;
+  bool fresh = false;
+  torch::Tensor* g = grad_of(wte, fresh);
+  torch::Tensor* dw = nullptr;
+  if (g != nullptr && fresh) {
+    dw = g;
+  } else if (g != nullptr) {
+    if (!dwte_.defined() || !dwte_.sizes().equals(wte.sizes())) dwte_ = torch::empty_like(wte);
+    dw = &dwte_;
+  }
+  torch::Tensor loss = head_cross_entropy_out(lnf_, wte, targets.reshape(-1), weight, dln_, dw, head_);
+  if (g != nullptr && !fresh) g->add_(dwte_);
+  backward(ip, B, T);
+  return loss;
+}
+
+}  // namespace poslab
