@@ -104,21 +104,6 @@ void DirectPass::add_column_sum(const torch::Tensor& p, const torch::Tensor& d) 
   g->add_(row);
 }
 
-void DirectPass::add_layer_norm_grads(const LayerNorm& ln) {
-  for (const auto& [p, parts] : {std::make_pair(ln->weight, ln_dw_), std::make_pair(ln->bias, ln_db_)}) {
-    bool fresh = false;
-    torch::Tensor* g = grad_of(p, fresh);
-    if (g == nullptr) continue;
-    if (fresh) {
-      at::sum_out(*g, parts, {0});
-    } else {
-      torch::Tensor row = col_sum_.narrow(0, 0, parts.size(1));
-      at::sum_out(row, parts, {0});
-      g->add_(row);
-    }
-  }
-}
-
 void DirectPass::forward(const int64_t* idx, int64_t B, int64_t T) {
   const ModelConfig& cfg = model_->cfg;
   const int64_t N = B * T, C = cfg.n_embd, V = model_->vocab_size;
@@ -167,8 +152,10 @@ void DirectPass::backward(const int64_t* idx, int64_t B, int64_t T) {
   // dln_ holds the gradient of ln_f's output (the head's dx); dx_ becomes the residual stream's.
   auto layer_norm_backward = [&](const LayerNorm& ln, const torch::Tensor& x, const torch::Tensor& mean,
                                  const torch::Tensor& rstd, const torch::Tensor& dy, torch::Tensor& dx) {
-    layer_norm_backward_out(x, ln->weight, mean, rstd, dy, dx, ln_dw_, ln->bias.defined() ? ln_db_.data_ptr<float>() : nullptr);
-    add_layer_norm_grads(ln);
+    float* db_parts = ln->bias.defined() ? ln_db_.data_ptr<float>() : nullptr;
+    layer_norm_backward_out(x, ln->weight, mean, rstd, dy, dx, ln_dw_, db_parts);
+    add_column_sum(ln->weight, ln_dw_);  // the chunks' partial sums, summed
+    add_column_sum(ln->bias, ln_db_);
   };
   layer_norm_backward(model_->ln_f, x_out_, meanf_, rstdf_, dln_, dx_);
   for (size_t l = blocks_.size(); l-- > 0;) {

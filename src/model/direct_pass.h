@@ -50,7 +50,6 @@ class DirectPass {
   torch::Tensor* grad_of(const torch::Tensor& p, bool& fresh);
   void add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b);  // grad(p) += a b
   void add_column_sum(const torch::Tensor& p, const torch::Tensor& d);  // grad(p) += the sum of d's rows
-  void add_layer_norm_grads(const LayerNorm& ln);                       // from the parts in ln_dw_, ln_db_
 
   GPT model_;
   int64_t B_ = 0, T_ = 0;

@@ -92,9 +92,11 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
   KernelTuning r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
   // attention x pointwise under autograd (4), and the one direct combination, twice
   EXPECT_EQ(t.timed.size(), 10u);
-  for (const auto& s : t.timed)
-    if (s.find("step=direct") != std::string::npos)
+  for (const auto& s : t.timed) {
+    if (s.find("step=direct") != std::string::npos) {
       EXPECT_NE(s.find("attention=fused,pointwise=fused"), std::string::npos) << s;
+    }
+  }
   EXPECT_EQ(r.chosen.step, "autograd");
   t.ms[to_string(start)] = 8.0;
   r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
