@@ -15,6 +15,7 @@ packages=(
   fortunes                # the default corpus: /usr/share/games/fortunes
   gnuplot-nox             # draws the report's figures
   chromium                # headless browser: tests/report/test_watch_page.sh opens the watch page in it
+  iproute2                # ip netns: tests/distributed/test_netns.sh makes two nodes of network namespaces
 )
 
 SUDO=""

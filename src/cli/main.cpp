@@ -4,11 +4,21 @@
 
 #include <CLI/Error.hpp>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include "cli/commands.h"
 #include "distributed/env.h"
 #include "util/error.h"
 #include "util/platform.h"
+
+namespace {
+
+constexpr const char* kOutOfMemoryHint =
+    "make the job smaller (train.batch_size, model.n_layer, model.n_embd, model.block_size) or free memory; what "
+    "was written is intact, and a run stopped this way goes on with poslab train --resume RUN_DIR";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   poslab::ensure_fast_blas(argc, argv);  // may re-execute once with OPENBLAS_CORETYPE set
@@ -24,8 +34,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << poslab::error_prefix() << "error: out of memory\n"
+              << poslab::error_prefix() << "hint: " << kOutOfMemoryHint << "\n";
+    return 2;
   } catch (const std::exception& e) {
-    std::cerr << poslab::error_prefix() << "error: " << e.what() << "\n";
-    return 1;
+    // LibTorch's errors carry the C++ stack after the message: the message alone is the user's.
+    std::string what = e.what();
+    for (const char* stack : {"Exception raised from ", "\nframe #0"})
+      if (const auto at = what.find(stack); at != std::string::npos) what.resize(at);
+    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    const bool memory = what.find("can't allocate memory") != std::string::npos ||  // LibTorch 1.13's allocator
+                        what.find("not enough memory") != std::string::npos ||      // 2.x's
+                        what.find("out of memory") != std::string::npos;
+    std::cerr << poslab::error_prefix() << "error: " << (memory ? "out of memory: " : "") << what << "\n";
+    if (memory) std::cerr << poslab::error_prefix() << "hint: " << kOutOfMemoryHint << "\n";
+    return memory ? 2 : 1;
   }
 }

@@ -111,6 +111,13 @@ Comm::Comm(const DistEnv& env, const torch::Device& device, std::chrono::seconds
       group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, rank_, size_, gloo);
       backend_ = "gloo";
     }
+    // Each rank says where it runs, so that an error can name the rank it lost and its host.
+    const std::string here = host_and_address(env.master_addr, env.master_port);
+    group_->store->set("host/" + std::to_string(rank_), std::vector<uint8_t>(here.begin(), here.end()));
+    for (int r = 0; r < size_; ++r) {
+      const std::vector<uint8_t> v = group_->store->get("host/" + std::to_string(r));
+      hosts_.emplace_back(v.begin(), v.end());
+    }
   } catch (const std::exception& e) {
     throw Error("could not join the " + std::to_string(size_) + " processes at " + env.master_addr + ":" +
                     std::to_string(env.master_port) + " (" + env.source + "): " + message_of(e),
@@ -121,10 +128,17 @@ Comm::Comm(const DistEnv& env, const torch::Device& device, std::chrono::seconds
   spdlog::info("distributed: {} processes ({} per machine), {} backend, rendezvous {}:{} ({}) in {:.2f} s", size_,
                env.local_world_size, backend_, env.master_addr, env.master_port, env.source,
                std::chrono::duration<double>(Clock::now() - t0).count());
+  if (env.local_world_size < size_) {
+    std::string where;
+    for (int r = 0; r < size_; ++r) where += (r ? ", " : "") + std::to_string(r) + " " + hosts_[r];
+    spdlog::info("distributed: ranks on {}", where);
+  }
 }
 
 void Comm::fail(const std::string& what, const std::string& why) const {
-  throw Error(what + (step_ >= 0 ? " at step " + std::to_string(step_) : "") + " failed: " + why,
+  const std::string peer = lost_peer(why, hosts_, rank_);
+  throw Error(what + (step_ >= 0 ? " at step " + std::to_string(step_) : "") + " failed" +
+                  (peer.empty() ? "" : ", " + peer + " is gone") + ": " + why,
               "another process of the run stopped or died (see its error; with --nproc the launcher names it); the "
               "last checkpoint resumes with any number of processes");
 }

@@ -1,10 +1,13 @@
 #include "distributed/env.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -120,6 +123,53 @@ std::string error_prefix() {
   } catch (const Error&) {
     return "";
   }
+}
+
+std::string host_and_address(const std::string& master_addr, int master_port) {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  // A UDP socket "connected" to the master sends nothing, but the kernel picks the local address of its route.
+  std::string address = "?";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(master_addr.c_str(), std::to_string(master_port).c_str(), &hints, &found) == 0 && found) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char text[INET_ADDRSTRLEN] = {0};
+    if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text))
+      address = text;
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(found);
+  }
+  return std::string(host) + " (" + address + ")";
+}
+
+std::string lost_peer(const std::string& message, const std::vector<std::string>& hosts, int self) {
+  std::vector<int> ranks;
+  // c10d names the peer as "[10.0.0.2]:4051" ("Connection closed by peer [...]", "Read error [...]"); the
+  // brackets that open with a letter or a dot name Gloo's source file.
+  auto open = message.find('[');
+  while (open != std::string::npos && !(open + 1 < message.size() && std::isdigit(static_cast<unsigned char>(message[open + 1]))))
+    open = message.find('[', open + 1);
+  const auto close = open == std::string::npos ? std::string::npos : message.find(']', open);
+  if (close != std::string::npos) {
+    const std::string address = "(" + message.substr(open + 1, close - open - 1) + ")";
+    for (int r = 0; r < static_cast<int>(hosts.size()); ++r)
+      if (r != self && hosts[r].size() >= address.size() &&
+          hosts[r].compare(hosts[r].size() - address.size(), address.size(), address) == 0)
+        ranks.push_back(r);
+  }
+  if (ranks.empty() && hosts.size() == 2) ranks.push_back(1 - self);
+  if (ranks.empty() || ranks.size() > 3) return "";
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out += (i == 0 ? "" : " or ") + ("rank " + std::to_string(ranks[i]) + " on " + hosts[ranks[i]]);
+  return out;
 }
 
 }  // namespace poslab

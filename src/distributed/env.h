@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace poslab {
 
@@ -31,6 +32,16 @@ DistEnv read_dist_env(const EnvLookup& getenv = [](const char* name) -> const ch
 
 // A TCP port on the loopback interface that nobody listens on now (for a local launch's rendezvous).
 int free_tcp_port();
+
+// Where a rank runs, as the ranks tell each other when they join: "HOST (ADDRESS)", ADDRESS being the one this
+// machine reaches `master_addr` from (its address on the run's network; 127.0.0.1 when all run here).
+std::string host_and_address(const std::string& master_addr, int master_port);
+
+// Which rank a failed collective lost, for its error: the ranks other than `self` whose address is the peer
+// address in c10d's message ("Connection closed by peer [10.0.0.2]:4051", "Read error [10.0.0.2]:4051"), or with
+// two ranks the other one:
+// "rank 1 on node-b (10.0.0.2)"; "" when it cannot tell. `hosts[r]` is rank r's host_and_address.
+std::string lost_peer(const std::string& message, const std::vector<std::string>& hosts, int self);
 
 // "rank R" label for logs and errors ("" in a single process).
 std::string rank_label(const DistEnv& env);

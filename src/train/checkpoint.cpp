@@ -169,16 +169,23 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   }
   // Streamed through our writer, never to a path: LibTorch 1.13's file writer throws from its destructor when
   // a write fails (a full disk), which ends the process. Ours records the failure and reports it at commit.
-  AtomicWriter out(path, "cannot write checkpoint", "free some space or fix permissions, then resume; the previous "
-                                                    "checkpoint is intact");
+  // What the hint says is on disk: the previous checkpoint at this path, or none (the run's first checkpoint).
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::string rdir = folder.filename() == "checkpoints" ? folder.parent_path().string() : "RUN_DIR";
+  const std::string hint =
+      std::filesystem::exists(path, ec)
+          ? "free some space or fix permissions, then resume; the previous checkpoint is intact"
+          : "free some space or fix permissions, then poslab train --resume " + rdir +
+                ": no checkpoint was written before this one, so the run starts again in its folder";
+  AtomicWriter out(path, "cannot write checkpoint", hint);
   try {
     ar.save_to([&out](const void* data, size_t n) {
       out.write(data, n);
       return n;
     });
   } catch (const c10::Error& e) {
-    throw Error(path + ": cannot write checkpoint: " + e.what_without_backtrace(),
-                "check free space and permissions; the previous checkpoint is intact");
+    throw Error(path + ": cannot write checkpoint: " + e.what_without_backtrace(), hint);
   }
   out.commit();
 }

@@ -34,7 +34,7 @@ void check_folder_is_free(const std::string& rdir) {
     if (!fs::exists(f, ec)) continue;
     if (!fs::exists(run.latest_checkpoint(), ec))  // stopped before its first checkpoint: nothing to resume from
       throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
-                  "it cannot be resumed: delete the folder (rm -r " + rdir + ") and train again, or pick another "
+                  "start it again in its folder with poslab train --resume " + rdir + ", or pick another "
                   "--set run.name=NAME");
     throw Error(rdir + ": already holds a run (" + f + ")",
                 "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
@@ -49,6 +49,13 @@ void remove_interrupted_writes(const std::string& rdir) {
 }
 
 }  // namespace
+
+bool restarts_in_place(const TrainRequest& req) {
+  if (req.resume_dir.empty()) return false;
+  const RunFolder run(req.resume_dir);
+  std::error_code ec;
+  return !fs::exists(run.latest_checkpoint(), ec) && fs::is_regular_file(run.config(), ec);
+}
 
 Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   if (req.resume_dir.empty() && !req.init_from.empty()) {
@@ -69,6 +76,12 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   }
   if (req.resume_dir.empty()) {
     Config cfg = load_config(req.config_path, req.overrides);
+    check_init_from(cfg);
+    return cfg;
+  }
+  if (restarts_in_place(req)) {  // no checkpoint yet: the run's own config, as it was set up, starts it again
+    const std::string stored = RunFolder(req.resume_dir).config();
+    Config cfg = load_config(stored, req.overrides);
     check_init_from(cfg);
     return cfg;
   }

@@ -17,6 +17,7 @@
 #include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/memory_need.h"
 #include "train/run_setup.h"
 #include "train/schedule.h"
 #include "train/snapshot.h"
@@ -220,15 +221,29 @@ TrainSummary train(const TrainRequest& req) {
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
   }
   const int threads = apply_threads(cfg.run.threads, env.local_world_size);
-  const bool resuming = !req.resume_dir.empty();
-  const std::string rdir = resuming ? req.resume_dir : run_dir(cfg);
+  // Before anything is written: a model that cannot fit in this process's memory stops here (a GPU's memory is
+  // not checked).
+  if (device.is_cpu())
+    check_training_fits(cfg, cfg.data.tokenizer.type == "char" ? 256 : cfg.data.tokenizer.vocab_size,
+                        env.world_size, env.local_world_size);
+  // --resume of a folder whose run wrote no checkpoint: it starts again there, from step 0, its logs emptied.
+  const bool restart = restarts_in_place(req);
+  const bool resuming = !req.resume_dir.empty() && !restart;
+  const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
-  const std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming, comm, device);  // held to the end
+  const std::unique_ptr<RunLock> lock =
+      set_up_run_folder(rdir, cfg, resuming || restart, comm, device);  // held to the end
+  if (restart && comm.is_main()) {
+    spdlog::warn("{} holds no checkpoint: the run starts again in its folder, from step 0", rdir);
+    truncate_logs_after(RunFolder(rdir), -1);
+  }
+  TrainRequest fresh = req;  // what TrainingRun reads: resuming or not
+  if (restart) fresh.resume_dir.clear();
 
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
                  cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)" : "");
-  TrainingRun run(req, cfg, rdir, device, threads, comm, resume_meta);
+  TrainingRun run(fresh, cfg, rdir, device, threads, comm, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,

@@ -358,6 +358,46 @@ if [ "$rc" -eq 2 ] && grep -q "^error: $tmp/k9/default/checkpoints/latest.pt: ca
 else
   failed=$((failed + 1)); echo "FAIL file-size limit: exit $rc"; cat "$tmp/full.err"; ls -la "$tmp/k9/default/checkpoints"
 fi
+# The same limit at the run's very first checkpoint: the hint says none was written and names the command, which
+# starts the run again in its folder once the limit is gone.
+(ulimit -f 4096; exec "$poslab" train configs/default.yaml "${quick[@]}" --set train.max_steps=3 --set run.report=false \
+  --set "run.out_dir=$tmp/first" >/dev/null 2>"$tmp/first.err")
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "checkpoints/best.pt: cannot write checkpoint: File too large" "$tmp/first.err" &&
+   grep -q "then poslab train --resume $tmp/first/default: no checkpoint was written before this one" "$tmp/first.err" &&
+   "$poslab" train --resume "$tmp/first/default" >/dev/null 2>"$tmp/first2.err" &&
+   grep -q "holds no checkpoint: the run starts again in its folder, from step 0" "$tmp/first2.err" &&
+   "$poslab" inspect "$tmp/first/default/checkpoints/latest.pt" | grep -q "^step  *3 of" &&
+   [ "$(grep -c '"step":0,' "$tmp/first/default/metrics.jsonl")" -eq 1 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL file-size limit at the first checkpoint: exit $rc"; cat "$tmp/first.err" "$tmp/first2.err" \
+    2>/dev/null | grep "error\|hint\|warn"
+fi
+# Memory. A model too large for this machine stops before anything is written, naming both sizes; under an
+# address-space limit (ulimit -v) the limit is named. With the check off, the allocation that fails is one error
+# line without LibTorch's stack, and the run folder it leaves goes on with --resume.
+huge=(--set model.n_layer=48 --set model.n_embd=8192 --set model.n_head=64 --set run.kernels=default)
+"$poslab" train configs/default.yaml "${huge[@]}" --set "run.out_dir=$tmp/huge" >/dev/null 2>"$tmp/huge.err"
+rc=$?
+(ulimit -v 4000000; exec "$poslab" train configs/default.yaml "${huge[@]}" --set "run.out_dir=$tmp/huge" >/dev/null \
+  2>"$tmp/huge2.err")
+rc2=$?
+(ulimit -v 4000000; POSLAB_NO_MEMORY_CHECK=1 exec "$poslab" train configs/default.yaml "${huge[@]}" \
+  --set "run.out_dir=$tmp/oom" >/dev/null 2>"$tmp/oom.err")
+rc3=$?
+if [ "$rc" -eq 2 ] && grep -q "^error: model.n_layer 48, n_embd 8192, block_size 128, train.batch_size 32: training needs at least .* GB (38.7 billion parameters: .*) but this process may use" "$tmp/huge.err" &&
+   grep -q "^hint: the model alone does not fit" "$tmp/huge.err" && [ ! -e "$tmp/huge" ] &&
+   [ "$rc2" -eq 2 ] && grep -q "but this process may use .*, the address-space limit (ulimit -v 4000000)" "$tmp/huge2.err" &&
+   [ "$rc3" -eq 2 ] && grep -q "^error: out of memory: .*allocat" "$tmp/oom.err" && ! grep -q "frame #" "$tmp/oom.err" &&
+   grep -q "^hint: make the job smaller" "$tmp/oom.err" &&
+   "$poslab" train --resume "$tmp/oom/default" --set model.n_layer=1 --set model.n_embd=32 --set model.n_head=2 \
+     --set train.max_steps=2 "${quick[@]}" >/dev/null 2>&1 &&
+   "$poslab" inspect "$tmp/oom/default/checkpoints/latest.pt" | grep -q "^step  *2 of"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL memory: exits $rc $rc2 $rc3"; cat "$tmp/huge.err" "$tmp/huge2.err" "$tmp/oom.err" | grep "error\|hint"
+fi
 expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 
 echo "cli: $passed passed, $failed failed"

@@ -105,6 +105,29 @@ TEST(DistEnv, InconsistentOrMalformedVariablesAreErrorsNamingThem) {
                        {"LOCAL_WORLD_SIZE", "2"}}).find("LOCAL_RANK=2 with LOCAL_WORLD_SIZE=2"), std::string::npos);
 }
 
+// The rank a failed collective lost, from the peer address in c10d's message and the hosts the ranks gave.
+TEST(DistEnv, TheLostPeerIsNamedByItsAddress) {
+  const std::vector<std::string> hosts = {"node-a (10.0.0.1)", "node-b (10.0.0.2)", "node-c (10.0.0.3)",
+                                          "node-c (10.0.0.3)"};
+  EXPECT_EQ(lost_peer("[./gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:37032: Connection reset by peer",
+                      hosts, 0),
+            "rank 1 on node-b (10.0.0.2)");
+  EXPECT_EQ(lost_peer("[../pair.cc:598] Connection closed by peer [10.0.0.1]:31375", hosts, 2),
+            "rank 0 on node-a (10.0.0.1)");
+  EXPECT_EQ(lost_peer("Connection closed by peer [10.0.0.3]:1", hosts, 0),
+            "rank 2 on node-c (10.0.0.3) or rank 3 on node-c (10.0.0.3)");
+  EXPECT_EQ(lost_peer("Connection closed by peer [10.0.0.3]:1", hosts, 2), "rank 3 on node-c (10.0.0.3)");
+  EXPECT_EQ(lost_peer("Timed out waiting 20000ms for recv operation to complete", hosts, 0), "");  // four ranks
+  const std::vector<std::string> two = {"a (127.0.0.1)", "a (127.0.0.1)"};
+  EXPECT_EQ(lost_peer("Timed out waiting 20000ms for recv operation to complete", two, 1), "rank 0 on a (127.0.0.1)");
+  EXPECT_EQ(lost_peer("Connection closed by peer [127.0.0.1]:5", two, 0), "rank 1 on a (127.0.0.1)");
+}
+
+TEST(DistEnv, ARanksAddressIsTheOneThatReachesTheMaster) {
+  const std::string here = host_and_address("127.0.0.1", 29500);
+  EXPECT_NE(here.find(" (127.0.0.1)"), std::string::npos) << here;
+}
+
 TEST(DistEnv, FreePortIsAUsablePort) {
   // The port is free: a server binds it on loopback and listens, and a client connects to it there.
   const int port = free_tcp_port();

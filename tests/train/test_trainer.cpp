@@ -133,6 +133,7 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   TempDir dir;
   train(tiny_run(dir, "once", 5));
   const auto before = fs::file_size(dir / "once/metrics.jsonl");
+  const size_t records = read_jsonl(dir / "once/metrics.jsonl").size();
   try {
     train(tiny_run(dir, "once", 5));
     FAIL() << "expected an error";
@@ -142,16 +143,26 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   }
   EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
 
-  // Stopped before its first checkpoint: --resume cannot continue it, so the hint says how to start over.
+  // Stopped before its first checkpoint (killed, or its disk full): a fresh run of the name is refused and pointed
+  // to --resume, which starts the run again in its folder — the same run as the first, its logs not doubled.
+  const std::string last = "once/snapshots/wpe_step000005.npy";
+  const NpyArray first_table = read_npy(dir / last);
   fs::remove(dir / "once/checkpoints/latest.pt");
+  fs::remove(dir / last);
   try {
     train(tiny_run(dir, "once", 5));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("stopped before its first checkpoint"), std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("rm -r " + (dir / "once")), std::string::npos) << e.hint();
+    EXPECT_NE(e.hint().find("poslab train --resume " + (dir / "once")), std::string::npos) << e.hint();
   }
   EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
+  TrainRequest again;
+  again.resume_dir = dir / "once";
+  EXPECT_EQ(train(again).steps, 5);
+  EXPECT_EQ(read_npy(dir / last).data, first_table.data) << "the restarted run differs from the first";
+  EXPECT_EQ(read_jsonl(dir / "once/metrics.jsonl").size(), records);
+  EXPECT_TRUE(fs::exists(dir / "once/checkpoints/latest.pt"));
 }
 
 TEST(Trainer, ResumeErrors) {

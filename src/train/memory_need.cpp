@@ -1,0 +1,72 @@
+#include "train/memory_need.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "util/error.h"
+#include "util/memory.h"
+
+namespace poslab {
+
+MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world_size) {
+  const ModelConfig& m = cfg.model;
+  const int64_t C = m.n_embd, L = m.n_layer, T = m.block_size, b = m.bias ? 1 : 0;
+  // Per block: two LayerNorms, c_attn (C -> 3C), c_proj (C -> C), c_fc (C -> 4C), c_proj (4C -> C).
+  const int64_t block = 2 * (C + b * C) + (3 * C * C + b * 3 * C) + (C * C + b * C) + (4 * C * C + b * 4 * C) +
+                        (4 * C * C + b * C);
+  MemoryNeed need;
+  need.parameters = vocab_size * C + (m.position == "none" ? 0 : T * C) + L * block + (C + b * C);
+  need.weights = 4 * need.parameters;
+  need.gradients = 4 * need.parameters;
+  need.optimizer = 8 * need.parameters;
+  // One micro-batch's rows: the block's inputs and outputs kept for the backward pass, ~16 floats of width C per
+  // token (LayerNorm outputs, q, k, v, the attention's output, the MLP's 4C twice), plus the embeddings' sum.
+  const int64_t rows =
+      static_cast<int64_t>(cfg.train.batch_size) / std::max(1, cfg.train.grad_accum) / std::max(1, world_size) * T;
+  need.activations = 4 * rows * C * (16 * L + 1);
+  return need;
+}
+
+namespace {
+
+// 1071872 -> "1.07 million", 38677659648 -> "38.7 billion", 950 -> "950".
+std::string count_for_people(int64_t n) {
+  char buf[32];
+  if (n >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.3g billion", static_cast<double>(n) / 1e9);
+  else if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.3g million", static_cast<double>(n) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return buf;
+}
+
+}  // namespace
+
+void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, int processes_here) {
+  if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
+  const MemoryNeed need = training_memory_need(cfg, vocab_size, world_size);
+  const MemoryRoom room = memory_room(processes_here);
+  if (room.bytes < 0 || need.total() <= room.bytes) return;
+  const std::string what =
+      "model.n_layer " + std::to_string(cfg.model.n_layer) + ", n_embd " + std::to_string(cfg.model.n_embd) +
+      ", block_size " + std::to_string(cfg.model.block_size) + ", train.batch_size " +
+      std::to_string(cfg.train.batch_size) + ": training needs at least " + format_bytes(need.total()) + " (" +
+      count_for_people(need.parameters) + " parameters: weights " + format_bytes(need.weights) + ", gradients " +
+      format_bytes(need.gradients) + ", AdamW's state " + format_bytes(need.optimizer) + "; one step's activations " +
+      format_bytes(need.activations) + ") but this process may use " + format_bytes(room.bytes) + ", " + room.limit;
+  const int64_t model_state = need.weights + need.gradients + need.optimizer;
+  std::string hint =
+      model_state > room.bytes
+          ? "the model alone does not fit: fewer layers (model.n_layer) or a narrower model (model.n_embd, which the "
+            "parameters grow with squared); data-parallel processes each hold the whole model"
+          : "the activations do not fit: a smaller micro-batch (train.batch_size, or train.grad_accum to keep the "
+            "batch and take it in parts), fewer positions (model.block_size), or processes on more machines (each takes its "
+            "share of the batch)";
+  if (room.limit.find("MemAvailable") != std::string::npos)
+    hint += "; the need is a lower bound, and POSLAB_NO_MEMORY_CHECK=1 skips this check (swap may then carry it)";
+  throw Error(what, hint);
+}
+
+}  // namespace poslab

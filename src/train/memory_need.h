@@ -1,0 +1,29 @@
+// What training a config needs in memory, reckoned from the config alone before anything is allocated, and the
+// check that stops a run that cannot fit before it writes anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+
+namespace poslab {
+
+struct MemoryNeed {
+  int64_t parameters = 0;   // every parameter of the model (the position table included)
+  int64_t weights = 0;      // bytes: the float32 weights
+  int64_t gradients = 0;    // their float32 gradients
+  int64_t optimizer = 0;    // AdamW's two moments
+  int64_t activations = 0;  // what one micro-batch's forward keeps for its backward, at least
+  int64_t total() const { return weights + gradients + optimizer + activations; }
+};
+
+// The need of one process training `cfg` with `vocab_size` token ids on `world_size` processes (each trains its
+// share of the batch). A lower bound: the allocator's slack, LibTorch's workspaces and the data come on top.
+MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world_size = 1);
+
+// Stops (poslab::Error) when the need is larger than the room this process has (util/memory.h): one line naming
+// both sizes and the limit, and a hint fitted to what takes the room. POSLAB_NO_MEMORY_CHECK=1 skips it.
+void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, int processes_here);
+
+}  // namespace poslab

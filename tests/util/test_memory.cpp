@@ -1,0 +1,81 @@
+#include "util/memory.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace poslab {
+namespace {
+
+TEST(Memory, ParsesTheProcFilesAndCgroupLimits) {
+  const std::string meminfo = "MemTotal:       24589056 kB\nMemFree:         1000 kB\nMemAvailable:   20000000 kB\n";
+  EXPECT_EQ(meminfo_available(meminfo), 20000000LL * 1024);
+  EXPECT_EQ(meminfo_available("MemAvailable: 7 kB\n"), 7 * 1024);  // the first line
+  EXPECT_EQ(meminfo_available("MemTotal: 5 kB\n"), -1);
+  EXPECT_EQ(meminfo_available(""), -1);
+  EXPECT_EQ(status_vm_size("Name:\tposlab\nVmPeak:\t  900 kB\nVmSize:\t  812 kB\n"), 812 * 1024);
+  EXPECT_EQ(cgroup_limit("max\n"), -1);
+  EXPECT_EQ(cgroup_limit("1073741824\n"), 1073741824);
+  EXPECT_EQ(cgroup_limit("9223372036854771712\n"), -1);  // cgroup v1's "no limit"
+  EXPECT_EQ(cgroup_limit(""), -1);
+}
+
+TEST(Memory, FormatsBytesForPeople) {
+  EXPECT_EQ(format_bytes(12), "12 B");
+  EXPECT_EQ(format_bytes(1300000000), "1.3 GB");
+  EXPECT_EQ(format_bytes(85000000), "85 MB");
+  EXPECT_EQ(format_bytes(619700000000), "620 GB");
+}
+
+// Under an address-space limit (ulimit -v), the room is that limit less what the process has mapped, and the limit
+// is named. Measured in a child process, so that the limit does not reach the tests that follow.
+TEST(Memory, TheAddressSpaceLimitIsTheRoomUnderIt) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    const int64_t mapped = status_vm_size([] {
+      FILE* f = std::fopen("/proc/self/status", "r");
+      std::string s(1 << 16, '\0');
+      s.resize(f ? std::fread(s.data(), 1, s.size(), f) : 0);
+      if (f) std::fclose(f);
+      return s;
+    }());
+    const int64_t cap = mapped + (int64_t{3} << 20);  // 3 MiB above what is mapped now
+    rlimit lim{static_cast<rlim_t>(cap), static_cast<rlim_t>(cap)};
+    ::setrlimit(RLIMIT_AS, &lim);
+    const MemoryRoom room = memory_room();
+    const std::string out = std::to_string(room.bytes) + "|" + room.limit;
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char buf[512] = {0};
+  const ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_GT(n, 0);
+  const std::string out(buf, n);
+  const int64_t room = std::stoll(out.substr(0, out.find('|')));
+  EXPECT_GT(room, 0) << out;
+  EXPECT_LE(room, int64_t{3} << 20) << out;
+  EXPECT_NE(out.find("the address-space limit (ulimit -v "), std::string::npos) << out;
+}
+
+TEST(Memory, WithoutALimitTheRoomIsAtMostTheAvailableMemory) {
+  const MemoryRoom one = memory_room(1);
+  ASSERT_GT(one.bytes, 0) << "a Linux machine has /proc/meminfo";
+  const MemoryRoom four = memory_room(4);
+  EXPECT_LT(four.bytes, one.bytes);  // four processes share the machine's memory
+  if (four.limit.find("ulimit") == std::string::npos) {
+    EXPECT_NE(four.limit.find("shared by the 4 processes on this machine"), std::string::npos) << four.limit;
+  }
+}
+
+}  // namespace
+}  // namespace poslab
