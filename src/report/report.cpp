@@ -216,6 +216,10 @@ std::string write_report_of_finished_run(const std::string& run_dir) {
     spdlog::info("report: {}", page);
     return page;
   } catch (const Error& e) {
+    // A full or read-only disk stops the run (its training is done): the next write would fail too.
+    if (!disk_fault(run_dir).empty())
+      throw Error(e.what(), "free some space (or make the folder writable), then poslab train --resume " + run_dir +
+                                " writes the report: the training is done and its checkpoint intact");
     spdlog::error("report not written: {}{}", e.what(), e.hint().empty() ? "" : " (" + e.hint() + ")");
     return "";
   }

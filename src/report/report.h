@@ -22,7 +22,8 @@ struct ReportResult {
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds = {});
 
 // The report at the end of a training run (TrainSummary::report_due): write_run_report with a log line naming the
-// page, or an error line (a run's report failing does not fail the run). Returns the page's path, or "".
+// page, or an error line (a run's report failing does not fail the run, unless its disk is full or read-only: then
+// poslab::Error, naming the file and the cause). Returns the page's path, or "".
 std::string write_report_of_finished_run(const std::string& run_dir);
 
 // The figures that make sense for one table (spectrum, variance, heatmap, PCs, helix, row norms), in out_dir.

@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -118,6 +119,14 @@ void append_line(const std::string& path, const std::string& line) {
   if (w != static_cast<ssize_t>(text.size()))
     throw Error(path + ": cannot append: " + (w < 0 ? std::strerror(err) : "short write"),
                 "free some space and run again; earlier lines are intact");
+}
+
+std::string disk_fault(const std::string& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return "";
+  if (st.f_flag & ST_RDONLY) return std::strerror(EROFS);
+  if (static_cast<unsigned long long>(st.f_bavail) * st.f_frsize < (64u << 10)) return std::strerror(ENOSPC);
+  return "";
 }
 
 }  // namespace poslab

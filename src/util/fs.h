@@ -49,4 +49,9 @@ void make_dirs(const std::string& dir);
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);
 
+// Why nothing more can be written in `dir`, when that is the disk's state: "No space left on device" (less than
+// 64 KiB free for this user), "Read-only file system"; "" when the disk takes writes (or `dir` cannot be read).
+// For the errors of programs that fail without saying why (gnuplot on a full disk writes no log).
+std::string disk_fault(const std::string& dir);
+
 }  // namespace poslab
