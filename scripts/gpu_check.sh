@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU and PyTorch but no package registry, build poslab against that PyTorch's
 # LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU and GPT-2 small's shape
-# (configs/gpt2_small.yaml) for 300 steps, and compare tokens/s with the same model in PyTorch's Python on the
+# (configs/gpt2_small.yaml) for 300 steps, stop the default run halfway and resume it (bit for bit against the
+# uninterrupted run), and compare tokens/s with the same model in PyTorch's Python on the
 # same GPU. Prints one summary (also written to $OUT/gpu_check.txt
 # when OUT is set). About 6 minutes on one H200 (16 cores) without the GPT-2-shape run, whose 300 steps are not yet
 # timed on a GPU (--gpt2-steps sets them).
@@ -173,6 +174,32 @@ else
   tail -20 "$work/train.log" >&2
   note "train configs/default.yaml on $device: FAILED (see above)"
   tests_ok=NO
+fi
+
+# --- stopped halfway and resumed on the device: the same run, bit for bit -----------------------------------
+# The default run again under another name, stopped at half its steps (--stop-at, as if interrupted) and resumed:
+# its last table and logged losses must equal the uninterrupted run's exactly (one device, one thread count).
+if [ -n "${run_dir:-}" ]; then
+  t0=$SECONDS
+  total=$("$py" -c 'import json,sys; print(max(json.loads(l)["step"] for l in open(sys.argv[1])))' "$run_dir/metrics.jsonl")
+  half=$((total / 2))
+  last=$(ls "$run_dir/snapshots" | grep '^wpe_step.*\.npy$' | sort | tail -1)
+  losses() { grep -o '"loss":[^,]*' "$1/metrics.jsonl"; }
+  if build-gpu/poslab train configs/default.yaml "${sets[@]}" --set run.name=resumed --stop-at "$half" \
+       >/dev/null 2>"$work/resumed.log" &&
+     build-gpu/poslab train --resume "$work/resumed" >/dev/null 2>>"$work/resumed.log"; then
+    if cmp -s "$run_dir/snapshots/$last" "$work/resumed/snapshots/$last" &&
+       [ "$(losses "$run_dir")" = "$(losses "$work/resumed")" ]; then
+      note "stopped at step $half of $total and resumed on $device: the last table ($last) and every logged loss equal the uninterrupted run's, bit for bit ($((SECONDS - t0)) s)"
+    else
+      note "stopped at step $half of $total and resumed on $device: DIFFERS from the uninterrupted run"
+      tests_ok=NO
+    fi
+  else
+    tail -20 "$work/resumed.log" >&2
+    note "stopped and resumed on $device: FAILED (see above)"
+    tests_ok=NO
+  fi
 fi
 
 # --- GPT-2 small's shape, for a few minutes ----------------------------------------------------------------

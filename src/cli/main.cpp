@@ -14,9 +14,17 @@
 
 namespace {
 
-constexpr const char* kOutOfMemoryHint =
-    "make the job smaller (train.batch_size, model.n_layer, model.n_embd, model.block_size) or free memory; what "
-    "was written is intact, and a run stopped this way goes on with poslab train --resume RUN_DIR";
+// What to do when memory ran out, by command: a training run resumes; another command's input was too large.
+std::string out_of_memory_hint(int argc, char** argv) {
+  std::string command;
+  for (int i = 1; i < argc && command.empty(); ++i)
+    if (argv[i][0] != '-') command = argv[i];
+  if (command == "train" || command == "sweep")
+    return "make the job smaller (train.batch_size, model.n_layer, model.n_embd, model.block_size) or free memory; "
+           "what was written is intact, and a run stopped this way goes on with poslab train --resume RUN_DIR";
+  return "the input needs more memory than this process may use (the size above): free memory, raise the limit "
+         "(ulimit -v, the cgroup's), or use a machine with more; nothing was written";
+}
 
 }  // namespace
 
@@ -36,7 +44,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << poslab::error_prefix() << "error: out of memory\n"
-              << poslab::error_prefix() << "hint: " << kOutOfMemoryHint << "\n";
+              << poslab::error_prefix() << "hint: " << out_of_memory_hint(argc, argv) << "\n";
     return 2;
   } catch (const std::exception& e) {
     // LibTorch's errors carry the C++ stack after the message: the message alone is the user's.
@@ -48,7 +56,7 @@ int main(int argc, char** argv) {
                         what.find("not enough memory") != std::string::npos ||      // 2.x's
                         what.find("out of memory") != std::string::npos;
     std::cerr << poslab::error_prefix() << "error: " << (memory ? "out of memory: " : "") << what << "\n";
-    if (memory) std::cerr << poslab::error_prefix() << "hint: " << kOutOfMemoryHint << "\n";
+    if (memory) std::cerr << poslab::error_prefix() << "hint: " << out_of_memory_hint(argc, argv) << "\n";
     return memory ? 2 : 1;
   }
 }

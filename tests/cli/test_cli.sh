@@ -398,6 +398,24 @@ if [ "$rc" -eq 2 ] && grep -q "^error: model.n_layer 48, n_embd 8192, block_size
 else
   failed=$((failed + 1)); echo "FAIL memory: exits $rc $rc2 $rc3"; cat "$tmp/huge.err" "$tmp/huge2.err" "$tmp/oom.err" | grep "error\|hint"
 fi
+# A table too large to analyze in the memory given: the same one line, with a hint for an input, not a run.
+python3 - "$tmp/big.npy" <<'PY'
+import array, math, struct, sys
+rows, cols = 40000, 8
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+header += " " * ((64 - (11 + len(header)) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    array.array("f", (math.sin(0.37 * i) for i in range(rows * cols))).tofile(f)
+PY
+(ulimit -v 3000000; exec "$poslab" analyze "$tmp/big.npy" >/dev/null 2>"$tmp/big.err")
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "^error: out of memory: .*allocate" "$tmp/big.err" && ! grep -q "frame #" "$tmp/big.err" &&
+   grep -q "^hint: the input needs more memory than this process may use" "$tmp/big.err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL memory, analyze: exit $rc"; head -c 600 "$tmp/big.err"
+fi
 expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
 
 echo "cli: $passed passed, $failed failed"
