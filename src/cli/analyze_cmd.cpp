@@ -14,6 +14,7 @@
 #include "analysis/position_token.h"
 #include "app/loaded_model.h"
 #include "app/model_tables.h"
+#include "report/run_ending.h"
 #include "run/run_folder.h"
 #include "data/dataset.h"
 #include "train/evaluate.h"
@@ -257,10 +258,13 @@ int run_analyze(const AnalyzeArgs& a) {
   Analysis main;
   nlohmann::json j;
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
+  std::vector<TrajectoryPoint> points;  // a run folder's, and its verdict
+  Verdict verdict;
   if (run_folder) {
     if (!a.rows.empty()) throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");
-    const auto points = analyze_run(a.table.input, a.options);
-    const Verdict v = judge(points, a.thresholds);
+    points = analyze_run(a.table.input, a.options);
+    verdict = judge(points, a.thresholds);
+    const Verdict& v = verdict;
     main = points.back().analysis;
     const RunFolder run(a.table.input);
     make_dirs(run.analysis_dir());
@@ -307,6 +311,7 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool with_baselines = a.baselines || run_folder;
   if (with_baselines) j["baselines"] = baselines_table(a, columns, main, out);
   out << fmt::format("\nanalysed in {:.1f} ms ({} x {})\n", 1000 * main.seconds, main.positions, main.dims);
+  if (run_folder) out << run_ending_text(a.table.input, points, verdict, terminal_takes_unicode());
   emit_json(a, j);
   return 0;
 }

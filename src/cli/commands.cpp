@@ -18,6 +18,7 @@
 #include "distributed/env.h"
 #include "distributed/launcher.h"
 #include "report/report.h"
+#include "report/run_ending.h"
 #include "train/trainer.h"
 #include "util/cuda.h"
 #include "util/error.h"
@@ -116,6 +117,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   TrainSummary s = train(req);
   if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
   if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
+  if (s.interrupted_by == 0) std::cerr << run_ending_of(s.run_dir);  // what the run found, where to look
   std::cout << s.run_dir << "\n";
   if (!s.report_html.empty()) std::cout << s.report_html << "\n";
   if (s.interrupted_by != 0) {

@@ -150,19 +150,24 @@ expect_error "report empty run folder" "empty-run: no snapshots" report "$tmp/em
 expect_error "report missing input" "nope: not found" report "$tmp/nope"
 
 # The default config, shortened: it must train, snapshot and checkpoint.
-if "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
+if LC_ALL=C "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
     --set snapshot.every=3 --set "run.out_dir=$tmp/x" >"$tmp/out" 2>"$tmp/err" &&
    [ "$(sed -n 1p "$tmp/out")" = "$tmp/x/default" ] &&
    [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
    [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
-   grep -Eq "BLAS: (OpenBLAS|MKL \(inside LibTorch\))" "$tmp/err" && [ "$(sed -n 2p "$tmp/out")" = "$tmp/x/default/report/index.html" ]; then
+   grep -Eq "BLAS: (OpenBLAS|MKL \(inside LibTorch\))" "$tmp/err" && [ "$(sed -n 2p "$tmp/out")" = "$tmp/x/default/report/index.html" ] &&
+   tail -8 "$tmp/err" | grep -q "^verdict (not formed): " &&
+   tail -8 "$tmp/err" | grep -q "^  components above the noise floor  0 -> 0$" &&
+   tail -8 "$tmp/err" | grep -q "^layer-0 heads at step 6: " &&
+   [ "$(tail -1 "$tmp/err")" = "watch:  $tmp/x/default/report/watch.html" ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
-  echo "FAIL default config short run:"
+  echo "FAIL default config short run (trained, snapshots, the run's last lines):"
   tail -20 "$tmp/err"
 fi
-if "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
+if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
+   tail -10 "$tmp/out" | grep -q "^  components above the noise floor  0 → 0  *▁▁▁$" &&
    [ -f "$tmp/x/default/analysis/verdict.json" ] && [ -f "$tmp/x/default/analysis/trajectory.csv" ] &&
    [ -f "$tmp/x/default/snapshots/wpe_step000006.json" ] &&
    "$poslab" analyze "$tmp/x/default/checkpoints/latest.pt" >"$tmp/out" 2>"$tmp/err"; then
