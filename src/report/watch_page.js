@@ -275,7 +275,8 @@
   const steps = frames.map((f) => f.step), s0 = steps[0], s1 = steps[steps.length - 1];
   function drawCurves(k) {
     const c = $("curves"), ctx = clear(c);
-    const M = D.metrics.length, h = c.height / M, m = { l: 8, r: 70 };
+    const M = D.metrics.length, h = c.height / M, m = { l: 8, r: 8 };
+    const rows = [];  // each curve's name and value baselines, for the page's self-check (data-curve-rows)
     const X = (s) => m.l + (s1 > s0 ? (s - s0) / (s1 - s0) : 0.5) * (c.width - m.l - m.r);
     for (let q = 0; q < M; ++q) {
       const vals = frames.map((f) => f.metrics[q]);
@@ -283,8 +284,17 @@
       const y0 = q * h + 14, hh = h - 22;
       ctx.fillStyle = "#333";
       ctx.textAlign = "left";
-      ctx.fillText(D.metrics[q].label, m.l, q * h + 11);
+      const labelY = q * h + 11, labelEnd = m.l + ctx.measureText(D.metrics[q].label).width;
+      ctx.fillText(D.metrics[q].label, m.l, labelY);
       if (!finite.length) continue;
+      const v = vals[k];
+      if (v !== null && isFinite(v)) {  // the step's value beside the curve's name, on its line
+        const text = "= " + Number(v).toPrecision(3), x = labelEnd + 6, y = labelY;
+        ctx.fillStyle = "#b5651d";
+        ctx.fillText(text, x, y);
+        // its offset below the name's baseline, its gap after the name, the room left on its right (in pixels)
+        rows.push([y - labelY, x - labelEnd, c.width - (x + ctx.measureText(text).width)].map(Math.round).join(":"));
+      }
       let a = Math.min.apply(null, finite), b = Math.max.apply(null, finite);
       if (b - a < 1e-12) { a -= 0.5; b += 0.5; }
       const Y = (v) => y0 + hh - ((v - a) / (b - a)) * hh;
@@ -299,14 +309,12 @@
       ctx.stroke();
       ctx.strokeStyle = "#bbb";
       ctx.beginPath(); ctx.moveTo(X(frames[k].step), y0); ctx.lineTo(X(frames[k].step), y0 + hh); ctx.stroke();
-      const v = vals[k];
       if (v !== null && isFinite(v)) {
         ctx.fillStyle = "#b5651d";
         ctx.beginPath(); ctx.arc(X(frames[k].step), Y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
-        ctx.fillStyle = "#333";
-        ctx.fillText(Number(v).toPrecision(3), c.width - m.r + 6, Y(v) + 4);
       }
     }
+    $("state").dataset.curveRows = rows.join(" ");
   }
 
   // 2 → "2nd", 8 → "8th", 21 → "21st", 12 → "12th".
@@ -365,6 +373,7 @@
     state.dataset.frames = String(frames.length);
     state.dataset.digests = digests.join(" ");
     state.dataset.digest = all.toString(16);
+    state.dataset.pageWidth = String(document.documentElement.scrollWidth);  // wider than the window: it scrolls
   }
   $("simcap").textContent = "cos(w_i, w_j) for every pair of rows: blue −1, white 0, red +1. A band along the " +
       "diagonal is a smooth table." + (simN < P ? " Every " + ordinal(D.sim.positions[1] - D.sim.positions[0]) + " row of " + P + "." : "");

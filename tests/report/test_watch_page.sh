@@ -49,6 +49,12 @@ check "the page is self-contained: no http(s) address" bash -c "! grep -Eq '(src
 open_page "file://$page#step=20" "$tmp/s20"
 check "#step=20 loads without console messages or errors" clean "$tmp/s20"
 check "#step=20 shows step 20 of 4 snapshots" [ "$(attr step "$tmp/s20")/$(attr frames "$tmp/s20")" = "20/4" ]
+check "the page fits a 1280-pixel window: no sideways scrolling" [ "$(attr page-width "$tmp/s20")" -le 1280 ]
+# data-curve-rows: per curve, its value's offset below the name's baseline, gap after the name, room on the right.
+check "each curve's value sits beside its name, inside the panel" \
+  awk -v rows="$(attr curve-rows "$tmp/s20")" 'BEGIN { n = split(rows, r, " "); if (n < 6) exit 1
+    for (i = 1; i <= n; ++i) { split(r[i], f, ":"); if (f[1] != 0 || f[2] <= 0 || f[3] < 0) exit 1 } }'
+
 open_page "file://$page#step=60" "$tmp/s60"
 check "#step=60 shows step 60" [ "$(attr step "$tmp/s60")" = "60" ]
 check "steps 20 and 60 draw different similarity maps" [ "$(panel sim "$tmp/s20")" != "$(panel sim "$tmp/s60")" ]
