@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The "watch it form" page in a real browser (Debian's chromium, headless; scripts/setup.sh installs it): a tiny
 # run's page loads without a console message or a script error, #step=S shows step S, two steps draw different
-# pictures, a step that is not a snapshot shows the nearest one with a note, and a run with one snapshot works.
+# pictures, a step that is not a snapshot shows the nearest one with a note, a run with one snapshot works, each
+# curve's value sits beside its name, and every kind of page (watch, report, comparison, table) fits 1280 pixels.
 # The page writes what it drew into <output id="state">: data-step, data-frames, data-digests (a hash of each
 # panel's pixels) and data-errors; --dump-dom reads them back.
 # Usage: tests/report/test_watch_page.sh POSLAB_BINARY SOURCE_DIR
@@ -80,6 +81,31 @@ if "$poslab" report "$tmp/one" >"$tmp/one.out" 2>"$tmp/one.err"; then
 else
   failed=$((failed + 1)); echo "FAIL report of a one-snapshot run"; cat "$tmp/one.err"
 fi
+
+# Every page fits a 1280-pixel window: wide tables scroll inside their own box, the page itself never sideways. A copy
+# of each page beside it (the same images and links) gets a script that writes the page's scrollWidth into <body>.
+fits() {  # fits PAGE NAME
+  local copy="${1%.html}.fit.html"
+  sed 's|</body>|<script>document.body.dataset.pageWidth = document.documentElement.scrollWidth;</script></body>|' \
+    "$1" >"$copy"
+  open_page "file://$copy" "$tmp/fit-$2"
+  local width
+  width=$(grep -o 'data-page-width="[0-9]*"' "$tmp/fit-$2.html" | grep -o '[0-9]*')
+  rm -f "$copy"
+  if [ -n "$width" ] && [ "$width" -le 1280 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL $2 ($1) is ${width:-?} pixels wide in a 1280-pixel window"; fi
+}
+fits "$tmp/runs/tiny/report/index.html" "the run's report"
+"$poslab" train configs/default.yaml --set "run.out_dir=$tmp/runs" --set run.name=tiny2 --set run.seed=2 \
+  --set data.corpus=data/tinyshakespeare.txt --set "data.cache_dir=$tmp/cache" --set data.tokenizer.type=char \
+  --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=32 --set train.batch_size=8 \
+  --set train.max_steps=20 --set train.eval_every=20 --set train.eval_batches=2 --set snapshot.every=20 \
+  --set run.threads=2 --set run.report=false >/dev/null 2>"$tmp/tiny2.err" &&
+  "$poslab" compare "$tmp/runs/tiny" "$tmp/runs/tiny2" --out "$tmp/compare" >/dev/null 2>"$tmp/compare.err" &&
+  "$poslab" report tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/table" >/dev/null 2>"$tmp/table.err" ||
+  { failed=$((failed + 1)); echo "FAIL making the pages to measure"; tail -3 "$tmp/tiny2.err" "$tmp/compare.err" "$tmp/table.err"; }
+fits "$tmp/compare/index.html" "the comparison of two runs"
+fits "$tmp/table/index.html" "the report of one table"
 
 echo "watch page: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
