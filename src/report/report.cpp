@@ -254,7 +254,11 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   }
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
-  const std::string top = "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
+  write_table_watch_page(W, a, source, out_dir);
+  const std::string top = "<p class=\"watch\"><a href=\"watch.html\">&#9654; Explore the table</a>: the rows' "
+                          "similarity with hover, their path on the principal axes in 2-D and 3-D (drag to rotate), the "
+                          "spectrum with the noise floor and the power along position.</p>\n"
+                          "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
                           fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n",
                                       a.positions, a.dims) +
                           probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";

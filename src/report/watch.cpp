@@ -70,24 +70,14 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max) {
   return out;
 }
 
-nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& all_points,
-                          const WatchLimits& limits) {
-  if (all_points.empty()) throw Error(run_dir + ": no snapshots to show", "train the run first (poslab train)");
-  const RunFolder run(run_dir);
-  std::vector<const TrajectoryPoint*> points;
-  for (int64_t i : pick_evenly(static_cast<int64_t>(all_points.size()), static_cast<int64_t>(limits.max_frames)))
-    points.push_back(&all_points[static_cast<size_t>(i)]);
+namespace {
 
-  std::vector<torch::Tensor> raw, tables;  // float64 (P, d): as stored, and centred
-  for (const auto* p : points) {
-    const torch::Tensor W = read_npy_table(run.snapshot_file(p->file));
-    if (!raw.empty() && W.sizes() != raw.front().sizes())
-      throw Error(fmt::format("{}: shape ({}, {}) differs from the first snapshot's ({}, {})", run.snapshot_file(p->file),
-                              W.size(0), W.size(1), raw.front().size(0), raw.front().size(1)),
-                  "a run's snapshots all have the run's table shape: delete the stray file and its index line");
-    raw.push_back(W);
-    tables.push_back(W - W.mean(0, true));
-  }
+// The page's data for the tables `raw` (float64 (P, d), one per point); `run` gives layer 0's kernels where it
+// wrote them (nullptr: none).
+nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, const std::vector<torch::Tensor>& raw,
+                             const RunFolder* run, const WatchLimits& limits) {
+  std::vector<torch::Tensor> tables;  // centred
+  for (const torch::Tensor& W : raw) tables.push_back(W - W.mean(0, true));
   const int64_t P = tables.front().size(0), d = tables.front().size(1);
 
   // The path's axes: the last snapshot's top principal directions, one fixed basis for every frame.
@@ -104,7 +94,8 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
   if (!(scale > 0)) scale = 1;
 
   // Kernels, when the last snapshot has them: averaged down to r × r so that all heads fit the byte budget.
-  std::optional<nlohmann::json> last_usage = read_snapshot_usage(run, points.back()->step);
+  std::optional<nlohmann::json> last_usage =
+      run ? read_snapshot_usage(*run, points.back()->step) : std::optional<nlohmann::json>();
   const int64_t n_head = last_usage ? static_cast<int64_t>((*last_usage)["attention_kernels"]["heads"].size()) : 0;
   int64_t r = 0;
   if (n_head > 0) {
@@ -157,9 +148,10 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
     values.push_back(finite_or_null(p.val_loss));
     frame["metrics"] = values;
     frame["kernels"] = nullptr;
-    std::optional<nlohmann::json> usage = f + 1 == points.size() ? last_usage : read_snapshot_usage(run, p.step);
+    std::optional<nlohmann::json> usage =
+        f + 1 == points.size() || !run ? last_usage : read_snapshot_usage(*run, p.step);
     if (n_head > 0 && usage && static_cast<int64_t>((*usage)["attention_kernels"]["heads"].size()) == n_head) {
-      const torch::Tensor k = read_kernels(run, p.step, n_head, P);
+      const torch::Tensor k = read_kernels(*run, p.step, n_head, P);
       if (k.defined()) {
         const torch::Tensor pooled = torch::adaptive_avg_pool2d(k.unsqueeze(0), {r, r}).squeeze(0);  // (H, r, r)
         frame["kernels"] = base64_of((pooled.clamp(0, 1).sqrt() * 255).round().to(torch::kUInt8));
@@ -173,6 +165,35 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
   return data;
 }
 
+}  // namespace
+
+nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& all_points,
+                          const WatchLimits& limits) {
+  if (all_points.empty()) throw Error(run_dir + ": no snapshots to show", "train the run first (poslab train)");
+  const RunFolder run(run_dir);
+  std::vector<const TrajectoryPoint*> points;
+  for (int64_t i : pick_evenly(static_cast<int64_t>(all_points.size()), static_cast<int64_t>(limits.max_frames)))
+    points.push_back(&all_points[static_cast<size_t>(i)]);
+  std::vector<torch::Tensor> raw;  // float64 (P, d), as stored
+  for (const auto* p : points) {
+    const torch::Tensor W = read_npy_table(run.snapshot_file(p->file));
+    if (!raw.empty() && W.sizes() != raw.front().sizes())
+      throw Error(fmt::format("{}: shape ({}, {}) differs from the first snapshot's ({}, {})", run.snapshot_file(p->file),
+                              W.size(0), W.size(1), raw.front().size(0), raw.front().size(1)),
+                  "a run's snapshots all have the run's table shape: delete the stray file and its index line");
+    raw.push_back(W);
+  }
+  return watch_data_of(points, raw, &run, limits);
+}
+
+nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const WatchLimits& limits) {
+  TrajectoryPoint p;
+  p.analysis = a;
+  nlohmann::json data = watch_data_of({&p}, {W.to(torch::kCPU, torch::kFloat64)}, nullptr, limits);
+  data["table"] = true;
+  return data;
+}
+
 std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,
                              const std::vector<TrajectoryPoint>& points) {
   const nlohmann::json data = watch_data(run_dir, points);
@@ -182,6 +203,15 @@ std::string write_watch_page(const std::string& run_dir, const std::string& repo
   write_file_atomic(path, page);
   spdlog::info("watch page: {} of {} snapshots, {:.0f} KB: {}", data["frames"].size(), points.size(),
                static_cast<double>(page.size()) / 1024.0, path);
+  return path;
+}
+
+std::string write_table_watch_page(const torch::Tensor& W, const Analysis& a, const std::string& source,
+                                   const std::string& report_dir) {
+  const std::string page = watch_html("poslab: one position table", source, table_watch_data(W, a));
+  const std::string path = (fs::path(report_dir) / "watch.html").string();
+  make_dirs(report_dir);
+  write_file_atomic(path, page);
   return path;
 }
 

@@ -36,6 +36,15 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,
                           const WatchLimits& limits = {});
 
+// The same page's data for one table W (any device and dtype) and its analysis: one frame at step 0, no kernels, and
+// "table": true, which shows the parts that fit one table (the similarity, the path in 2-D and 3-D, the spectrum
+// and the periodogram) without the slider, the kernels or the curves over training.
+nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const WatchLimits& limits = {});
+
+// Writes `report_dir`/watch.html for one table (poslab report TABLE); returns its path.
+std::string write_table_watch_page(const torch::Tensor& W, const Analysis& a, const std::string& source,
+                                   const std::string& report_dir);
+
 // Writes `report_dir`/watch.html for the run and logs its size; returns its path.
 std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,
                              const std::vector<TrajectoryPoint>& points);

@@ -399,6 +399,13 @@
     else return;
   });
   if (frames.length < 2) { play.disabled = true; slider.disabled = true; }
+  if (D.table) {  // one table, not a run: no steps to play, no kernels, no curves over training
+    document.querySelector("h1").textContent = "poslab: one position table, drawn";
+    const hide = (e) => { e.style.display = "none"; e.dataset.hidden = "1"; };
+    for (const id of ["kernels", "curves"]) hide($(id).closest("section"));
+    hide(document.querySelector(".controls"));
+    hide(document.querySelector(".keys"));
+  }
 
   function fromHash() {
     const m = /step=(\d+)/.exec(location.hash);

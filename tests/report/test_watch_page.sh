@@ -90,7 +90,7 @@ fits() {  # fits PAGE NAME
     "$1" >"$copy"
   open_page "file://$copy" "$tmp/fit-$2"
   local width
-  width=$(grep -o 'data-page-width="[0-9]*"' "$tmp/fit-$2.html" | grep -o '[0-9]*')
+  width=$(grep -o '<body[^>]* data-page-width="[0-9]*"' "$tmp/fit-$2.html" | grep -o 'data-page-width="[0-9]*"' | grep -o '[0-9]*')
   rm -f "$copy"
   if [ -n "$width" ] && [ "$width" -le 1280 ]; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "FAIL $2 ($1) is ${width:-?} pixels wide in a 1280-pixel window"; fi
@@ -106,6 +106,20 @@ fits "$tmp/runs/tiny/report/index.html" "the run's report"
   { failed=$((failed + 1)); echo "FAIL making the pages to measure"; tail -3 "$tmp/tiny2.err" "$tmp/compare.err" "$tmp/table.err"; }
 fits "$tmp/compare/index.html" "the comparison of two runs"
 fits "$tmp/table/index.html" "the report of one table"
+
+# One table's page (poslab report TABLE): linked from its report; the similarity, the paths, the spectrum and the
+# periodogram drawn; no slider, kernels or curves over training.
+fits "$tmp/table/watch.html" "one table's page"
+open_page "file://$tmp/table/watch.html" "$tmp/table1"
+check "one table's page is linked from its report" grep -q 'href="watch.html"' "$tmp/table/index.html"
+check "one table's page loads cleanly, one frame" bash -c "$(declare -f attr clean); clean '$tmp/table1' && [ \"\$(attr frames '$tmp/table1')\" = 1 ]"
+check "one table's page hides the slider, the kernels and the curves" \
+  [ "$(grep -o 'data-hidden="1"' "$tmp/table1.html" | wc -l)" -eq 4 ]
+# The table is GPT-2's rows 0-63, the one-snapshot run's above: each panel draws the same pixels on both pages.
+for p in sim path2 path3 spectrum periodogram; do
+  check "one table's page draws its $p as the run's page of that table does" \
+    bash -c "[ -n \"$(panel $p "$tmp/table1")\" ] && [ \"$(panel $p "$tmp/table1")\" = \"$(panel $p "$tmp/one1")\" ]"
+done
 
 echo "watch page: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
