@@ -347,11 +347,12 @@
     drawPeriodogram(f);
     drawKernels(f);
     drawCurves(current);
-    $("pathcap").textContent = "The rows (centred) projected on the last snapshot's top " + comps + " principal directions, " +
-        "the same axes at every step so the picture never flips; at this step they hold " + (100 * f.share).toFixed(0) +
+    $("pathcap").textContent = "The rows (centred) projected on " + (D.table ? "the table's top " + comps +
+        " principal directions; they hold " : "the last snapshot's top " + comps + " principal directions, the same " +
+        "axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
         " % of the table's variance. Colour: position, dark first, yellow last." +
         (pathN < P ? " Every " + ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
-    $("speccap").textContent = "Singular values of the centred table (log scale, the same axis at every step); " + f.rank +
+    $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
         " above the noise floor (Gavish–Donoho, dashed), in colour.";
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
