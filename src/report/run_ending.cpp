@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "report/watch.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "util/error.h"
@@ -17,11 +18,10 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
-// "2 decaying, 2 uniform": the heads' kinds in a model_stepN.json's kernel summary, most frequent first.
-std::string head_kinds(const nlohmann::json& kernels) {
+// "2 decaying, 2 uniform": the heads' kinds under `key` of a model_stepN.json, most frequent first ("" if absent).
+std::string head_kinds(const nlohmann::json& usage, const char* key) {
   std::map<std::string, int> count;
-  if (kernels.contains("heads"))
-    for (const auto& h : kernels["heads"]) count[h.value("kind", "?")]++;
+  for (const std::string& kind : kinds_of(usage, key)) count[kind]++;
   std::vector<std::pair<int, std::string>> order;
   for (const auto& [kind, n] : count) order.emplace_back(-n, kind);
   std::sort(order.begin(), order.end());
@@ -115,8 +115,8 @@ std::string run_ending_text(const std::string& run_dir, const std::vector<Trajec
     out += h.spark.empty() ? h.text + "\n" : h.text + std::string(width - columns(h.text) + 3, ' ') + h.spark + "\n";
   const RunFolder run(run_dir);
   if (const auto usage = read_snapshot_usage(run, points.back().step)) {
-    std::string kinds = usage->contains("attention_kernels") ? head_kinds((*usage)["attention_kernels"]) : "";
-    if (usage->contains("data_attention")) kinds += " | on text: " + head_kinds((*usage)["data_attention"]);
+    std::string kinds = head_kinds(*usage, "attention_kernels");
+    if (usage->contains("data_attention")) kinds += " | on text: " + head_kinds(*usage, "data_attention");
     if (!kinds.empty()) out += fmt::format("layer-0 heads at step {}: {}\n", points.back().step, kinds);
   }
   std::error_code ec;

@@ -47,14 +47,14 @@ torch::Tensor read_kernels(const RunFolder& run, int64_t step, int64_t n_head, i
   return flat.view({n_head, P, P});
 }
 
+}  // namespace
+
 std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) {
   std::vector<std::string> kinds;
   if (usage.contains(key))
     for (const auto& h : usage[key]["heads"]) kinds.push_back(h["kind"].get<std::string>());
   return kinds;
 }
-
-}  // namespace
 
 std::vector<int64_t> pick_evenly(int64_t n, int64_t max) {
   std::vector<int64_t> out;

@@ -22,6 +22,10 @@ struct WatchLimits {
   int64_t max_frequencies = 64;   // the periodogram's lowest frequencies shown
 };
 
+// Each head's kind ("local", "decaying", …) in a snapshot's model_stepN.json under `key` ("attention_kernels" or
+// "data_attention"; run/run_files.h read_snapshot_usage); empty when the key is absent.
+std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key);
+
 // Which of n items to keep, at most `max`: evenly spaced, the first and the last always among them, ascending.
 std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 

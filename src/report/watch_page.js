@@ -314,7 +314,7 @@
         ctx.beginPath(); ctx.arc(X(frames[k].step), Y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
       }
     }
-    $("state").dataset.curveRows = rows.join(" ");
+    state.dataset.curveRows = rows.join(" ");
   }
 
   // 2 → "2nd", 8 → "8th", 21 → "21st", 12 → "12th".

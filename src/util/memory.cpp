@@ -4,19 +4,21 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 
 namespace {
 
+// A /proc or /sys file's text, "" when it is absent (no cgroup limit file, no /proc).
 std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return read_file(path);
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 // The value in kB after `key` in a /proc file ("MemAvailable:   1234 kB"), in bytes; -1 when absent.

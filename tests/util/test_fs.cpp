@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "test_util.h"
@@ -65,6 +69,29 @@ TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   std::filesystem::create_directories(dir / "folder");
   EXPECT_NE(error_of([&] { append_line(dir / "folder", "x"); }).find("folder: cannot append"), std::string::npos);
   EXPECT_NE(error_of([&] { read_file(dir / "missing"); }).find("missing: cannot open"), std::string::npos);
+}
+
+// What disk_fault says of a folder: nothing on a disk that takes writes or a folder that does not exist; on a small
+// tmpfs mounted read-only, or filled to its last page, the cause a write there would meet.
+TEST(Fs, DiskFaultNamesAFullOrReadOnlyDisk) {
+  TempDir dir;
+  EXPECT_EQ(disk_fault(dir.str()), "");
+  EXPECT_EQ(disk_fault(dir / "missing"), "");
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root (not this user)";
+  const std::string mnt = dir / "mnt";
+  std::filesystem::create_directory(mnt);
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", MS_RDONLY, "size=1m"), 0) << std::strerror(errno);
+  EXPECT_EQ(disk_fault(mnt), std::strerror(EROFS));
+  ASSERT_EQ(::umount(mnt.c_str()), 0);
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m"), 0) << std::strerror(errno);
+  EXPECT_EQ(disk_fault(mnt), "") << "an empty 1 MB tmpfs takes writes";
+  const int fd = ::open((mnt + "/fill").c_str(), O_WRONLY | O_CREAT, 0644);
+  const std::string block(4096, 'x');
+  while (::write(fd, block.data(), block.size()) > 0) {
+  }
+  ::close(fd);
+  EXPECT_EQ(disk_fault(mnt), std::strerror(ENOSPC));
+  ::umount(mnt.c_str());
 }
 
 }  // namespace

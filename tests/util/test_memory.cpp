@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "util/fs.h"
+
 namespace poslab {
 namespace {
 
@@ -39,13 +41,7 @@ TEST(Memory, TheAddressSpaceLimitIsTheRoomUnderIt) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::close(fds[0]);
-    const int64_t mapped = status_vm_size([] {
-      FILE* f = std::fopen("/proc/self/status", "r");
-      std::string s(1 << 16, '\0');
-      s.resize(f ? std::fread(s.data(), 1, s.size(), f) : 0);
-      if (f) std::fclose(f);
-      return s;
-    }());
+    const int64_t mapped = status_vm_size(read_file("/proc/self/status"));
     const int64_t cap = mapped + (int64_t{3} << 20);  // 3 MiB above what is mapped now
     rlimit lim{static_cast<rlim_t>(cap), static_cast<rlim_t>(cap)};
     ::setrlimit(RLIMIT_AS, &lim);
