@@ -29,7 +29,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
-  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd; or "
+  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd, and a "
+                                            "page per variant playing its seeds side by side; or "
                                             "position tables of any widths (model folders, .safetensors, .npy, .pt)");
   cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
       ->required()->check(CLI::ExistingPath);

@@ -73,7 +73,8 @@ nlohmann::json comparison_json(const Comparison& c);
 
 // Writes OUT/index.html with the table and figures (trajectories with a band over seeds, losses, cosine by
 // offset and spectra at the last snapshot), the seed agreement, comparison.csv and comparison.json (with the
-// agreement); returns the page's path.
+// agreement), and for each variant with snapshots OUT/seeds_K_VARIANT.html, its seeds side by side on one step
+// slider (report/watch_page.h); returns the page's path.
 // Without gnuplot, throws poslab::Error after writing the data, scripts and tables.
 std::string write_comparison(const Comparison& c, const std::string& out_dir);
 

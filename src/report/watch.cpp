@@ -82,7 +82,10 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
 
   // The path's axes: the last snapshot's top principal directions, one fixed basis for every frame.
   const int64_t comps = std::min<int64_t>({3, d, P - 1});
-  const torch::Tensor basis = std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
+  torch::Tensor basis = std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
+  // Each axis points away from the first position (its coordinate ≤ 0): an SVD's signs are arbitrary, and with this
+  // a table and its mirror image, or two seeds' tables alike up to a reflection, draw their paths the same way round.
+  basis = basis * (1 - 2 * (tables.back()[0].matmul(basis) > 0).to(basis.dtype()));
   const std::vector<int64_t> sim_rows = pick_evenly(P, limits.max_sim_rows);
   const std::vector<int64_t> path_rows = pick_evenly(P, limits.max_path_rows);
   std::vector<torch::Tensor> paths;
@@ -98,7 +101,7 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
       run ? read_snapshot_usage(*run, points.back()->step) : std::optional<nlohmann::json>();
   const int64_t n_head = last_usage ? static_cast<int64_t>((*last_usage)["attention_kernels"]["heads"].size()) : 0;
   int64_t r = 0;
-  if (n_head > 0) {
+  if (n_head > 0 && limits.kernel_bytes > 0) {
     r = std::min<int64_t>({P, 64, static_cast<int64_t>(std::sqrt(static_cast<double>(limits.kernel_bytes) / n_head))});
     r = std::max<int64_t>(r, std::min<int64_t>(P, 8));
   }
@@ -106,7 +109,7 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
   nlohmann::json data = {{"positions", P}, {"dims", d}};
   data["sim"] = {{"positions", sim_rows}};
   data["path"] = {{"positions", path_rows}, {"components", comps}, {"scale", scale}, {"basis_step", points.back()->step}};
-  data["kernels"] = n_head > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
+  data["kernels"] = r > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
   // the curves under the slider: size, shape and smoothness of the table, and the losses
   std::vector<Metric> metrics;
   for (const char* key : kCurves)
@@ -151,10 +154,12 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     std::optional<nlohmann::json> usage =
         f + 1 == points.size() || !run ? last_usage : read_snapshot_usage(*run, p.step);
     if (n_head > 0 && usage && static_cast<int64_t>((*usage)["attention_kernels"]["heads"].size()) == n_head) {
-      const torch::Tensor k = read_kernels(*run, p.step, n_head, P);
+      const torch::Tensor k = r > 0 ? read_kernels(*run, p.step, n_head, P) : torch::Tensor();
       if (k.defined()) {
         const torch::Tensor pooled = torch::adaptive_avg_pool2d(k.unsqueeze(0), {r, r}).squeeze(0);  // (H, r, r)
         frame["kernels"] = base64_of((pooled.clamp(0, 1).sqrt() * 255).round().to(torch::kUInt8));
+      }
+      if (k.defined() || r == 0) {  // the kinds go with the kernels, or alone when no kernels are wanted
         frame["kinds"] = kinds_of(*usage, "attention_kernels");
         if (usage->contains("data_attention")) frame["text_kinds"] = kinds_of(*usage, "data_attention");
       }
@@ -192,6 +197,31 @@ nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const
   nlohmann::json data = watch_data_of({&p}, {W.to(torch::kCPU, torch::kFloat64)}, nullptr, limits);
   data["table"] = true;
   return data;
+}
+
+WatchLimits seeds_limits() {
+  WatchLimits l;
+  l.max_frames = 48;
+  l.max_sim_rows = 64;
+  l.max_path_rows = 256;
+  l.kernel_bytes = 0;
+  l.max_singular_values = 64;
+  l.max_frequencies = 32;
+  return l;
+}
+
+nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<SeedRun>& seeds,
+                                const WatchLimits& limits) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const SeedRun& s : seeds) {
+    if (!s.points || s.points->empty()) continue;
+    list.push_back({{"seed", s.seed}, {"name", RunFolder(s.run_dir).name()}, {"run", fs::absolute(s.run_dir).string()},
+                    {"verdict", s.verdict}, {"data", watch_data(s.run_dir, *s.points, limits)}});
+  }
+  if (list.empty())
+    throw Error("seeds page of " + variant + ": no run has snapshots of a learned table",
+                "the page plays snapshots: train with model.position learned and snapshot.every > 0");
+  return {{"variant", variant}, {"seeds", std::move(list)}};
 }
 
 std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,

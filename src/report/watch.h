@@ -17,7 +17,8 @@ struct WatchLimits {
   size_t max_frames = 64;         // snapshots shown: evenly spaced, always the first and the last
   int64_t max_sim_rows = 128;     // rows of the similarity heatmap (every k-th position beyond)
   int64_t max_path_rows = 512;    // rows drawn on the path
-  int64_t kernel_bytes = 16384;   // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64)
+  int64_t kernel_bytes = 16384;   // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64);
+                                  // 0: no kernels (the heads' kinds still)
   int64_t max_singular_values = 128;
   int64_t max_frequencies = 64;   // the periodogram's lowest frequencies shown
 };
@@ -36,7 +37,8 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 // major), path (base64 int16 LE: round(x / scale · 32767), rows × components), path_share, sv, floor, signal_rank,
 // metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val
 // loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}]}.
-// The path's axes are the last snapshot's top (up to) three principal directions, fixed for every frame.
+// The path's axes are the last snapshot's top (up to) three principal directions, fixed for every frame, each
+// pointing away from the first position (whose coordinates are ≤ 0).
 nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,
                           const WatchLimits& limits = {});
 
@@ -44,6 +46,24 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
 // "table": true, which shows the parts that fit one table (the similarity, the path in 2-D and 3-D, the spectrum
 // and the periodogram) without the slider, the kernels or the curves over training.
 nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const WatchLimits& limits = {});
+
+// One seed of a variant for the seeds page: its run folder, analysed snapshots and a short verdict ("emerged from
+// step 700").
+struct SeedRun {
+  int64_t seed = 0;
+  std::string run_dir;
+  const std::vector<TrajectoryPoint>* points = nullptr;
+  std::string verdict;
+};
+
+// What the seeds page shows of each seed: smaller than a run's page (a variant has several), no kernels but the heads'
+// kinds.
+WatchLimits seeds_limits();
+
+// The seeds page's data: {variant, seeds[{seed, name, run, verdict, data (watch_data of the run)}]}, the seeds with
+// snapshots only, in the order given. Throws poslab::Error when none has any.
+nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<SeedRun>& seeds,
+                                const WatchLimits& limits = seeds_limits());
 
 // Writes `report_dir`/watch.html for one table (poslab report TABLE); returns its path.
 std::string write_table_watch_page(const torch::Tensor& W, const Analysis& a, const std::string& source,

@@ -1,6 +1,7 @@
-// The "watch it form" page: one self-contained HTML file (data, script and style inline, no network) that plays a
-// run's snapshots with a step slider. Its data come from report/watch.h; the page itself is watch_page.html, .css
-// and .js beside this file, embedded at build time. Plain canvas drawing, no library.
+// The pages that play snapshots with a step slider, each one self-contained HTML file (data, script and style inline,
+// no network): the "watch it form" page of a run or one table, and the page of a variant's seeds side by side. Their
+// data come from report/watch.h; the pages themselves are watch_page.html, seeds_page.html, their .css and .js and
+// panels.js (the drawings both share) beside this file, embedded at build time. Plain canvas drawing, no library.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,7 +10,10 @@
 
 namespace poslab {
 
-// The page with `data` (watch.h's watch_data) embedded; `title` and `source` head it.
+// The watch page with `data` (watch.h's watch_data) embedded; `title` and `source` head it.
 std::string watch_html(const std::string& title, const std::string& source, const nlohmann::json& data);
+
+// The seeds page with `data` (watch.h's seeds_watch_data) embedded. Throws poslab::Error when no seed has a frame.
+std::string seeds_html(const std::string& title, const std::string& source, const nlohmann::json& data);
 
 }  // namespace poslab

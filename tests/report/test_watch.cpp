@@ -197,6 +197,13 @@ TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {
       for (int64_t j = 0; j < P; ++j) EXPECT_EQ(k[(h * P + i) * P + j], i == j ? 255 : 0);
   EXPECT_EQ(full["frames"][0]["kinds"], (std::vector<std::string>{"local", "local"}));
   EXPECT_EQ(full["frames"][0]["text_kinds"], (std::vector<std::string>{"local", "sink"}));
+  // no kernel budget: no kernels, the kinds still
+  WatchLimits none;
+  none.kernel_bytes = 0;
+  const nlohmann::json kinds_only = watch_data(dir.str(), points, none);
+  EXPECT_TRUE(kinds_only["kernels"].is_null());
+  EXPECT_TRUE(kinds_only["frames"][0]["kernels"].is_null());
+  EXPECT_EQ(kinds_only["frames"][0]["kinds"], (std::vector<std::string>{"local", "local"}));
 
   // a budget of 2 × 10 × 10 bytes: 2 × 2 blocks averaged, the diagonal blocks at 0.5, shown as √0.5
   WatchLimits budget;
@@ -212,6 +219,48 @@ TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {
   const std::string msg = error_of([&] { watch_data(dir.str(), points); });
   EXPECT_NE(msg.find(run.snapshot_kernels(0) + ": shape (20, 20) where (40, 20) was expected"), std::string::npos) << msg;
   EXPECT_NE(msg.find("delete it"), std::string::npos) << msg;
+}
+
+TEST(Watch, EachPathAxisPointsAwayFromTheFirstPositionSoAMirroredTableDrawsTheSamePath) {
+  TempDir dir;
+  const std::string a = dir / "a", b = dir / "b";
+  const int64_t P = 24, d = 8;
+  const torch::Tensor last = synthetic_table("sinusoidal", P, d, 0) + 0.05 * random_table(P, d, 1.0, 5);
+  write_run(a, {random_table(P, d, 0.02, 1), last});
+  write_run(b, {random_table(P, d, 0.02, 2), -last});
+  const nlohmann::json da = watch_data(a, analyze_run(a));
+  const nlohmann::json db = watch_data(b, analyze_run(b));
+  const std::vector<int16_t> pa = int16s(da["frames"][1]["path"].get<std::string>());
+  const std::vector<int16_t> pb = int16s(db["frames"][1]["path"].get<std::string>());
+  ASSERT_EQ(static_cast<int64_t>(pa.size()), P * 3);
+  for (int c = 0; c < 3; ++c) EXPECT_LE(pa[c], 0) << "the first position's coordinate on PC" << c + 1;
+  for (size_t k = 0; k < pa.size(); ++k) EXPECT_NEAR(pa[k], pb[k], 1) << k;  // -W: every axis flipped back
+}
+
+TEST(Watch, SeedsDataHoldsEachSeedWithSnapshotsInASmallerPage) {
+  TempDir dir;
+  const std::string one = dir / "seed-7", two = dir / "seed-9", none = dir / "seed-8";
+  const int64_t P = 20, d = 8;
+  write_run(one, {random_table(P, d, 0.02, 1), synthetic_table("sinusoidal", P, d, 0)});
+  write_run(two, {random_table(P, d, 0.02, 2), random_table(P, d, 0.02, 3), synthetic_table("sinusoidal", P, d, 1)});
+  const std::vector<TrajectoryPoint> p1 = analyze_run(one), p2 = analyze_run(two), empty;
+  const nlohmann::json data = seeds_watch_data(
+      "v", {{7, one, &p1, "emerged from step 100"}, {8, none, &empty, ""}, {9, two, &p2, "not formed"}});
+  EXPECT_EQ(data["variant"], "v");
+  ASSERT_EQ(data["seeds"].size(), 2u);  // the run without snapshots is left out
+  EXPECT_EQ(data["seeds"][0]["seed"], 7);
+  EXPECT_EQ(data["seeds"][0]["verdict"], "emerged from step 100");
+  EXPECT_EQ(data["seeds"][1]["seed"], 9);
+  EXPECT_EQ(data["seeds"][1]["data"]["frames"].size(), 3u);
+  EXPECT_EQ(data["seeds"][1]["data"]["frames"][2]["step"], 200);
+  EXPECT_EQ(data["seeds"][0]["name"], "seed-7");
+  EXPECT_EQ(data["seeds"][0]["data"], watch_data(one, p1, seeds_limits()));
+  const WatchLimits l = seeds_limits();
+  EXPECT_EQ(l.kernel_bytes, 0);
+  EXPECT_LT(l.max_sim_rows, WatchLimits().max_sim_rows);
+  EXPECT_LT(l.max_frames, WatchLimits().max_frames);
+  const std::string msg = error_of([&] { seeds_watch_data("v", {{8, none, &empty, ""}}); });
+  EXPECT_NE(msg.find("seeds page of v: no run has snapshots"), std::string::npos) << msg;
 }
 
 TEST(Watch, ASnapshotOfAnotherShapeIsNamed) {
@@ -232,9 +281,23 @@ TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
   EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of watch_page.html left unfilled";
   size_t closes = 0;
   for (size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
-  EXPECT_EQ(closes, 3u);  // the template's three scripts, none from the data
+  EXPECT_EQ(closes, 4u);  // the template's four scripts (error counter, data, panels.js, page), none from the data
   const std::string msg = error_of([] { watch_html("t", "s", nlohmann::json{{"frames", nlohmann::json::array()}}); });
   EXPECT_NE(msg.find("no snapshots to show"), std::string::npos);
+}
+
+TEST(WatchPage, TheSeedsPageEmbedsItsDataAndNeedsASeedWithFrames) {
+  const nlohmann::json seed = {{"seed", 1}, {"data", {{"frames", nlohmann::json::array({{{"step", 0}}})}}}};
+  const std::string page = seeds_html("poslab: v<1>", "/c", {{"variant", "v"}, {"seeds", {seed}}});
+  EXPECT_NE(page.find("<title>poslab: v&lt;1&gt;: the seeds side by side</title>"), std::string::npos);
+  EXPECT_NE(page.find("const Panels ="), std::string::npos);  // panels.js, shared with the watch page
+  EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of seeds_page.html left unfilled";
+  for (const nlohmann::json& bad : {nlohmann::json{{"seeds", nlohmann::json::array()}},
+                                    nlohmann::json{{"seeds", {{{"seed", 1}, {"data", {{"frames", nlohmann::json::array()}}}}}}},
+                                    nlohmann::json::array()}) {
+    const std::string msg = error_of([&] { seeds_html("t", "s", bad); });
+    EXPECT_NE(msg.find("seeds page: no seed with snapshots to show"), std::string::npos) << bad.dump();
+  }
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 # The "watch it form" page in a real browser (Debian's chromium, headless; scripts/setup.sh installs it): a tiny
 # run's page loads without a console message or a script error, #step=S shows step S, two steps draw different
 # pictures, a step that is not a snapshot shows the nearest one with a note, a run with one snapshot works, each
-# curve's value sits beside its name, and every kind of page (watch, report, comparison, table) fits 1280 pixels.
+# curve's value sits beside its name, a variant's seeds play side by side on one slider (poslab compare), and every kind
+# of page (watch, report, comparison, table, seeds) fits 1280 pixels.
 # The page writes what it drew into <output id="state">: data-step, data-frames, data-digests (a hash of each
 # panel's pixels) and data-errors; --dump-dom reads them back.
 # Usage: tests/report/test_watch_page.sh POSLAB_BINARY SOURCE_DIR
@@ -120,6 +121,32 @@ for p in sim path2 path3 spectrum periodogram; do
   check "one table's page draws its $p as the run's page of that table does" \
     bash -c "[ -n \"$(panel $p "$tmp/table1")\" ] && [ \"$(panel $p "$tmp/table1")\" = \"$(panel $p "$tmp/one1")\" ]"
 done
+
+# A variant's seeds side by side (poslab compare): the two runs above as seeds 1 and 2 of one variant ("pair"), 60 and
+# 20 steps long, so at step 60 the second shows its latest snapshot, step 20.
+mkdir -p "$tmp/pair"
+ln -s "$tmp/runs/tiny" "$tmp/pair/seed-1"
+ln -s "$tmp/runs/tiny2" "$tmp/pair/seed-2"
+if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/dev/null 2>"$tmp/seeds.err"; then
+  seeds_page="$tmp/seeds/seeds_1_pair.html"
+  check "compare logs the seeds page" grep -Eq "seeds page of pair: 2 seeds, [0-9]+ KB: .*seeds_1_pair.html" "$tmp/seeds.err"
+  check "the comparison links the seeds page" grep -q 'href="seeds_1_pair.html"' "$tmp/seeds/index.html"
+  fits "$seeds_page" "the seeds page"
+  open_page "file://$seeds_page#step=60" "$tmp/pair60"
+  open_page "file://$seeds_page#step=20" "$tmp/pair20"
+  seed1=$(grep -o 'seed: [0-9]*' "$tmp/runs/tiny/config.yaml" | grep -o '[0-9]*')
+  check "the seeds page loads cleanly: 2 seeds, 4 steps" \
+    bash -c "$(declare -f attr clean); clean '$tmp/pair60' && [ \"\$(attr seeds '$tmp/pair60')/\$(attr frames '$tmp/pair60')\" = 2/4 ]"
+  check "at step 60 the shorter seed shows its latest snapshot, step 20, and says so" \
+    bash -c "[ \"$(attr shown "$tmp/pair60")\" = '$seed1:60 2:20' ] && grep -q 'latest snapshot: step 20' '$tmp/pair60.html'"
+  check "at step 20 both seeds show step 20" [ "$(attr shown "$tmp/pair20")" = "$seed1:20 2:20" ]
+  check "the first seed's similarity differs between steps 20 and 60" \
+    bash -c "[ -n \"$(panel s0.sim "$tmp/pair20")\" ] && [ \"$(panel s0.sim "$tmp/pair20")\" != \"$(panel s0.sim "$tmp/pair60")\" ]"
+  check "the second seed draws the same at steps 20 and 60 (its step 20 both times)" \
+    bash -c "[ -n \"$(panel s1.path2 "$tmp/pair20")\" ] && [ \"$(panel s1.path2 "$tmp/pair20")\" = \"$(panel s1.path2 "$tmp/pair60")\" ]"
+else
+  failed=$((failed + 1)); echo "FAIL comparing a variant's two seeds"; tail -3 "$tmp/seeds.err"
+fi
 
 echo "watch page: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

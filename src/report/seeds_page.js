@@ -1,0 +1,104 @@
+"use strict";
+// The seeds page: a variant's runs (one per seed) side by side on one step slider; the drawings are Panels'
+// (panels.js), the data report/watch.h's seeds_watch_data.
+(function () {
+  const D = DATA;
+  const $ = (id) => document.getElementById(id);
+  const state = $("state");
+  const PANELS = [["sim", "Cosine similarity of the rows", 232], ["path2", "The rows' path in PC1 and PC2", 232],
+                  ["spectrum", "Singular values and the noise floor", 200], ["periodogram", "Power along position", 200]];
+  const SHOWN = ["signal_share", "effective_rank", "adjacent_cosine", "sinusoid_r2", "probe_r2", "val_loss"];
+
+  const seeds = D.seeds.map((s) => ({ seed: s.seed, name: s.name, verdict: s.verdict, T: Panels.decode(s.data),
+                                      metrics: s.data.metrics }));
+  const S = Panels.scales([].concat(...seeds.map((s) => s.T.frames)));
+  const steps = Array.from(new Set([].concat(...seeds.map((s) => s.T.frames.map((f) => f.step))))).sort((a, b) => a - b);
+
+  // The page: a row of headings, then one row per seed (its numbers, then its four panels).
+  const heads = document.createElement("div");
+  heads.className = "heads";
+  heads.innerHTML = "<div></div>" + PANELS.map((p) => "<div>" + p[1] + "</div>").join("");
+  $("seeds").appendChild(heads);
+  seeds.forEach((s, i) => {
+    const row = document.createElement("section");
+    row.className = "seed";
+    const info = document.createElement("div");
+    const h = document.createElement("h2");
+    h.textContent = "seed " + s.seed;
+    const name = document.createElement("div");
+    name.className = "note";
+    name.textContent = s.name;
+    s.numbers = document.createElement("div");
+    s.numbers.className = "numbers";
+    s.hover = document.createElement("div");
+    s.hover.className = "hover";
+    info.append(h, name, s.numbers, s.hover);
+    row.appendChild(info);
+    s.canvas = {};
+    for (const [id, title, height] of PANELS) {
+      const c = document.createElement("canvas");
+      c.width = 232;
+      c.height = height;
+      c.id = "s" + i + "-" + id;
+      c.title = title;
+      s.canvas[id] = c;
+      row.appendChild(c);
+    }
+    s.canvas.sim.addEventListener("mousemove", (e) => {
+      s.hover.textContent = Panels.similarityAt(e, s.T, s.T.frames[s.shown]) || "\u00a0";
+    });
+    s.canvas.sim.addEventListener("mouseleave", () => { s.hover.textContent = "\u00a0"; });
+    $("seeds").appendChild(row);
+  });
+
+  // The seed's snapshot for `step`: its latest at or before it (its first when it has none that early).
+  function frameAt(s, step) {
+    let k = 0;
+    s.T.frames.forEach((f, i) => { if (f.step <= step) k = i; });
+    return k;
+  }
+
+  function numbers(s, f, step) {
+    const lines = [];
+    if (f.step !== step) lines.push(["behind", (f.step < step ? "latest snapshot: step " : "first snapshot: step ") + f.step]);
+    lines.push(["", f.rank + " component" + (f.rank === 1 ? "" : "s") + " above the noise floor"]);
+    s.metrics.forEach((m, q) => {
+      const v = f.metrics[q];
+      if (SHOWN.includes(m.key) && v !== null && isFinite(v)) lines.push(["", m.label + " " + Number(v).toPrecision(3)]);
+    });
+    if (f.kinds) lines.push(["", "layer 0: " + f.kinds.join(", ")]);
+    if (s.verdict) lines.push(["", s.verdict]);
+    s.numbers.replaceChildren(...lines.map(([cls, text]) => {
+      const d = document.createElement("div");
+      if (cls) d.className = cls;
+      d.textContent = text;
+      return d;
+    }));
+  }
+
+  function show(k) {
+    const step = steps[k];
+    $("label").textContent = "step " + step + " · " + (k + 1) + " of " + steps.length + " steps · " + seeds.length +
+        " seed" + (seeds.length === 1 ? "" : "s");
+    const digests = [], shown = [];
+    seeds.forEach((s, i) => {
+      s.shown = frameAt(s, step);
+      const f = s.T.frames[s.shown];
+      Panels.similarity(s.canvas.sim, s.T, f);
+      Panels.path2(s.canvas.path2, s.T, f);
+      Panels.spectrum(s.canvas.spectrum, f, S);
+      Panels.periodogram(s.canvas.periodogram, f, S);
+      numbers(s, f, step);
+      shown.push(s.seed + ":" + f.step);
+      for (const [id] of PANELS) digests.push("s" + i + "." + id + ":" + Panels.fnv(s.canvas[id]).toString(16));
+    });
+    state.dataset.step = String(step);
+    state.dataset.frames = String(steps.length);
+    state.dataset.seeds = String(seeds.length);
+    state.dataset.shown = shown.join(" ");
+    state.dataset.digests = digests.join(" ");
+    state.dataset.digest = Panels.fnvText(digests).toString(16);
+    state.dataset.pageWidth = String(document.documentElement.scrollWidth);  // wider than the window: it scrolls
+  }
+  Panels.player(steps, show);
+})();
