@@ -13,7 +13,7 @@
 namespace poslab {
 namespace {
 
-std::string shape_of(const torch::Tensor& t) {
+std::string shape_text(const torch::Tensor& t) {
   std::string s = "(";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
   return s + ")";
@@ -103,7 +103,7 @@ Agreement table_agreement(const torch::Tensor& A_in, const torch::Tensor& B_in, 
                           const std::string& b_source, int k, int shuffles, uint64_t seed) {
   if (A_in.dim() != 2 || B_in.dim() != 2 || A_in.size(0) != B_in.size(0))
     throw Error(fmt::format("{} is {} and {} is {}: tables of the same positions (rows) are compared", a_source,
-                            shape_of(A_in), b_source, shape_of(B_in)),
+                            shape_text(A_in), b_source, shape_text(B_in)),
                 "restrict both to the same positions with --rows BEGIN:END");
   if (A_in.size(0) < 4) throw Error(a_source + ": fewer than 4 rows to compare", "pass larger tables");
   const auto A = A_in.detach().to(torch::kCPU, torch::kFloat64);

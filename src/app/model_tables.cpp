@@ -48,7 +48,7 @@ std::vector<ModelTable> load_model_tables(const ModelFolder& m, const ModelTable
 
 namespace {
 
-int64_t config_int(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path) {
+int64_t config_dim(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path) {
   for (const char* k : keys)
     if (c.contains(k) && c[k].is_number_integer()) return c[k].get<int64_t>();
   throw Error(path + ": config.json has no " + *keys.begin(), "layer 0's heads need the model's config.json beside its weights");
@@ -78,7 +78,7 @@ AttentionWeights layer0_weights(const ModelFolder& m, const ModelTables& t, cons
     w.ln_eps = config_double(m.config, "layer_norm_epsilon", 1e-5);
     w.c_attn_weight = read_model_tensor(m, p + "h.0.attn.c_attn.weight").t().contiguous();  // Conv1D: (in, out)
     w.c_attn_bias = read_model_tensor(m, p + "h.0.attn.c_attn.bias");
-    w.n_head = config_int(m.config, {"n_head", "num_attention_heads"}, config);
+    w.n_head = config_dim(m.config, {"n_head", "num_attention_heads"}, config);
     return w;
   }
   if (t.layout == "bert") {
@@ -93,7 +93,7 @@ AttentionWeights layer0_weights(const ModelFolder& m, const ModelTables& t, cons
                                   read_model_tensor(m, a + "value.weight")});  // nn.Linear: (out, in)
     w.c_attn_bias = torch::cat({read_model_tensor(m, a + "query.bias"), read_model_tensor(m, a + "key.bias"),
                                 read_model_tensor(m, a + "value.bias")});
-    w.n_head = config_int(m.config, {"num_attention_heads", "n_head"}, config);
+    w.n_head = config_dim(m.config, {"num_attention_heads", "n_head"}, config);
     w.causal = false;
     return w;
   }

@@ -17,7 +17,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // An integer field of the config (or of one of its sub-configs), or `fallback`.
-int64_t config_int(const nlohmann::json& c, const char* key, int64_t fallback) {
+int64_t config_int_or(const nlohmann::json& c, const char* key, int64_t fallback) {
   if (c.is_object() && c.contains(key) && c[key].is_number_integer()) return c[key].get<int64_t>();
   return fallback;
 }
@@ -38,7 +38,7 @@ const std::set<std::string> kAlibi = {"bloom", "mpt"};
 std::string vision_grid(PositionTableSpec& s, const nlohmann::json& config) {
   const int64_t n = s.rows - s.offset - s.class_rows;
   const nlohmann::json& vc = config.contains("vision_config") ? config["vision_config"] : config;
-  const int64_t image = config_int(vc, "image_size", 0), patch = config_int(vc, "patch_size", 0);
+  const int64_t image = config_int_or(vc, "image_size", 0), patch = config_int_or(vc, "patch_size", 0);
   int64_t side = image > 0 && patch > 0 ? image / patch : static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n) side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n || n < 4) return fmt::format("{} patch rows do not form a square grid: read as a sequence", n);
@@ -77,7 +77,7 @@ ModelTables find_position_tables(const nlohmann::json& config, const std::map<st
     } else if (ends_with(name, "embeddings.position_embeddings.weight") && seq) {  // BERT, RoBERTa, DistilBERT
       if (t.family.empty()) t.family = "bert";
       if (from_padding) {
-        const int64_t pad = config_int(config, "pad_token_id", 1);
+        const int64_t pad = config_int_or(config, "pad_token_id", 1);
         if (pad >= 0 && pad + 1 < s.rows) {
           s.offset = pad + 1;
           s.skipped = fmt::format("rows 0-{}: row {} is padding_idx (pad_token_id), positions start at padding_idx + 1",

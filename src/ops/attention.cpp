@@ -23,7 +23,7 @@ struct Shape {
   float scale;
 };
 
-Shape shape_of(const torch::Tensor& qkv, int64_t n_head) {
+Shape attention_shape(const torch::Tensor& qkv, int64_t n_head) {
   TORCH_CHECK(qkv.dim() == 3 && n_head > 0 && qkv.size(2) % (3 * n_head) == 0,
               "causal_attention: expected (B, T, 3C) with C a multiple of n_head = ", n_head, ", got ", qkv.sizes());
   TORCH_CHECK(qkv.scalar_type() == torch::kFloat32 || qkv.scalar_type() == torch::kBFloat16,
@@ -38,7 +38,7 @@ Shape shape_of(const torch::Tensor& qkv, int64_t n_head) {
 void widen_rows(const uint16_t* src, int64_t ld, int64_t rows, int64_t hs, float* dst) {
   for (int64_t i = 0; i < rows; ++i) simd::widen_bf16(src + i * ld, dst + i * hs, hs);
 }
-void narrow_rows(const float* src, int64_t rows, int64_t hs, uint16_t* dst, int64_t ld) {
+void narrow_head_rows(const float* src, int64_t rows, int64_t hs, uint16_t* dst, int64_t ld) {
   for (int64_t i = 0; i < rows; ++i) simd::narrow_bf16(src + i * hs, dst + i * ld, hs);
 }
 
@@ -92,11 +92,11 @@ void forward_into(const torch::Tensor& qkv, const Shape& s, torch::Tensor& y, to
     widen_rows(base + s.C, ld, T, hs, k);
     widen_rows(base + 2 * s.C, ld, T, hs, v);
     attention_head_forward(q, k, v, hs, T, hs, s.scale, scores, ph, o, hs);
-    narrow_rows(o, T, hs, bf16_bits(y) + b * T * s.C + h * hs, s.C);
+    narrow_head_rows(o, T, hs, bf16_bits(y) + b * T * s.C + h * hs, s.C);
   });
 }
 
-std::pair<torch::Tensor, torch::Tensor> forward_impl(const torch::Tensor& qkv, const Shape& s) {
+std::pair<torch::Tensor, torch::Tensor> attention_forward(const torch::Tensor& qkv, const Shape& s) {
   torch::Tensor y = torch::empty({s.B, s.T, s.C}, qkv.options());
   torch::Tensor p = torch::empty({s.B * s.nh, s.T, s.T}, qkv.options().dtype(torch::kFloat32));
   forward_into(qkv, s, y, p);
@@ -139,9 +139,9 @@ void backward_into(const torch::Tensor& qkv, const torch::Tensor& p, const torch
     widen_rows(bf16_bits(dy) + b * T * s.C + h * hs, s.C, T, hs, d_o);
     attention_head_backward(q, k, v, hs, ph, d_o, hs, T, hs, s.scale, scratch, dq, dk, dv, hs);
     uint16_t* grad = bf16_bits(dqkv) + b * T * ld + h * hs;
-    narrow_rows(dq, T, hs, grad, ld);
-    narrow_rows(dk, T, hs, grad + s.C, ld);
-    narrow_rows(dv, T, hs, grad + 2 * s.C, ld);
+    narrow_head_rows(dq, T, hs, grad, ld);
+    narrow_head_rows(dk, T, hs, grad + s.C, ld);
+    narrow_head_rows(dv, T, hs, grad + 2 * s.C, ld);
   });
 }
 
@@ -155,15 +155,15 @@ torch::Tensor backward_impl(const torch::Tensor& qkv, const torch::Tensor& p, co
 
 struct CausalAttention : public torch::autograd::Function<CausalAttention> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& qkv, int64_t n_head) {
-    const Shape s = shape_of(qkv, n_head);
-    auto [y, p] = forward_impl(qkv, s);
+    const Shape s = attention_shape(qkv, n_head);
+    auto [y, p] = attention_forward(qkv, s);
     ctx->save_for_backward({qkv, p});
     ctx->saved_data["n_head"] = n_head;
     return y;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_output) {
     const auto saved = ctx->get_saved_variables();
-    const Shape s = shape_of(saved[0], ctx->saved_data["n_head"].toInt());
+    const Shape s = attention_shape(saved[0], ctx->saved_data["n_head"].toInt());
     return {backward_impl(saved[0], saved[1], grad_output[0], s), torch::Tensor()};
   }
 };
@@ -171,19 +171,19 @@ struct CausalAttention : public torch::autograd::Function<CausalAttention> {
 }  // namespace
 
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head) {
-  const Shape s = shape_of(qkv, n_head);
+  const Shape s = attention_shape(qkv, n_head);
   const torch::Tensor x = qkv.contiguous();
   if (torch::GradMode::is_enabled() && qkv.requires_grad()) return CausalAttention::apply(x, n_head);
-  return forward_impl(x, s).first;
+  return attention_forward(x, s).first;
 }
 
 void causal_attention_forward_out(const torch::Tensor& qkv, int64_t n_head, torch::Tensor& y, torch::Tensor& p) {
-  forward_into(qkv, shape_of(qkv, n_head), y, p);
+  forward_into(qkv, attention_shape(qkv, n_head), y, p);
 }
 
 void causal_attention_backward_out(const torch::Tensor& qkv, const torch::Tensor& p, const torch::Tensor& dy,
                                    int64_t n_head, torch::Tensor& dqkv) {
-  backward_into(qkv, p, dy, shape_of(qkv, n_head), dqkv);
+  backward_into(qkv, p, dy, attention_shape(qkv, n_head), dqkv);
 }
 
 }  // namespace poslab

@@ -16,7 +16,7 @@ void check(const torch::Tensor& s) {
   TORCH_CHECK(s.device().is_cpu(), "causal_softmax: CPU only");
 }
 
-torch::Tensor forward_impl(const torch::Tensor& scores, double scale) {
+torch::Tensor softmax_forward(const torch::Tensor& scores, double scale) {
   const torch::Tensor s = scores.contiguous();
   torch::Tensor out = torch::empty_like(s);
   const int64_t T = s.size(2), rows = s.size(0) * T;
@@ -36,7 +36,7 @@ torch::Tensor forward_impl(const torch::Tensor& scores, double scale) {
 
 struct CausalSoftmax : public torch::autograd::Function<CausalSoftmax> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& scores, double scale) {
-    torch::Tensor p = forward_impl(scores, scale);
+    torch::Tensor p = softmax_forward(scores, scale);
     ctx->save_for_backward({p});
     ctx->saved_data["scale"] = scale;
     return p;
@@ -69,7 +69,7 @@ struct CausalSoftmax : public torch::autograd::Function<CausalSoftmax> {
 torch::Tensor causal_softmax(const torch::Tensor& scores, double scale) {
   check(scores);
   if (torch::GradMode::is_enabled() && scores.requires_grad()) return CausalSoftmax::apply(scores, scale);
-  return forward_impl(scores, scale);
+  return softmax_forward(scores, scale);
 }
 
 }  // namespace poslab

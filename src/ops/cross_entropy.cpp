@@ -9,7 +9,7 @@ namespace poslab {
 namespace {
 
 // Returns the mean loss; fills `grad` (same shape and dtype as logits) when it is defined.
-torch::Tensor run(const torch::Tensor& logits, const torch::Tensor& targets, double weight, torch::Tensor grad) {
+torch::Tensor cross_entropy_pass(const torch::Tensor& logits, const torch::Tensor& targets, double weight, torch::Tensor grad) {
   RECORD_FUNCTION("poslab::fused_cross_entropy", std::vector<c10::IValue>());
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
               "fused_cross_entropy: expected (N, V) logits and (N,) targets, got ", logits.sizes(), " and ",
@@ -41,7 +41,7 @@ struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets, double weight) {
     torch::Tensor grad = torch::empty({logits.size(0), logits.size(1)}, logits.options());
-    torch::Tensor loss = run(logits, targets, weight, grad);
+    torch::Tensor loss = cross_entropy_pass(logits, targets, weight, grad);
     ctx->save_for_backward({grad});
     return loss;
   }
@@ -74,7 +74,7 @@ torch::Tensor mean_row_loss(const torch::Tensor& losses, double weight) {
 
 torch::Tensor fused_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, double weight) {
   if (torch::GradMode::is_enabled() && logits.requires_grad()) return FusedCrossEntropy::apply(logits, targets, weight);
-  return run(logits, targets, weight, torch::Tensor());
+  return cross_entropy_pass(logits, targets, weight, torch::Tensor());
 }
 
 }  // namespace poslab

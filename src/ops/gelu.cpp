@@ -10,7 +10,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-torch::Tensor forward_impl(const torch::Tensor& x) {
+torch::Tensor gelu_forward(const torch::Tensor& x) {
   torch::Tensor y = torch::empty_like(x);
   const uint16_t* xp = bf16_bits(x);
   uint16_t* yp = bf16_bits(y);
@@ -21,7 +21,7 @@ torch::Tensor forward_impl(const torch::Tensor& x) {
 struct FusedGelu : public torch::autograd::Function<FusedGelu> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x) {
     ctx->save_for_backward({x});
-    return forward_impl(x);
+    return gelu_forward(x);
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grad_output) {
     const torch::Tensor x = ctx->get_saved_variables()[0];
@@ -88,7 +88,7 @@ torch::Tensor gelu(const torch::Tensor& x) {
   if (!x.device().is_cpu() || x.scalar_type() != torch::kBFloat16) return torch::gelu(x);
   const torch::Tensor c = x.contiguous();
   if (torch::GradMode::is_enabled() && x.requires_grad()) return FusedGelu::apply(c);
-  return forward_impl(c);
+  return gelu_forward(c);
 }
 
 }  // namespace poslab

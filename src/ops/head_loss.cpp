@@ -54,7 +54,7 @@ int64_t chunk_rows(int64_t N, int64_t V, int64_t element_size) {
   return std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * element_size)));
 }
 
-Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets, double weight, bool grad) {
+Result head_loss_pass(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets, double weight, bool grad) {
   RECORD_FUNCTION("poslab::head_cross_entropy", std::vector<c10::IValue>());
   const int64_t N = x.size(0), V = w.size(0);
   const auto dtype = x.scalar_type();
@@ -87,7 +87,7 @@ Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& 
 struct HeadCrossEntropy : public torch::autograd::Function<HeadCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
                                const torch::Tensor& targets, double weight) {
-    Result r = run(x, w, targets, weight, true);
+    Result r = head_loss_pass(x, w, targets, weight, true);
     ctx->save_for_backward({r.dx, r.dw});
     return r.loss;
   }
@@ -118,7 +118,7 @@ torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
   const torch::Tensor xc = x.contiguous();
   if (torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()))
     return HeadCrossEntropy::apply(xc, w, targets, weight);
-  return run(xc, w, targets, weight, false).loss;
+  return head_loss_pass(xc, w, targets, weight, false).loss;
 }
 
 torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,

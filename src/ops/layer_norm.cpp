@@ -15,7 +15,7 @@ struct Stats {
   torch::Tensor y, mean, rstd;
 };
 
-Stats forward_impl(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, double eps, bool bf16_out) {
+Stats layer_norm_forward(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, double eps, bool bf16_out) {
   const int64_t N = x2.size(0), C = x2.size(1);
   Stats s{torch::empty({N, C}, bf16_out ? torch::kBFloat16 : torch::kFloat32), torch::empty({N}), torch::empty({N})};
   layer_norm_forward_out(x2, w, b, eps, s.y, s.mean, s.rstd);
@@ -26,7 +26,7 @@ Stats forward_impl(const torch::Tensor& x2, const torch::Tensor& w, const torch:
 struct FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x2, const torch::Tensor& w,
                                const torch::Tensor& b, double eps, bool bf16_out) {
-    Stats s = forward_impl(x2, w, b, eps, bf16_out);
+    Stats s = layer_norm_forward(x2, w, b, eps, bf16_out);
     ctx->save_for_backward({x2, w, s.mean, s.rstd});
     ctx->saved_data["has_bias"] = b.numel() > 0;
     return s.y;
@@ -105,7 +105,7 @@ torch::Tensor fused_layer_norm(const torch::Tensor& x, const torch::Tensor& weig
                     (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   // No bias: an empty tensor stands in (an undefined one cannot be an input of an autograd function).
   const torch::Tensor b = bias.defined() ? bias : torch::empty({0});
-  torch::Tensor y = grad ? FusedLayerNorm::apply(x2, weight, b, eps, bf16_out) : forward_impl(x2, weight, b, eps, bf16_out).y;
+  torch::Tensor y = grad ? FusedLayerNorm::apply(x2, weight, b, eps, bf16_out) : layer_norm_forward(x2, weight, b, eps, bf16_out).y;
   return y.view(out_shape);
 }
 

@@ -9,7 +9,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-torch::Tensor forward_impl(const torch::Tensor& x, const torch::Tensor& y) {
+torch::Tensor residual_forward(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor out = torch::empty_like(x);
   const float* xp = x.data_ptr<float>();
   const auto* yp = reinterpret_cast<const uint16_t*>(y.data_ptr<at::BFloat16>());
@@ -21,7 +21,7 @@ torch::Tensor forward_impl(const torch::Tensor& x, const torch::Tensor& y) {
 
 struct ResidualAdd : public torch::autograd::Function<ResidualAdd> {
   static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, const torch::Tensor& y) {
-    return forward_impl(x, y);
+    return residual_forward(x, y);
   }
   static tensor_list backward(AutogradContext*, tensor_list grad_output) {
     const torch::Tensor g = grad_output[0].to(torch::kFloat32).contiguous();
@@ -41,7 +41,7 @@ torch::Tensor residual_add(const torch::Tensor& x, const torch::Tensor& y) {
     return x + y;
   const torch::Tensor xc = x.contiguous(), yc = y.contiguous();
   if (torch::GradMode::is_enabled() && (x.requires_grad() || y.requires_grad())) return ResidualAdd::apply(xc, yc);
-  return forward_impl(xc, yc);
+  return residual_forward(xc, yc);
 }
 
 }  // namespace poslab

@@ -38,7 +38,6 @@ Stat pooled(const std::vector<double>& values) {
 
 namespace {
 
-std::string num(double v) { return gp_number(v); }
 
 // One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.
 std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant) {
@@ -203,10 +202,10 @@ std::string comparison_csv(const Comparison& c) {
   h += "\n";
   for (const auto& row : c.rows) {
     h += row.variant + "," + std::to_string(row.runs.size());
-    for (const auto& s : row.stats) h += "," + num(s.mean) + "," + num(s.sd);
-    h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, num(row.emerged_from.mean), num(row.emerged_from.sd),
+    for (const auto& s : row.stats) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
+    h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, gp_number(row.emerged_from.mean), gp_number(row.emerged_from.sd),
                      row.boundary_outliers, row.present);
-    for (const auto& s : row.half_change) h += "," + num(s.mean) + "," + num(s.sd);
+    for (const auto& s : row.half_change) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
     h += "\n";
   }
   return h;

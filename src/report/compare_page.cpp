@@ -26,7 +26,6 @@ namespace {
 
 using Curve = std::vector<std::pair<double, double>>;  // (x, y) points of one run
 
-std::string num(double v) { return gp_number(v); }
 
 // Mean and sd over the variant's runs at each x (the runs of one variant share their steps / positions).
 struct Band {
@@ -70,7 +69,7 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
     const std::string file = name + "_" + gp_slug(variants[i]) + ".dat";
     std::string d = "# x mean mean-sd mean+sd\n";
     for (size_t k = 0; k < bands[i].x.size(); ++k)
-      d += fmt::format("{} {} {} {}\n", num(bands[i].x[k]), num(bands[i].mean[k]), num(bands[i].lo[k]), num(bands[i].hi[k]));
+      d += fmt::format("{} {} {} {}\n", gp_number(bands[i].x[k]), gp_number(bands[i].mean[k]), gp_number(bands[i].lo[k]), gp_number(bands[i].hi[k]));
     f.data[file] = d;
     plots += fmt::format("{}'{}' using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc {} notitle, "
                          "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {}",

@@ -42,14 +42,14 @@ std::string canonical(const std::string& path) {
   return ec ? fs::absolute(path).lexically_normal().string() : p.string();
 }
 
-double mean_of(const std::vector<double>& v, size_t begin, size_t end) {
+double mean_over(const std::vector<double>& v, size_t begin, size_t end) {
   end = std::min(end, v.size());
   if (begin >= end) return NAN;
   return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end), 0.0) /
          static_cast<double>(end - begin);
 }
 
-std::string cell(double v, const char* spec = "{:.4f}") {
+std::string value_cell(double v, const char* spec = "{:.4f}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("–");
 }
 
@@ -96,7 +96,7 @@ std::vector<FineTune> fine_tunes_of(const fs::path& run, const std::string& chec
 }
 
 // One curve of a loss-by-position figure: a method keeps its colour; its fine-tuned run is dashed.
-struct Curve {
+struct LossCurve {
   std::string label;
   std::vector<double> loss;
   std::string colour;
@@ -112,7 +112,7 @@ std::string method_colour(const std::string& method) {
 }
 
 // Loss by position, one curve per series; a dashed line at `T` where the trained positions end.
-Figure loss_by_position_figure(const std::string& name, const std::string& caption, const std::vector<Curve>& series,
+Figure loss_by_position_figure(const std::string& name, const std::string& caption, const std::vector<LossCurve>& series,
                                int64_t T) {
   Figure f{name, "Loss at each position, past the trained context", caption, {}, {}};
   std::string plots;
@@ -162,24 +162,24 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   const std::vector<double> original = read_position_loss(folder.position_loss());
   const int64_t T = exts.front().info.from;
   auto metric = [](const nlohmann::json& table, const char* key, const char* spec) {
-    return table.contains(key) && table[key].is_number() ? cell(table[key].get<double>(), spec) : std::string("–");
+    return table.contains(key) && table[key].is_number() ? value_cell(table[key].get<double>(), spec) : std::string("–");
   };
   std::string h = "<h2>Extending the context</h2>\n<p>The trained table stretched past its " + std::to_string(T) +
                   " rows by <code>poslab extend</code>; the loss of each extended model by <code>poslab eval</code> "
                   "(val split) over the trained positions and the new ones, and the runs that fine-tuned an extension "
                   "(<code>poslab train --init-from</code>) with the first eval step at which their val loss reached this "
-                  "run's final val loss (" + cell(target) + ").</p>\n<div style=\"overflow-x:auto\"><table>\n"
+                  "run's final val loss (" + value_cell(target) + ").</p>\n<div style=\"overflow-x:auto\"><table>\n"
                   "<tr><th>table</th><th>rows</th><th>eff rank</th><th>adj cos</th><th>interp 4</th><th>probe R²</th>"
                   "<th>loss 0–" + std::to_string(T - 1) + "</th><th>loss past " + std::to_string(T - 1) +
-                  "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + cell(target) +
+                  "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + value_cell(target) +
                   "</th><th>val at the end</th><th>loss past " + std::to_string(T - 1) + ", fine-tuned</th></tr>\n";
   const nlohmann::json& before = exts.front().info.table_before;
   h += fmt::format("<tr><td>trained</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>–</td>"
                    "<td></td><td></td><td></td><td></td><td></td></tr>\n",
                    T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
                    metric(before, "interpolation_error_s4", "{:.3f}"), metric(before, "probe_r2", "{:.3f}"),
-                   original.empty() ? std::string("run poslab eval") : cell(mean_of(original, 0, T)));
-  std::vector<Curve> curves = {{"trained (" + std::to_string(T) + ")", original, "#000000"}};
+                   original.empty() ? std::string("run poslab eval") : value_cell(mean_over(original, 0, T)));
+  std::vector<LossCurve> curves = {{"trained (" + std::to_string(T) + ")", original, "#000000"}};
   for (const auto& e : exts) {
     const std::string& method = e.info.method;
     const int64_t N = e.info.to;
@@ -188,16 +188,16 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
         html_escape(method), N, metric(after, "effective_rank", "{:.2f}"), metric(after, "adjacent_cosine", "{:.3f}"),
         metric(after, "interpolation_error_s4", "{:.3f}"), metric(after, "probe_r2", "{:.3f}"),
-        e.loss.empty() ? std::string("–") : cell(mean_of(e.loss, 0, T)),
-        e.loss.empty() ? std::string("run poslab eval") : cell(mean_of(e.loss, T, e.loss.size())));
+        e.loss.empty() ? std::string("–") : value_cell(mean_over(e.loss, 0, T)),
+        e.loss.empty() ? std::string("run poslab eval") : value_cell(mean_over(e.loss, T, e.loss.size())));
     curves.push_back({fmt::format("{} ({})", method, N), e.loss, method_colour(method)});
     if (e.fine_tunes.empty()) h += row_start + "<td>none</td><td></td><td></td><td></td><td></td></tr>\n";
     for (const auto& f : e.fine_tunes) {
       h += row_start + fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(f.name),
-                                   cell(f.first_val),
+                                   value_cell(f.first_val),
                                    f.matched_step >= 0 ? std::to_string(f.matched_step)
                                                        : fmt::format("not in {}", f.last_step),
-                                   cell(f.last_val), f.loss.empty() ? std::string("–") : cell(mean_of(f.loss, T, f.loss.size())));
+                                   value_cell(f.last_val), f.loss.empty() ? std::string("–") : value_cell(mean_over(f.loss, T, f.loss.size())));
       if (!f.loss.empty())
         curves.push_back({fmt::format("{} ({}), {}", method, N, f.name), f.loss, method_colour(method), true});
     }
@@ -264,8 +264,8 @@ ExtensionSection extension_section(const std::string& run_dir) {
       "{} positions whose table was extended to {} by <b>{}</b>. Loss over positions 0–{} / {}–{}: before this run "
       "{} / {}, after {} / {} (poslab eval of each; – where it was not run).</p>\n",
       html_escape(cfg.train.init_from), T, cfg.model.block_size, html_escape(cfg.model.extend_method), T - 1, T,
-      cfg.model.block_size - 1, cell(mean_of(before, 0, T)), cell(mean_of(before, T, before.size())),
-      cell(mean_of(after, 0, T)), cell(mean_of(after, T, after.size())));
+      cfg.model.block_size - 1, value_cell(mean_over(before, 0, T)), value_cell(mean_over(before, T, before.size())),
+      value_cell(mean_over(after, 0, T)), value_cell(mean_over(after, T, after.size())));
   if (!before.empty() || !after.empty())
     out.figures.push_back(loss_by_position_figure(
         "extension_loss_finetune",

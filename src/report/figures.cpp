@@ -23,7 +23,6 @@ std::string both_formats(const std::string& name, const std::string& body, int w
 
 namespace {
 
-std::string num(double v) { return gp_number(v); }
 std::string quote(const std::string& s) { return gp_quote(s); }
 std::string slug(const std::string& s) { return gp_slug(s); }
 
@@ -70,7 +69,7 @@ Figure spectrum_figure(const std::vector<Series>& series) {
   const std::string plots = series_plots(f, series, "spectrum", "k sigma_k/sigma_1", "lines lw 2", [](const Analysis& a) {
     std::string d;
     const auto& sv = a.singular_values;
-    for (size_t k = 0; k < sv.size(); ++k) d += fmt::format("{} {}\n", k + 1, num(sv[k] / std::max(sv[0], 1e-300)));
+    for (size_t k = 0; k < sv.size(); ++k) d += fmt::format("{} {}\n", k + 1, gp_number(sv[k] / std::max(sv[0], 1e-300)));
     return d;
   });
   f.script = both_formats(f.name,
@@ -90,7 +89,7 @@ Figure cumulative_variance_figure(const std::vector<Series>& series) {
       [](const Analysis& a) {
         std::string d = "0 0\n";
         for (size_t k = 0; k < a.cumulative_variance.size(); ++k)
-          d += fmt::format("{} {}\n", k + 1, num(100 * a.cumulative_variance[k]));
+          d += fmt::format("{} {}\n", k + 1, gp_number(100 * a.cumulative_variance[k]));
         return d;
       },
       [](const Series& s) { return fmt::format("{} (k90 = {})", s.label, s.analysis->k90); });
@@ -143,7 +142,7 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
   std::string d = "# offset mean_cosine step\n";
   for (const auto& p : points) {
     const auto& c = p.analysis.cos_by_offset;
-    for (size_t k = 0; k < c.size(); ++k) d += fmt::format("{} {} {}\n", k + 1, num(c[k]), p.step);
+    for (size_t k = 0; k < c.size(); ++k) d += fmt::format("{} {} {}\n", k + 1, gp_number(c[k]), p.step);
     d += "\n\n";
   }
   f.data["cos_by_offset.dat"] = d;
@@ -163,7 +162,7 @@ Figure row_norms_figure(const std::vector<Series>& series) {
                                          [](const Analysis& a) {
                                            std::string d;
                                            for (size_t i = 0; i < a.row_norms.size(); ++i)
-                                             d += fmt::format("{} {}\n", i + a.row_offset, num(a.row_norms[i]));
+                                             d += fmt::format("{} {}\n", i + a.row_offset, gp_number(a.row_norms[i]));
                                            return d;
                                          });
   const int64_t first = series.empty() ? 0 : series[0].analysis->row_offset;
@@ -182,12 +181,12 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
   std::string d = "# step k90 signal_rank signal_share adjacent_cosine shuffled_mean shuffled_sd effective_rank\n";
   for (const auto& p : points)
     d += fmt::format("{} {} {} {} {} {} {} {}\n", p.step, p.analysis.k90, p.analysis.noise.signal_rank,
-                     num(p.analysis.noise.signal_share), num(p.analysis.smooth.adjacent_cosine),
-                     num(p.analysis.shuffle_control.mean), num(p.analysis.shuffle_control.sd), num(p.analysis.effective_rank));
+                     gp_number(p.analysis.noise.signal_share), gp_number(p.analysis.smooth.adjacent_cosine),
+                     gp_number(p.analysis.shuffle_control.mean), gp_number(p.analysis.shuffle_control.sd), gp_number(p.analysis.effective_rank));
   f.data["trajectory.dat"] = d;
   std::string loss = "# step batch_loss eval_train_loss eval_val_loss\n";
   for (const MetricsRecord& r : metrics)
-    loss += fmt::format("{} {} {} {}\n", r.step, num(r.loss), num(r.train_loss), num(r.val_loss));
+    loss += fmt::format("{} {} {} {}\n", r.step, gp_number(r.loss), gp_number(r.train_loss), gp_number(r.val_loss));
   f.data["loss.dat"] = loss;
   f.script = both_formats(
       f.name,
@@ -219,12 +218,12 @@ Figure shift_loss_figure(const ShiftCurve& c, const std::string& split) {
            "that relies on absolute position loses when its windows start anywhere but row 0.",
            {}, {}};
   std::string d = "# shift loss\n";
-  for (size_t i = 0; i < c.shifts.size(); ++i) d += fmt::format("{} {}\n", c.shifts[i], num(c.loss[i]));
+  for (size_t i = 0; i < c.shifts.size(); ++i) d += fmt::format("{} {}\n", c.shifts[i], gp_number(c.loss[i]));
   f.data["shift_loss.dat"] = d;
   std::string plots;
   for (size_t i = 0; i < c.shifts.size(); ++i) {
     std::string p = "# position loss\n";
-    for (size_t j = 0; j < c.by_position[i].size(); ++j) p += fmt::format("{} {}\n", j, num(c.by_position[i][j]));
+    for (size_t j = 0; j < c.by_position[i].size(); ++j) p += fmt::format("{} {}\n", j, gp_number(c.by_position[i][j]));
     const std::string file = fmt::format("shift_loss_{}.dat", c.shifts[i]);
     f.data[file] = p;
     plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title 'S = {}'", plots.empty() ? "" : ", ", file, c.shifts[i]);
@@ -245,7 +244,7 @@ Figure position_loss_figure(const std::vector<double>& loss, const std::string& 
            "positions see the least context before them; the curve shows how much each position gains from it.",
            {}, {}};
   std::string d = "# position loss\n";
-  for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, num(loss[i]));
+  for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(loss[i]));
   f.data["position_loss.dat"] = d;
   f.script = both_formats(f.name, "  set xlabel 'position in the context'\n  set autoscale xfix\n  set ylabel 'cross-entropy (nats/token)'\n"
                                   "  set grid\n  plot 'position_loss.dat' using 1:2 with linespoints pt 7 ps 0.5 lw 2 notitle\n");

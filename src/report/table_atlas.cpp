@@ -23,7 +23,7 @@ struct PairAgreement {
   Agreement g;
 };
 
-std::string cell(const PairAgreement& p) {
+std::string agreement_cell(const PairAgreement& p) {
   return fmt::format("<td title=\"{} positions; similarity correlation {:.3f} (shuffled {:.3f} ± {:.3f})\">{:.3f}<br>"
                      "<small class=\"null\">{:.3f} ± {:.3f}</small></td>",
                      p.positions, p.g.similarity_correlation, p.g.similarity_shuffled.mean, p.g.similarity_shuffled.sd,
@@ -82,7 +82,7 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
         continue;
       }
       for (const PairAgreement& p : pairs)
-        if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) matrix += cell(p);
+        if ((p.a == a && p.b == b) || (p.a == b && p.b == a)) matrix += agreement_cell(p);
     }
     matrix += "</tr>\n";
   }

@@ -13,12 +13,12 @@
 namespace poslab {
 namespace {
 
-std::string cell(const nlohmann::json& v, const char* spec) {
+std::string json_cell(const nlohmann::json& v, const char* spec) {
   return v.is_number() ? fmt::format(fmt::runtime(spec), v.get<double>()) : std::string("–");
 }
 
 // A head's summary, NaN where the file has none (null).
-double num(const nlohmann::json& head, const char* key) {
+double head_number(const nlohmann::json& head, const char* key) {
   return head.is_object() && head.contains(key) && head[key].is_number() ? head[key].get<double>() : NAN;
 }
 
@@ -47,15 +47,15 @@ std::string heads_table(const nlohmann::json& first, const nlohmann::json& last,
       if (head.is_null()) continue;
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                        "<td>{}</td><td>{}</td>",
-                       i, step, html_escape(head["kind"].get<std::string>()), number_cell(num(head, "mass_offset0"), "{:.2f}"),
-                       number_cell(num(head, "mass_offset1"), "{:.2f}"), number_cell(num(head, "mass_first"), "{:.2f}"),
-                       number_cell(num(head, "offset50"), "{:.0f}"), number_cell(num(head, "uniform_offset50"), "{:.0f}"),
-                       number_cell(num(head, "offset90"), "{:.0f}"), number_cell(num(head, "decay_length"), "{:.1f}"));
+                       i, step, html_escape(head["kind"].get<std::string>()), number_cell(head_number(head, "mass_offset0"), "{:.2f}"),
+                       number_cell(head_number(head, "mass_offset1"), "{:.2f}"), number_cell(head_number(head, "mass_first"), "{:.2f}"),
+                       number_cell(head_number(head, "offset50"), "{:.0f}"), number_cell(head_number(head, "uniform_offset50"), "{:.0f}"),
+                       number_cell(head_number(head, "offset90"), "{:.0f}"), number_cell(head_number(head, "decay_length"), "{:.1f}"));
       if (text) {
         const nlohmann::json seen = head_of(*usage, "data_attention", i);
         h += seen.is_null() ? "<td>–</td><td>–</td>"
                             : fmt::format("<td>{}</td><td>{}</td>", html_escape(seen["kind"].get<std::string>()),
-                                          number_cell(num(seen, "offset50"), "{:.0f}"));
+                                          number_cell(head_number(seen, "offset50"), "{:.0f}"));
       }
       h += "</tr>\n";
     }
@@ -65,9 +65,9 @@ std::string heads_table(const nlohmann::json& first, const nlohmann::json& last,
 std::string geometry_row(const char* label, const nlohmann::json& g) {
   const auto& angles = g["principal_angles_degrees"];
   return fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", label,
-                     g.value("k", 0), angles.empty() ? "–" : cell(angles[0], "{:.0f}°"),
-                     cell(g["mean_token_variance_ratio"], "{:.2f}"), cell(g["mean_token_spectrum_quantile"], "{:.2f}"),
-                     cell(g["max_abs_cosine"], "{:.3f}"));
+                     g.value("k", 0), angles.empty() ? "–" : json_cell(angles[0], "{:.0f}°"),
+                     json_cell(g["mean_token_variance_ratio"], "{:.2f}"), json_cell(g["mean_token_spectrum_quantile"], "{:.2f}"),
+                     json_cell(g["max_abs_cosine"], "{:.3f}"));
 }
 
 // A head's offset profile as gnuplot data, "offset attention" per line (floored at 1e-12 for the log scale).
@@ -178,8 +178,8 @@ Figure kernel_trajectory(const std::vector<std::pair<int64_t, nlohmann::json>>& 
   for (const auto& [step, u] : usage) {
     const auto& heads = u["attention_kernels"]["heads"];
     d += std::to_string(step);
-    for (size_t h = 0; h < n_head; ++h) d += " " + (h < heads.size() ? gp_number(num(heads[h], "offset50")) : "NaN");
-    d += " " + (heads.empty() ? std::string("NaN") : gp_number(num(heads[0], "uniform_offset50"))) + "\n";
+    for (size_t h = 0; h < n_head; ++h) d += " " + (h < heads.size() ? gp_number(head_number(heads[h], "offset50")) : "NaN");
+    d += " " + (heads.empty() ? std::string("NaN") : gp_number(head_number(heads[0], "uniform_offset50"))) + "\n";
   }
   f.data["attention_forming.dat"] = d;
   std::string plots;

@@ -17,7 +17,7 @@ torch::Tensor to_tensor(const std::string& s) {
   return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())}, torch::kUInt8).clone();
 }
 
-std::string to_string(const torch::Tensor& t) {
+std::string tensor_text(const torch::Tensor& t) {
   auto c = t.contiguous().to(torch::kCPU);
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
 }
@@ -41,7 +41,7 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   }
 }
 
-Error damaged(const std::string& path, const std::string& key, const std::string& what) {
+Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {
   return Error(path + ": checkpoint entry '" + key + "' " + what, "the file is damaged: use another checkpoint of the "
                "run (e.g. best.pt)");
 }
@@ -49,15 +49,15 @@ Error damaged(const std::string& path, const std::string& key, const std::string
 int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
   const torch::Tensor t = read_tensor(ar, key, path);
   if (t.numel() != 1 || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false))
-    throw damaged(path, key, "is not one integer (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+    throw damaged_error(path, key, "is not one integer (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
   return t.item<int64_t>();
 }
 
 std::string read_bytes(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
   const torch::Tensor t = read_tensor(ar, key, path);
   if (t.dim() != 1 || t.scalar_type() != torch::kUInt8)
-    throw damaged(path, key, "is not a byte string (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
-  return to_string(t);
+    throw damaged_error(path, key, "is not a byte string (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+  return tensor_text(t);
 }
 
 // Every entry is checked for dtype and shape before use: a damaged file is an error naming the entry, never a
@@ -72,10 +72,10 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
     throw Error(path + ": checkpoint format " + std::to_string(m.format_version) + ", this poslab reads format " +
                 std::to_string(kCheckpointFormat), "use the poslab version that wrote it");
   m.step = read_int(ar, "step", path);
-  if (m.step < 0) throw damaged(path, "step", "is negative (" + std::to_string(m.step) + ")");
+  if (m.step < 0) throw damaged_error(path, "step", "is negative (" + std::to_string(m.step) + ")");
   const torch::Tensor losses = read_tensor(ar, "losses", path);  // (3,) train, val, best val
   if (losses.dim() != 1 || losses.numel() != 3 || !c10::isFloatingType(losses.scalar_type()))
-    throw damaged(path, "losses", "is not 3 floating-point numbers");
+    throw damaged_error(path, "losses", "is not 3 floating-point numbers");
   const torch::Tensor l = losses.to(torch::kFloat64);
   m.train_loss = l[0].item<double>();
   m.val_loss = l[1].item<double>();
@@ -89,13 +89,13 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
   if (m.torch_rng_state.scalar_type() != torch::kUInt8 || m.torch_rng_state.dim() != 1 ||
       (m.torch_rng_state.numel() != 0 && m.torch_rng_state.numel() != rng_bytes))
-    throw damaged(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
+    throw damaged_error(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
   torch::Tensor has_cuda_state;
   if (ar.try_read("cuda_rng_state", has_cuda_state)) {  // optional: newer
     m.cuda_rng_state = read_tensor(ar, "cuda_rng_state", path);
     if (m.cuda_rng_state.scalar_type() != torch::kUInt8 || m.cuda_rng_state.dim() != 1 ||
         (m.cuda_rng_state.numel() != 0 && m.cuda_rng_state.numel() != kCudaRngStateBytes))
-      throw damaged(path, "cuda_rng_state",
+      throw damaged_error(path, "cuda_rng_state",
                     "is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)");
   }
   return m;
@@ -273,7 +273,7 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
     throw Error(path + ": the checkpoint has no position table (model.position = none)",
                 "analyse a run with model.position learned or sinusoidal");
   if (w.dim() != 2 || !c10::isFloatingType(w.scalar_type()))
-    throw damaged(path, "model/wpe.weight", "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " + c10::str(w.sizes()) + ")");
+    throw damaged_error(path, "model/wpe.weight", "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " + c10::str(w.sizes()) + ")");
   return w;
 }
 

@@ -23,16 +23,16 @@ using test::gaussian;
 torch::Tensor random_rotation(int64_t d, uint64_t seed) { return std::get<0>(torch::linalg_qr(gaussian({d, d}, seed))); }
 
 // Rank-3 smooth structure over P positions in d dims plus a little noise: 3 components above the noise floor.
-torch::Tensor planted(int64_t P, int64_t d, uint64_t seed) {
+torch::Tensor planted_pair(int64_t P, int64_t d, uint64_t seed) {
   const auto t = torch::arange(P, torch::kFloat64).unsqueeze(1) / P;  // (P, 1)
   const auto basis = torch::cat({torch::sin(2 * M_PI * t), torch::cos(2 * M_PI * t), t - 0.5}, 1);  // (P, 3)
   return basis.matmul(gaussian({3, d}, seed)) + 0.01 * gaussian({P, d}, seed + 1);
 }
 
-std::string fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
+std::string agreement_fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
 
 TEST(Agreement, ARotatedRescaledCopyAgreesExactly) {
-  const auto A = planted(96, 40, 1);
+  const auto A = planted_pair(96, 40, 1);
   const auto B = 3.7 * A.matmul(random_rotation(40, 2));
   const Agreement g = table_agreement(A, B, "A", "B");
   EXPECT_NEAR(g.cka, 1.0, 1e-12);
@@ -75,7 +75,7 @@ TEST(Agreement, IndependentRandomTablesAgreeAtTheTheorysLevel) {
 
 TEST(Agreement, TablesOfDifferentWidthsCompareOnTheirPositions) {
   // B = A Q with Q (40, 64) of orthonormal rows: the same geometry in a wider space.
-  const auto A = planted(96, 40, 1);
+  const auto A = planted_pair(96, 40, 1);
   const auto Q = std::get<0>(torch::linalg_qr(gaussian({64, 40}, 5))).transpose(0, 1);  // (40, 64), Q Qᵀ = I
   const Agreement g = table_agreement(A, 2.0 * A.matmul(Q), "A", "B wide");
   EXPECT_EQ(g.dims, 40);
@@ -92,7 +92,7 @@ TEST(Agreement, TablesOfDifferentWidthsCompareOnTheirPositions) {
 TEST(Agreement, TheShuffledNullFitsStructuredTables) {
   // Against a copy of itself the measures sit far above B's shuffled rows; against an unrelated smooth table of
   // another width they sit inside the shuffled spread, where the random-table level says nothing.
-  const auto A = planted(96, 40, 1);
+  const auto A = planted_pair(96, 40, 1);
   const Agreement same = table_agreement(A, A.matmul(random_rotation(40, 2)), "A", "A rotated");
   EXPECT_EQ(same.shuffles, 20);
   EXPECT_GT(same.cka, same.cka_shuffled.mean + 5 * same.cka_shuffled.sd);
@@ -134,11 +134,11 @@ TEST(Agreement, ShapeMismatchAndBadTablesNameBoth) {
 
 // Real tables of the default run, seeds 1 and 2, against NumPy (scripts/agreement_numpy.py).
 TEST(Agreement, MatchesNumPyOnTwoSeedsOfTheDefaultRun) {
-  std::ifstream in(fixture("agreement_numpy.json"));
+  std::ifstream in(agreement_fixture("agreement_numpy.json"));
   const auto expected = nlohmann::json::parse(in);
-  const auto s1 = read_npy_table(fixture("runs/default_float32_seed1/wpe_step001500.npy"));
-  const auto s1_800 = read_npy_table(fixture("runs/default_float32_seed1/wpe_step000800.npy"));
-  const auto s2 = read_npy_table(fixture("runs/default_float32_seed2/wpe_step001500.npy"));
+  const auto s1 = read_npy_table(agreement_fixture("runs/default_float32_seed1/wpe_step001500.npy"));
+  const auto s1_800 = read_npy_table(agreement_fixture("runs/default_float32_seed1/wpe_step000800.npy"));
+  const auto s2 = read_npy_table(agreement_fixture("runs/default_float32_seed2/wpe_step001500.npy"));
   for (const auto& [name, A, B] : {std::tuple{"seed1_vs_seed2_step1500", s1, s2},
                                    std::tuple{"seed1_step800_vs_step1500", s1_800, s1}}) {
     const auto& e = expected.at(name);

@@ -19,14 +19,14 @@
 namespace poslab {
 namespace {
 
-std::string fixture(const std::string& rel) { return test::source_dir() + "/tests/fixtures/" + rel; }
+std::string frequency_fixture(const std::string& rel) { return test::source_dir() + "/tests/fixtures/" + rel; }
 
 struct Wave {
   double period, phase, amplitude;
 };
 
 // Waves of the given periods (in positions) on random orthonormal directions, plus noise.
-torch::Tensor planted(int64_t P, int64_t d, const std::vector<Wave>& waves, double noise, uint64_t seed) {
+torch::Tensor planted_waves(int64_t P, int64_t d, const std::vector<Wave>& waves, double noise, uint64_t seed) {
   auto Q = std::get<0>(torch::linalg_qr(test::gaussian({d, static_cast<int64_t>(waves.size())}, seed)));  // (d, k)
   auto pos = torch::arange(P, torch::kFloat64);
   std::vector<torch::Tensor> cols;
@@ -39,7 +39,7 @@ TEST(Frequencies, EveryComponentAboveTheFloorGetsItsPeriod) {
   const std::vector<double> periods = {96.0, 40.0, 24.5, 13.0, 9.3, 6.0};
   std::vector<Wave> waves;
   for (size_t k = 0; k < periods.size(); ++k) waves.push_back({periods[k], 0.5 * k, 1.0 - 0.12 * k});
-  const Analysis a = analyze_table(planted(192, 48, waves, 0.01, 3), "six");
+  const Analysis a = analyze_table(planted_waves(192, 48, waves, 0.01, 3), "six");
   EXPECT_EQ(a.noise.signal_rank, 6);
   ASSERT_EQ(a.pc_frequencies.size(), 6u);  // more than top_pcs (4): every component above the floor
   std::vector<double> found;
@@ -81,7 +81,7 @@ TEST(Frequencies, APlantedHelixIsNamedWithItsPeriodAndShare) {
 
 TEST(Frequencies, APlantedCircleWithoutASlowAxisIsACircleAndNoHelix) {
   // cos and sin at a period of 12.5 positions, with a third wave at a period of 7: one circle, no helix
-  const Analysis a = analyze_table(planted(100, 16, {{12.5, 0.0, 1.0}, {12.5, -M_PI / 2, 1.0}, {7.0, 0.3, 0.5}}, 0.001, 9),
+  const Analysis a = analyze_table(planted_waves(100, 16, {{12.5, 0.0, 1.0}, {12.5, -M_PI / 2, 1.0}, {7.0, 0.3, 0.5}}, 0.001, 9),
                                    "circle");
   EXPECT_EQ(a.noise.signal_rank, 3);
   ASSERT_EQ(a.circles.size(), 1u);
@@ -104,7 +104,7 @@ TEST(Frequencies, NoiseHasNoCircleNoHelixAndNoOffsetStructure) {
 
 TEST(Frequencies, StrongestFrequenciesFitWhatTheLowestMiss) {
   // all the power at periods of about 6 positions: the 8 lowest frequencies explain little, the 8 strongest nearly all
-  const Analysis a = analyze_table(planted(120, 32, {{6.0, 0.0, 1.0}, {6.0, 1.3, 0.8}, {5.0, 0.4, 0.6}}, 0.01, 7), "fast");
+  const Analysis a = analyze_table(planted_waves(120, 32, {{6.0, 0.0, 1.0}, {6.0, 1.3, 0.8}, {5.0, 0.4, 0.6}}, 0.01, 7), "fast");
   EXPECT_LT(a.sinusoid_r2, 0.1);
   EXPECT_GT(a.sinusoid_r2_strongest, 0.99);
   ASSERT_EQ(a.strongest_frequencies.size(), 8u);
@@ -119,7 +119,7 @@ TEST(Frequencies, ASinusoidalTableIsTranslationInvariantAndItsShuffleIsNot) {
 }
 
 TEST(Frequencies, MatchesNumPy) {
-  std::ifstream in(fixture("periodicity_numpy.json"));
+  std::ifstream in(frequency_fixture("periodicity_numpy.json"));
   ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";
   const auto j = nlohmann::json::parse(in);
   const std::vector<std::tuple<std::string, std::string, std::string>> tables = {
@@ -128,7 +128,7 @@ TEST(Frequencies, MatchesNumPy) {
       {"runs/default_float32_seed1/wpe_step001500.npy", ":", "runs/default_float32_seed1/wpe_step001500.npy"}};
   for (const auto& [file, rows, key] : tables) {
     SCOPED_TRACE(key);
-    const Analysis a = analyze_table(select_rows(read_npy_table(fixture(file)), rows), key);
+    const Analysis a = analyze_table(select_rows(read_npy_table(frequency_fixture(file)), rows), key);
     const auto& e = j["tables"][key];
     ASSERT_FALSE(e.is_null());
     ASSERT_EQ(a.noise.signal_rank, e["signal_rank"].get<int>());

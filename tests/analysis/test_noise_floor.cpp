@@ -30,7 +30,7 @@ torch::Tensor planted_signal(int64_t P, int64_t d, int64_t r, double strength, u
 }
 
 // The signal plus N(0, σ²) noise.
-torch::Tensor planted(int64_t P, int64_t d, int64_t r, double strength, uint64_t seed) {
+torch::Tensor noisy_planted(int64_t P, int64_t d, int64_t r, double strength, uint64_t seed) {
   return planted_signal(P, d, r, strength, seed) + random_table(P, d, kNoiseStd, seed + 100);
 }
 
@@ -85,7 +85,7 @@ TEST(NoiseFloor, PureNoiseAndSignalBelowTheDetectionLimitGiveNothing) {
       EXPECT_NEAR(a.noise.noise_sigma, kNoiseStd, 0.05 * kNoiseStd) << P << "x" << d;
     }
     // x = 0.5 < β^¼: the signal's singular value sinks into the noise bulk, and no rule can see it.
-    EXPECT_EQ(analyze_table(planted(P, d, 2, 0.3, 9), "weak").noise.signal_rank, 0) << P << "x" << d;
+    EXPECT_EQ(analyze_table(noisy_planted(P, d, 2, 0.3, 9), "weak").noise.signal_rank, 0) << P << "x" << d;
   }
   // The floor scales with the table: the same noise ×1000 still has none above it.
   EXPECT_EQ(analyze_table(random_table(128, 128, 20.0, 4), "loud noise").noise.signal_rank, 0);

@@ -21,7 +21,7 @@ std::vector<double> wave(double period, double phase = 0, int P = kP) {
   return x;
 }
 
-std::vector<double> ramp(int P = kP) {
+std::vector<double> ramp_table(int P = kP) {
   std::vector<double> x(P);
   for (int p = 0; p < P; ++p) x[p] = p - (P - 1) / 2.0;
   return x;
@@ -83,7 +83,7 @@ TEST(Periodicity, NoiseHasNoPeakAndHighEntropy) {
 
 TEST(Periodicity, APlantedCircleIsFoundWithItsPeriod) {
   // components: a ramp (1), cos and sin at a period of 10.7 (2, 3), noise (4)
-  const std::vector<std::vector<double>> curves = {ramp(), wave(10.7), wave(10.7, -M_PI / 2), noise(7)};
+  const std::vector<std::vector<double>> curves = {ramp_table(), wave(10.7), wave(10.7, -M_PI / 2), noise(7)};
   const std::vector<double> explained = {0.4, 0.25, 0.25, 0.1};
   std::vector<CurvePeriod> periods;
   for (const auto& c : curves) periods.push_back(curve_period(c));

@@ -15,7 +15,7 @@
 namespace poslab {
 namespace {
 
-std::string fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
+std::string probe_fixture(const std::string& rel) { return poslab::test::source_dir() + "/tests/fixtures/" + rel; }
 
 TEST(LiteratureProbes, ALineInPositionIsReadExactly) {
   torch::manual_seed(1);
@@ -51,10 +51,10 @@ TEST(LiteratureProbes, TooFewRowsOrABadOrderAreErrors) {
 }
 
 TEST(LiteratureProbes, MatchNumPyOnARealTableAlsoWhenWiderThanTall) {
-  std::ifstream in(fixture("probes_numpy.json"));
+  std::ifstream in(probe_fixture("probes_numpy.json"));
   const auto e = nlohmann::json::parse(in);
   const auto rows = e.at("rows").get<std::vector<int64_t>>(), cols = e.at("columns").get<std::vector<int64_t>>();
-  const auto W = read_npy_table(fixture("runs/default_float32_seed1/wpe_step001500.npy"))
+  const auto W = read_npy_table(probe_fixture("runs/default_float32_seed1/wpe_step001500.npy"))
                      .slice(0, rows[0], rows[1]).slice(1, cols[0], cols[1]);
   const LiteratureProbes p = literature_probes(W, e.at("order").get<std::vector<int64_t>>());
   EXPECT_EQ(p.pairs, e.at("pairs").get<int64_t>());

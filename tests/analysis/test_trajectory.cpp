@@ -18,7 +18,7 @@ using test::TempDir;
 using test::write_text;
 
 // A run folder whose snapshots are given tables.
-void fake_run(const TempDir& dir, const std::vector<std::pair<int64_t, torch::Tensor>>& snaps) {
+void trajectory_run(const TempDir& dir, const std::vector<std::pair<int64_t, torch::Tensor>>& snaps) {
   std::string index;
   for (const auto& [step, W] : snaps) {
     auto w = W.to(torch::kFloat32).contiguous();
@@ -39,7 +39,7 @@ torch::Tensor smooth_table(uint64_t seed) {  // low rank and smooth: a slow circ
 
 TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
   TempDir dir;
-  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)},
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
                  {100, smooth_table(2)},
                  {200, random_table(64, 32, 0.02, 3)},  // falls back: emergence must be stable
                  {300, smooth_table(4)},
@@ -72,7 +72,7 @@ TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
 
 TEST(Trajectory, NoiseStaysNoise) {
   TempDir dir;
-  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)}});
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)}});
   const Verdict v = judge(analyze_run(dir / "run"));
   EXPECT_EQ(v.outcome, Outcome::not_formed);
   EXPECT_FALSE(v.emerged);
@@ -89,7 +89,7 @@ TEST(Trajectory, NoiseStaysNoise) {
 // Negative controls: order destroyed, or no structure at all, is never "emerged".
 TEST(Trajectory, ShuffledStructureIsLowRankButNotSmooth) {
   TempDir dir;
-  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)},
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
                  {100, shuffle_rows(smooth_table(2), 7)},
                  {200, shuffle_rows(smooth_table(3), 8)}});
   const Verdict v = judge(analyze_run(dir / "run"));
@@ -106,7 +106,7 @@ TEST(Trajectory, StructureAtStepZeroIsPresentNotEmerged) {
   const torch::Tensor sinus = synthetic_table("sinusoidal", 128, 128, 0);
   for (const auto& [name, W] : std::vector<std::pair<std::string, torch::Tensor>>{{"gpt2", gpt2}, {"sinusoidal", sinus}}) {
     TempDir dir;
-    fake_run(dir, {{0, W}, {100, W}, {200, W}});
+    trajectory_run(dir, {{0, W}, {100, W}, {200, W}});
     const auto points = analyze_run(dir / "run");
     const Verdict v = judge(points);
     EXPECT_EQ(v.outcome, Outcome::present_from_start) << name << ": " << v.summary;
@@ -118,7 +118,7 @@ TEST(Trajectory, StructureAtStepZeroIsPresentNotEmerged) {
   }
   // Lost during training: present at step 0, noise at the end.
   TempDir dir;
-  fake_run(dir, {{0, sinus}, {100, random_table(128, 128, 0.02, 3)}});
+  trajectory_run(dir, {{0, sinus}, {100, random_table(128, 128, 0.02, 3)}});
   const Verdict lost = judge(analyze_run(dir / "run"));
   EXPECT_EQ(lost.outcome, Outcome::not_formed);
   EXPECT_NE(lost.summary.find("it was present at the first snapshot and was lost"), std::string::npos) << lost.summary;
@@ -139,7 +139,7 @@ std::vector<std::pair<int64_t, torch::Tensor>> fixture_run(const std::string& na
 TEST(Trajectory, RealRunsAreJudgedByWhatTheyShow) {
   TempDir dir;
   const auto formed = fixture_run("default_float32_seed1", {0, 400, 800, 1500});
-  fake_run(dir, formed);
+  trajectory_run(dir, formed);
   const auto points = analyze_run(dir / "run");
   const Verdict v = judge(points);
   EXPECT_EQ(v.outcome, Outcome::emerged) << v.summary;
@@ -151,14 +151,14 @@ TEST(Trajectory, RealRunsAreJudgedByWhatTheyShow) {
 
   // Its last table with the rows shuffled: the same spectrum, no order.
   TempDir shuffled;
-  fake_run(shuffled, {formed.front(), {1500, shuffle_rows(formed.back().second, 3)}});
+  trajectory_run(shuffled, {formed.front(), {1500, shuffle_rows(formed.back().second, 3)}});
   const Verdict s = judge(analyze_run(shuffled / "run"));
   EXPECT_EQ(s.outcome, Outcome::not_formed) << s.summary;
   EXPECT_TRUE(s.low_rank);
   EXPECT_FALSE(s.smooth);
 
   TempDir loud;
-  fake_run(loud, fixture_run("init_std0.2", {0, 700, 1500}));
+  trajectory_run(loud, fixture_run("init_std0.2", {0, 700, 1500}));
   const Verdict n = judge(analyze_run(loud / "run"));
   EXPECT_EQ(n.outcome, Outcome::not_formed) << n.summary;
   EXPECT_FALSE(n.low_rank || n.smooth) << n.summary;
@@ -167,7 +167,7 @@ TEST(Trajectory, RealRunsAreJudgedByWhatTheyShow) {
 TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
   // signal share goes 0 -> ~0 -> high -> high: half its change is reached at step 200.
   TempDir dir;
-  fake_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)},
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)},
                  {200, smooth_table(3)}, {300, smooth_table(4)}});
   const auto points = analyze_run(dir / "run");
   const auto hc = half_change_steps(points);
@@ -179,7 +179,7 @@ TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
     }
   // A metric that does not change has no half-change step.
   TempDir same;
-  fake_run(same, {{0, smooth_table(3)}, {100, smooth_table(3)}});
+  trajectory_run(same, {{0, smooth_table(3)}, {100, smooth_table(3)}});
   for (const auto& h : half_change_steps(analyze_run(same / "run"))) EXPECT_FALSE(h.step.has_value()) << h.key;
 }
 

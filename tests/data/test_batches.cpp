@@ -9,14 +9,14 @@
 namespace poslab {
 namespace {
 
-std::vector<int32_t> ramp(int n) {
+std::vector<int32_t> ramp_tokens(int n) {
   std::vector<int32_t> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), 0);
   return v;
 }
 
 TEST(Batches, ShapesAndTargetsShiftedByOne) {
-  const auto tokens = ramp(1000);
+  const auto tokens = ramp_tokens(1000);
   BatchSampler s(tokens, /*batch_size=*/8, /*block_size=*/16, /*seed=*/1);
   auto [x, y] = s.next();
   EXPECT_EQ(x.sizes(), (std::vector<int64_t>{8, 16}));
@@ -30,7 +30,7 @@ TEST(Batches, ShapesAndTargetsShiftedByOne) {
 }
 
 TEST(Batches, SmallestDataUsesEveryStart) {
-  const auto tokens = ramp(18);  // block 16: starts 0 and 1 only
+  const auto tokens = ramp_tokens(18);  // block 16: starts 0 and 1 only
   BatchSampler s(tokens, 64, 16, 3);
   auto [x, y] = s.next();
   const auto starts = x.select(1, 0);
@@ -40,7 +40,7 @@ TEST(Batches, SmallestDataUsesEveryStart) {
 }
 
 TEST(Batches, SeededAndResumable) {
-  const auto tokens = ramp(5000);
+  const auto tokens = ramp_tokens(5000);
   BatchSampler a(tokens, 4, 8, 42), b(tokens, 4, 8, 42), c(tokens, 4, 8, 43);
   auto xa = a.next().first;
   EXPECT_TRUE(torch::equal(xa, b.next().first));
@@ -60,7 +60,7 @@ class BatchesOnDevice : public test::OnDevice {};
 
 // A batch arrives on the device unchanged; on a GPU it came through pinned memory, asynchronously.
 TEST_P(BatchesOnDevice, ToDeviceKeepsTheBatch) {
-  const auto tokens = ramp(1000);
+  const auto tokens = ramp_tokens(1000);
   BatchSampler s(tokens, 8, 16, 1);
   const Batch b = s.next();
   const Batch d = to_device(b, device());
@@ -77,7 +77,7 @@ TEST_P(BatchesOnDevice, ToDeviceKeepsTheBatch) {
 POSLAB_ON_EVERY_DEVICE(BatchesOnDevice);
 
 TEST(Batches, TooFewTokensIsAnError) {
-  const auto tokens = ramp(16);
+  const auto tokens = ramp_tokens(16);
   EXPECT_THROW(BatchSampler(tokens, 2, 16, 0), c10::Error);
 }
 

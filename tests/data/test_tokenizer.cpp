@@ -17,7 +17,7 @@ namespace {
 using test::TempDir;
 using test::write_text;
 
-Config tiny_config(const TempDir& dir, const std::string& type, int vocab) {
+Config tokenizer_config(const TempDir& dir, const std::string& type, int vocab) {
   Config c = load_config("", {"data.tokenizer.type=" + type, "data.tokenizer.vocab_size=" + std::to_string(vocab),
                               "model.block_size=16", "data.val_fraction=0.1"});
   c.data.corpus = {dir / "corpus.txt"};
@@ -72,7 +72,7 @@ TEST(Tokenizer, EveryByteOfTheCorpusSurvivesTheRoundTrip) {
     std::string corpus;
     for (int i = 0; i < 40; ++i) corpus += awkward_text() + test::generated_corpus(5, static_cast<unsigned>(i));
     write_text(dir / "corpus.txt", corpus);
-    Config c = tiny_config(dir, type, type == "unigram" ? 350 : 400);  // unigram finds fewer pieces in this corpus
+    Config c = tokenizer_config(dir, type, type == "unigram" ? 350 : 400);  // unigram finds fewer pieces in this corpus
     const TokenData data = prepare_tokens(c, 1);
     std::vector<int> all(data.train.begin(), data.train.end());
     all.insert(all.end(), data.val.begin(), data.val.end());
@@ -100,7 +100,7 @@ TEST(Tokenizer, UnseenCharactersFallBackToBytes) {
 TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
   TempDir dir;
   write_text(dir / "corpus.txt", "abc abc\ncab\n");
-  Config c = tiny_config(dir, "char", 5000);  // vocab_size is ignored for char
+  Config c = tokenizer_config(dir, "char", 5000);  // vocab_size is ignored for char
   c.model.block_size = 2;
   c.data.val_fraction = 0.4;
   const TokenData data = prepare_tokens(c, 1);
@@ -114,7 +114,7 @@ TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
 TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  const Config c = tiny_config(dir, "bpe", 300);
+  const Config c = tokenizer_config(dir, "bpe", 300);
   const TokenData first = prepare_tokens(c, 1);
   EXPECT_FALSE(first.tokenizer_from_cache);
   EXPECT_FALSE(first.tokens_from_cache);
@@ -137,7 +137,7 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   EXPECT_EQ(cached, 1);
 
   // Another vocabulary size or another corpus is another cache entry.
-  const TokenData other = prepare_tokens(tiny_config(dir, "bpe", 290), 1);
+  const TokenData other = prepare_tokens(tokenizer_config(dir, "bpe", 290), 1);
   EXPECT_FALSE(other.tokenizer_from_cache);
   write_text(dir / "corpus.txt", test::generated_corpus(300, /*seed=*/99));
   EXPECT_FALSE(prepare_tokens(c, 1).tokenizer_from_cache);
@@ -146,7 +146,7 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
 TEST(Tokenizer, ADamagedCachedModelIsAnErrorNamingItAndTheFix) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  const Config c = tiny_config(dir, "bpe", 300);
+  const Config c = tokenizer_config(dir, "bpe", 300);
   const TokenData first = prepare_tokens(c, 1);
   std::string cached;
   for (const auto& e : std::filesystem::directory_iterator(dir / "cache"))
@@ -179,7 +179,7 @@ TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
   write_text(dir / "corpus.txt", test::generated_corpus(300));
   const std::string bytes = Tokenizer::train(dir / "corpus.txt", dir / "own", "bpe", 300, 1);
   write_text(dir / "own.model", bytes);
-  Config c = tiny_config(dir, "bpe", 500);
+  Config c = tokenizer_config(dir, "bpe", 500);
   c.data.tokenizer.model = dir / "own.model";
   const TokenData data = prepare_tokens(c, 1);
   EXPECT_EQ(data.tokenizer.model_bytes(), bytes);
@@ -189,7 +189,7 @@ TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
 TEST(Tokenizer, TrainTokensSplitAndErrors) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  const TokenData data = prepare_tokens(tiny_config(dir, "char", 0), 1);
+  const TokenData data = prepare_tokens(tokenizer_config(dir, "char", 0), 1);
   const double total = static_cast<double>(data.train.size() + data.val.size());
   EXPECT_NEAR(data.val.size() / total, 0.1, 1e-3);
 
@@ -202,7 +202,7 @@ TEST(Tokenizer, TrainTokensSplitAndErrors) {
   }
   // A vocabulary larger than the corpus allows.
   write_text(dir / "small.txt", "tiny corpus\n");
-  Config c = tiny_config(dir, "bpe", 5000);
+  Config c = tokenizer_config(dir, "bpe", 5000);
   c.data.corpus = {dir / "small.txt"};
   EXPECT_THROW(prepare_tokens(c, 1), Error);
 }
@@ -215,7 +215,7 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
   for (int i = 0; i < 20000; ++i) text += "abcdefghij";
   text += "\n" + test::generated_corpus(50, 3);
   write_text(dir / "corpus.txt", text);
-  const TokenData data = prepare_tokens(tiny_config(dir, "bpe", 300), 1);
+  const TokenData data = prepare_tokens(tokenizer_config(dir, "bpe", 300), 1);
   std::vector<int> all(data.train.begin(), data.train.end());
   all.insert(all.end(), data.val.begin(), data.val.end());
   EXPECT_TRUE(data.tokenizer.decode(all) == text) << "the whole corpus, long line included, must round-trip";
@@ -223,7 +223,7 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
   // Fewer tokens than one batch (batch 64 x block 16) but more than block_size + 1 per split: windows are
   // drawn with replacement, so training works.
   write_text(dir / "small.txt", "a tiny corpus of a few dozen characters, enough for two windows.\nand a val tail line here.\n");
-  Config c = tiny_config(dir, "char", 0);
+  Config c = tokenizer_config(dir, "char", 0);
   c.data.corpus = {dir / "small.txt"};
   c.data.val_fraction = 0.3;
   const TokenData small = prepare_tokens(c, 1);

@@ -9,9 +9,9 @@
 namespace poslab {
 namespace {
 
-constexpr double kTol = 1e-5;
+constexpr double kGptTol = 1e-5;
 
-ModelConfig small(const std::string& position = "learned") {
+ModelConfig small_gpt(const std::string& position = "learned") {
   ModelConfig m;
   m.n_layer = 2;
   m.n_head = 2;
@@ -23,7 +23,7 @@ ModelConfig small(const std::string& position = "learned") {
 
 TEST(GPT, ShapesAndGpt2Names) {
   torch::manual_seed(0);
-  GPT model(small(), 50);
+  GPT model(small_gpt(), 50);
   auto idx = torch::randint(0, 50, {3, 12}, torch::kInt64);
   EXPECT_EQ(model->forward(idx).sizes(), (std::vector<int64_t>{3, 12, 50}));
   EXPECT_EQ(model->forward(idx.slice(1, 0, 5)).sizes(), (std::vector<int64_t>{3, 5, 50}));
@@ -37,7 +37,7 @@ TEST(GPT, ShapesAndGpt2Names) {
 
 TEST(GPT, InitFollowsNanoGPT) {
   torch::manual_seed(0);
-  ModelConfig m = small();
+  ModelConfig m = small_gpt();
   m.n_embd = 256;
   m.block_size = 256;
   m.wpe_init_std = 0.05;
@@ -50,7 +50,7 @@ TEST(GPT, InitFollowsNanoGPT) {
 
 TEST(GPT, HeadIsTiedToWte) {
   torch::manual_seed(0);
-  GPT model(small(), 40);
+  GPT model(small_gpt(), 40);
   // No separate head: the parameter count is embeddings + blocks + ln_f.
   int64_t n = 0;
   for (const auto& p : model->parameters()) n += p.numel();
@@ -70,7 +70,7 @@ TEST(GPT, HeadIsTiedToWte) {
 
 TEST(GPT, Causality) {
   torch::manual_seed(1);
-  GPT model(small(), 30);
+  GPT model(small_gpt(), 30);
   model->eval();
   auto idx = torch::randint(0, 30, {1, 12}, torch::kInt64);
   auto changed = idx.clone();
@@ -78,7 +78,7 @@ TEST(GPT, Causality) {
   auto a = model->forward(idx), b = model->forward(changed);
   const double before = (a.slice(1, 0, 6) - b.slice(1, 0, 6)).abs().max().item<double>();
   const double after = (a.slice(1, 6) - b.slice(1, 6)).abs().max().item<double>();
-  EXPECT_LT(before, kTol) << "positions before the change must not see it";
+  EXPECT_LT(before, kGptTol) << "positions before the change must not see it";
   EXPECT_GT(after, 1e-4) << "positions from the change on must see it";
 }
 
@@ -88,7 +88,7 @@ TEST(GPT, Causality) {
 // state depends on the set of tokens before it; models without position embeddings exploit this.)
 TEST(GPT, PositionTableIsTheOnlySourceOfOrder) {
   torch::manual_seed(2);
-  ModelConfig m = small();
+  ModelConfig m = small_gpt();
   m.n_layer = 1;
   GPT model(m, 30);
   model->eval();
@@ -108,7 +108,7 @@ TEST(GPT, PositionTableIsTheOnlySourceOfOrder) {
     torch::NoGradGuard g;
     model->wpe->weight.zero_();
   }
-  EXPECT_LT(last_diff(model), kTol * scale) << "a zero wpe must leave order invisible";
+  EXPECT_LT(last_diff(model), kGptTol * scale) << "a zero wpe must leave order invisible";
 
   ModelConfig no_pos = m;
   no_pos.position = "none";
@@ -116,19 +116,19 @@ TEST(GPT, PositionTableIsTheOnlySourceOfOrder) {
   nopos->eval();
   EXPECT_FALSE(nopos->wpe);
   EXPECT_FALSE(nopos->position_table().defined());
-  EXPECT_LT(last_diff(nopos), kTol * nopos->forward(idx).abs().max().item<double>());
+  EXPECT_LT(last_diff(nopos), kGptTol * nopos->forward(idx).abs().max().item<double>());
 }
 
 // The fixed table, unscaled (rows of norm √(C/2)) or matched to the token rows' norm at initialisation (0.02·√C).
 TEST(GPT, SinusoidalTableIsFixedAndScaledToTheTokens) {
-  ModelConfig unscaled = small("sinusoidal");
+  ModelConfig unscaled = small_gpt("sinusoidal");
   unscaled.sinusoidal_scale = "none";
   GPT model(unscaled, 20);
   EXPECT_FALSE(model->wpe->weight.requires_grad());
   EXPECT_TRUE(torch::equal(model->wpe->weight, sinusoidal_table(12, 32).to(torch::kFloat32)));
   EXPECT_NEAR(model->wpe->weight.norm(2, 1).mean().item<double>(), std::sqrt(16.0), 1e-5);
 
-  GPT matched(small("sinusoidal"), 2000);  // the default: match
+  GPT matched(small_gpt("sinusoidal"), 2000);  // the default: match
   EXPECT_FALSE(matched->wpe->weight.requires_grad());
   const double wpe_norm = matched->wpe->weight.norm(2, 1).mean().item<double>();
   const double wte_norm = matched->wte->weight.norm(2, 1).mean().item<double>();
@@ -138,7 +138,7 @@ TEST(GPT, SinusoidalTableIsFixedAndScaledToTheTokens) {
 }
 
 TEST(GPT, NoBiasMeansNoBiasParameters) {
-  ModelConfig m = small();
+  ModelConfig m = small_gpt();
   m.bias = false;
   GPT model(m, 20);
   for (const auto& p : model->named_parameters()) EXPECT_EQ(p.key().find("bias"), std::string::npos) << p.key();

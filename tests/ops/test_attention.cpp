@@ -13,7 +13,7 @@
 namespace poslab {
 namespace {
 
-torch::Tensor reference(const torch::Tensor& qkv, int64_t nh) {
+torch::Tensor attention_reference(const torch::Tensor& qkv, int64_t nh) {
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, hs = C / nh;
   const auto parts = qkv.split(C, 2);
   const auto heads = [&](const torch::Tensor& t) { return t.view({B, T, nh, hs}).transpose(1, 2); };
@@ -30,9 +30,9 @@ struct Result {
   torch::Tensor y, grad;
 };
 
-Result run(const torch::Tensor& qkv_in, int64_t nh, const torch::Tensor& up, bool fused) {
+Result attention_pass(const torch::Tensor& qkv_in, int64_t nh, const torch::Tensor& up, bool fused) {
   const auto qkv = qkv_in.detach().clone().requires_grad_(true);
-  const auto y = fused ? causal_attention(qkv, nh) : reference(qkv, nh);
+  const auto y = fused ? causal_attention(qkv, nh) : attention_reference(qkv, nh);
   (y.to(torch::kFloat32) * up).sum().backward();
   return {y.detach(), qkv.grad()};
 }
@@ -44,7 +44,7 @@ TEST_P(CausalAttentionFloat, ValueAndGradientMatchLibTorchsOps) {
   torch::manual_seed(T);
   const auto qkv = torch::randn({B, T, 3 * nh * hs});
   const auto up = torch::randn({B, T, nh * hs});
-  const Result ours = run(qkv, nh, up, true), ref = run(qkv, nh, up, false);
+  const Result ours = attention_pass(qkv, nh, up, true), ref = attention_pass(qkv, nh, up, false);
   EXPECT_TRUE(torch::allclose(ours.y, ref.y, 1e-5, 1e-6)) << (ours.y - ref.y).abs().max();
   EXPECT_TRUE(torch::allclose(ours.grad, ref.grad, 1e-4, 1e-5)) << (ours.grad - ref.grad).abs().max();
   // The first query sees only itself: its output is its own value vector.
@@ -63,8 +63,8 @@ TEST(CausalAttention, BFloat16WithProductsWidenedMatchesTheFloatComputationRound
   const auto qkv = torch::randn({B, T, 3 * nh * hs}).to(torch::kBFloat16);
   // bf16 values: the gradient reaching the bf16 output is rounded to bf16, so the float reference's is too.
   const auto up = torch::randn({B, T, nh * hs}).to(torch::kBFloat16).to(torch::kFloat32);
-  const Result ours = run(qkv, nh, up, true);
-  const Result ref = run(qkv.to(torch::kFloat32), nh, up, false);  // the same bf16 inputs, in float
+  const Result ours = attention_pass(qkv, nh, up, true);
+  const Result ref = attention_pass(qkv.to(torch::kFloat32), nh, up, false);  // the same bf16 inputs, in float
   ASSERT_EQ(ours.y.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(ours.grad.scalar_type(), torch::kBFloat16);
   // Each result is rounded to bf16 once: relative error <= 2^-8 (plus float noise near zero).
@@ -74,7 +74,7 @@ TEST(CausalAttention, BFloat16WithProductsWidenedMatchesTheFloatComputationRound
       << (ours.grad.to(torch::kFloat32) - ref.grad).abs().max();
   // and closer to the float computation than LibTorch's own bf16 ops, which round the scores and
   // probabilities too.
-  const Result bf16_ops = run(qkv, nh, up, false);
+  const Result bf16_ops = attention_pass(qkv, nh, up, false);
   const double ours_err = (ours.y.to(torch::kFloat32) - ref.y).abs().max().item<double>();
   const double ops_err = (bf16_ops.y.to(torch::kFloat32) - ref.y).abs().max().item<double>();
   EXPECT_LE(ours_err, ops_err);
@@ -92,8 +92,8 @@ TEST(CausalAttention, BFloat16PairProductsAreAsCloseToFloatAsLibTorchsBf16Ops) {
   ASSERT_TRUE(attention_bf16_fits(T, hs));
   const auto qkv = torch::randn({B, T, 3 * nh * hs}).to(torch::kBFloat16);
   const auto up = torch::randn({B, T, nh * hs}).to(torch::kBFloat16).to(torch::kFloat32);
-  const Result ref = run(qkv.to(torch::kFloat32), nh, up, false);
-  const Result ops = run(qkv, nh, up, false);
+  const Result ref = attention_pass(qkv.to(torch::kFloat32), nh, up, false);
+  const Result ops = attention_pass(qkv, nh, up, false);
   const auto err = [&](const torch::Tensor& a, const torch::Tensor& b) {
     return (a.to(torch::kFloat32) - b).abs().max().item<double>();
   };
@@ -102,7 +102,7 @@ TEST(CausalAttention, BFloat16PairProductsAreAsCloseToFloatAsLibTorchsBf16Ops) {
     if (mode == Bf16Dot::kNative && !cpu_has_bf16_dot()) continue;  // AVX512-BF16 only
     const Bf16Dot saved = bf16_dot();
     set_bf16_dot(mode);
-    results.push_back(run(qkv, nh, up, true));
+    results.push_back(attention_pass(qkv, nh, up, true));
     set_bf16_dot(saved);
     const Result& ours = results.back();
     SCOPED_TRACE(mode == Bf16Dot::kNative ? "VDPBF16PS" : "emulated");
@@ -122,10 +122,10 @@ TEST(CausalAttention, BFloat16PairProductsAreAsCloseToFloatAsLibTorchsBf16Ops) {
   const auto odd = torch::randn({2, 37, 3 * nh * hs}).to(torch::kBFloat16);
   const auto odd_up = torch::randn({2, 37, nh * hs});
   ASSERT_FALSE(attention_bf16_fits(37, hs));
-  const Result pairs = run(odd, nh, odd_up, true);
+  const Result pairs = attention_pass(odd, nh, odd_up, true);
   paths.bf16_products = "float";
   KernelPathsGuard widened(paths);
-  const Result floats = run(odd, nh, odd_up, true);
+  const Result floats = attention_pass(odd, nh, odd_up, true);
   EXPECT_TRUE(torch::equal(pairs.y, floats.y));
   EXPECT_TRUE(torch::equal(pairs.grad, floats.grad));
 }
@@ -138,7 +138,7 @@ TEST(CausalAttention, WithoutGradientGivesTheSameValues) {
   EXPECT_TRUE(torch::equal(causal_attention(qkv, 4), with_grad));
   // A non-contiguous input (every other sequence) is read correctly too.
   const auto wide = torch::randn({4, 80, 3 * 32});
-  EXPECT_TRUE(torch::allclose(causal_attention(wide.slice(0, 0, 4, 2), 4), reference(wide.slice(0, 0, 4, 2), 4),
+  EXPECT_TRUE(torch::allclose(causal_attention(wide.slice(0, 0, 4, 2), 4), attention_reference(wide.slice(0, 0, 4, 2), 4),
                               1e-5, 1e-6));
 }
 

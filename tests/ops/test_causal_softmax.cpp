@@ -8,7 +8,7 @@
 namespace poslab {
 namespace {
 
-torch::Tensor reference(const torch::Tensor& s, double scale) {
+torch::Tensor softmax_reference(const torch::Tensor& s, double scale) {
   const int64_t T = s.size(-1);
   const auto mask = torch::ones({T, T}, torch::kBool).triu(1);
   return torch::softmax((s * scale).masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
@@ -22,7 +22,7 @@ TEST(CausalSoftmax, Float32ValueAndGradientMatchTheUnfusedOps) {
   (ours * up).sum().backward();
   const auto g_ours = s.grad().clone();
   s.mutable_grad() = torch::Tensor();
-  const auto ref = reference(s, 0.17);
+  const auto ref = softmax_reference(s, 0.17);
   (ref * up).sum().backward();
   EXPECT_TRUE(torch::allclose(ours, ref, 1e-5, 1e-7)) << (ours - ref).abs().max();
   EXPECT_TRUE(torch::allclose(g_ours, s.grad(), 1e-4, 1e-6)) << (g_ours - s.grad()).abs().max();
@@ -39,7 +39,7 @@ TEST(CausalSoftmax, BFloat16MatchesTheFloat32ComputationRoundedOnce) {
   ASSERT_EQ(ours.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(s.grad().scalar_type(), torch::kBFloat16);
   const auto wide = s.detach().to(torch::kFloat32).requires_grad_(true);
-  const auto ref = reference(wide, 0.125);
+  const auto ref = softmax_reference(wide, 0.125);
   (ref * up.to(torch::kFloat32)).sum().backward();
   // One bf16 rounding of the result: relative error <= 2^-8.
   EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6));

@@ -8,12 +8,12 @@
 namespace poslab {
 namespace {
 
-struct Grads {
+struct HeadLossGrads {
   torch::Tensor loss, dx, dw;
 };
 
 // V = 1029 (odd: vector tails), N = 700 rows: several chunks in both dtypes, the last one partial.
-Grads run(bool fused, torch::ScalarType dtype, double weight) {
+HeadLossGrads head_loss_case(bool fused, torch::ScalarType dtype, double weight) {
   torch::manual_seed(3);
   const auto x = torch::randn({700, 48}).to(dtype).requires_grad_(true);
   const auto w = (torch::randn({1029, 48}) * 0.5).requires_grad_(true);
@@ -29,14 +29,14 @@ Grads run(bool fused, torch::ScalarType dtype, double weight) {
 }
 
 TEST(HeadLoss, Float32MatchesTheProductThenTheFusedCrossEntropy) {
-  const Grads a = run(true, torch::kFloat32, 1.0), b = run(false, torch::kFloat32, 1.0);
+  const HeadLossGrads a = head_loss_case(true, torch::kFloat32, 1.0), b = head_loss_case(false, torch::kFloat32, 1.0);
   EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-5);
   EXPECT_TRUE(torch::allclose(a.dx, b.dx, 1e-5, 1e-8)) << (a.dx - b.dx).abs().max();
   EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1e-5, 1e-8)) << (a.dw - b.dw).abs().max();
 }
 
 TEST(HeadLoss, BFloat16MatchesTheAutocastPathAndScalesWithTheWeight) {
-  const Grads a = run(true, torch::kBFloat16, 0.25), b = run(false, torch::kBFloat16, 0.25);
+  const HeadLossGrads a = head_loss_case(true, torch::kBFloat16, 0.25), b = head_loss_case(false, torch::kBFloat16, 0.25);
   ASSERT_EQ(a.dx.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(a.dw.scalar_type(), torch::kFloat32);
   EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-4);
@@ -48,7 +48,7 @@ TEST(HeadLoss, BFloat16MatchesTheAutocastPathAndScalesWithTheWeight) {
   EXPECT_TRUE(torch::allclose(dx, dx_ref, 1.0 / 64, dx_ref.abs().max().item<double>() / 16))
       << (dx - dx_ref).abs().max();
   EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1.0 / 64, b.dw.abs().max().item<double>() / 64)) << (a.dw - b.dw).abs().max();
-  const Grads one = run(true, torch::kBFloat16, 1.0);
+  const HeadLossGrads one = head_loss_case(true, torch::kBFloat16, 1.0);
   EXPECT_NEAR(a.loss.item<double>(), 0.25 * one.loss.item<double>(), 1e-5);
 }
 

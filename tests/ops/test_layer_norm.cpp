@@ -6,11 +6,11 @@
 namespace poslab {
 namespace {
 
-struct Grads {
+struct LayerNormGrads {
   torch::Tensor y, dx, dw, db;
 };
 
-Grads run(bool fused, bool bf16_out, bool with_bias) {
+LayerNormGrads layer_norm_case(bool fused, bool bf16_out, bool with_bias) {
   torch::manual_seed(0);
   const auto x = (torch::randn({3, 333, 48}) * 2 + 0.5).requires_grad_(true);  // 999 rows: a partial chunk
   const auto w = (torch::rand({48}) + 0.5).requires_grad_(true);
@@ -29,7 +29,7 @@ Grads run(bool fused, bool bf16_out, bool with_bias) {
 
 TEST(LayerNorm, Float32OutputMatchesTorchLayerNorm) {
   for (bool with_bias : {true, false}) {
-    const Grads ours = run(true, false, with_bias), ref = run(false, false, with_bias);
+    const LayerNormGrads ours = layer_norm_case(true, false, with_bias), ref = layer_norm_case(false, false, with_bias);
     EXPECT_EQ(ours.y.scalar_type(), torch::kFloat32);
     EXPECT_TRUE(torch::allclose(ours.y, ref.y, 1e-5, 1e-5)) << (ours.y - ref.y).abs().max();
     EXPECT_TRUE(torch::allclose(ours.dx, ref.dx, 1e-4, 1e-5)) << (ours.dx - ref.dx).abs().max();
@@ -41,7 +41,7 @@ TEST(LayerNorm, Float32OutputMatchesTorchLayerNorm) {
 }
 
 TEST(LayerNorm, BFloat16OutputIsTheFloatResultRoundedOnce) {
-  const Grads ours = run(true, true, true), ref = run(false, true, true);
+  const LayerNormGrads ours = layer_norm_case(true, true, true), ref = layer_norm_case(false, true, true);
   ASSERT_EQ(ours.y.scalar_type(), torch::kBFloat16);
   // At most one bf16 rounding step apart (the float results differ in the last bits before rounding).
   EXPECT_TRUE(torch::allclose(ours.y.to(torch::kFloat32), ref.y.to(torch::kFloat32), 1.0 / 128, 1e-6));

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 // scripts/setup.sh installs gnuplot: without it these tests fail rather than skip.
 constexpr const char* kNeedGnuplot = "gnuplot is not installed: run bash scripts/setup.sh (it installs gnuplot-nox)";
 
-void fake_run(const TempDir& dir) {
+void report_run(const TempDir& dir) {
   std::string index, metrics;
   for (int step = 0; step <= 300; step += 100) {
     // from noise towards a smooth table
@@ -71,7 +71,7 @@ void expect_valid_images(const std::string& dir, const std::vector<std::string>&
 TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
-  fake_run(dir);
+  report_run(dir);
   const ReportResult r = write_run_report(dir / "run");
   EXPECT_EQ(r.index_html, dir / "run/report/index.html");
   EXPECT_EQ(r.figures, (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset",
@@ -89,7 +89,7 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
 TEST(Report, TitleNamesTheRunAlsoThroughDotDotAndATrailingSlash) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
-  fake_run(dir);
+  report_run(dir);
   fs::create_directories(dir / "other");
   for (const std::string& path : {dir / "other/../run", dir / "run/", dir / "run/."}) {
     const std::string html = read_file(write_run_report(path).index_html);
@@ -102,7 +102,7 @@ TEST(Report, TitleNamesTheRunAlsoThroughDotDotAndATrailingSlash) {
 TEST(Report, BaselinesAreTheOnesAnalyzeShows) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
-  fake_run(dir);
+  report_run(dir);
   write_text(dir / "run/config.yaml", "run:\n  seed: 99\nmodel:\n  n_embd: 16\n  block_size: 32\n");
   const std::string html = read_file(write_run_report(dir / "run").index_html);
   AnalysisOptions opt;
@@ -170,7 +170,7 @@ TEST(Report, AVisionTablesReportDrawsItsPatchGrid) {
 
 TEST(Report, WithoutGnuplotTheDataIsWrittenAndTheErrorIsClear) {
   TempDir dir;
-  fake_run(dir);
+  report_run(dir);
   ::setenv("POSLAB_GNUPLOT", "", 1);
   try {
     write_run_report(dir / "run");

@@ -175,7 +175,7 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   EXPECT_EQ(r.chosen, start);
 }
 
-Config tiny_config(const TempDir& dir) {
+Config autotune_config(const TempDir& dir) {
   Config c;
   c.model.n_layer = 1;
   c.model.n_head = 2;
@@ -194,7 +194,7 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   const std::string saved_env = env ? env : "";
   unsetenv("POSLAB_KERNELS");
   const KernelPaths before = kernel_paths();
-  Config cfg = tiny_config(dir);
+  Config cfg = autotune_config(dir);
   GPT model(cfg.model, 64);
   BatchSplit split(model, 1);
   const torch::Device cpu(torch::kCPU);

@@ -12,7 +12,7 @@ namespace {
 
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
-ModelConfig small(const std::string& position = "learned") {
+ModelConfig small_model(const std::string& position = "learned") {
   ModelConfig m;
   m.n_layer = 1;
   m.n_head = 2;
@@ -29,7 +29,7 @@ void copy_parameters(const GPT& from, GPT& to) {
 }
 
 TEST(Optim, TwoDimWeightsDecayBiasesAndNormsDoNot) {
-  GPT model(small(), 20);
+  GPT model(small_model(), 20);
   const ParamGroups g = split_param_groups(model, /*decay_position_table=*/true);
   EXPECT_TRUE(has(g.decay_names, "wte.weight"));
   EXPECT_TRUE(has(g.decay_names, "wpe.weight"));
@@ -44,18 +44,18 @@ TEST(Optim, TwoDimWeightsDecayBiasesAndNormsDoNot) {
 }
 
 TEST(Optim, PositionTableFollowsItsSwitch) {
-  GPT model(small(), 20);
+  GPT model(small_model(), 20);
   const ParamGroups g = split_param_groups(model, false);
   EXPECT_TRUE(has(g.no_decay_names, "wpe.weight"));
   EXPECT_FALSE(has(g.decay_names, "wpe.weight"));
-  GPT fixed(small("sinusoidal"), 20);
+  GPT fixed(small_model("sinusoidal"), 20);
   const ParamGroups f = split_param_groups(fixed, true);
   EXPECT_FALSE(has(f.decay_names, "wpe.weight"));  // a fixed table is not trained at all
   EXPECT_FALSE(has(f.no_decay_names, "wpe.weight"));
 }
 
 TEST(Optim, GroupsCarryTheirWeightDecayAndLr) {
-  GPT model(small(), 20);
+  GPT model(small_model(), 20);
   TrainConfig t;
   t.weight_decay = 0.25;
   auto opt = make_optimizer(model, t);
@@ -69,7 +69,7 @@ TEST(Optim, GroupsCarryTheirWeightDecayAndLr) {
 
 TEST(Optim, DecayShrinksAZeroGradientWeight) {
   // AdamW's decoupled decay: with zero gradients, a decayed weight shrinks by lr * wd, a no-decay one stays.
-  GPT model(small(), 20);
+  GPT model(small_model(), 20);
   TrainConfig t;
   t.weight_decay = 0.5;
   auto opt = make_optimizer(model, t);
@@ -94,7 +94,7 @@ TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
   t.weight_decay = 0.1;
   t.lr = 3e-3;
   torch::manual_seed(3);
-  GPT a(small(), 20), b(small(), 20);
+  GPT a(small_model(), 20), b(small_model(), 20);
   copy_parameters(a, b);
   auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
   const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
@@ -127,7 +127,7 @@ TEST(Optim, FusedStepInPartsGivesTheSameBitsAsTheWholeStep) {
   TrainConfig t;
   t.weight_decay = 0.1;
   torch::manual_seed(4);
-  GPT a(small(), 20), b(small(), 20);
+  GPT a(small_model(), 20), b(small_model(), 20);
   copy_parameters(a, b);
   auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, t);
   const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
