@@ -14,8 +14,27 @@
 #
 # Usage: scripts/fuzz.sh [SECONDS]   each target runs SECONDS (default 60)
 #        scripts/fuzz.sh --ci        each target runs 10 s (.ci/run); exit 1 on a crash, 2 on a build error
+#        scripts/fuzz.sh --sources   prints the poslab sources the targets compile themselves (CMakeLists.txt keeps
+#                                    them out of its unity batches, whose objects would clash with these)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+targets=(npy safetensors hf_config config run_files sweep tokenizer kernel_cache checkpoint)
+declare -A sources=(
+  [npy]="src/util/npy.cpp src/util/fs.cpp"
+  [safetensors]="src/analysis/safetensors.cpp"
+  [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/analysis/safetensors.cpp src/util/fs.cpp"
+  [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
+  [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
+    src/run/sweep_index.cpp src/run/run_folder.cpp"
+  [sweep]="src/sweep/sweep_file.cpp"
+  [tokenizer]="src/data/tokenizer.cpp"
+  [kernel_cache]="src/train/kernel_cache.cpp"
+  [checkpoint]="src/train/checkpoint.cpp"
+)
+if [ "${1:-}" = "--sources" ]; then
+  for t in "${targets[@]}"; do printf '%s\n' ${sources[$t]}; done | sort -u
+  exit 0
+fi
 seconds=${1:-60}
 [ "$seconds" = "--ci" ] && seconds=10
 case $seconds in '' | *[!0-9]*) echo "error: $1: not a number of seconds; hint: scripts/fuzz.sh [SECONDS] or --ci" >&2; exit 2 ;; esac
@@ -32,6 +51,15 @@ if [ -z "$clang" ] || [ ! -d /usr/lib/llvm-14/lib/clang ] || ! ls /usr/lib/llvm-
   clang=$(command -v clang++-14)
 fi
 [ -f build/libposlab_lib.a ] || bash scripts/build.sh || exit 2
+# A source compiled here and also inside one of the main build's unity batches would be defined twice at link time.
+for src in $(for t in "${targets[@]}"; do echo ${sources[$t]}; done); do
+  batch=$(grep -l "^#include \"$src\"" build/unity/*.cpp 2>/dev/null | head -1)
+  if [ -n "$batch" ]; then
+    echo "error: $src is compiled in the unity batch $batch and by this script; hint: configure build/ again" \
+      "(cmake -S . -B build), which keeps the sources of 'scripts/fuzz.sh --sources' out of the batches" >&2
+    exit 2
+  fi
+done
 
 out=build/fuzz
 mkdir -p "$out/obj"
@@ -66,19 +94,6 @@ build() {
     { cat "$log" >&2; echo "error: $name does not compile (log above: $log)" >&2; return 1; }
 }
 
-targets=(npy safetensors hf_config config run_files sweep tokenizer kernel_cache checkpoint)
-declare -A sources=(
-  [npy]="src/util/npy.cpp src/util/fs.cpp"
-  [safetensors]="src/analysis/safetensors.cpp"
-  [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/analysis/safetensors.cpp src/util/fs.cpp"
-  [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
-  [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
-    src/run/sweep_index.cpp src/run/run_folder.cpp"
-  [sweep]="src/sweep/sweep_file.cpp"
-  [tokenizer]="src/data/tokenizer.cpp"
-  [kernel_cache]="src/train/kernel_cache.cpp"
-  [checkpoint]="src/train/checkpoint.cpp"
-)
 # AddressSanitizer everywhere but in the tokenizer's target: ASan cannot run a library opened with RTLD_DEEPBIND,
 # as the sentencepiece shim is (a crash there is still a crash to libFuzzer; UBSan stays).
 declare -A sanitizers=([tokenizer]=fuzzer,undefined)

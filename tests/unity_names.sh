@@ -3,7 +3,8 @@
 # files' names in anonymous namespaces meet: the same name twice is a compile error at best, and at worst an overload
 # of another file's helper that a call picks silently. This test fails naming every such name (a function, type,
 # constant or alias at the top of an anonymous namespace) that two files of one target define, whichever batches
-# they fall in today. Usage: tests/unity_names.sh BUILD_DIR SOURCE_DIR
+# they fall in today; and every file that scripts/fuzz.sh compiles itself if a batch holds it.
+# Usage: tests/unity_names.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
 cd "$2" || exit 2
@@ -50,5 +51,12 @@ for target in $(printf '%s\n' "${units[@]}" | sed -E 's|.*/||; s|_[0-9]+\.cpp$||
     echo "$dups" | sed 's/^/  /'
   fi
   echo "$target: $(echo "$files" | wc -w) files checked"
+done
+# scripts/fuzz.sh compiles its sources itself and links the rest of libposlab_lib.a: none of them may sit in a batch.
+for src in $(bash scripts/fuzz.sh --sources); do
+  if grep -q "^#include \"$src\"" "${units[@]}"; then
+    failed=1
+    echo "FAIL $src is in a unity batch and compiled by scripts/fuzz.sh: its functions would link twice"
+  fi
 done
 [ "$failed" -eq 0 ]
