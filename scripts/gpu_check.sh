@@ -154,6 +154,14 @@ POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='*/cuda
 cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ]*\/cuda) .*/\2 \1/p' "$cuda_log")
 echo "$cuda_cases" >&2
 note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
+# A case that printed no result (the process died in it) is counted against those the binary lists.
+listed=$(build-gpu/poslab_tests --gtest_list_tests --gtest_filter='*/cuda' 2>/dev/null | grep -c '^  ' || true)
+reported=$(echo "$cuda_cases" | grep -c . || true)
+if [ "$listed" -ne "$reported" ]; then
+  tests_ok=NO
+  note "  $((listed - reported)) of the $listed CUDA cases printed no result (the test process ended early)"
+fi
+if [ -n "${OUT:-}" ] && [ "$tests_ok" = NO ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi
 
 # A run folder's steps, median tokens/s and first and last val loss, in one line.
 run_summary() {
