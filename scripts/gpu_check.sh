@@ -148,10 +148,11 @@ if [ "$tests_ok" = NO ]; then
   if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
 fi
 # The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted:
-# "[       OK ] Devices/Suite.Name/cuda (812 ms)", "[  SKIPPED ] ...", "[  FAILED  ] ...".
+# "[       OK ] Devices/Suite.Name/cuda (812 ms)", "[  SKIPPED ] ...", and a failed one twice (at its end and in the
+# list at the bottom) as "[  FAILED  ] Devices/Suite.Name/cuda, where GetParam() = "cuda" (3 ms)".
 cuda_log=build-gpu/cuda_cases.log
 POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
-cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ]*\/cuda) .*/\2 \1/p' "$cuda_log")
+cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ,]*\/cuda)[ ,].*/\2 \1/p' "$cuda_log" | sort -u)
 echo "$cuda_cases" >&2
 note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
 # A case that printed no result (the process died in it) is counted against those the binary lists.
