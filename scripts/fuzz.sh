@@ -31,10 +31,9 @@ declare -A sources=(
   [kernel_cache]="src/train/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )
-if [ "${1:-}" = "--sources" ]; then
-  for t in "${targets[@]}"; do printf '%s\n' ${sources[$t]}; done | sort -u
-  exit 0
-fi
+# shellcheck disable=SC2086
+all_sources() { for t in "${targets[@]}"; do printf '%s\n' ${sources[$t]}; done | sort -u; }
+if [ "${1:-}" = "--sources" ]; then all_sources; exit 0; fi
 seconds=${1:-60}
 [ "$seconds" = "--ci" ] && seconds=10
 case $seconds in '' | *[!0-9]*) echo "error: $1: not a number of seconds; hint: scripts/fuzz.sh [SECONDS] or --ci" >&2; exit 2 ;; esac
@@ -52,7 +51,7 @@ if [ -z "$clang" ] || [ ! -d /usr/lib/llvm-14/lib/clang ] || ! ls /usr/lib/llvm-
 fi
 [ -f build/libposlab_lib.a ] || bash scripts/build.sh || exit 2
 # A source compiled here and also inside one of the main build's unity batches would be defined twice at link time.
-for src in $(for t in "${targets[@]}"; do echo ${sources[$t]}; done); do
+for src in $(all_sources); do
   batch=$(grep -l "^#include \"$src\"" build/unity/*.cpp 2>/dev/null | head -1)
   if [ -n "$batch" ]; then
     echo "error: $src is compiled in the unity batch $batch and by this script; hint: configure build/ again" \

@@ -12,6 +12,8 @@
 #                                         sentencepiece, pkgconf) and the fortunes corpus as .deb files, and unpack
 #                                         them with dpkg -x into .gpu-deps/root (not into /). About 13 MB.
 #   bash scripts/gpu_check.sh [run]       THERE (carry .gpu-deps): the check.
+#   bash scripts/gpu_check.sh cases LOG   the CUDA cases a GoogleTest log reports, one "NAME STATUS" line each
+#                                         (tests/test_gpu_check.sh holds this parser to GoogleTest's formats)
 #
 # Options of run:
 #   --libtorch python|pip|DIR   the LibTorch to build against (default python: the torch python3 imports)
@@ -49,7 +51,13 @@ prepare() {
   echo "  bash scripts/gpu_check.sh"
 }
 
+# case_results LOG: one "Devices/Suite.Name/cuda STATUS" line per CUDA case that GoogleTest's LOG reports, STATUS OK,
+# SKIPPED or FAILED: "[       OK ] Devices/Suite.Name/cuda (812 ms)", "[  SKIPPED ] ...", and a failed case twice (at
+# its end and in the list at the bottom) as "[  FAILED  ] Devices/Suite.Name/cuda, where GetParam() = "cuda" (3 ms)".
+case_results() { sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ,]*\/cuda)[ ,].*/\2 \1/p' "$1" | sort -u; }
+
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
+if [ "${1:-}" = cases ]; then case_results "${2:?cases needs a GoogleTest log}"; exit 0; fi
 [ "${1:-}" = run ] && shift
 libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1
 while [ $# -gt 0 ]; do
@@ -147,17 +155,15 @@ if [ "$tests_ok" = NO ]; then
   note "  failed: $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log" | tr '\n' ' ')"
   if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
 fi
-# The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted:
-# "[       OK ] Devices/Suite.Name/cuda (812 ms)", "[  SKIPPED ] ...", and a failed one twice (at its end and in the
-# list at the bottom) as "[  FAILED  ] Devices/Suite.Name/cuda, where GetParam() = "cuda" (3 ms)".
+# The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted.
 cuda_log=build-gpu/cuda_cases.log
 POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
-cuda_cases=$(sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ,]*\/cuda)[ ,].*/\2 \1/p' "$cuda_log" | sort -u)
+cuda_cases=$(case_results "$cuda_log")
 echo "$cuda_cases" >&2
-note "CUDA cases: $(echo "$cuda_cases" | grep -c . || true) run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
+reported=$(echo "$cuda_cases" | grep -c . || true)
+note "CUDA cases: $reported run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
 # A case that printed no result (the process died in it) is counted against those the binary lists.
 listed=$(build-gpu/poslab_tests --gtest_list_tests --gtest_filter='*/cuda' 2>/dev/null | grep -c '^  ' || true)
-reported=$(echo "$cuda_cases" | grep -c . || true)
 if [ "$listed" -ne "$reported" ]; then
   tests_ok=NO
   note "  $((listed - reported)) of the $listed CUDA cases printed no result (the test process ended early)"
