@@ -5,70 +5,98 @@
 #include <algorithm>
 
 #include "ops/attention.h"
+#include "ops/bf16_bits.h"
+#include "ops/gelu_kernel.h"
 #include "ops/layer_norm.h"
 #include "util/parallel.h"
+#include "util/simd_math.h"
 
 namespace poslab {
 namespace {
 
 constexpr double kLayerNormEps = 1e-5;  // as LayerNormImpl
-
-// out = x W^T + b (b undefined: no bias), as torch::nn::Linear computes it.
-void linear_out(torch::Tensor& out, const torch::Tensor& x, const torch::nn::Linear& layer) {
-  if (layer->bias.defined()) at::addmm_out(out, layer->bias, x, layer->weight.t());
-  else at::mm_out(out, x, layer->weight.t());
-}
+constexpr int64_t kGeluRowChunk = 256;  // rows per partial sum of the fused bias's gradient, as ops/gelu.cpp's
 
 }  // namespace
 
 DirectPass::DirectPass(GPT model) : model_(std::move(model)) {}
 
-std::string DirectPass::unsupported(const GPT& model, bool bf16, const torch::Device& device) {
+std::string DirectPass::unsupported(const GPT& model, bool bf16, const torch::Device& device,
+                                    const std::string& bf16_products) {
   if (!device.is_cpu()) return "it runs on the CPU only";
-  if (bf16) return "it runs float32 only";
+  if (bf16 && bf16_products != "onednn") return "it runs bf16 with bf16_products=onednn only";
   if (model->is_training() && model->cfg.dropout > 0) return "it runs without dropout only";
   for (const auto& p : model->parameters())
     if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu()) return "it runs float32 CPU parameters only";
   return "";
 }
 
-void DirectPass::allocate(int64_t B, int64_t T) {
-  if (B == B_ && T == T_) return;
+void DirectPass::allocate(int64_t B, int64_t T, bool bf16) {
+  if (B == B_ && T == T_ && bf16 == bf16_ && !blocks_.empty()) return;
   const ModelConfig& cfg = model_->cfg;
   const int64_t N = B * T, C = cfg.n_embd, nh = cfg.n_head;
-  auto rows = [N](int64_t cols) { return torch::empty({N, cols}); };
+  const auto act = torch::TensorOptions().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32);
+  auto rows = [N](int64_t cols) { return torch::empty({N, cols}); };  // float32
+  auto act_rows = [N, act](int64_t cols) { return torch::empty({N, cols}, act); };
   blocks_.assign(cfg.n_layer, Block{});
   for (Block& b : blocks_) {
     b.x = rows(C);
-    b.ln1 = rows(C);
+    b.ln1 = act_rows(C);
     b.mean1 = torch::empty({N});
     b.rstd1 = torch::empty({N});
-    b.qkv = rows(3 * C);
-    b.att = rows(C);
+    b.qkv = act_rows(3 * C);
+    b.att = act_rows(C);
     b.p = torch::empty({B * nh, T, T});
     b.mid = rows(C);
-    b.ln2 = rows(C);
+    b.ln2 = act_rows(C);
     b.mean2 = torch::empty({N});
     b.rstd2 = torch::empty({N});
-    b.pre = rows(4 * C);
-    b.act = rows(4 * C);
+    b.pre = act_rows(4 * C);
+    b.act = act_rows(4 * C);
   }
   x_out_ = rows(C);
-  lnf_ = rows(C);
+  lnf_ = act_rows(C);
   meanf_ = torch::empty({N});
   rstdf_ = torch::empty({N});
   dx_ = rows(C);
   dtmp_ = rows(C);
-  dln_ = rows(C);
-  datt_ = rows(C);
-  dqkv_ = rows(3 * C);
-  dact_ = rows(4 * C);
+  dln_ = act_rows(C);
+  datt_ = act_rows(C);
+  dqkv_ = act_rows(3 * C);
+  dact_ = act_rows(4 * C);
+  dxb_ = bf16 ? act_rows(C) : torch::Tensor();
+  proj_ = bf16 ? act_rows(C) : torch::Tensor();
   const int64_t chunks = layer_norm_grad_chunks(N);
   ln_dw_ = torch::empty({chunks, C});
   ln_db_ = torch::empty({chunks, C});
+  gelu_db_ = bf16 ? torch::empty({(N + kGeluRowChunk - 1) / kGeluRowChunk, 4 * C}) : torch::Tensor();
   col_sum_ = torch::empty({4 * C});
+  col_sum_bf16_ = bf16 ? torch::empty({4 * C}, act) : torch::Tensor();
+  dw_ = bf16 ? torch::empty({4 * C * C}, act) : torch::Tensor();
   B_ = B;
   T_ = T;
+  bf16_ = bf16;
+}
+
+void DirectPass::cast_weights() {
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const auto& m = *model_->h->ptr<BlockImpl>(l);
+    for (const auto* layer : {&m.attn->c_attn, &m.attn->c_proj, &m.mlp->c_fc, &m.mlp->c_proj})
+      for (const torch::Tensor& p : {(*layer)->weight, (*layer)->bias}) {
+        if (!p.defined()) continue;
+        torch::Tensor& c = casts_[p.unsafeGetTensorImpl()];
+        if (!c.defined() || !c.sizes().equals(p.sizes()))
+          c = torch::empty(p.sizes(), p.options().dtype(torch::kBFloat16));
+        c.copy_(p);
+      }
+  }
+}
+
+const torch::Tensor& DirectPass::operand(const torch::Tensor& p) const {
+  if (!bf16_) return p;
+  const auto it = casts_.find(p.unsafeGetTensorImpl());
+  TORCH_CHECK(it != casts_.end(), "DirectPass: no bf16 copy of a parameter of shape ", p.sizes());
+  return it->second;
 }
 
 torch::Tensor* DirectPass::grad_of(const torch::Tensor& p, bool& fresh) {
@@ -83,25 +111,120 @@ torch::Tensor* DirectPass::grad_of(const torch::Tensor& p, bool& fresh) {
   return &g;
 }
 
-void DirectPass::add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b) {
+void DirectPass::add_to_grad(const torch::Tensor& p, const torch::Tensor& d) {
   bool fresh = false;
   torch::Tensor* g = grad_of(p, fresh);
   if (g == nullptr) return;
+  if (fresh) g->copy_(d);
+  else g->add_(d);
+}
+
+void DirectPass::add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b) {
+  if (!p.requires_grad()) return;
+  if (a.scalar_type() == torch::kBFloat16) {  // autocast's: the product in bf16, then added to the float32 grad
+    torch::Tensor d = dw_.narrow(0, 0, p.numel()).view(p.sizes());
+    return add_to_grad(p, at::mm_out(d, a, b));
+  }
+  bool fresh = false;
+  torch::Tensor* g = grad_of(p, fresh);
   if (fresh) at::mm_out(*g, a, b);
   else g->addmm_(a, b);
 }
 
 void DirectPass::add_column_sum(const torch::Tensor& p, const torch::Tensor& d) {
+  if (!p.defined() || !p.requires_grad()) return;
+  const bool bf16 = d.scalar_type() == torch::kBFloat16;  // autocast's: the sum in bf16, then added
+  torch::Tensor row = (bf16 ? col_sum_bf16_ : col_sum_).narrow(0, 0, d.size(1));
   bool fresh = false;
-  torch::Tensor* g = grad_of(p, fresh);
-  if (g == nullptr) return;
+  torch::Tensor* g = bf16 ? nullptr : grad_of(p, fresh);
   if (fresh) {
     at::sum_out(*g, d, {0});
     return;
   }
-  torch::Tensor row = col_sum_.narrow(0, 0, d.size(1));
   at::sum_out(row, d, {0});
-  g->add_(row);
+  if (g != nullptr) g->add_(row);
+  else add_to_grad(p, row);
+}
+
+void DirectPass::linear_out(torch::Tensor& out, const torch::Tensor& x, const torch::nn::Linear& layer, bool bias) {
+  if (bias && layer->bias.defined()) at::addmm_out(out, operand(layer->bias), x, operand(layer->weight).t());
+  else at::mm_out(out, x, operand(layer->weight).t());
+}
+
+void DirectPass::residual_out(torch::Tensor& out, const torch::Tensor& res, const torch::Tensor& x,
+                              const torch::nn::Linear& layer) {
+  if (!bf16_) {
+    linear_out(out, x, layer);
+    out.add_(res);
+    return;
+  }
+  linear_out(proj_, x, layer);
+  const float* rp = res.data_ptr<float>();
+  const uint16_t* pp = bf16_bits(proj_);
+  float* op = out.data_ptr<float>();
+  parallel_for(0, out.numel(), kElementwiseGrain,
+               [&](int64_t b, int64_t e) { simd::add_widened_bf16(rp + b, pp + b, op + b, e - b); });
+}
+
+void DirectPass::gelu_forward(Block& b, const torch::nn::Linear& c_fc) {
+  if (!bf16_) {
+    linear_out(b.pre, b.ln2, c_fc);
+    at::gelu_out(b.act, b.pre);
+    return;
+  }
+  const int64_t N = b.pre.size(0), C4 = b.pre.size(1);
+  const uint16_t* xp = bf16_bits(b.pre);
+  uint16_t* yp = bf16_bits(b.act);
+  if (!c_fc->bias.defined()) {
+    linear_out(b.pre, b.ln2, c_fc);
+    parallel_for(0, N * C4, kElementwiseGrain, [&](int64_t lo, int64_t hi) { gelu_bf16(xp + lo, yp + lo, hi - lo); });
+    return;
+  }
+  // As MLPImpl under autocast: the product without the bias, the float32 bias added inside the GELU.
+  linear_out(b.pre, b.ln2, c_fc, /*bias=*/false);
+  const float* bp = c_fc->bias.data_ptr<float>();
+  parallel_for(0, N, std::max<int64_t>(1, kElementwiseGrain / C4),
+               [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C4); });
+}
+
+void DirectPass::gelu_backward(const Block& b, const torch::nn::Linear& c_fc) {
+  if (!bf16_) {
+    at::gelu_backward_out(dact_, dact_, b.pre);
+    return;
+  }
+  const int64_t N = b.pre.size(0), C4 = b.pre.size(1);
+  const uint16_t* xp = bf16_bits(b.pre);
+  uint16_t* dp = bf16_bits(dact_);
+  if (!c_fc->bias.defined()) {
+    parallel_for(0, N * C4, kElementwiseGrain,
+                 [&](int64_t lo, int64_t hi) { gelu_backward_bf16(xp + lo, dp + lo, dp + lo, hi - lo); });
+    return;
+  }
+  const float* bp = c_fc->bias.data_ptr<float>();
+  gelu_db_.zero_();
+  float* dbp = gelu_db_.data_ptr<float>();
+  parallel_for(0, gelu_db_.size(0), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c)
+      bias_gelu_backward_rows_bf16(xp, bp, dp, dp, dbp + c * C4, c * kGeluRowChunk,
+                                   std::min(N, (c + 1) * kGeluRowChunk), C4);
+  });
+  add_column_sum(c_fc->bias, gelu_db_);
+}
+
+void DirectPass::linear_backward(const torch::nn::Linear& layer, const torch::Tensor& dy, const torch::Tensor& x,
+                                 torch::Tensor& dx, bool bias) {
+  add_product(layer->weight, dy.t(), x);
+  if (bias) add_column_sum(layer->bias, dy);
+  at::mm_out(dx, dy, operand(layer->weight));
+}
+
+const torch::Tensor& DirectPass::stream_grad() {
+  if (!bf16_) return dx_;
+  const float* in = dx_.data_ptr<float>();
+  uint16_t* out = bf16_bits(dxb_);
+  parallel_for(0, dx_.numel(), kElementwiseGrain,
+               [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, out + b, e - b); });
+  return dxb_;
 }
 
 void DirectPass::forward(const int64_t* idx, int64_t B, int64_t T) {
@@ -136,13 +259,10 @@ void DirectPass::forward(const int64_t* idx, int64_t B, int64_t T) {
     linear_out(b.qkv, b.ln1, m.attn->c_attn);
     torch::Tensor att3 = b.att.view({B, T, C});
     causal_attention_forward_out(b.qkv.view({B, T, 3 * C}), cfg.n_head, att3, b.p);
-    linear_out(b.mid, b.att, m.attn->c_proj);
-    b.mid.add_(b.x);
+    residual_out(b.mid, b.x, b.att, m.attn->c_proj);
     layer_norm_forward_out(b.mid, m.ln_2->weight, m.ln_2->bias, kLayerNormEps, b.ln2, b.mean2, b.rstd2);
-    linear_out(b.pre, b.ln2, m.mlp->c_fc);
-    at::gelu_out(b.act, b.pre);
-    linear_out(next, b.act, m.mlp->c_proj);
-    next.add_(b.mid);
+    gelu_forward(b, m.mlp->c_fc);
+    residual_out(next, b.mid, b.act, m.mlp->c_proj);
   }
   layer_norm_forward_out(x_out_, model_->ln_f->weight, model_->ln_f->bias, kLayerNormEps, lnf_, meanf_, rstdf_);
 }
@@ -162,30 +282,21 @@ void DirectPass::backward(const int64_t* idx, int64_t B, int64_t T) {
     const auto& m = *model_->h->ptr<BlockImpl>(l);
     Block& b = blocks_[l];
     // next = mid + c_proj(gelu(c_fc(ln_2(mid)))); dx_ is next's gradient
-    add_product(m.mlp->c_proj->weight, dx_.t(), b.act);
-    add_column_sum(m.mlp->c_proj->bias, dx_);
-    at::mm_out(dact_, dx_, m.mlp->c_proj->weight);
-    at::gelu_backward_out(dact_, dact_, b.pre);
-    add_product(m.mlp->c_fc->weight, dact_.t(), b.ln2);
-    add_column_sum(m.mlp->c_fc->bias, dact_);
-    at::mm_out(dln_, dact_, m.mlp->c_fc->weight);
+    linear_backward(m.mlp->c_proj, stream_grad(), b.act, dact_);
+    gelu_backward(b, m.mlp->c_fc);
+    linear_backward(m.mlp->c_fc, dact_, b.ln2, dln_, /*bias=*/!(bf16_ && m.mlp->c_fc->bias.defined()));
     layer_norm_backward(m.ln_2, b.mid, b.mean2, b.rstd2, dln_, dtmp_);
     dx_.add_(dtmp_);  // mid's gradient
     // mid = x + c_proj(attention(c_attn(ln_1(x))))
-    add_product(m.attn->c_proj->weight, dx_.t(), b.att);
-    add_column_sum(m.attn->c_proj->bias, dx_);
-    at::mm_out(datt_, dx_, m.attn->c_proj->weight);
+    linear_backward(m.attn->c_proj, stream_grad(), b.att, datt_);
     torch::Tensor dqkv3 = dqkv_.view({B, T, 3 * C});
     causal_attention_backward_out(b.qkv.view({B, T, 3 * C}), b.p, datt_.view({B, T, C}), model_->cfg.n_head, dqkv3);
-    add_product(m.attn->c_attn->weight, dqkv_.t(), b.ln1);
-    add_column_sum(m.attn->c_attn->bias, dqkv_);
-    at::mm_out(dln_, dqkv_, m.attn->c_attn->weight);
+    linear_backward(m.attn->c_attn, dqkv_, b.ln1, dln_);
     layer_norm_backward(m.ln_1, b.x, b.mean1, b.rstd1, dln_, dtmp_);
     dx_.add_(dtmp_);  // x's gradient
   }
   embedding_backward(idx, B, T);
 }
-
 void DirectPass::embedding_backward(const int64_t* idx, int64_t B, int64_t T) {
   const int64_t C = model_->cfg.n_embd;
   const float* dx = dx_.data_ptr<float>();
@@ -216,14 +327,16 @@ void DirectPass::embedding_backward(const int64_t* idx, int64_t B, int64_t T) {
   }
 }
 
-torch::Tensor DirectPass::forward_backward(const torch::Tensor& idx, const torch::Tensor& targets, double weight) {
+torch::Tensor DirectPass::forward_backward(const torch::Tensor& idx, const torch::Tensor& targets, double weight,
+                                           bool bf16) {
   RECORD_FUNCTION("poslab::direct_pass", std::vector<c10::IValue>());
   TORCH_CHECK(idx.dim() == 2 && targets.sizes() == idx.sizes(), "DirectPass: expected (B, T) ids and targets, got ",
               idx.sizes(), " and ", targets.sizes());
   const int64_t B = idx.size(0), T = idx.size(1);
   TORCH_CHECK(T <= model_->cfg.block_size, "sequence of length ", T, " runs past block_size ", model_->cfg.block_size);
   torch::NoGradGuard no_grad;
-  allocate(B, T);
+  allocate(B, T, bf16);
+  if (bf16) cast_weights();
   const torch::Tensor ids = idx.to(torch::kLong).contiguous();
   const int64_t* ip = ids.data_ptr<int64_t>();
   forward(ip, B, T);

@@ -124,22 +124,30 @@ torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
 torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                      double weight, torch::Tensor& dx, torch::Tensor* dw, HeadLossScratch& scratch) {
   RECORD_FUNCTION("poslab::head_cross_entropy", std::vector<c10::IValue>());
-  TORCH_CHECK(x.scalar_type() == torch::kFloat32 && w.scalar_type() == torch::kFloat32 && x.is_contiguous(),
-              "head_cross_entropy_out: contiguous float32 x and W expected");
+  const auto dtype = x.scalar_type();
+  TORCH_CHECK((dtype == torch::kFloat32 || dtype == torch::kBFloat16) && w.scalar_type() == torch::kFloat32 &&
+                  x.is_contiguous() && dx.scalar_type() == dtype,
+              "head_cross_entropy_out: contiguous float32 or bfloat16 x (and dx of its dtype), float32 W expected");
   const int64_t N = x.size(0), V = w.size(0);
   const int64_t rows = chunk_rows(N, V, x.element_size());
+  const auto opts = x.options();
   if (!scratch.logits.defined() || scratch.logits.size(0) != rows || scratch.dlogits.size(0) != N ||
-      scratch.logits.size(1) != V) {
-    scratch.logits = torch::empty({rows, V});
-    scratch.dlogits = torch::empty({N, V});
+      scratch.logits.size(1) != V || scratch.logits.scalar_type() != dtype) {
+    scratch.logits = torch::empty({rows, V}, opts);
+    scratch.dlogits = torch::empty({N, V}, opts);
     scratch.losses = torch::empty({N});
+    scratch.w = dtype == torch::kFloat32 ? torch::Tensor() : torch::empty(w.sizes(), opts);
+    scratch.dw = dtype == torch::kFloat32 ? torch::Tensor() : torch::empty(w.sizes(), opts);
   }
+  if (dtype == torch::kBFloat16) scratch.w.copy_(w);  // the bf16 copy autocast would make
+  const torch::Tensor& wp = dtype == torch::kFloat32 ? w : scratch.w;
   const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
   const float scale = static_cast<float>(weight / static_cast<double>(N));
   const auto product_out = [](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) { at::mm_out(out, a, b); };
-  chunk_loop(x, w, t.data_ptr<int64_t>(), scale, scratch.losses.data_ptr<float>(), scratch.logits, scratch.dlogits, dx,
+  chunk_loop(x, wp, t.data_ptr<int64_t>(), scale, scratch.losses.data_ptr<float>(), scratch.logits, scratch.dlogits, dx,
              product_out);
-  if (dw != nullptr) at::mm_out(*dw, scratch.dlogits.t(), x);
+  if (dw != nullptr && dtype == torch::kFloat32) at::mm_out(*dw, scratch.dlogits.t(), x);
+  if (dw != nullptr && dtype == torch::kBFloat16) dw->copy_(at::mm_out(scratch.dw, scratch.dlogits.t(), x));
   return mean_row_loss(scratch.losses, weight);
 }
 

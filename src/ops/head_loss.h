@@ -15,11 +15,13 @@ namespace poslab {
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                  double weight = 1.0);
 
-// The same with its gradients written into buffers the caller owns (the whole-model pass, model/direct_pass.h),
-// float32 only: dx (N, C) and, when dw is not null, *dw (V, C) are overwritten. `scratch` keeps the chunk's logits
-// and the (N, V) gradient of the logits from call to call (made again when the shape changes).
+// The same with its gradients written into buffers the caller owns (the whole-model pass, model/direct_pass.h):
+// dx (N, C) in x's dtype and, when dw is not null, *dw (V, C) float32 are overwritten. x float32, or bfloat16 with
+// the products in bf16 (LibTorch's oneDNN kernels: what autocast runs with bf16_products=onednn) from a bf16 copy
+// of W. `scratch` keeps the chunk's logits, the (N, V) gradient of the logits and the bf16 copies from call to
+// call (made again when the shape or dtype changes).
 struct HeadLossScratch {
-  torch::Tensor logits, dlogits, losses;
+  torch::Tensor logits, dlogits, losses, w, dw;
 };
 torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                      double weight, torch::Tensor& dx, torch::Tensor* dw, HeadLossScratch& scratch);

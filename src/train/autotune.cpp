@@ -48,16 +48,21 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
                                  int threads) {
   KernelPaths defaults = default_kernel_paths(cpu_has_native_bf16());
-  const std::string no_direct = DirectPass::unsupported(model, cfg.train.dtype == "bfloat16", device);
-  if (!no_direct.empty()) defaults.step = "autograd";
+  const bool bf16 = cfg.train.dtype == "bfloat16";
+  // Why the direct step cannot run with these paths (bf16 needs bf16_products=onednn), or "".
+  const auto no_direct = [&](const KernelPaths& p) {
+    return DirectPass::unsupported(model, bf16, device, p.bf16_products);
+  };
+  if (!no_direct(defaults).empty()) defaults.step = "autograd";
   const char* env = std::getenv("POSLAB_KERNELS");
   const bool from_env = env != nullptr && *env != '\0';
   const std::string spec = from_env ? env : cfg.run.kernels;
   const std::string what = from_env ? "POSLAB_KERNELS" : "run.kernels";
   KernelTuning t;
   t.chosen = parse_kernel_paths(spec, defaults, what);  // checks the spec whatever it asks for
-  if (t.chosen.step == "direct" && !no_direct.empty()) {
-    spdlog::warn("kernel paths: {} = {} asks for step=direct, but {}: this run steps by autograd", what, spec, no_direct);
+  if (t.chosen.step == "direct" && !no_direct(t.chosen).empty()) {
+    spdlog::warn("kernel paths: {} = {} asks for step=direct, but {}: this run steps by autograd", what, spec,
+                 no_direct(t.chosen));
     t.chosen.step = "autograd";
   }
   t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu",
@@ -76,8 +81,11 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
       std::vector<std::string> fixed;
       if (cfg.train.dtype != "bfloat16") fixed.push_back("bf16_products");
       if (split.ways() == 1 || cfg.run.batch_split != 0) fixed.push_back("batch_split");
-      if (!no_direct.empty()) fixed.push_back("step");
-      t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed);
+      KernelPaths onednn = defaults;
+      onednn.bf16_products = "onednn";
+      if (!no_direct(bf16 ? onednn : defaults).empty()) fixed.push_back("step");
+      t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed, 0.03, 3,
+                              [&](const KernelPaths& p) { return p.step != "direct" || no_direct(p).empty(); });
       t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, "cpu", cfg.train.dtype);
       t.how = fmt::format("measured in {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       write_kernel_cache(cache, t);

@@ -68,7 +68,8 @@ double median_ms(std::vector<double> ms) {
 }
 
 KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
-                                 double margin, int runoff_rounds) {
+                                 double margin, int runoff_rounds,
+                                 const std::function<bool(const KernelPaths&)>& runs) {
   auto is_fixed = [&](const char* name) { return std::find(fixed.begin(), fixed.end(), name) != fixed.end(); };
   // Every combination of the free choices' values, start first.
   std::vector<KernelPaths> all{start};
@@ -83,7 +84,8 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
       }
     all = std::move(next);
   }
-  all.erase(std::remove_if(all.begin(), all.end(), [](const KernelPaths& p) { return !kernel_paths_combine(p); }),
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const KernelPaths& p) { return !kernel_paths_combine(p) || (runs && !runs(p)); }),
             all.end());
   all.erase(std::find(all.begin(), all.end(), start));
   all.insert(all.begin(), start);

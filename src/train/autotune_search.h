@@ -39,8 +39,11 @@ using PathTimer = std::function<double(const KernelPaths&)>;
 // during the search (on shared machines, tens of percent within seconds) touches all finalists alike, where it
 // can reverse a comparison of two candidates timed one after the other. A finalist replaces the choice when faster
 // by more than `margin`; the finalists' ms become their medians over the rounds.
+// `runs` says which combinations the run can take (kernel_paths_combine when empty; the bf16 direct step needs
+// bf16_products=onednn, say): the others are not timed.
 KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
-                                 double margin = 0.03, int runoff_rounds = 3);
+                                 double margin = 0.03, int runoff_rounds = 3,
+                                 const std::function<bool(const KernelPaths&)>& runs = {});
 
 // The median of repeated timings (NaN when there are none): how the search and the timer sum them up.
 double median_ms(std::vector<double> ms);

@@ -21,7 +21,7 @@ namespace {
 
 torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                          const torch::Device& device, DirectPass* direct = nullptr) {
-  if (direct != nullptr) return direct->forward_backward(x, y, scale);
+  if (direct != nullptr) return direct->forward_backward(x, y, scale, bf16);
   torch::Tensor loss;
   {
     AutocastGuard autocast(bf16, device.is_cuda());

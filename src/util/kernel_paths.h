@@ -23,8 +23,9 @@ struct KernelPaths {
   // ways, train/step.h), or whole with every intra-op thread on each op ("none": what PyTorch does).
   std::string batch_split = "threads";
   // the training step's forward and backward: "direct" (the whole model written out on buffers allocated once,
-  // model/direct_pass.h: float32 CPU runs without dropout; poslab's fused kernels throughout, so it needs
-  // attention=fused and pointwise=fused) or "autograd" (the modules' forward, LibTorch's autograd backward).
+  // model/direct_pass.h: CPU runs without dropout, float32, or bf16 with bf16_products=onednn; poslab's fused
+  // kernels throughout, so it needs attention=fused and pointwise=fused) or "autograd" (the modules' forward,
+  // LibTorch's autograd backward).
   std::string step = "direct";
 
   bool operator==(const KernelPaths& o) const {

@@ -1,6 +1,6 @@
 // The whole-model pass (model/direct_pass.h) against autograd: the loss and every parameter's gradient on odd
 // shapes, with and without biases, for each position variant, a frozen table, gradients accumulated over calls,
-// and the cases it leaves to autograd.
+// in float32 and under bf16 autocast, and the cases it leaves to autograd.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "model/direct_pass.h"
 #include "model/gpt.h"
+#include "ops/autocast.h"
 #include "util/kernel_paths.h"
 
 namespace poslab {
@@ -19,12 +20,13 @@ struct Shape {
   int n_layer = 2, n_head = 3, n_embd = 24, block_size = 11;
   int64_t vocab = 13, B = 3, T = 11;
   std::string trainable = "all";
+  bool bf16 = false;  // under autocast, the products in bf16 (bf16_products=onednn)
 };
 
 std::string name_of(const Shape& s) {
   return s.position + (s.bias ? "" : " no-bias") + " layers " + std::to_string(s.n_layer) + " heads " +
          std::to_string(s.n_head) + " embd " + std::to_string(s.n_embd) + " B " + std::to_string(s.B) + " T " +
-         std::to_string(s.T) + " trainable " + s.trainable;
+         std::to_string(s.T) + " trainable " + s.trainable + (s.bf16 ? " bf16" : " float32");
 }
 
 // A model of the shape with every parameter drawn at random (biases and LayerNorm weights too, so that their
@@ -59,7 +61,10 @@ Batch2 batch_of(const Shape& s, uint64_t seed) {
   return {torch::randint(0, s.vocab, {s.B, s.T}, torch::kInt64), torch::randint(0, s.vocab, {s.B, s.T}, torch::kInt64)};
 }
 
-void expect_grads_close(GPT& a, GPT& b, const std::string& what) {
+// Within float rounding in float32. In bf16 the pass rounds where autocast does, through the same kernels (equal
+// bit for bit here); 1e-3 of the largest entry leaves a kernel room to sum in another order, and is 15 times below
+// how far autograd's float32 gradients are from them (1.5e-2 for wte's on the default Shape).
+void expect_grads_close(GPT& a, GPT& b, const std::string& what, double tol = 2e-5) {
   const auto pa = a->named_parameters(), pb = b->named_parameters();
   for (const auto& p : pa) {
     const torch::Tensor& ga = p.value().grad();
@@ -68,8 +73,16 @@ void expect_grads_close(GPT& a, GPT& b, const std::string& what) {
     if (!ga.defined()) continue;
     const double scale = ga.abs().max().item<double>();
     const double diff = (ga - gb).abs().max().item<double>();
-    EXPECT_LE(diff, 2e-5 * scale + 1e-7) << what << ": " << p.key() << " (largest entry " << scale << ")";
+    EXPECT_LE(diff, tol * scale + 1e-7) << what << ": " << p.key() << " (largest entry " << scale << ")";
   }
+}
+
+// The kernel paths a shape's check runs: poslab's defaults on a CPU without bf16 hardware, with bf16 products
+// through oneDNN for a bf16 shape (the direct pass runs bf16 with those only).
+KernelPaths paths_for(const Shape& s) {
+  KernelPaths p = default_kernel_paths(false);
+  if (s.bf16) p.bf16_products = "onednn";
+  return p;
 }
 
 // Autograd's loss and gradients on `a`, the pass's on `b` (same weights), over `calls` batches with weight 1/calls.
@@ -77,16 +90,20 @@ void check(const Shape& s, int calls = 1) {
   SCOPED_TRACE(name_of(s) + ", " + std::to_string(calls) + " call(s)");
   GPT a = make_model(s, 7), b = make_model(s, 7);
   DirectPass pass(b);
-  KernelPathsGuard fused(default_kernel_paths(false));
+  KernelPathsGuard paths(paths_for(s));
   for (int c = 0; c < calls; ++c) {
     const Batch2 batch = batch_of(s, 100 + c);
-    const torch::Tensor la = a->forward_loss(batch.x, batch.y, 1.0 / calls);
+    torch::Tensor la;
+    {
+      AutocastGuard autocast(s.bf16, false);
+      la = a->forward_loss(batch.x, batch.y, 1.0 / calls);
+    }
     la.backward();
-    const torch::Tensor lb = pass.forward_backward(batch.x, batch.y, 1.0 / calls);
+    const torch::Tensor lb = pass.forward_backward(batch.x, batch.y, 1.0 / calls, s.bf16);
     EXPECT_NEAR(lb.item<double>(), la.item<double>(), 1e-5 * std::abs(la.item<double>())) << "call " << c;
     EXPECT_FALSE(lb.requires_grad());
   }
-  expect_grads_close(a, b, name_of(s));
+  expect_grads_close(a, b, name_of(s), s.bf16 ? 1e-3 : 2e-5);
 }
 
 TEST(DirectPass, EveryGradientEqualsAutogradsOnOddShapes) {
@@ -111,14 +128,36 @@ TEST(DirectPass, EveryGradientEqualsAutogradsOnOddShapes) {
   check(wide);
 }
 
-TEST(DirectPass, EveryGradientEqualsAutogradsWithoutBiasesAndForEachPositionVariant) {
+// Each position variant, with and without biases.
+void check_each_variant(bool bf16) {
   for (const char* position : {"learned", "sinusoidal", "none"})
     for (bool bias : {true, false}) {
       Shape s;
       s.position = position;
       s.bias = bias;
+      s.bf16 = bf16;
       check(s);
     }
+}
+
+TEST(DirectPass, EveryGradientEqualsAutogradsWithoutBiasesAndForEachPositionVariant) { check_each_variant(false); }
+
+TEST(DirectPass, Bf16GradientsEqualAutocastsOnEveryShapeAndVariant) {
+  check_each_variant(true);
+  Shape wide;  // more than one chunk of LayerNorm, GELU-bias and head rows; 16-wide heads (the bf16 attention's)
+  wide.B = 9;
+  wide.T = 40;
+  wide.block_size = 40;
+  wide.vocab = 1201;
+  wide.n_embd = 48;
+  wide.bf16 = true;
+  check(wide);
+  Shape frozen;
+  frozen.trainable = "wpe";
+  frozen.bf16 = true;
+  check(frozen);
+  frozen.trainable = "all";
+  check(frozen, 3);  // accumulated over calls
 }
 
 TEST(DirectPass, AFrozenModelTrainsTheTableOnly) {
@@ -166,7 +205,15 @@ TEST(DirectPass, SaysWhatItCannotRunAndRejectsBadIds) {
   Shape s;
   GPT model = make_model(s, 7);
   EXPECT_EQ(DirectPass::unsupported(model, false, torch::kCPU), "");
-  EXPECT_EQ(DirectPass::unsupported(model, true, torch::kCPU), "it runs float32 only");
+  {
+    KernelPaths p = default_kernel_paths(false);
+    p.bf16_products = "float";
+    KernelPathsGuard guard(p);
+    EXPECT_EQ(DirectPass::unsupported(model, true, torch::kCPU), "it runs bf16 with bf16_products=onednn only");
+    p.bf16_products = "onednn";
+    KernelPathsGuard onednn(p);
+    EXPECT_EQ(DirectPass::unsupported(model, true, torch::kCPU), "");
+  }
   EXPECT_EQ(DirectPass::unsupported(model, false, torch::Device(torch::kCUDA, 0)), "it runs on the CPU only");
   ModelConfig m = model->cfg;
   m.dropout = 0.1;

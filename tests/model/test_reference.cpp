@@ -167,11 +167,13 @@ void check_forward_backward(const torch::Device& device, const std::string& dtyp
     ++checked;
   }
   EXPECT_EQ(checked, 4 + 12 * 2);  // wte, wpe, ln_f (2) + 12 tensors in each of 2 blocks
-  if (!device.is_cpu() || dtype != "float32" || kernel_paths().step != "direct") return;
+  const bool bf16 = dtype == "bfloat16";
+  if (!device.is_cpu() || kernel_paths().step != "direct" || !DirectPass::unsupported(model, bf16, device).empty())
+    return;
   // The whole-model pass that the direct step runs (model/direct_pass.h): the same loss and gradients.
   GPT direct_model = reference_model(f, cfg);
   DirectPass pass(direct_model);
-  const torch::Tensor direct_loss = pass.forward_backward(f.x(), f.y(), 1.0);
+  const torch::Tensor direct_loss = pass.forward_backward(f.x(), f.y(), 1.0, bf16);
   EXPECT_CLOSE(direct_loss.reshape(1), f[prefix + "loss"], loss_tol, "direct pass: " + prefix + "loss");
   for (const auto& p : direct_model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << "direct pass: " << p.key() << " has no gradient";

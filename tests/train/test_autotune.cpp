@@ -101,6 +101,17 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
   t.ms[to_string(start)] = 8.0;
   r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
   EXPECT_EQ(r.chosen, start);
+
+  // bf16, where the direct step needs the products through oneDNN: the run's `runs` keeps the others out
+  FakeTimer b;
+  b.ms["bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct"] = 7.0;
+  const auto runs = [](const KernelPaths& p) { return p.step != "direct" || p.bf16_products == "onednn"; };
+  r = search_kernel_paths(autograd_paths(false), b.timer(), {"batch_split"}, 0.03, 0, runs);
+  EXPECT_EQ(b.timed.size(), 18u);  // (2 x 4 under autograd + the one direct combination), twice
+  for (const auto& s : b.timed) EXPECT_EQ(s.find("bf16_products=float,attention=fused,pointwise=fused,"
+                                                 "batch_split=threads,step=direct"), std::string::npos) << s;
+  EXPECT_EQ(to_string(r.chosen),
+            "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct");
 }
 
 // A machine whose speed drifts: a path's k-th timing is its true time times drift[path][k] (1 when not listed).
@@ -227,9 +238,13 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("measured in ", 0), 0u);
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("cached (", 0), 0u);
 
-  cfg.run.kernels = "step=direct";  // asked for where it cannot run (bf16): the run steps by autograd, and says so
+  // asked for where it cannot run (bf16 with its products in float): the run steps by autograd, and says so
+  cfg.run.kernels = "bf16_products=float,step=direct";
   cfg.train.dtype = "bfloat16";
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "autograd");
+  cfg.run.kernels = "bf16_products=onednn,step=direct";  // bf16 through oneDNN: the direct step runs
+  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "direct");
+  cfg.run.kernels = "step=direct";
   cfg.train.dtype = "float32";
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "direct");
 

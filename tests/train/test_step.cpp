@@ -116,6 +116,26 @@ TEST(Step, TheDirectStepFollowsAutogradsTrajectory) {
     }
 }
 
+// The same in bf16 (autocast, products through oneDNN, which the direct step needs): the two steps round at the
+// same points, so their trajectories stay within bf16's rounding of each other.
+TEST(Step, TheDirectStepFollowsAutocastsTrajectoryInBf16) {
+  auto run = [](const Config& cfg, int ways, const char* step) {
+    KernelPaths paths = default_kernel_paths(false);
+    paths.bf16_products = "onednn";
+    paths.step = step;
+    KernelPathsGuard guard(paths);
+    return split_run(cfg, ways, 6);
+  };
+  Config cfg = pinned_config();
+  cfg.train.dtype = "bfloat16";
+  for (int ways : {1, 2}) {
+    const auto [ours, ours_table] = run(cfg, ways, "direct");
+    const auto [theirs, their_table] = run(cfg, ways, "autograd");
+    for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], theirs[i], 5e-3) << ways << " ways, step " << i;
+    EXPECT_LE((ours_table - their_table).abs().max().item<double>(), 5e-3) << ways << " ways";
+  }
+}
+
 // A slice that fails on a worker thread: the error reaches the caller, and the same workers serve the next call.
 TEST(Step, BatchSplitReportsAWorkersErrorAndKeepsWorking) {
   const Config cfg = pinned_config();
