@@ -327,17 +327,30 @@ void DirectPass::embedding_backward(const int64_t* idx, int64_t B, int64_t T) {
   }
 }
 
+torch::Tensor DirectPass::prepare(const torch::Tensor& idx, const torch::Tensor& targets, bool bf16) {
+  TORCH_CHECK(idx.dim() == 2 && targets.sizes() == idx.sizes(), "DirectPass: expected (B, T) ids and targets, got ",
+              idx.sizes(), " and ", targets.sizes());
+  TORCH_CHECK(idx.size(1) <= model_->cfg.block_size, "sequence of length ", idx.size(1), " runs past block_size ",
+              model_->cfg.block_size);
+  allocate(idx.size(0), idx.size(1), bf16);
+  if (bf16) cast_weights();
+  return idx.to(torch::kLong).contiguous();
+}
+
+torch::Tensor DirectPass::loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight, bool bf16) {
+  RECORD_FUNCTION("poslab::direct_forward", std::vector<c10::IValue>());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor ids = prepare(idx, targets, bf16);
+  forward(ids.data_ptr<int64_t>(), idx.size(0), idx.size(1));
+  return head_cross_entropy(lnf_, model_->wte->weight, targets.reshape(-1), weight);
+}
+
 torch::Tensor DirectPass::forward_backward(const torch::Tensor& idx, const torch::Tensor& targets, double weight,
                                            bool bf16) {
   RECORD_FUNCTION("poslab::direct_pass", std::vector<c10::IValue>());
-  TORCH_CHECK(idx.dim() == 2 && targets.sizes() == idx.sizes(), "DirectPass: expected (B, T) ids and targets, got ",
-              idx.sizes(), " and ", targets.sizes());
-  const int64_t B = idx.size(0), T = idx.size(1);
-  TORCH_CHECK(T <= model_->cfg.block_size, "sequence of length ", T, " runs past block_size ", model_->cfg.block_size);
   torch::NoGradGuard no_grad;
-  allocate(B, T, bf16);
-  if (bf16) cast_weights();
-  const torch::Tensor ids = idx.to(torch::kLong).contiguous();
+  const torch::Tensor ids = prepare(idx, targets, bf16);
+  const int64_t B = idx.size(0), T = idx.size(1);
   const int64_t* ip = ids.data_ptr<int64_t>();
   forward(ip, B, T);
   // The head, tied to wte: its gradient first (written into wte's grad when fresh, else added to it).

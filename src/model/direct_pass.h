@@ -34,6 +34,8 @@ class DirectPass {
   // Returns the loss, 0-dim float32.
   torch::Tensor forward_backward(const torch::Tensor& idx, const torch::Tensor& targets, double weight,
                                  bool bf16 = false);
+  // The same loss without the backward (evaluation): no gradient is touched.
+  torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight, bool bf16 = false);
 
  private:
   // One block's saved activations, rows (B * T) by columns; the residual stream and statistics float32, the
@@ -48,6 +50,8 @@ class DirectPass {
     torch::Tensor pre, act;             // (N, 4C) c_fc's output (without its bias in bf16) and its GELU
   };
 
+  // Checks the batch, sizes the buffers (and bf16's weight copies) for it; returns the ids as contiguous int64.
+  torch::Tensor prepare(const torch::Tensor& idx, const torch::Tensor& targets, bool bf16);
   void allocate(int64_t B, int64_t T, bool bf16);
   void cast_weights();  // bf16: the copies of every Linear's weight and bias, refreshed
   const torch::Tensor& operand(const torch::Tensor& p) const;  // p as the products read it (its bf16 copy in bf16)

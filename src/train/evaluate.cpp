@@ -4,11 +4,12 @@
 
 #include "data/batches.h"
 #include "ops/autocast.h"
+#include "train/step.h"
 
 namespace poslab {
 
 double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
-                     bool bf16, const torch::Device& device, const Shard& shard) {
+                     bool bf16, const torch::Device& device, const Shard& shard, BatchSplit* split) {
   const bool was_training = model->is_training();
   model->eval();
   torch::NoGradGuard no_grad;
@@ -18,7 +19,9 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
     auto [x, y] = sampler.next();
     std::tie(x, y) = to_device({shard.of(x), shard.of(y)}, device);
     torch::Tensor loss;
-    {
+    if (split != nullptr && device.is_cpu()) {
+      loss = split->loss(x, y, 1.0 / shard.world, bf16, device);
+    } else {
       AutocastGuard autocast(bf16, device.is_cuda());
       loss = model->forward_loss(x, y, 1.0 / shard.world);  // no (B, T, V) logits on CPU
     }

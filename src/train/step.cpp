@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <condition_variable>
+#include <optional>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -19,15 +20,19 @@
 namespace poslab {
 namespace {
 
+// The scaled loss of a slice, and with `backward` its gradients.
 torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
-                         const torch::Device& device, DirectPass* direct = nullptr) {
-  if (direct != nullptr) return direct->forward_backward(x, y, scale, bf16);
+                         const torch::Device& device, DirectPass* direct = nullptr, bool backward = true) {
+  if (direct != nullptr)
+    return backward ? direct->forward_backward(x, y, scale, bf16) : direct->loss(x, y, scale, bf16);
   torch::Tensor loss;
   {
+    std::optional<torch::NoGradGuard> no_grad;
+    if (!backward) no_grad.emplace();
     AutocastGuard autocast(bf16, device.is_cuda());
     loss = model->forward_loss(x.to(device), y.to(device), scale);
   }
-  loss.backward();
+  if (backward) loss.backward();
   return loss.detach();
 }
 
@@ -160,7 +165,17 @@ DirectPass* BatchSplit::direct_pass(int i, bool bf16, const torch::Device& devic
 
 torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                                            const torch::Device& device) {
-  if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device, direct_pass(0, bf16, device));
+  return run_slices(x, y, scale, bf16, device, true);
+}
+
+torch::Tensor BatchSplit::loss(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                               const torch::Device& device) {
+  return run_slices(x, y, scale, bf16, device, false);
+}
+
+torch::Tensor BatchSplit::run_slices(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                                     const torch::Device& device, bool backward) {
+  if (ways_ == 1) return slice_loss(model_, x, y, scale, bf16, device, direct_pass(0, bf16, device), backward);
   share_parameters();  // a checkpoint load may have replaced the model's storage
   const auto xs = x.chunk(ways_, 0), ys = y.chunk(ways_, 0);
   const int n = static_cast<int>(xs.size());  // chunk() gives fewer slices when the batch is small
@@ -172,7 +187,7 @@ torch::Tensor BatchSplit::forward_backward(const torch::Tensor& x, const torch::
   run_parts([&](int i, int) {
     if (i >= n) return;
     GPT& m = i == 0 ? model_ : replicas_[i - 1];
-    losses[i] = slice_loss(m, xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device, direct[i]);
+    losses[i] = slice_loss(m, xs[i], ys[i], scale * xs[i].size(0) / batch, bf16, device, direct[i], backward);
   });
   torch::Tensor total = losses[0];
   for (int i = 1; i < n; ++i) total = total + losses[i];

@@ -43,6 +43,10 @@ class BatchSplit {
   // Returns the scaled mean loss, detached.
   torch::Tensor forward_backward(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                                  const torch::Device& device);
+  // The scaled mean loss of x, y without a backward (evaluation), cut into the same slices on the same threads,
+  // each by its whole-model pass where it can run (else the model's forward under no_grad).
+  torch::Tensor loss(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                     const torch::Device& device);
   // Adds the replicas' gradients into the model's, in order, and clears them.
   void reduce_grads();
   // f(part, ways) for every part in 0 .. ways - 1: part 0 on this thread, the others on the slices' threads (one
@@ -51,6 +55,8 @@ class BatchSplit {
 
  private:
   void share_parameters();  // (re)points every replica parameter at the model's storage
+  torch::Tensor run_slices(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
+                           const torch::Device& device, bool backward);
   // Part i's whole-model pass (model/direct_pass.h) when kernel_paths().step is direct and it can run the step,
   // else null (the part steps by autograd).
   DirectPass* direct_pass(int i, bool bf16, const torch::Device& device);

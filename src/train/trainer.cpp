@@ -83,10 +83,12 @@ TrainSummary TrainingRun::loop() {
 void TrainingRun::evaluate(int64_t step, nlohmann::json& record) {
   const bool bf16 = cfg_.train.dtype == "bfloat16";
   // Each rank scores its shard of the same windows; the parts add up to the estimates on every rank.
-  auto parts = torch::tensor({estimate_loss(model_, data_.train, cfg_.train.eval_batches, cfg_.train.batch_size,
-                                            eval_seed(cfg_.run.seed, "train"), bf16, device_, comm_.shard()),
-                              estimate_loss(model_, data_.val, cfg_.train.eval_batches, cfg_.train.batch_size,
-                                            eval_seed(cfg_.run.seed, "val"), bf16, device_, comm_.shard())},
+  // On the CPU through the batch split: its slices in parallel threads, as training runs them.
+  auto estimate = [&](const std::vector<int32_t>& tokens, const char* split) {
+    return estimate_loss(model_, tokens, cfg_.train.eval_batches, cfg_.train.batch_size,
+                         eval_seed(cfg_.run.seed, split), bf16, device_, comm_.shard(), split_.get());
+  };
+  auto parts = torch::tensor({estimate(data_.train, "train"), estimate(data_.val, "val")},
                              torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   comm_.sum_({parts}, "the evaluation's loss sum");
   parts = parts.to(torch::kCPU);

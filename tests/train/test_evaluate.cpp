@@ -4,6 +4,8 @@
 
 #include "model/gpt.h"
 #include "train/evaluate.h"
+#include "train/step.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {
@@ -28,6 +30,36 @@ TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
   EXPECT_NEAR(r.loss, std::log(30.0), 0.2);  // an untrained model is near uniform
   EXPECT_TRUE(model->is_training()) << "the previous mode is restored";
   EXPECT_NE(eval_seed(5, "val"), eval_seed(5, "train"));
+}
+
+// Training's evaluation through its batch split: the same windows, the same loss to float rounding, on each step
+// path (the whole-model forward or the model's own) and dtype; no gradient is made, the model's mode comes back.
+TEST(Evaluate, TheLossThroughTheBatchSplitIsTheWholeBatchs) {
+  ModelConfig m;
+  m.n_layer = 2;
+  m.n_head = 2;
+  m.n_embd = 32;
+  m.block_size = 12;
+  torch::manual_seed(0);
+  GPT model(m, 30);
+  std::vector<int32_t> tokens(2000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 3) % 30);
+  const torch::Device cpu(torch::kCPU);
+  for (bool bf16 : {false, true})
+    for (const char* step : {"direct", "autograd"}) {
+      KernelPaths paths = default_kernel_paths(false);
+      paths.bf16_products = "onednn";  // the bf16 whole-model pass runs with these
+      paths.step = step;
+      KernelPathsGuard guard(paths);
+      const double whole = estimate_loss(model, tokens, 3, 6, 11, bf16, cpu);
+      for (int ways : {1, 2, 4}) {
+        BatchSplit split(model, ways);
+        const double cut = estimate_loss(model, tokens, 3, 6, 11, bf16, cpu, {}, &split);
+        EXPECT_NEAR(cut, whole, (bf16 ? 1e-3 : 1e-5) * whole) << step << (bf16 ? " bf16 " : " float32 ") << ways;
+      }
+    }
+  for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+  EXPECT_TRUE(model->is_training());
 }
 
 // poslab eval --shift: shift 0 of windows as long as the table is the ordinary evaluation, bit for bit; a model
