@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -62,6 +63,13 @@ std::string describe_status(int status) {
 }
 
 int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+// How likely an ended worker's status is the cause of a failure rather than its effect: killed by a signal (2),
+// a non-zero exit (1), success or a broken pipe (0: its peer went first).
+int failure_rank(int status) {
+  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGPIPE ? 0 : 2;
+  return WEXITSTATUS(status) != 0 ? 1 : 0;
+}
 
 struct Worker {
   pid_t pid = -1;
@@ -145,30 +153,40 @@ int watch_workers(std::vector<Worker>& workers, const StepFile& steps, int grace
         if (w.running) ::kill(w.pid, sig);
       if (result == 0) result = 128 + sig;
     }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      for (int r = 0; r < n; ++r) {
-        if (workers[r].pid != pid) continue;
-        workers[r].running = false;
-        workers[r].status = status;
-        --running;
-        const bool failure = exit_code_of(status) != 0 && !(forwarded > 0 && exit_code_of(status) == result);
-        if (failure && failed_rank < 0) {
-          failed_rank = r;
-          result = exit_code_of(status);
-          const int64_t step = steps.step(r);
-          spdlog::error("rank {} (pid {}) {} {}; stopping the other {} process{}", r, pid, describe_status(status),
-                        step >= 0 ? "at step " + std::to_string(step) : "before its first step", running,
-                        running == 1 ? "" : "es");
-          // The others usually fail on their own at once (their peer's connection closed); those still running
-          // after a moment are asked to stop, then killed.
-          term_at = Clock::now() + std::chrono::seconds(2);
-          kill_at = term_at + std::chrono::seconds(grace_s);
+    // Every worker that has ended since the last look, then the failures among them, the likeliest cause first: a
+    // worker whose peer dies can die of it within the same moment (SIGPIPE on the peer's closed connection).
+    std::vector<int> ended;
+    for (int status = 0;;) {
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      for (int r = 0; r < n; ++r)
+        if (workers[r].pid == pid) {
+          workers[r].running = false;
+          workers[r].status = status;
+          --running;
+          ended.push_back(r);
         }
-      }
-      continue;
     }
+    std::stable_sort(ended.begin(), ended.end(), [&](int a, int b) {
+      return failure_rank(workers[a].status) > failure_rank(workers[b].status);
+    });
+    for (const int r : ended) {
+      const int status = workers[r].status;
+      const bool failure = exit_code_of(status) != 0 && !(forwarded > 0 && exit_code_of(status) == result);
+      if (failure && failed_rank < 0) {
+        failed_rank = r;
+        result = exit_code_of(status);
+        const int64_t step = steps.step(r);
+        spdlog::error("rank {} (pid {}) {} {}; stopping the other {} process{}", r, workers[r].pid,
+                      describe_status(status), step >= 0 ? "at step " + std::to_string(step) : "before its first step",
+                      running, running == 1 ? "" : "es");
+        // The others usually fail on their own at once (their peer's connection closed); those still running
+        // after a moment are asked to stop, then killed.
+        term_at = Clock::now() + std::chrono::seconds(2);
+        kill_at = term_at + std::chrono::seconds(grace_s);
+      }
+    }
+    if (!ended.empty()) continue;
     if (failed_rank >= 0 && Clock::now() >= term_at) {
       for (const auto& w : workers)
         if (w.running) ::kill(w.pid, SIGTERM);

@@ -47,7 +47,8 @@ class BatchSplit {
   // each by its whole-model pass where it can run (else the model's forward under no_grad).
   torch::Tensor loss(const torch::Tensor& x, const torch::Tensor& y, double scale, bool bf16,
                      const torch::Device& device);
-  // Adds the replicas' gradients into the model's, in order, and clears them.
+  // Adds the replicas' gradients into the model's, in order (float32 CPU ones on the parts' threads), and clears
+  // them.
   void reduce_grads();
   // f(part, ways) for every part in 0 .. ways - 1: part 0 on this thread, the others on the slices' threads (one
   // intra-op thread each); returns when all have returned, rethrowing the first part's exception.
