@@ -64,13 +64,6 @@ std::string describe_status(int status) {
 
 int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
-// How likely an ended worker's status is the cause of a failure rather than its effect: killed by a signal (2),
-// a non-zero exit (1), success or a broken pipe (0: its peer went first).
-int failure_rank(int status) {
-  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGPIPE ? 0 : 2;
-  return WEXITSTATUS(status) != 0 ? 1 : 0;
-}
-
 struct Worker {
   pid_t pid = -1;
   bool running = false;
@@ -167,10 +160,10 @@ int watch_workers(std::vector<Worker>& workers, const StepFile& steps, int grace
           ended.push_back(r);
         }
     }
-    std::stable_sort(ended.begin(), ended.end(), [&](int a, int b) {
-      return failure_rank(workers[a].status) > failure_rank(workers[b].status);
-    });
-    for (const int r : ended) {
+    std::vector<int> statuses;
+    for (const int r : ended) statuses.push_back(workers[r].status);
+    for (const int i : by_likely_cause(statuses)) {
+      const int r = ended[i];
       const int status = workers[r].status;
       const bool failure = exit_code_of(status) != 0 && !(forwarded > 0 && exit_code_of(status) == result);
       if (failure && failed_rank < 0) {
@@ -206,6 +199,18 @@ int watch_workers(std::vector<Worker>& workers, const StepFile& steps, int grace
 }
 
 }  // namespace
+
+std::vector<int> by_likely_cause(const std::vector<int>& statuses) {
+  auto cause = [](int status) {  // 2: killed by a signal, 1: a failed exit, 0: success or a broken pipe
+    if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGPIPE ? 0 : 2;
+    return WEXITSTATUS(status) != 0 ? 1 : 0;
+  };
+  std::vector<int> order(statuses.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return cause(statuses[a]) > cause(statuses[b]); });
+  return order;
+}
 
 std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
   std::vector<std::string> out;

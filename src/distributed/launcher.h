@@ -20,6 +20,11 @@ struct LocalLaunch {
 // the launcher is passed on to every worker once, so all of them stop at the same step with one checkpoint.
 int launch_local(const LocalLaunch& launch);
 
+// Of workers that ended together, with these wait statuses, the order in which to judge them: the likeliest cause
+// of a failure first — killed by a signal, then a non-zero exit, then a success or a death by SIGPIPE (a peer
+// writing to the failed worker's closed connection) — and in the given order among equals. Indices into statuses.
+std::vector<int> by_likely_cause(const std::vector<int>& statuses);
+
 // The argument list without `--nproc N` / `--nproc=N`.
 std::vector<std::string> without_nproc(const std::vector<std::string>& args);
 

@@ -1,12 +1,14 @@
-// The launch environment (torchrun's, SLURM's), the row shares, and the launcher's argument list: known answers
-// and every error.
+// The launch environment (torchrun's, SLURM's), the row shares, the launcher's argument list and which of the
+// workers that ended together it names: known answers and every error.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <string>
@@ -169,6 +171,19 @@ TEST(Shard, ABatchThatDoesNotDivideIsAnErrorNamingBothNumbers) {
         << e.what();
     EXPECT_NE(e.hint().find("multiple of 4"), std::string::npos) << e.hint();
   }
+}
+
+// Workers that ended within one look of the launcher: the one to name comes first. Rank 1 killed (SIGKILL) while
+// rank 0 died of SIGPIPE on its closed connection (the case CI met): rank 1. A failed exit before a broken pipe
+// or a success; a signal before a failed exit; equals in rank order.
+TEST(Launcher, NamesTheCauseOfWorkersThatEndedTogether) {
+  const int killed = SIGKILL, pipe = SIGPIPE, exit1 = 1 << 8, ok = 0;  // wait statuses (signal, or code << 8)
+  ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL && WIFEXITED(exit1) && WEXITSTATUS(exit1) == 1);
+  EXPECT_EQ(by_likely_cause({pipe, killed}), (std::vector<int>{1, 0}));
+  EXPECT_EQ(by_likely_cause({pipe, exit1, ok}), (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(by_likely_cause({exit1, killed}), (std::vector<int>{1, 0}));
+  EXPECT_EQ(by_likely_cause({exit1, exit1, pipe}), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(by_likely_cause({}), std::vector<int>{});
 }
 
 TEST(Launcher, WorkersRunTheCommandWithoutNproc) {
