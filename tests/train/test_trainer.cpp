@@ -1,6 +1,7 @@
 // End to end: a tiny run on a generated corpus, and exact resume.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
 
 #include <filesystem>
 #include <fstream>
@@ -87,6 +88,26 @@ TEST(Trainer, TinyRunLearnsAndWritesTheRunFolder) {
 
 class TrainerOnDevice : public test::OnDevice {};
 
+// Two runs of the same config, one stopped and resumed: every logged loss, the final table and the snapshots alike.
+void expect_same_runs(const std::string& full, const std::string& resumed, int steps) {
+  auto losses = [](const std::string& path) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const auto& m : read_jsonl(path))
+      if (m.contains("loss")) out.emplace_back(m["step"].get<int64_t>(), m["loss"].get<double>());
+    return out;
+  };
+  const auto a = losses(full + "/metrics.jsonl");
+  const auto b = losses(resumed + "/metrics.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second, b[i].second) << "loss differs at step " << a[i].first;
+  }
+  const std::string table = fmt::format("/snapshots/wpe_step{:06d}.npy", steps);
+  EXPECT_EQ(read_npy(full + table).data, read_npy(resumed + table).data) << "final position tables differ";
+  EXPECT_EQ(read_jsonl(resumed + "/snapshots/index.jsonl").size(), read_jsonl(full + "/snapshots/index.jsonl").size());
+}
+
 // On a GPU, dropout draws from the CUDA generator, whose state the checkpoint keeps too.
 TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
   TempDir dir;
@@ -108,26 +129,41 @@ TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
   const TrainSummary resumed = train(resume);
   EXPECT_TRUE(resumed.finished);
 
-  auto losses = [](const std::string& path) {
-    std::vector<std::pair<int64_t, double>> out;
-    for (const auto& m : read_jsonl(path))
-      if (m.contains("loss")) out.emplace_back(m["step"].get<int64_t>(), m["loss"].get<double>());
-    return out;
-  };
-  const auto a = losses(dir / "full/metrics.jsonl");
-  const auto b = losses(dir / "part/metrics.jsonl");
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].first, b[i].first);
-    EXPECT_EQ(a[i].second, b[i].second) << "loss differs at step " << a[i].first;
-  }
-  const NpyArray wa = read_npy(dir / "full/snapshots/wpe_step000040.npy");
-  const NpyArray wb = read_npy(dir / "part/snapshots/wpe_step000040.npy");
-  EXPECT_EQ(wa.data, wb.data) << "final position tables differ";
-  EXPECT_EQ(read_jsonl(dir / "part/snapshots/index.jsonl").size(), read_jsonl(dir / "full/snapshots/index.jsonl").size());
+  expect_same_runs(dir / "full", dir / "part", 40);
 }
 
 POSLAB_ON_EVERY_DEVICE(TrainerOnDevice);
+
+// The whole-model step resumes bit for bit too, in float32 and in bf16 (the products through oneDNN, which it needs),
+// with the batch cut in 2 slices; the run folder records that it ran the direct step.
+TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
+  const char* env = std::getenv("POSLAB_KERNELS");  // the tests' main sets "default"; these runs force the paths
+  const std::string saved = env ? env : "";
+  setenv("POSLAB_KERNELS", "bf16_products=onednn,step=direct", 1);
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    SCOPED_TRACE(dtype);
+    TempDir dir;
+    auto request = [&](const char* name) {
+      TrainRequest r = tiny_run(dir, name, 30);
+      r.overrides.push_back(std::string("train.dtype=") + dtype);
+      r.overrides.push_back("run.batch_split=2");
+      return r;
+    };
+    train(request("full"));
+    TrainRequest part = request("part");
+    part.stop_at = 17;
+    EXPECT_FALSE(train(part).finished);
+    TrainRequest resume;
+    resume.resume_dir = dir / "part";
+    EXPECT_TRUE(train(resume).finished);
+    expect_same_runs(dir / "full", dir / "part", 30);
+    const std::string paths = read_file(dir / "part/kernel_paths.json");
+    EXPECT_NE(paths.find("step=direct"), std::string::npos) << paths;
+    EXPECT_NE(paths.find("batch_split=threads"), std::string::npos) << paths;
+  }
+  if (env) setenv("POSLAB_KERNELS", saved.c_str(), 1); else unsetenv("POSLAB_KERNELS");
+}
+
 
 TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   TempDir dir;
