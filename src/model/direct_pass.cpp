@@ -5,17 +5,15 @@
 #include <algorithm>
 
 #include "ops/attention.h"
-#include "ops/bf16_bits.h"
-#include "ops/gelu_kernel.h"
+#include "ops/gelu.h"
 #include "ops/layer_norm.h"
+#include "ops/residual.h"
 #include "util/parallel.h"
-#include "util/simd_math.h"
 
 namespace poslab {
 namespace {
 
 constexpr double kLayerNormEps = 1e-5;  // as LayerNormImpl
-constexpr int64_t kGeluRowChunk = 256;  // rows per partial sum of the fused bias's gradient, as ops/gelu.cpp's
 
 }  // namespace
 
@@ -69,7 +67,7 @@ void DirectPass::allocate(int64_t B, int64_t T, bool bf16) {
   const int64_t chunks = layer_norm_grad_chunks(N);
   ln_dw_ = torch::empty({chunks, C});
   ln_db_ = torch::empty({chunks, C});
-  gelu_db_ = bf16 ? torch::empty({(N + kGeluRowChunk - 1) / kGeluRowChunk, 4 * C}) : torch::Tensor();
+  gelu_db_ = bf16 ? torch::empty({bias_gelu_grad_chunks(N), 4 * C}) : torch::Tensor();
   col_sum_ = torch::empty({4 * C});
   col_sum_bf16_ = bf16 ? torch::empty({4 * C}, act) : torch::Tensor();
   dw_ = bf16 ? torch::empty({4 * C * C}, act) : torch::Tensor();
@@ -159,56 +157,31 @@ void DirectPass::residual_out(torch::Tensor& out, const torch::Tensor& res, cons
     return;
   }
   linear_out(proj_, x, layer);
-  const float* rp = res.data_ptr<float>();
-  const uint16_t* pp = bf16_bits(proj_);
-  float* op = out.data_ptr<float>();
-  parallel_for(0, out.numel(), kElementwiseGrain,
-               [&](int64_t b, int64_t e) { simd::add_widened_bf16(rp + b, pp + b, op + b, e - b); });
+  residual_add_out(res, proj_, out);
 }
 
 void DirectPass::gelu_forward(Block& b, const torch::nn::Linear& c_fc) {
   if (!bf16_) {
     linear_out(b.pre, b.ln2, c_fc);
     at::gelu_out(b.act, b.pre);
-    return;
-  }
-  const int64_t N = b.pre.size(0), C4 = b.pre.size(1);
-  const uint16_t* xp = bf16_bits(b.pre);
-  uint16_t* yp = bf16_bits(b.act);
-  if (!c_fc->bias.defined()) {
+  } else if (!c_fc->bias.defined()) {
     linear_out(b.pre, b.ln2, c_fc);
-    parallel_for(0, N * C4, kElementwiseGrain, [&](int64_t lo, int64_t hi) { gelu_bf16(xp + lo, yp + lo, hi - lo); });
-    return;
+    gelu_bf16_out(b.pre, b.act);
+  } else {  // as MLPImpl under autocast: the product without the bias, the float32 bias added inside the GELU
+    linear_out(b.pre, b.ln2, c_fc, /*bias=*/false);
+    bias_gelu_bf16_out(b.pre, c_fc->bias, b.act);
   }
-  // As MLPImpl under autocast: the product without the bias, the float32 bias added inside the GELU.
-  linear_out(b.pre, b.ln2, c_fc, /*bias=*/false);
-  const float* bp = c_fc->bias.data_ptr<float>();
-  parallel_for(0, N, std::max<int64_t>(1, kElementwiseGrain / C4),
-               [&](int64_t lo, int64_t hi) { bias_gelu_rows_bf16(xp, bp, yp, lo, hi, C4); });
 }
 
 void DirectPass::gelu_backward(const Block& b, const torch::nn::Linear& c_fc) {
   if (!bf16_) {
     at::gelu_backward_out(dact_, dact_, b.pre);
-    return;
+  } else if (!c_fc->bias.defined()) {
+    gelu_backward_bf16_out(b.pre, dact_, dact_);
+  } else {
+    bias_gelu_backward_bf16_out(b.pre, c_fc->bias, dact_, dact_, gelu_db_);
+    add_column_sum(c_fc->bias, gelu_db_);
   }
-  const int64_t N = b.pre.size(0), C4 = b.pre.size(1);
-  const uint16_t* xp = bf16_bits(b.pre);
-  uint16_t* dp = bf16_bits(dact_);
-  if (!c_fc->bias.defined()) {
-    parallel_for(0, N * C4, kElementwiseGrain,
-                 [&](int64_t lo, int64_t hi) { gelu_backward_bf16(xp + lo, dp + lo, dp + lo, hi - lo); });
-    return;
-  }
-  const float* bp = c_fc->bias.data_ptr<float>();
-  gelu_db_.zero_();
-  float* dbp = gelu_db_.data_ptr<float>();
-  parallel_for(0, gelu_db_.size(0), 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t c = lo; c < hi; ++c)
-      bias_gelu_backward_rows_bf16(xp, bp, dp, dp, dbp + c * C4, c * kGeluRowChunk,
-                                   std::min(N, (c + 1) * kGeluRowChunk), C4);
-  });
-  add_column_sum(c_fc->bias, gelu_db_);
 }
 
 void DirectPass::linear_backward(const torch::nn::Linear& layer, const torch::Tensor& dy, const torch::Tensor& x,
@@ -220,10 +193,7 @@ void DirectPass::linear_backward(const torch::nn::Linear& layer, const torch::Te
 
 const torch::Tensor& DirectPass::stream_grad() {
   if (!bf16_) return dx_;
-  const float* in = dx_.data_ptr<float>();
-  uint16_t* out = bf16_bits(dxb_);
-  parallel_for(0, dx_.numel(), kElementwiseGrain,
-               [&](int64_t b, int64_t e) { simd::narrow_bf16(in + b, out + b, e - b); });
+  residual_branch_grad_out(dx_, dxb_);
   return dxb_;
 }
 

@@ -11,4 +11,9 @@ namespace poslab {
 // element-by-element path, ~0.3 ms per (16, 128, 128) add here). Otherwise: x + y.
 torch::Tensor residual_add(const torch::Tensor& x, const torch::Tensor& y);
 
+// The same on buffers the caller owns (the whole-model pass, model/direct_pass.h), contiguous, of one shape:
+// out (float32) = x (float32) + y (bfloat16); and the branch's gradient, g (float32) rounded to bf16 into gy.
+void residual_add_out(const torch::Tensor& x, const torch::Tensor& y, torch::Tensor& out);
+void residual_branch_grad_out(const torch::Tensor& g, torch::Tensor& gy);
+
 }  // namespace poslab

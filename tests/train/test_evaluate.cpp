@@ -10,16 +10,27 @@
 namespace poslab {
 namespace {
 
-TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
+// A small model's config: n_layer layers of 2 heads, n_embd wide, 12 positions.
+ModelConfig eval_model_config(int n_layer, int n_embd) {
   ModelConfig m;
-  m.n_layer = 1;
+  m.n_layer = n_layer;
   m.n_head = 2;
-  m.n_embd = 16;
+  m.n_embd = n_embd;
   m.block_size = 12;
-  torch::manual_seed(0);
-  GPT model(m, 30);
+  return m;
+}
+
+// 2,000 ids of a 30-token vocabulary in a fixed pattern ((7 i + i / every) mod 30; every 0: 7 i mod 30).
+std::vector<int32_t> cycled_tokens(size_t every) {
   std::vector<int32_t> tokens(2000);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7) % 30);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + (every ? i / every : 0)) % 30);
+  return tokens;
+}
+
+TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
+  torch::manual_seed(0);
+  GPT model(eval_model_config(1, 16), 30);
+  const std::vector<int32_t> tokens = cycled_tokens(0);
   const torch::Device cpu(torch::kCPU);
   const PositionLoss r = evaluate_positions(model, tokens, 3, 4, 11, false, cpu);
   ASSERT_EQ(r.by_position.size(), 12u);
@@ -35,15 +46,9 @@ TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
 // Training's evaluation through its batch split: the same windows, the same loss to float rounding, on each step
 // path (the whole-model forward or the model's own) and dtype; no gradient is made, the model's mode comes back.
 TEST(Evaluate, TheLossThroughTheBatchSplitIsTheWholeBatchs) {
-  ModelConfig m;
-  m.n_layer = 2;
-  m.n_head = 2;
-  m.n_embd = 32;
-  m.block_size = 12;
   torch::manual_seed(0);
-  GPT model(m, 30);
-  std::vector<int32_t> tokens(2000);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 3) % 30);
+  GPT model(eval_model_config(2, 32), 30);
+  const std::vector<int32_t> tokens = cycled_tokens(3);
   const torch::Device cpu(torch::kCPU);
   for (bool bf16 : {false, true})
     for (const char* step : {"direct", "autograd"}) {
@@ -65,16 +70,11 @@ TEST(Evaluate, TheLossThroughTheBatchSplitIsTheWholeBatchs) {
 // poslab eval --shift: shift 0 of windows as long as the table is the ordinary evaluation, bit for bit; a model
 // without a table does not care where a window starts; a shift by S is the same as moving the table up by S rows.
 TEST(Evaluate, ShiftedWindowsReadTheTableFromTheirStartRow) {
-  ModelConfig m;
-  m.n_layer = 1;
-  m.n_head = 2;
-  m.n_embd = 16;
-  m.block_size = 12;
+  ModelConfig m = eval_model_config(1, 16);
   m.wpe_init_std = 0.5;  // a table that matters to the loss
   torch::manual_seed(0);
   GPT model(m, 30);
-  std::vector<int32_t> tokens(2000);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 5) % 30);
+  const std::vector<int32_t> tokens = cycled_tokens(5);
   const torch::Device cpu(torch::kCPU);
   const PositionLoss plain = evaluate_positions(model, tokens, 3, 4, 11, false, cpu);
   const ShiftLoss zero = evaluate_shifts(model, tokens, 3, 4, 11, false, cpu, {0});
