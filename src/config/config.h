@@ -64,6 +64,10 @@ struct TrainConfig {
   double grad_clip = 1.0;             // max global grad norm; 0 = off
   std::string dtype = "float32";      // float32 | bfloat16 (forward under autocast) | auto (bf16 where native)
   std::string on_nonfinite = "stop";  // stop | skip: what a NaN/Inf loss or gradient does
+  std::string adamw = "auto";         // auto | poslab | fused: the clip + AdamW step (train/optim.h): poslab's CPU
+                                      // kernel, or LibTorch's fused kernel on the device with no host read; auto =
+                                      // fused on CUDA, poslab on the CPU
+  bool tf32 = false;                  // CUDA: float32 products in TF32 (faster; not bit-comparable to float32)
   int eval_every = 250;
   int eval_batches = 20;
   int checkpoint_every = 500;

@@ -113,6 +113,8 @@ const std::vector<ConfigField>& config_fields() {
       POSLAB_FIELD(double, "number", train.grad_clip),
       POSLAB_FIELD(std::string, "float32 | bfloat16 | auto", train.dtype),
       POSLAB_FIELD(std::string, "stop | skip", train.on_nonfinite),
+      POSLAB_FIELD(std::string, "auto | poslab | fused", train.adamw),
+      POSLAB_FIELD(bool, "true | false", train.tf32),
       POSLAB_FIELD(int, "integer", train.eval_every),
       POSLAB_FIELD(int, "integer", train.eval_batches),
       POSLAB_FIELD(int, "integer", train.checkpoint_every),

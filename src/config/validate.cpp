@@ -114,6 +114,7 @@ void validate(const Config& c) {
     check.fail("train.grad_clip", str(c.train.grad_clip), "must be >= 0 (0 turns clipping off)");
   check.one_of("train.dtype", c.train.dtype, {"float32", "bfloat16", "auto"});
   check.one_of("train.on_nonfinite", c.train.on_nonfinite, {"stop", "skip"});
+  check.one_of("train.adamw", c.train.adamw, {"auto", "poslab", "fused"});
   if (c.train.eval_every < 1) check.fail("train.eval_every", str(c.train.eval_every), "must be at least 1");
   if (c.train.eval_batches < 1) check.fail("train.eval_batches", str(c.train.eval_batches), "must be at least 1");
   if (c.train.checkpoint_every < 1)

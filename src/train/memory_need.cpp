@@ -24,7 +24,7 @@ MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world
   // token (LayerNorm outputs, q, k, v, the attention's output, the MLP's 4C twice), plus the embeddings' sum.
   const int64_t rows =
       static_cast<int64_t>(cfg.train.batch_size) / std::max(1, cfg.train.grad_accum) / std::max(1, world_size) * T;
-  need.activations = 4 * rows * C * (16 * L + 1);
+  need.activations = (cfg.train.dtype == "bfloat16" ? 2 : 4) * rows * C * (16 * L + 1);
   return need;
 }
 
@@ -44,10 +44,9 @@ std::string count_for_people(int64_t n) {
 
 }  // namespace
 
-void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, int processes_here) {
+void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, const MemoryRoom& room, bool on_gpu) {
   if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
   const MemoryNeed need = training_memory_need(cfg, vocab_size, world_size);
-  const MemoryRoom room = memory_room(processes_here);
   if (room.bytes < 0 || need.total() <= room.bytes) return;
   const std::string what =
       "model.n_layer " + std::to_string(cfg.model.n_layer) + ", n_embd " + std::to_string(cfg.model.n_embd) +
@@ -55,7 +54,8 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
       std::to_string(cfg.train.batch_size) + ": training needs at least " + format_bytes(need.total()) + " (" +
       count_for_people(need.parameters) + " parameters: weights " + format_bytes(need.weights) + ", gradients " +
       format_bytes(need.gradients) + ", AdamW's state " + format_bytes(need.optimizer) + "; one step's activations " +
-      format_bytes(need.activations) + ") but this process may use " + format_bytes(room.bytes) + ", " + room.limit;
+      format_bytes(need.activations) + ") but " + (on_gpu ? "the GPU has " : "this process may use ") +
+      format_bytes(room.bytes) + ", " + room.limit;
   const int64_t model_state = need.weights + need.gradients + need.optimizer;
   std::string hint =
       model_state > room.bytes
@@ -64,6 +64,8 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
           : "the activations do not fit: a smaller micro-batch (train.batch_size, or train.grad_accum to keep the "
             "batch and take it in parts), fewer positions (model.block_size), or processes on more machines (each takes its "
             "share of the batch)";
+  if (on_gpu)
+    hint += "; train.dtype bfloat16 halves the activations; nvidia-smi shows what else holds the GPU's memory";
   if (room.limit.find("MemAvailable") != std::string::npos)
     hint += "; the need is a lower bound, and POSLAB_NO_MEMORY_CHECK=1 skips this check (swap may then carry it)";
   throw Error(what, hint);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "util/memory.h"
 
 namespace poslab {
 
@@ -14,7 +15,8 @@ struct MemoryNeed {
   int64_t weights = 0;      // bytes: the float32 weights
   int64_t gradients = 0;    // their float32 gradients
   int64_t optimizer = 0;    // AdamW's two moments
-  int64_t activations = 0;  // what one micro-batch's forward keeps for its backward, at least
+  int64_t activations = 0;  // what one micro-batch's forward keeps for its backward, at least (bf16 under
+                            // train.dtype bfloat16: autocast keeps the products' outputs in bf16)
   int64_t total() const { return weights + gradients + optimizer + activations; }
 };
 
@@ -22,8 +24,12 @@ struct MemoryNeed {
 // share of the batch). A lower bound: the allocator's slack, LibTorch's workspaces and the data come on top.
 MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world_size = 1);
 
-// Stops (poslab::Error) when the need is larger than the room this process has (util/memory.h): one line naming
-// both sizes and the limit, and a hint fitted to what takes the room. POSLAB_NO_MEMORY_CHECK=1 skips it.
-void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, int processes_here);
+// Stops (poslab::Error) when the need is larger than the room: one line naming both sizes and the limit, and a hint
+// fitted to what takes the room (and, on a GPU, to what else holds it). POSLAB_NO_MEMORY_CHECK=1 skips it. The room:
+// this process's share of the machine's memory for a run on the CPU (memory_room, util/memory.h), its GPU's free
+// memory for a run on CUDA (cuda_memory_room, util/cuda.h: one process per GPU).
+void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, const MemoryRoom& room,
+                         bool on_gpu = false);
+
 
 }  // namespace poslab

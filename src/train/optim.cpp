@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "train/adamw_kernel.h"
+#include "util/error.h"
 #include "util/parallel.h"
 
 namespace poslab {
@@ -29,7 +30,7 @@ ParamGroups split_param_groups(const GPT& model, bool decay_position_table) {
   return g;
 }
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const TrainConfig& t) {
+std::unique_ptr<DeviceAdamW> make_optimizer(const GPT& model, const TrainConfig& t) {
   const ParamGroups g = split_param_groups(model, t.decay_position_table);
   auto options = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
@@ -38,7 +39,25 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const Trai
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(g.decay, options(t.weight_decay));
   groups.emplace_back(g.no_decay, options(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+  return std::make_unique<DeviceAdamW>(groups, torch::optim::AdamWOptions(t.lr));
+}
+
+bool adamw_on_device(const TrainConfig& t, const torch::Device& device) {
+  if (t.adamw == "poslab") return false;
+  const std::string why = DeviceAdamW::unsupported(device);
+  if (t.adamw == "fused" && !why.empty())
+    throw Error("train.adamw = fused: " + why, "set train.adamw: auto (or poslab), or build against PyTorch's LibTorch "
+                "2.x: bash scripts/build.sh --libtorch pip");
+  return t.adamw == "fused" || (device.is_cuda() && why.empty());
+}
+
+torch::Tensor grad_norm_on_device(const torch::optim::AdamW& opt) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& group : opt.param_groups())
+    for (const auto& p : group.params())
+      if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return {};
+  return torch::stack(torch::_foreach_norm(grads)).norm();  // the norm of the parameters' norms
 }
 
 namespace {

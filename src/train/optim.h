@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "model/gpt.h"
+#include "train/device_adamw.h"
 
 namespace poslab {
 
@@ -26,8 +27,18 @@ void set_trainable(GPT& model, const std::string& trainable);
 // Trainable parameters only (a fixed sinusoidal wpe is left out). wpe follows train.decay_position_table.
 ParamGroups split_param_groups(const GPT& model, bool decay_position_table);
 
-// Group 0 decays with train.weight_decay, group 1 has weight decay 0.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(const GPT& model, const TrainConfig& t);
+// Group 0 decays with train.weight_decay, group 1 has weight decay 0. LibTorch's AdamW, which can also step on the
+// parameters' device (train/device_adamw.h).
+std::unique_ptr<DeviceAdamW> make_optimizer(const GPT& model, const TrainConfig& t);
+
+// Whether the step's clip and AdamW run on the parameters' device with no read back to the host (DeviceAdamW)
+// rather than poslab's CPU kernel (fused_adamw_step): train.adamw fused, or auto on CUDA where LibTorch has the
+// kernel. train.adamw fused where it cannot run is a poslab::Error naming the key and the reason.
+bool adamw_on_device(const TrainConfig& t, const torch::Device& device);
+
+// The global gradient norm of the optimizer's parameters as a 0-dim float32 tensor on their device (one
+// multi-tensor pass; nothing read back to the host); undefined when no parameter has a gradient.
+torch::Tensor grad_norm_on_device(const torch::optim::AdamW& opt);
 
 // The key of a parameter's entry in Optimizer::state(): LibTorch 1.x keys it by the TensorImpl's address printed
 // as a string, 2.x by the address itself. Chosen from the map's key type, so both compile.

@@ -93,7 +93,10 @@ void TrainingRun::load_tokens(const CheckpointMeta& resume_meta) {
 }
 
 void TrainingRun::build_model() {
-  if (device_.is_cuda()) make_cuda_deterministic();  // before the first CUDA op: resumes repeat exactly
+  if (device_.is_cuda()) {
+    make_cuda_deterministic();  // before the first CUDA op: resumes repeat exactly
+    set_cuda_tf32(cfg_.train.tf32);
+  }
   model_ = GPT(cfg_.model, data_.tokenizer.vocab_size());
   model_->to(device_);
   if (!resuming_ && !cfg_.train.init_from.empty()) init_from(cfg_.train.init_from);
@@ -102,6 +105,10 @@ void TrainingRun::build_model() {
   spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}{}",
                model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position,
                cfg_.train.trainable == "wpe" ? " | trainable: the position table only" : "");
+  spdlog::info("AdamW: {} (train.adamw: {}){}", adamw_on_device(cfg_.train, device_)
+                   ? "LibTorch's fused kernel on the device, step counts and clipping there; the host reads at log steps"
+                   : "poslab's fused CPU step", cfg_.train.adamw,
+               device_.is_cuda() ? fmt::format(" | TF32: {}", cfg_.train.tf32 ? "on" : "off") : "");
   sampler_ = std::make_unique<BatchSampler>(data_.train, cfg_.train.batch_size, cfg_.model.block_size,
                                             static_cast<uint64_t>(cfg_.run.seed));
   split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_, comm_.size()));

@@ -54,6 +54,26 @@ bool sum_across_ranks(torch::optim::AdamW& optimizer, torch::Tensor& loss_sum, C
   return flags.item<float>() > 0;  // on a GPU, the copy waits for the sum the gradient norm needs anyway
 }
 
+// Gradients dropped rather than zeroed: the next backward then hands each parameter its gradient tensor (no fill
+// with zeros, no add into them: two passes over every gradient saved per step).
+void drop_grads(torch::optim::AdamW& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
+}
+
+// The norm, clip and AdamW on the device, nothing read back: the clip as the kernel's grad_scale, the division by
+// max(1, (norm + 1e-6) / grad_clip) (clip_grad_norm_'s factor min(1, grad_clip / (norm + 1e-6)) inverted), and a
+// non-finite loss or norm as its skip flag.
+void step_on_device(DeviceAdamW& optimizer, const TrainConfig& t, double lr, StepResult& r) {
+  r.unread = true;
+  r.device_norm = grad_norm_on_device(optimizer);
+  if (!r.device_norm.defined()) r.device_norm = torch::zeros_like(r.loss);
+  r.device_skipped = torch::logical_not(torch::isfinite(r.device_norm) & torch::isfinite(r.loss)).to(torch::kFloat32);
+  torch::Tensor scale;
+  if (t.grad_clip > 0) scale = torch::clamp_min((r.device_norm + 1e-6) / t.grad_clip, 1.0);
+  optimizer.device_step(lr, scale, r.device_skipped);
+}
+
 }  // namespace
 
 // Runs one task at a time on its own thread, with one intra-op thread.
@@ -292,6 +312,11 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   StepResult r;
   if (world > 1) r.stop = sum_across_ranks(optimizer, loss_sum, *comm, device);
   r.loss = loss_sum;
+  if (adamw_on_device(t, device)) {
+    step_on_device(dynamic_cast<DeviceAdamW&>(optimizer), t, lr, r);
+    drop_grads(optimizer);
+    return r;
+  }
   double loss = 0;
   std::tie(r.grad_norm, loss) = grad_norm_and(optimizer, loss_sum);
   r.finite = std::isfinite(r.grad_norm) && std::isfinite(loss);
@@ -303,10 +328,7 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
     if (parts) run = [split](const std::function<void(int, int)>& f) { split->run_parts(f); };
     fused_adamw_step(optimizer, std::min(coef, 1.0), run);
   }
-  // Gradients dropped rather than zeroed: the next backward then hands each parameter its gradient tensor
-  // (no fill with zeros, no add into them: two passes over every gradient saved per step).
-  for (auto& group : optimizer.param_groups())
-    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
+  drop_grads(optimizer);
   return r;
 }
 

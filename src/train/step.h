@@ -18,10 +18,15 @@ namespace poslab {
 class DirectPass;
 
 struct StepResult {
-  torch::Tensor loss;       // mean loss, 0-dim (already read once for the finiteness check)
+  torch::Tensor loss;       // mean loss, 0-dim (read once for the finiteness check, unless `unread`)
   double grad_norm = 0;     // global gradient norm before clipping
   bool finite = true;       // loss and gradient norm are finite; when not, the optimizer did not step
   bool stop = false;        // many processes: some rank had a stop request (SIGINT / SIGTERM) at the step's sum
+  // The step on the device (train.adamw, adamw_on_device): nothing was read back; the norm and whether the step was
+  // skipped for a non-finite loss or gradient (1, else 0) are 0-dim tensors on the device, and grad_norm and
+  // finite above mean nothing until the caller reads them.
+  bool unread = false;
+  torch::Tensor device_norm, device_skipped;
 };
 
 // Batch-parallel forward and backward on CPU (ways 1: the plain step). Each part steps by autograd or by the
@@ -88,7 +93,9 @@ class IntraOpThreads {
 int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes = 1);
 
 // grad_accum micro-batches (forward under bf16 autocast when train.dtype says so), backward, clip, AdamW step.
-// A non-finite loss or gradient norm skips the optimizer step (the caller decides to stop or go on).
+// A non-finite loss or gradient norm skips the optimizer step (the caller decides to stop or go on). With the step
+// on the device (adamw_on_device: CUDA, or train.adamw fused), the norm, the clip, the skip and AdamW stay there and
+// the result is `unread`: the host only queues work, and reads when it logs.
 // With `split`, each micro-batch runs batch-parallel (see BatchSplit), and the rest of the step keeps one intra-op
 // thread per thread too (AdamW is shared among the slices' threads): LibTorch's other OpenMP threads, once woken,
 // spin on past their work into the next step's slices, on the cores the slices run on.

@@ -18,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/memory_need.h"
+#include "train/optim.h"
 #include "train/run_setup.h"
 #include "train/schedule.h"
 #include "train/snapshot.h"
@@ -61,11 +62,15 @@ TrainSummary TrainingRun::loop() {
       }
     }
     const bool stop = stop_agreed();
-    if (writer_ && !on_disk && model_->wpe && (step % cfg_.snapshot.every == 0 || last || stop))
-      snapshot(step, record);
+    if (!on_disk && model_->wpe && (step % cfg_.snapshot.every == 0 || last || stop)) {
+      settle_unread();  // as before a checkpoint
+      if (writer_) snapshot(step, record);
+    }
     const bool stop_here = (step == req_.stop_at || stop) && step > start_step_;
-    if (writer_ && !on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here))  // step 0 too
-      save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
+    if (!on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here)) {  // step 0 too
+      settle_unread();  // on every rank: no checkpoint holds a step that train.on_nonfinite: stop stops at
+      if (writer_) save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
+    }
     if (last || stop_here) {
       if (writer_ && record.contains("val_loss")) append_line(metrics_path(), record.dump());
       finished_at_ = step;
@@ -81,6 +86,7 @@ TrainSummary TrainingRun::loop() {
 
 // Train and val loss on the fixed eval windows; a new best val loss writes best.pt.
 void TrainingRun::evaluate(int64_t step, nlohmann::json& record) {
+  settle_unread();
   const bool bf16 = cfg_.train.dtype == "bfloat16";
   // Each rank scores its shard of the same windows; the parts add up to the estimates on every rank.
   // On the CPU through the batch split: its slices in parallel threads, as training runs them.
@@ -136,14 +142,22 @@ void TrainingRun::update(int64_t step, double lr, nlohmann::json& record) {
   stop_seen_ = stop_seen_ || result.stop;
   interval_comm_seconds_ += comm_.seconds() - comm_before;
   step_comm_seconds_ += comm_.seconds() - comm_before;
-  if (!result.finite) handle_nonfinite(step, result);
   last_batch_loss_ = result.loss;
+  const bool logs = step % cfg_.train.log_every == 0 || record.contains("val_loss");
+  if (result.unread) {  // the step was queued on the device: its skip is counted there, read at the next log
+    unread_skips_ = unread_skips_.defined() ? unread_skips_ + result.device_skipped : result.device_skipped;
+    if (unread_from_ < 0) unread_from_ = step;
+    unread_to_ = step;
+    if (logs) settle_unread();  // waits for the device: the interval's time is then its steps' own
+  } else if (!result.finite) {
+    handle_nonfinite(step, result);
+  }
   const double dt = seconds_since(t0);
   train_seconds_ += dt;
   interval_seconds_ += dt;
   ++interval_steps_;
   ++train_steps_run_;
-  if (step % cfg_.train.log_every == 0 || record.contains("val_loss")) log_step(step, lr, record);
+  if (logs) log_step(step, lr, record);
 }
 
 // train.on_nonfinite: stop (the last checkpoint stays) or skip the step and count it.
@@ -157,6 +171,24 @@ void TrainingRun::handle_nonfinite(int64_t step, const StepResult& result) {
                 "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "
                 "poslab train --resume " + rdir_);
   spdlog::warn("{}: skipped ({} skipped so far)", what, skipped_steps_);
+}
+
+void TrainingRun::settle_unread() {
+  if (!unread_skips_.defined()) return;
+  const auto skipped = static_cast<int64_t>(unread_skips_.item<float>());  // waits for the queued steps
+  const int64_t from = unread_from_, to = unread_to_;
+  unread_skips_ = torch::Tensor();
+  unread_from_ = unread_to_ = -1;
+  if (skipped == 0) return;
+  skipped_steps_ += skipped;
+  progress_->clear();
+  const std::string what = fmt::format("{} of steps {}-{}: non-finite loss or gradient, the update skipped on the "
+                                       "device", skipped, from, to);
+  if (cfg_.train.on_nonfinite == "stop")
+    throw Error(rdir_ + ": " + what + "; the run stopped, " + latest_path() + " holds the last good checkpoint",
+                "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "
+                "poslab train --resume " + rdir_);
+  spdlog::warn("{} ({} skipped so far)", what, skipped_steps_);
 }
 
 void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
@@ -179,6 +211,7 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
 
 // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).
 TrainSummary TrainingRun::finish() {
+  settle_unread();
   TrainSummary s;
   s.run_dir = rdir_;
   s.steps = finished_at_;
@@ -223,11 +256,11 @@ TrainSummary train(const TrainRequest& req) {
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
   }
   const int threads = apply_threads(cfg.run.threads, env.local_world_size);
-  // Before anything is written: a model that cannot fit in this process's memory stops here (a GPU's memory is
-  // not checked).
-  if (device.is_cpu())
-    check_training_fits(cfg, cfg.data.tokenizer.type == "char" ? 256 : cfg.data.tokenizer.vocab_size,
-                        env.world_size, env.local_world_size);
+  // Before anything is written: a model that cannot fit in this process's memory, or in its GPU's free memory,
+  // stops here.
+  check_training_fits(cfg, cfg.data.tokenizer.type == "char" ? 256 : cfg.data.tokenizer.vocab_size, env.world_size,
+                      device.is_cuda() ? cuda_memory_room() : memory_room(env.local_world_size), device.is_cuda());
+  adamw_on_device(cfg.train, device);  // train.adamw fused where it cannot run stops here too
   // --resume of a folder whose run wrote no checkpoint: it starts again there, from step 0, its logs emptied.
   const bool restart = restarts_in_place(req);
   const bool resuming = !req.resume_dir.empty() && !restart;

@@ -18,6 +18,7 @@
 #include "model/gpt.h"
 #include "run/run_folder.h"
 #include "train/checkpoint.h"
+#include "train/optim.h"
 #include "train/progress.h"
 #include "train/step.h"
 #include "train/trainer.h"
@@ -58,6 +59,7 @@ class TrainingRun {
   void snapshot(int64_t step, const nlohmann::json& record);
   void update(int64_t step, double lr, nlohmann::json& record);
   void handle_nonfinite(int64_t step, const StepResult& result);
+  void settle_unread();  // reads the skips of the steps on the device since the last read (train.on_nonfinite)
   void log_step(int64_t step, double lr, nlohmann::json& record);
   TrainSummary finish();
 
@@ -71,7 +73,7 @@ class TrainingRun {
   const bool writer_;         // rank 0: the only one that writes the run folder
   TokenData data_;
   GPT model_{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<DeviceAdamW> optimizer_;
   std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<BatchSplit> split_;
   Progress* progress_ = nullptr;  // the loop's progress bar, while the loop runs
@@ -81,6 +83,8 @@ class TrainingRun {
   double train_est_ = NAN, val_est_ = NAN;  // the last eval's estimates
   torch::Tensor last_batch_loss_;           // loss of the last update's batch, read only when needed
   int64_t skipped_steps_ = 0;               // non-finite steps skipped (train.on_nonfinite: skip)
+  torch::Tensor unread_skips_;              // steps on the device: how many skipped since the last read (0-dim)
+  int64_t unread_from_ = -1, unread_to_ = -1;  // ... among these steps
   double train_seconds_ = 0.0;              // time in training steps only
   double snapshot_seconds_ = 0.0;           // time writing and analysing snapshots
   double interval_seconds_ = 0.0;           // since the last log line

@@ -13,6 +13,7 @@
 
 #if POSLAB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace poslab {
@@ -48,6 +49,30 @@ std::string cuda_device_summary() {
 #else
   return "";
 #endif
+}
+
+GpuMemory cuda_memory_info() {
+#if POSLAB_WITH_CUDA
+  if (!torch::cuda::is_available()) return {};
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();  // clear the error, so that it does not surface at the next CUDA call
+    return {};
+  }
+  return {static_cast<int64_t>(free), static_cast<int64_t>(total)};
+#else
+  return {};
+#endif
+}
+
+MemoryRoom cuda_memory_room() {
+  const GpuMemory m = cuda_memory_info();
+  return gpu_memory_room(m.free, m.total, cuda_device_summary());
+}
+
+void set_cuda_tf32(bool on) {
+  at::globalContext().setAllowTF32CuBLAS(on);
+  at::globalContext().setAllowTF32CuDNN(on);
 }
 
 void make_cuda_deterministic() {

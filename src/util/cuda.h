@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "util/memory.h"
+
 namespace poslab {
 
 // Whether poslab was compiled against a LibTorch with CUDA (set by CMake when the LibTorch found has CUDA).
@@ -18,6 +20,20 @@ std::string build_summary();
 
 // The current GPU in one line, e.g. "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)"; "" without a GPU.
 std::string cuda_device_summary();
+
+// The current GPU's memory as its driver reports it (cudaMemGetInfo): what is free now (other processes' and this
+// one's caching allocator's holdings already taken out) and the whole; both -1 without a GPU.
+struct GpuMemory {
+  int64_t free = -1;
+  int64_t total = -1;
+};
+GpuMemory cuda_memory_info();
+// The same as the room a run on the current GPU has (util/memory.h: no limit without a GPU).
+MemoryRoom cuda_memory_room();
+
+// Makes float32 matrix products and convolutions on a GPU run in TF32 (10-bit mantissa products, float32 sums) or
+// in full float32 (train.tf32). A no-op in a CPU-only build.
+void set_cuda_tf32(bool on);
 
 // Why run.device = cuda cannot run here, "" when it can: no CUDA in this LibTorch build, or no GPU it can see.
 std::string cuda_unavailable_reason();

@@ -18,6 +18,10 @@ struct MemoryRoom {
 // machine, so each gets its share of them.
 MemoryRoom memory_room(int processes_here = 1);
 
+// The room a GPU with `free` of `total` bytes free gives (cudaMemGetInfo's figures), named after `gpu` (e.g.
+// util/cuda.h's summary); no limit when free is -1 (no GPU).
+MemoryRoom gpu_memory_room(int64_t free, int64_t total, const std::string& gpu);
+
 // Parsers of the files memory_room reads (tested on known text): MemAvailable from /proc/meminfo, VmSize from
 // /proc/self/status (bytes; -1 when absent), a cgroup limit ("max" = -1).
 int64_t meminfo_available(const std::string& meminfo);

@@ -110,6 +110,10 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   EXPECT_NE(msg.find("model.sinusoidal_scale = half"), std::string::npos) << msg;
   EXPECT_NE(msg.find("match, none"), std::string::npos) << msg;
   EXPECT_NE(error_of([] { load_config("", {"train.dtype=float16"}); }).find("train.dtype"), std::string::npos);
+  msg = error_of([] { load_config("", {"train.adamw=apex"}); });
+  EXPECT_NE(msg.find("train.adamw = apex"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("auto, poslab, fused"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { load_config("", {"train.tf32=maybe"}); }).find("train.tf32"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"data.val_fraction=1.5"}); }).find("data.val_fraction"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"model.dropout=1"}); }).find("model.dropout"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"data.tokenizer.vocab_size=5"}); }).find("vocab_size"), std::string::npos);

@@ -5,8 +5,11 @@
 #include <cstdlib>
 
 #include "model/gpt.h"
+#include "test_devices.h"
 #include "test_util.h"
+#include "util/cuda.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace poslab {
 namespace {
@@ -58,12 +61,12 @@ TEST(MemoryNeed, AModelThatCannotFitStopsWithBothSizesAndAHint) {
   cfg.model.n_layer = 7000;
   cfg.model.n_embd = 8192;
   cfg.model.n_head = 64;
-  const std::string msg = test::error_of([&] { check_training_fits(cfg, 2048, 1, 1); });
+  const std::string msg = test::error_of([&] { check_training_fits(cfg, 2048, 1, memory_room(1)); });
   EXPECT_NE(msg.find("model.n_layer 7000, n_embd 8192"), std::string::npos) << msg;
   EXPECT_NE(msg.find("training needs at least "), std::string::npos) << msg;
   EXPECT_NE(msg.find(" but this process may use "), std::string::npos) << msg;
   try {
-    check_training_fits(cfg, 2048, 1, 1);
+    check_training_fits(cfg, 2048, 1, memory_room(1));
   } catch (const Error& e) {
     EXPECT_NE(e.hint().find("the model alone does not fit"), std::string::npos) << e.hint();
   }
@@ -71,17 +74,82 @@ TEST(MemoryNeed, AModelThatCannotFitStopsWithBothSizesAndAHint) {
   Config wide;
   wide.train.batch_size = 1 << 30;
   try {
-    check_training_fits(wide, 2048, 1, 1);
+    check_training_fits(wide, 2048, 1, memory_room(1));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(e.hint().find("the activations do not fit"), std::string::npos) << e.hint();
   }
   ::setenv("POSLAB_NO_MEMORY_CHECK", "1", 1);
-  EXPECT_NO_THROW(check_training_fits(cfg, 2048, 1, 1));
+  EXPECT_NO_THROW(check_training_fits(cfg, 2048, 1, memory_room(1)));
   ::unsetenv("POSLAB_NO_MEMORY_CHECK");
   Config fits;  // the default model fits any machine that runs the tests
-  EXPECT_NO_THROW(check_training_fits(fits, 2048, 1, 1));
+  EXPECT_NO_THROW(check_training_fits(fits, 2048, 1, memory_room(1)));
 }
+
+// bf16 autocast keeps the activations in bf16: half the bytes; the model state stays float32.
+TEST(MemoryNeed, Bf16HalvesTheActivationsButNotTheModelState) {
+  Config cfg;
+  const MemoryNeed f32 = training_memory_need(cfg, 2048);
+  cfg.train.dtype = "bfloat16";
+  const MemoryNeed bf16 = training_memory_need(cfg, 2048);
+  EXPECT_EQ(bf16.activations * 2, f32.activations);
+  EXPECT_EQ(bf16.weights + bf16.gradients + bf16.optimizer, f32.weights + f32.gradients + f32.optimizer);
+}
+
+Config gpt2_small() {  // configs/gpt2_small.yaml's shape, GPT-2's batch of 32
+  return load_config("", {"model.n_layer=12", "model.n_head=12", "model.n_embd=768", "model.block_size=1024",
+                          "train.batch_size=32", "train.dtype=bfloat16"});
+}
+
+// A GPU's stated free size: GPT-2 small's shape (batch 32 x 1,024 tokens, bf16) needs 11.9 GB by the estimate
+// (124 million parameters: 2.0 GB of model state, 9.7 GB of activations); it fits the 137 GB an idle H200 has free,
+// not 8 GB of an A100 that other processes fill, and not 1 GB.
+TEST(MemoryNeed, AGpuThatCannotHoldTheRunStopsNamingItsFreeMemory) {
+  const Config cfg = gpt2_small();
+  const MemoryNeed need = training_memory_need(cfg, 50257);
+  EXPECT_EQ(need.parameters, 124439808);  // GPT-2 small's count (wte 38.6M + wpe 0.8M + 12 blocks of 7.1M + ln_f)
+  EXPECT_NEAR(static_cast<double>(need.total()), 11.7e9, 0.1e9);
+  EXPECT_NO_THROW(check_training_fits(cfg, 50257, 1, gpu_memory_room(137'000'000'000, 150'000'000'000, "NVIDIA H200"), true));
+  const MemoryRoom a100 = gpu_memory_room(8'000'000'000, 85'000'000'000, "NVIDIA A100-SXM4-80GB (sm_80, 108 SMs, 79.2 GiB)");
+  try {
+    check_training_fits(cfg, 50257, 1, a100, true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("training needs at least 12 GB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("but the GPU has 8.0 GB, the free memory of the GPU (NVIDIA A100-SXM4-80GB (sm_80, 108 SMs, "
+                       "79.2 GiB): 8.0 GB of 85 GB free)"), std::string::npos) << msg;
+    EXPECT_NE(e.hint().find("the activations do not fit"), std::string::npos) << e.hint();
+    EXPECT_NE(e.hint().find("nvidia-smi"), std::string::npos) << e.hint();
+  }
+  try {
+    check_training_fits(cfg, 50257, 1, gpu_memory_room(1'000'000'000, 85'000'000'000, "NVIDIA A100"), true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.hint().find("the model alone does not fit"), std::string::npos) << e.hint();
+  }
+  // Two processes share the batch: each GPU holds half the activations, and 8 GB is then enough.
+  EXPECT_NO_THROW(check_training_fits(cfg, 50257, 2, a100, true));
+  // No GPU (free -1): nothing to check against.
+  EXPECT_NO_THROW(check_training_fits(cfg, 50257, 1, gpu_memory_room(-1, -1, ""), true));
+}
+
+class MemoryOnDevice : public test::OnDevice {
+ protected:
+  MemoryRoom room() const { return is_cuda() ? cuda_memory_room() : memory_room(1); }
+};
+
+// The check against the device the run trains on: the GPU's real free memory (cudaMemGetInfo) on CUDA.
+TEST_P(MemoryOnDevice, TheCheckReadsTheRunsDevice) {
+  Config huge;  // 100 TB of model state
+  huge.model.n_layer = 7000;
+  huge.model.n_embd = 8192;
+  huge.model.n_head = 64;
+  const std::string msg = test::error_of([&] { check_training_fits(huge, 2048, 1, room(), is_cuda()); });
+  EXPECT_NE(msg.find(is_cuda() ? "the free memory of the GPU (" : "this process may use "), std::string::npos) << msg;
+  EXPECT_NO_THROW(check_training_fits(Config(), 2048, 1, room(), is_cuda()));
+}
+POSLAB_ON_EVERY_DEVICE(MemoryOnDevice);
 
 }  // namespace
 }  // namespace poslab

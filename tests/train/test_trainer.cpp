@@ -15,8 +15,10 @@
 #include "test_util.h"
 #include "train/tiny_run.h"
 #include "train/checkpoint.h"
+#include "train/device_adamw.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/npy.h"
 #include "util/platform.h"
 
@@ -260,6 +262,48 @@ TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   }
   EXPECT_FALSE(fs::exists(dir / "nan/lock")) << "the lock is released on errors too";
   TrainRequest skip = tiny_run(dir, "skip", 4);
+  skip.overrides.push_back("model.wpe_init_std=1e300");
+  skip.overrides.push_back("train.on_nonfinite=skip");
+  const TrainSummary s = train(skip);
+  EXPECT_TRUE(s.finished);
+  EXPECT_EQ(s.skipped_steps, 4);
+}
+
+// The step on the device (train.adamw fused), on the CPU here and on a GPU in the CUDA case: a run stopped and
+// resumed equals the uninterrupted one bit for bit (the step counts travel in the checkpoint), and a non-finite step,
+// skipped on the device, is read at the next log line: it stops the run, or is counted.
+TEST_P(TrainerOnDevice, TheStepOnTheDeviceResumesBitForBitAndReadsItsSkips) {
+  TempDir dir;
+  const std::string why = DeviceAdamW::unsupported(device());
+  auto request = [&](const char* name, int steps) {
+    TrainRequest r = tiny_run(dir, name, steps);
+    r.overrides.push_back("train.adamw=fused");
+    r.overrides.push_back("run.device=" + device_name());
+    return r;
+  };
+  if (!why.empty()) {
+    std::cout << "[ info ] this LibTorch has no fused AdamW (" << why << "): its error is what is tested\n";
+    const std::string msg = test::error_of([&] { train(request("none", 4)); });
+    EXPECT_NE(msg.find("train.adamw = fused: "), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(dir / "none/checkpoints")) << "stopped before anything was written";
+    return;
+  }
+  train(request("full", 30));
+  TrainRequest part = request("part", 30);
+  part.stop_at = 17;
+  EXPECT_FALSE(train(part).finished);
+  TrainRequest resume;
+  resume.resume_dir = dir / "part";
+  EXPECT_TRUE(train(resume).finished);
+  expect_same_runs(dir / "full", dir / "part", 30);
+
+  TrainRequest nan = request("nan", 4);
+  nan.overrides.push_back("model.wpe_init_std=1e300");  // an infinite position table: NaN from the first step
+  const std::string msg = test::error_of([&] { train(nan); });
+  EXPECT_NE(msg.find("1 of steps 0-0: non-finite loss or gradient, the update skipped on the device"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("train.on_nonfinite: skip"), std::string::npos) << msg;
+  TrainRequest skip = request("skip", 4);
   skip.overrides.push_back("model.wpe_init_std=1e300");
   skip.overrides.push_back("train.on_nonfinite=skip");
   const TrainSummary s = train(skip);
