@@ -11,6 +11,11 @@
 #                                         with (spdlog, fmt, yaml-cpp, GoogleTest, CLI11, nlohmann-json,
 #                                         sentencepiece, pkgconf) and the fortunes corpus as .deb files, and unpack
 #                                         them with dpkg -x into .gpu-deps/root (not into /). About 13 MB.
+#   bash scripts/gpu_check.sh prebuild    HERE, after prepare (no GPU needed): build-gpu against PyPI's LibTorch (the
+#                                         version of bash scripts/libtorch.sh pip, with CUDA) and the carried
+#                                         libraries, so that the GPU machine need not build (about 10 minutes on 2
+#                                         cores; carry build-gpu beside .gpu-deps and run the check with --no-build;
+#                                         the GPU machine's PyTorch must be that same version)
 #   bash scripts/gpu_check.sh [run]       THERE (carry .gpu-deps): the check.
 #   bash scripts/gpu_check.sh cases LOG   the CUDA cases a GoogleTest log reports, one "NAME STATUS" line each
 #                                         (tests/test_gpu_check.sh holds this parser to GoogleTest's formats)
@@ -20,7 +25,10 @@
 #   --deps DIR                  the unpacked libraries (default .gpu-deps/root)
 #   --steps N                   training steps of the default run (default: the config's 1500)
 #   --gpt2-steps N              training steps of configs/gpt2_small.yaml (default 300; 2 with --cpu)
-#   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls)
+#   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls), or the one
+#                               prebuild made and carried (built in another folder: CTest's files then point
+#                               elsewhere, so the unit tests run as the test program alone, the shell tests left
+#                               to CI; the libraries load from --deps and the LibTorch's lib/)
 #   --cpu                       the CPU-side self-test, for a machine without a GPU: the same build against the
 #                               carried libraries, the unit tests (CUDA cases skipped), 20 training steps (2 of
 #                               GPT-2 small's shape) and the comparison on the CPU
@@ -57,6 +65,8 @@ prepare() {
 case_results() { sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ,]*\/cuda)[ ,].*/\2 \1/p' "$1" | sort -u; }
 
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
+prebuild=0
+if [ "${1:-}" = prebuild ]; then prebuild=1; shift; set -- --cpu --libtorch pip "$@"; fi
 if [ "${1:-}" = cases ]; then case_results "${2:?cases needs a GoogleTest log}"; exit 0; fi
 [ "${1:-}" = run ] && shift
 libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1
@@ -87,11 +97,11 @@ note() { summary+=("$*"); say "$*"; }
 torch_dir=$(bash scripts/libtorch.sh "$libtorch")
 command -v g++ >/dev/null || die "no C++ compiler (g++) on this machine"
 command -v cmake >/dev/null || die "no cmake on this machine" "pip's cmake wheel can travel as a wheel"
-if [ -e "$torch_dir/lib/libtorch_cuda.so" ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+if [ "$build" = 1 ] && [ -e "$torch_dir/lib/libtorch_cuda.so" ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   die "$torch_dir has CUDA, and building against it needs the CUDA toolkit's nvcc, which is not here" \
     "install the CUDA toolkit (or put its bin/ on PATH)"
 fi
-if [ "$device" = cuda ]; then
+if [ "$device" = cuda ] && [ "$prebuild" = 0 ]; then
   "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
     die "$py's torch sees no GPU" "run with --cpu for the CPU-side self-test"
   note "GPU: $("$py" -c 'import torch; p = torch.cuda.get_device_properties(0); print(f"{p.name}, {p.total_memory / 2**30:.0f} GiB, {p.multi_processor_count} SMs")' || true)"
@@ -122,7 +132,14 @@ if [ "$build" = 1 ] || [ ! -x build-gpu/poslab ]; then
   cmake --build build-gpu -j"$(nproc)" >build-gpu/build.log 2>&1 ||
     { grep -m20 -B2 -A10 'error' build-gpu/build.log >&2 || true; die "the build failed (build-gpu/build.log)"; }
 fi
+# A carried build-gpu has this machine's paths in its RUNPATH: the carried libraries and this LibTorch's come first.
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$torch_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "build: $((SECONDS - t0)) s on $(nproc) cores; $(build-gpu/poslab --version)"
+if [ "$prebuild" = 1 ]; then
+  echo "gpu_check: build-gpu is built ($(du -sh build-gpu/poslab build-gpu/poslab_tests | cut -f1 | tr '\n' ' ')); carry" \
+    "build-gpu and .gpu-deps, and run there: bash scripts/gpu_check.sh --no-build" >&2
+  exit 0
+fi
 libdir="$deps/usr/lib/x86_64-linux-gnu"  # the carried libraries are the ones loaded, not the machine's
 ldd build-gpu/poslab >"$work/ldd" 2>&1 || true  # into a file: grep -q on a pipe can SIGPIPE ldd under pipefail
 ldd build-gpu/libposlab_spm.so >>"$work/ldd" 2>&1 || true
@@ -143,7 +160,17 @@ command -v gnuplot >/dev/null ||
 command -v chromium >/dev/null || exclude="$exclude|^watch_page\$"
 [ -d /usr/share/games/fortunes ] || exclude="$exclude|^cli\$|^cli_faults\$"
 command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
-if ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
+if ! grep -qF "$root" build-gpu/CTestTestfile.cmake 2>/dev/null; then
+  # A build carried from another folder: its CTest files name that folder. The test program runs by itself (its
+  # CPU cases; the CUDA cases below), the shell tests are left to CI.
+  exclude="the shell tests (build-gpu was built in another folder)"
+  if POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1; then
+    tests_ok=yes
+  else
+    tests_ok=NO
+  fi
+  echo "$(grep -cE '^\[       OK \]' "$ctest_log" || true) tests passed, $(grep -cE '^\[  FAILED  \].*ms\)$' "$ctest_log" || true) failed (poslab_tests)" >>"$ctest_log"
+elif ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
   tests_ok=yes
 else
   tests_ok=NO
@@ -152,7 +179,8 @@ fi
 note "tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; left out: $exclude"
 if [ "$tests_ok" = NO ]; then
   # the failed tests by name ("  12 - Trainer (Failed)"), and their whole output beside the summary
-  note "  failed: $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log" | tr '\n' ' ')"
+  note "  failed: $( { sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log"
+                       sed -nE 's/^\[  FAILED  \] ([^ ,]+).* ms\)$/\1/p' "$ctest_log"; } | sort -u | tr '\n' ' ')"
   if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
 fi
 # The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted.
@@ -168,7 +196,7 @@ if [ "$listed" -ne "$reported" ]; then
   tests_ok=NO
   note "  $((listed - reported)) of the $listed CUDA cases printed no result (the test process ended early)"
 fi
-if [ -n "${OUT:-}" ] && [ "$tests_ok" = NO ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi
+if [ -n "${OUT:-}" ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi  # every case's output, passed or not
 
 # A run folder's steps, median tokens/s and first and last val loss, in one line.
 run_summary() {

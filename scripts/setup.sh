@@ -16,6 +16,7 @@ packages=(
   gnuplot-nox             # draws the report's figures
   chromium                # headless browser: tests/report/test_watch_page.sh opens the watch page in it
   iproute2                # ip netns: tests/distributed/test_netns.sh makes two nodes of network namespaces
+  strace                  # tests/train/test_write_order.sh reads the order of a run's writes from its system calls
 )
 
 SUDO=""

@@ -3,6 +3,7 @@
 #include "run/run_files.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -143,6 +144,13 @@ namespace {
 void truncate_jsonl_from(const std::string& path, int64_t first_dropped, const std::string& record) {
   if (!is_file(path)) return;
   const std::string hint = "the file is damaged: repair or delete the line named, then resume again";
+  const std::string text = read_file(path);
+  if (!text.empty() && text.back() != '\n') {  // a crash while a line was appended: json_lines leaves it out
+    const std::string tail = text.substr(text.rfind('\n') + 1);
+    if (nlohmann::json::parse(tail, nullptr, /*allow_exceptions=*/false).is_discarded())
+      spdlog::warn("{}: its last line was cut short ({} bytes, a crash while it was written): left out", path,
+                   tail.size());
+  }
   std::string kept;
   for (const auto& [no, j] : json_lines(path, record, hint)) {
     if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= first_dropped) continue;

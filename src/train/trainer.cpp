@@ -67,12 +67,15 @@ TrainSummary TrainingRun::loop() {
       if (writer_) snapshot(step, record);
     }
     const bool stop_here = (step == req_.stop_at || stop) && step > start_step_;
+    // The run's last record goes to disk before its last checkpoint: a checkpoint at train.max_steps (which a sweep
+    // takes for a finished run) then never stands without it. A crash between the two leaves the checkpoint before,
+    // whose resume cuts the record and writes it again.
+    if ((last || stop_here) && writer_ && record.contains("val_loss")) append_line(metrics_path(), record.dump());
     if (!on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here)) {  // step 0 too
       settle_unread();  // on every rank: no checkpoint holds a step that train.on_nonfinite: stop stops at
       if (writer_) save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
     }
     if (last || stop_here) {
-      if (writer_ && record.contains("val_loss")) append_line(metrics_path(), record.dump());
       finished_at_ = step;
       break;
     }

@@ -1,10 +1,13 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,13 +19,78 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 namespace {
+
+struct CrashPlan {
+  int64_t at = 0;     // POSLAB_CRASH_AT; 0: never
+  bool torn = false;  // POSLAB_CRASH_TORN=1
+  int log_fd = -1;    // POSLAB_CRASH_LOG
+};
+
+const CrashPlan& crash_plan() {
+  static const CrashPlan plan = [] {
+    CrashPlan p;
+    if (const char* at = std::getenv("POSLAB_CRASH_AT")) p.at = std::atoll(at);
+    if (const char* torn = std::getenv("POSLAB_CRASH_TORN")) p.torn = std::string(torn) == "1";
+    if (const char* log = std::getenv("POSLAB_CRASH_LOG"); log && *log)
+      p.log_fd = ::open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    return p;
+  }();
+  return plan;
+}
+
+std::atomic<int64_t> crash_points_reached{0};
+
+// Counts the point; true when the process is to end here.
+bool at_crash_point(const char* kind, const std::string& path) {
+  const CrashPlan& plan = crash_plan();
+  if (plan.at <= 0 && plan.log_fd < 0) return false;
+  const int64_t n = ++crash_points_reached;
+  if (plan.log_fd >= 0) {
+    const std::string line = std::to_string(n) + " " + kind + " " + path + "\n";
+    [[maybe_unused]] const ssize_t w = ::write(plan.log_fd, line.data(), line.size());
+  }
+  return n == plan.at;
+}
+
+[[noreturn]] void crash_now() {
+  ::raise(SIGKILL);
+  std::abort();  // not reached
+}
+
 void fsync_path(const std::string& path, bool directory) {
+  crash_point(directory ? "fsync-dir" : "fsync", path);
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
 }
+
+// The rename of a synced file into place, then the fsync of its folder.
+void rename_into_place(const std::string& tmp, const std::string& to) {
+  crash_point("rename", to);
+  std::error_code ec;
+  fs::rename(tmp, to, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(to + ": cannot replace the file: " + ec.message(), "check the folder's permissions and free space");
+  }
+  const fs::path parent = fs::path(to).parent_path();
+  fsync_path(parent.empty() ? "." : parent.string(), true);
+}
+
 }  // namespace
+
+void crash_point(const char* kind, const std::string& path) {
+  if (at_crash_point(kind, path)) crash_now();
+}
+
+void crash_point_write(int fd, const void* data, std::size_t n, const std::string& path) {
+  if (!at_crash_point("write", path)) return;
+  if (crash_plan().torn && fd >= 0 && n > 1) {
+    [[maybe_unused]] const ssize_t w = ::write(fd, data, n / 2);
+  }
+  crash_now();
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -34,25 +102,20 @@ std::string read_file(const std::string& path) {
 
 void make_dirs(const std::string& dir) {
   std::error_code ec;
+  if (!fs::is_directory(dir, ec)) crash_point("mkdir", dir);
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir + ": cannot create folder: " + ec.message(), "choose a writable location (run.out_dir)");
 }
 
 void commit_file(const std::string& tmp, const std::string& to) {
   fsync_path(tmp, false);
-  std::error_code ec;
-  fs::rename(tmp, to, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(to + ": cannot replace the file: " + ec.message(), "check the folder's permissions and free space");
-  }
-  const fs::path parent = fs::path(to).parent_path();
-  fsync_path(parent.empty() ? "." : parent.string(), true);
+  rename_into_place(tmp, to);
 }
 
 AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint)
     : path_(std::move(path)), what_(std::move(what)), hint_(std::move(hint)) {
   tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  crash_point("open", tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(path_ + ": " + what_ + ": " + tmp_ + ": " + std::strerror(errno), hint_);
 }
@@ -66,6 +129,9 @@ AtomicWriter::~AtomicWriter() {
 }
 
 void AtomicWriter::write(const void* data, std::size_t n) {
+  // The file's body is one crash point (LibTorch streams a checkpoint in thousands of pieces): its first write.
+  if (failure_.empty() && !written_) crash_point_write(fd_, data, n, tmp_);
+  written_ = true;
   const char* p = static_cast<const char*>(data);
   while (failure_.empty() && n > 0) {
     const ssize_t w = ::write(fd_, p, n);
@@ -80,11 +146,12 @@ void AtomicWriter::write(const void* data, std::size_t n) {
 }
 
 void AtomicWriter::commit() {
+  if (failure_.empty()) crash_point("fsync", tmp_);
   if (failure_.empty() && ::fsync(fd_) != 0) failure_ = std::strerror(errno);
   if (::close(fd_) != 0 && failure_.empty()) failure_ = std::strerror(errno);
   fd_ = -1;
   if (!failure_.empty()) throw Error(path_ + ": " + what_ + ": " + failure_, hint_);
-  commit_file(tmp_, path_);
+  rename_into_place(tmp_, path_);  // synced above
   committed_ = true;
 }
 
@@ -109,10 +176,12 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 }
 
 void append_line(const std::string& path, const std::string& line) {
+  crash_point("open", path);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
     throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
   const std::string text = line + '\n';
+  crash_point_write(fd, text.data(), text.size(), path);
   const ssize_t w = ::write(fd, text.data(), text.size());
   const int err = errno;
   ::close(fd);

@@ -34,6 +34,7 @@ class AtomicWriter {
   std::string path_, what_, hint_, tmp_, failure_;
   int fd_ = -1;
   bool committed_ = false;
+  bool written_ = false;  // a first write happened (the body's crash point)
 };
 
 // Removes the temporary files AtomicWriter leaves behind when a process is killed mid-write (NAME.tmp.<pid>) from
@@ -48,6 +49,19 @@ void make_dirs(const std::string& dir);
 
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);
+
+// Crash points, for the tests that end a run at every durable step of its writes (docs/faults.md). Each step the
+// functions above take -- a folder made, a file opened for writing, its body written (an AtomicWriter's first
+// write), each append, each fsync, each rename, each folder fsync -- is a point, numbered from 1 in the order this process reaches them. Set by the environment,
+// read once:
+//   POSLAB_CRASH_AT=N      the process ends at point N, before its step, as SIGKILL ends it (raise(SIGKILL): no
+//                          destructor, no flush, no exit handler)
+//   POSLAB_CRASH_TORN=1    with it: when point N writes bytes, the first half of them are written first
+//   POSLAB_CRASH_LOG=FILE  every point reached is appended to FILE as "N KIND PATH" (the log is no point itself)
+// Unset, a point costs one branch. Writers outside this file (the run's lock) mark their steps with these.
+void crash_point(const char* kind, const std::string& path);
+// A write of n bytes to fd at a crash point: torn there when armed so, else nothing (the caller then writes).
+void crash_point_write(int fd, const void* data, std::size_t n, const std::string& path);
 
 // Why nothing more can be written in `dir`, when that is the disk's state: "No space left on device" (less than
 // 64 KiB free for this user), "Read-only file system"; "" when the disk takes writes (or `dir` cannot be read).

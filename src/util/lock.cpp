@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -27,8 +28,10 @@ RunLock::RunLock(const std::string& lock_path) : path_(lock_path) {
   const std::string run_dir = std::filesystem::path(path_).parent_path().string();
   const std::string me = std::to_string(::getpid()) + " " + hostname() + "\n";
   for (int attempt = 0; attempt < 2; ++attempt) {
+    crash_point("open", path_);
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd >= 0) {
+      crash_point_write(fd, me.data(), me.size(), path_);
       const ssize_t n = ::write(fd, me.data(), me.size());
       ::close(fd);
       if (n != static_cast<ssize_t>(me.size()))

@@ -7,12 +7,12 @@
 #   3. that run resumes on one node and finishes;
 #   4. scripts/slurm_example.sh runs on the two nodes under a stand-in srun that sets SLURM's variables as SLURM
 #      does for 2 nodes x 1 task (and a stand-in scontrol).
-# The namespaces, the veth pair and /etc/netns/NS are removed when it ends. Needs root (it skips, exit 77,
-# elsewhere). Usage: test_netns.sh POSLAB SOURCE_DIR
+# The namespaces, the veth pair and /etc/netns/NS are removed when it ends. Needs root and whole network namespaces
+# (it skips, exit 77, saying why, elsewhere: not root, or a chroot where they can be made only in part). Usage: test_netns.sh POSLAB SOURCE_DIR
 set -uo pipefail
 poslab=$(realpath "$1")
 src=$(realpath "$2")
-skip() { echo "SKIP: $* (the two-node test needs root to make network namespaces)"; exit 77; }
+skip() { echo "SKIP: $* (the two-node test needs root and whole network namespaces)"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "not root"
 command -v ip >/dev/null && command -v unshare >/dev/null || skip "ip (iproute2) or unshare is missing"
@@ -31,6 +31,12 @@ cleanup() {
 }
 trap cleanup EXIT
 ip netns add "$a" && ip netns add "$b" || skip "ip netns add failed (no CAP_SYS_ADMIN here?)"
+# Where namespaces can be made only in part (a chroot: ip netns add says '"mount --make-rslave /" failed'), entering
+# one or configuring its links fails: this machine cannot run the test.
+for ns in "$a" "$b"; do
+  why=$(ip -n "$ns" link set lo up 2>&1 && ip netns exec "$ns" true 2>&1) ||
+    skip "network namespaces can be made here only in part (ip netns exec $ns: $(echo "$why" | head -1))"
+done
 ip link add "va$$" type veth peer name "vb$$" || skip "no veth pairs here"
 ip link set "va$$" netns "$a" && ip link set "vb$$" netns "$b" || fail "could not move the veth ends"
 ip -n "$a" addr add "$ip_a/24" dev "va$$" && ip -n "$b" addr add "$ip_b/24" dev "vb$$" || fail "addresses"

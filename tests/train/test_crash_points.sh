@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Nothing lost at any crash point. Every durable step of the writes (util/fs.h's crash points: each folder made, file
+# opened, file body or append written, fsync, rename and folder fsync) is, in turn, the moment the process dies as
+# SIGKILL kills it (POSLAB_CRASH_AT=N), and each append once more torn in half (POSLAB_CRASH_TORN=1). Each time the
+# work is taken up again as a user would, and must end as the uninterrupted work did: every snapshot table, the
+# snapshot index and the metrics records (none lost, none doubled, no torn line) bit for bit, the last checkpoint at
+# the last step.
+#   run    a tiny run; taken up again with poslab train --resume RUN_DIR (the first command again when the crash came
+#          before the run folder held its config)
+#   sweep  a sweep of two tiny runs, crashed at each point of its index and of its first run (the second run's are
+#          the first's again); taken up again by the same poslab sweep command, which skips what it takes for done
+# Usage: test_crash_points.sh PATH/TO/poslab run|sweep [FIRST [LAST]] (a range of points, to replay one: the point
+# number is all a failure needs to be repeated).
+set -u
+poslab=$1
+mode=${2:?run or sweep}
+first=${3:-1}
+tmp=$(mktemp -d)
+trap '[ -n "${POSLAB_CRASH_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
+export POSLAB_KERNELS=default POSLAB_NO_MEMORY_CHECK=1
+unset POSLAB_CRASH_AT POSLAB_CRASH_TORN POSLAB_CRASH_LOG
+t_start=$(date +%s)
+# Each call starts LibTorch once, not twice: the OpenBLAS core type poslab would choose, set before it starts
+# (src/util/platform.cpp re-executes itself to set it otherwise).
+coretype=$("$poslab" --version 2>/dev/null | sed -n 's/.*OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')
+[ -n "$coretype" ] && export OPENBLAS_CORETYPE=$coretype
+export OPENBLAS_NUM_THREADS=1 POSLAB_NO_REEXEC=1
+# A command in a child shell, so that its death by SIGKILL is its exit status 137, not a line from this shell.
+quietly() { bash -c '"$@"; exit $?' _ "$@"; }
+give_up() { echo "FAIL $1"; [ -n "${2:-}" ] && tail -20 "$2"; echo "crash_points_$mode: 0 passed, 1 failed"; exit 1; }
+
+# 4 steps: at step 0 an evaluation (best.pt), a snapshot and a checkpoint; at step 2 a checkpoint alone; at step 4
+# (the last) all three and the last metrics record.
+for i in $(seq 1 600); do echo "line $i: the cat sat on the mat and the dog ran $((i % 7))"; done >"$tmp/corpus.txt"
+cat >"$tmp/tiny.yaml" <<YAML
+run: {name: tiny, threads: 1, device: cpu, report: false}
+data: {corpus: [$tmp/corpus.txt], cache_dir: $tmp/cache, tokenizer: {type: char}}
+model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 8}
+train: {batch_size: 4, max_steps: 4, eval_every: 4, eval_batches: 1, checkpoint_every: 2, log_every: 2}
+snapshot: {every: 4}
+YAML
+printf 'name: crash\nbase: tiny.yaml\nseeds: [1, 2]\n' >"$tmp/sweep.yaml"
+
+case "$mode" in
+  run)
+    start() { "$poslab" train "$tmp/tiny.yaml" --set "run.out_dir=$1"; }
+    again() { if [ -f "$1/tiny/config.yaml" ]; then "$poslab" train --resume "$1/tiny"; else start "$1"; fi; }
+    runs=tiny ;;
+  sweep)
+    start() { "$poslab" sweep "$tmp/sweep.yaml" --set "run.out_dir=$1"; }
+    again() { start "$1"; }
+    runs="crash/base/seed-1 crash/base/seed-2" ;;
+  *) give_up "unknown mode $mode (run or sweep)" ;;
+esac
+export poslab tmp
+export -f start  # for quietly's child shell
+
+# The first start fills the token cache; the reference, its points logged, is what every crashed start repeats.
+start "$tmp/warm" >"$tmp/warm.log" 2>&1 || give_up "the first start failed:" "$tmp/warm.log"
+POSLAB_CRASH_LOG="$tmp/points.log" start "$tmp/ref" >"$tmp/ref.log" 2>&1 || give_up "the reference failed:" "$tmp/ref.log"
+total=$(wc -l <"$tmp/points.log")
+if [ "$mode" = sweep ]; then  # the points up to the second run's folder
+  last=$(($(grep -n -m1 "/seed-2" "$tmp/points.log" | cut -d: -f1) - 1))
+else
+  last=$total
+fi
+last=${4:-$last}
+echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last"
+
+# same_run A B: the snapshots (every table and the index) and the metrics records, bit for bit but for the speed
+# figures (the machine's, not the model's); B's last checkpoint at the last step.
+same_run() {
+  local a=$1 b=$2 f
+  for f in $(cd "$a" && ls snapshots/*.npy snapshots/index.jsonl); do
+    cmp -s "$a/$f" "$b/$f" || { echo "differs: $f"; return 1; }
+  done
+  [ "$(ls "$a/snapshots" | grep -c npy)" = "$(ls "$b/snapshots" | grep -c npy)" ] || { echo "other snapshot files"; return 1; }
+  diff <(sed -E 's/,?"(ms_per_step|tokens_per_s)":[^,}]*//g' "$a/metrics.jsonl") \
+       <(sed -E 's/,?"(ms_per_step|tokens_per_s)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
+    { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
+  "$poslab" inspect "$b/checkpoints/latest.pt" 2>/dev/null | grep -Eq "^step +4 " ||
+    { echo "the last checkpoint is not at step 4"; return 1; }
+}
+same_work() {
+  local r
+  for r in $runs; do same_run "$1/$r" "$2/$r" || { echo "  in $r"; return 1; }; done
+}
+msg=$(same_work "$tmp/ref" "$tmp/warm") || give_up "two uninterrupted starts differ: $msg"
+
+passed=0 failed=0
+for n in $(seq "$first" "$last"); do
+  point=$(sed -n "${n}p" "$tmp/points.log")
+  kind=$(echo "$point" | cut -d' ' -f2)
+  # Torn: the appends and the lock's write. An atomic write's body goes to a temporary file, which nothing reads and
+  # the next start removes: cut short, it is the crash at its fsync.
+  for torn in 0 1; do
+    [ "$torn" = 1 ] && { [ "$kind" != write ] || echo "$point" | grep -q '\.tmp\.[0-9]*$'; } && continue
+    out="$tmp/crash"
+    rm -rf "$out"
+    what="point $n ($(echo "$point" | cut -d' ' -f2- | sed "s|$tmp/ref/||; s|\.tmp\.[0-9]*$|.tmp|")$([ "$torn" = 1 ] && echo ', torn'))"
+    POSLAB_CRASH_AT=$n POSLAB_CRASH_TORN=$torn quietly start "$out" >"$tmp/crash.log" 2>&1
+    rc=$?
+    if [ "$rc" -ne 137 ]; then
+      echo "FAIL $what: exited $rc, not killed there"; tail -3 "$tmp/crash.log"; failed=$((failed + 1)); continue
+    fi
+    if ! again "$out" >"$tmp/again.log" 2>&1; then
+      echo "FAIL $what: taking it up again failed:"; tail -5 "$tmp/again.log"; failed=$((failed + 1)); continue
+    fi
+    if msg=$(same_work "$tmp/ref" "$out"); then
+      passed=$((passed + 1))
+    else
+      echo "FAIL $what: $msg"; failed=$((failed + 1))
+    fi
+  done
+done
+echo "$mode: crash points $first-$last of $total, each a crash and a resume, in $(( $(date +%s) - t_start )) s"
+echo "crash_points_$mode: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
