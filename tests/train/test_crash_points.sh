@@ -9,11 +9,13 @@
 #          before the run folder held its config)
 #   sweep  a sweep of two tiny runs, crashed at each point of its index and of its first run (the second run's are
 #          the first's again); taken up again by the same poslab sweep command, which skips what it takes for done
-# Usage: test_crash_points.sh PATH/TO/poslab run|sweep [FIRST [LAST]] (a range of points, to replay one: the point
-# number is all a failure needs to be repeated).
+#   nproc  the tiny run on two processes (--nproc 2), crashed at each point of rank 0, the one that writes (every
+#          process counts its own points; the others write nothing); resumed on two processes
+# Usage: test_crash_points.sh PATH/TO/poslab run|sweep|nproc [FIRST [LAST|- [STRIDE]]] (a range of points, to replay
+# one: the point number is all a failure needs to be repeated; - is the mode's last point; STRIDE takes every Nth).
 set -u
 poslab=$1
-mode=${2:?run or sweep}
+mode=${2:?run, sweep or nproc}
 first=${3:-1}
 tmp=$(mktemp -d)
 trap '[ -n "${POSLAB_CRASH_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
@@ -50,7 +52,11 @@ case "$mode" in
     start() { "$poslab" sweep "$tmp/sweep.yaml" --set "run.out_dir=$1"; }
     again() { start "$1"; }
     runs="crash/base/seed-1 crash/base/seed-2" ;;
-  *) give_up "unknown mode $mode (run or sweep)" ;;
+  nproc)
+    start() { "$poslab" train "$tmp/tiny.yaml" --nproc 2 --set "run.out_dir=$1"; }
+    again() { if [ -f "$1/tiny/config.yaml" ]; then "$poslab" train --resume "$1/tiny" --nproc 2; else start "$1"; fi; }
+    runs=tiny ;;
+  *) give_up "unknown mode $mode (run, sweep or nproc)" ;;
 esac
 export poslab tmp
 export -f start  # for quietly's child shell
@@ -64,8 +70,9 @@ if [ "$mode" = sweep ]; then  # the points up to the second run's folder
 else
   last=$total
 fi
-last=${4:-$last}
-echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last"
+[ -n "${4:-}" ] && [ "$4" != - ] && last=$4
+stride=${5:-1}
+echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every ${stride}th")"
 
 # same_run A B: the snapshots (every table and the index) and the metrics records, bit for bit but for the speed
 # figures (the machine's, not the model's); B's last checkpoint at the last step.
@@ -75,8 +82,8 @@ same_run() {
     cmp -s "$a/$f" "$b/$f" || { echo "differs: $f"; return 1; }
   done
   [ "$(ls "$a/snapshots" | grep -c npy)" = "$(ls "$b/snapshots" | grep -c npy)" ] || { echo "other snapshot files"; return 1; }
-  diff <(sed -E 's/,?"(ms_per_step|tokens_per_s)":[^,}]*//g' "$a/metrics.jsonl") \
-       <(sed -E 's/,?"(ms_per_step|tokens_per_s)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
+  diff <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$a/metrics.jsonl") \
+       <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
     { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
   "$poslab" inspect "$b/checkpoints/latest.pt" 2>/dev/null | grep -Eq "^step +4 " ||
     { echo "the last checkpoint is not at step 4"; return 1; }
@@ -88,7 +95,7 @@ same_work() {
 msg=$(same_work "$tmp/ref" "$tmp/warm") || give_up "two uninterrupted starts differ: $msg"
 
 passed=0 failed=0
-for n in $(seq "$first" "$last"); do
+for n in $(seq "$first" "$stride" "$last"); do
   point=$(sed -n "${n}p" "$tmp/points.log")
   kind=$(echo "$point" | cut -d' ' -f2)
   # Torn: the appends and the lock's write. An atomic write's body goes to a temporary file, which nothing reads and
@@ -100,6 +107,10 @@ for n in $(seq "$first" "$last"); do
     what="point $n ($(echo "$point" | cut -d' ' -f2- | sed "s|$tmp/ref/||; s|\.tmp\.[0-9]*$|.tmp|")$([ "$torn" = 1 ] && echo ', torn'))"
     POSLAB_CRASH_AT=$n POSLAB_CRASH_TORN=$torn quietly start "$out" >"$tmp/crash.log" 2>&1
     rc=$?
+    # With --nproc, rank 0 is the one that writes and dies; the launcher names it and stops rank 1.
+    if [ "$mode" = nproc ] && [ "$rc" -ne 0 ] && grep -q "rank 0 (pid [0-9]*) was killed by signal 9" "$tmp/crash.log"; then
+      rc=137
+    fi
     if [ "$rc" -ne 137 ]; then
       echo "FAIL $what: exited $rc, not killed there"; tail -3 "$tmp/crash.log"; failed=$((failed + 1)); continue
     fi
@@ -113,6 +124,6 @@ for n in $(seq "$first" "$last"); do
     fi
   done
 done
-echo "$mode: crash points $first-$last of $total, each a crash and a resume, in $(( $(date +%s) - t_start )) s"
+echo "$mode: crash points $first-$last of $total$([ "$stride" != 1 ] && echo " (every ${stride}th)"), each a crash and a resume, in $(( $(date +%s) - t_start )) s"
 echo "crash_points_$mode: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
