@@ -4,16 +4,19 @@
 #   bash scripts/build.sh --libtorch pip          PyTorch's LibTorch 2.x from PyPI (with CUDA), into ./build-pip
 #   bash scripts/build.sh --libtorch python|DIR   another LibTorch (see scripts/libtorch.sh), into ./build-python
 #                                                 or ./build-custom
+#   --target NAME                                 build that target alone (poslab: the program, not the tests)
 # Prints the build folder last, on stdout. POSLAB_BUILD_DIR overrides the folder. A LibTorch with CUDA needs the CUDA toolkit (nvcc), not a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 libtorch=debian
+targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --libtorch) libtorch="${2:?--libtorch needs debian, pip, python or a folder}"; shift 2 ;;
     --libtorch=*) libtorch="${1#--libtorch=}"; shift ;;
-    *) echo "error: unknown argument $1" >&2; echo "hint: bash scripts/build.sh [--libtorch debian|pip|python|DIR]" >&2; exit 2 ;;
+    --target) targets+=(--target "${2:?--target needs a target: poslab, poslab_tests}"); shift 2 ;;
+    *) echo "error: unknown argument $1" >&2; echo "hint: bash scripts/build.sh [--libtorch debian|pip|python|DIR] [--target poslab]" >&2; exit 2 ;;
   esac
 done
 
@@ -38,5 +41,5 @@ fi
 args=(-DCMAKE_BUILD_TYPE=Release)
 [ -n "$prefix" ] && args+=("-DCMAKE_PREFIX_PATH=$prefix")
 cmake -S . -B "$build" "${args[@]}" >/dev/null
-cmake --build "$build" -j"$(nproc)" >&2  # the build's output on stderr: stdout is the folder alone
+cmake --build "$build" -j"$(nproc)" ${targets[@]+"${targets[@]}"} >&2  # the build's output on stderr: stdout is the folder alone
 echo "$build"

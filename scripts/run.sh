@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh --target poslab  # the program alone: the tests build with bash scripts/test.sh
 if [ -f runs/default/checkpoints/latest.pt ]; then
   ./build/poslab train --resume runs/default "$@"
 else

@@ -12,6 +12,7 @@
 
 #include "analysis/metric_list.h"
 #include "report/figures.h"
+#include "run/run_folder.h"
 #include "report/html.h"
 #include "report/report.h"
 #include "report/watch.h"
@@ -269,7 +270,7 @@ std::string runs_list(const Comparison& c) {
   std::string items;
   for (const auto& r : c.runs)
     items += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f})</li>\n", html_escape(r.variant), r.seed,
-                         html_escape(fs::absolute(r.run_dir).string()), r.step, r.val_loss);
+                         html_escape(RunFolder(r.run_dir).path()), r.step, r.val_loss);
   return items;
 }
 

@@ -206,7 +206,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       probes + usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: " + run.name(),
-                                            fs::absolute(run_dir).string(), top, figures));
+                                            RunFolder(run_dir).path(), top, figures));
   return result;
 }
 

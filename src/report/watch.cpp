@@ -215,7 +215,7 @@ nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<Se
   nlohmann::json list = nlohmann::json::array();
   for (const SeedRun& s : seeds) {
     if (!s.points || s.points->empty()) continue;
-    list.push_back({{"seed", s.seed}, {"name", RunFolder(s.run_dir).name()}, {"run", fs::absolute(s.run_dir).string()},
+    list.push_back({{"seed", s.seed}, {"name", RunFolder(s.run_dir).name()}, {"run", RunFolder(s.run_dir).path()},
                     {"verdict", s.verdict}, {"data", watch_data(s.run_dir, *s.points, limits)}});
   }
   if (list.empty())
@@ -227,7 +227,7 @@ nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<Se
 std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,
                              const std::vector<TrajectoryPoint>& points) {
   const nlohmann::json data = watch_data(run_dir, points);
-  const std::string page = watch_html("poslab: " + RunFolder(run_dir).name(), fs::absolute(run_dir).string(), data);
+  const std::string page = watch_html("poslab: " + RunFolder(run_dir).name(), RunFolder(run_dir).path(), data);
   const std::string path = (fs::path(report_dir) / "watch.html").string();
   make_dirs(report_dir);
   write_file_atomic(path, page);

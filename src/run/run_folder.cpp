@@ -28,6 +28,8 @@ RunFolder RunFolder::of_checkpoint(const std::string& checkpoint) {
 
 std::string RunFolder::name() const { return normal(fs::absolute(dir_).string()).filename().string(); }
 
+std::string RunFolder::path() const { return normal(fs::absolute(dir_).string()).string(); }
+
 std::string RunFolder::at(const std::string& relative) const { return (fs::path(dir_) / relative).string(); }
 
 std::string RunFolder::config() const { return at("config.yaml"); }

@@ -30,6 +30,7 @@ class RunFolder {
 
   const std::string& dir() const { return dir_; }
   std::string name() const;  // the folder's name
+  std::string path() const;  // the folder as pages show it: absolute, without "." or ".." ("runs/x/snapshots/.." -> /…/runs/x)
 
   std::string config() const;
   std::string metrics() const;

@@ -46,6 +46,10 @@ TEST(RunFolder, PathsOfARun) {
   EXPECT_EQ(run.report_dir(), "runs/default/report");
   EXPECT_EQ(RunFolder("runs/default/").name(), "default");
   EXPECT_EQ(RunFolder("runs/x/../default").name(), "default");
+  // What pages show: no "snapshots/.." or trailing slash.
+  EXPECT_EQ(RunFolder("/r/default/snapshots/..").path(), "/r/default");
+  EXPECT_EQ(RunFolder("/r/default/").path(), "/r/default");
+  EXPECT_EQ(RunFolder("runs/./default").path(), (fs::current_path() / "runs/default").string());
 }
 
 TEST(RunFolder, TheFolderOfACheckpoint) {

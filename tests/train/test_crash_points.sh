@@ -5,8 +5,8 @@
 # work is taken up again as a user would, and must end as the uninterrupted work did: every snapshot table, the
 # snapshot index and the metrics records (none lost, none doubled, no torn line) bit for bit, the last checkpoint at
 # the last step.
-#   run    a tiny run; taken up again with poslab train --resume RUN_DIR (the first command again when the crash came
-#          before the run folder held its config)
+#   run    a tiny run with its report; taken up again with poslab train --resume RUN_DIR (the first command again
+#          when the crash came before the run folder held its config); the report's points, every 11th
 #   sweep  a sweep of two tiny runs, crashed at each point of its index and of its first run (the second run's are
 #          the first's again); taken up again by the same poslab sweep command, which skips what it takes for done
 #   nproc  the tiny run on two processes (--nproc 2), crashed at each point of rank 0, the one that writes (every
@@ -45,8 +45,15 @@ printf 'name: crash\nbase: tiny.yaml\nseeds: [1, 2]\n' >"$tmp/sweep.yaml"
 
 case "$mode" in
   run)
-    start() { "$poslab" train "$tmp/tiny.yaml" --set "run.out_dir=$1"; }
-    again() { if [ -f "$1/tiny/config.yaml" ]; then "$poslab" train --resume "$1/tiny"; else start "$1"; fi; }
+    start() { local out=$1; shift; "$poslab" train "$tmp/tiny.yaml" --set "run.out_dir=$out" --set run.report=true "$@"; }
+    # A crash before the report: the resume leaves the report out (it would draw the same figures each time; the
+    # report's own points are crashed at below), and the comparison with it.
+    again() {
+      local no_report=()
+      [ "$n" -lt "$report_from" ] && no_report=(--set run.report=false)
+      if [ -f "$1/tiny/config.yaml" ]; then "$poslab" train --resume "$1/tiny" "${no_report[@]}"
+      else start "$1" "${no_report[@]}"; fi
+    }
     runs=tiny ;;
   sweep)
     start() { "$poslab" sweep "$tmp/sweep.yaml" --set "run.out_dir=$1"; }
@@ -72,7 +79,12 @@ else
 fi
 [ -n "${4:-}" ] && [ "$4" != - ] && last=$4
 stride=${5:-1}
-echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every ${stride}th")"
+# The report (run mode): ~46 files written after the training, each through 5 points; every 11th of them is crashed at
+# (11 and 5 share no factor: each kind of point in turn), and the report must be whole after the resume.
+report_from=$(grep -n -m1 "/report/" "$tmp/points.log" | cut -d: -f1)
+report_from=${report_from:-$((total + 1))}
+report_stride=11
+echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every ${stride}th")$([ "$report_from" -le "$total" ] && echo ", the report's from $report_from every ${report_stride}th")"
 
 # same_run A B: the snapshots (every table and the index) and the metrics records, bit for bit but for the speed
 # figures (the machine's, not the model's); B's last checkpoint at the last step.
@@ -87,6 +99,11 @@ same_run() {
     { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
   "$poslab" inspect "$b/checkpoints/latest.pt" 2>/dev/null | grep -Eq "^step +4 " ||
     { echo "the last checkpoint is not at step 4"; return 1; }
+  # The report, where the uninterrupted run wrote one and the resume was to: the same files, its page last.
+  if [ -d "$a/report" ] && [ "${n:-0}" -ge "${report_from:-0}" ]; then
+    [ -f "$b/report/index.html" ] || { echo "no report/index.html"; return 1; }
+    [ "$(cd "$a/report" && ls)" = "$(cd "$b/report" && ls)" ] || { echo "other report files"; return 1; }
+  fi
 }
 same_work() {
   local r
@@ -96,6 +113,7 @@ msg=$(same_work "$tmp/ref" "$tmp/warm") || give_up "two uninterrupted starts dif
 
 passed=0 failed=0
 for n in $(seq "$first" "$stride" "$last"); do
+  [ "$n" -ge "$report_from" ] && [ $(( (n - report_from) % report_stride )) -ne 0 ] && [ "$first" != "$last" ] && continue
   point=$(sed -n "${n}p" "$tmp/points.log")
   kind=$(echo "$point" | cut -d' ' -f2)
   # Torn: the appends and the lock's write. An atomic write's body goes to a temporary file, which nothing reads and
