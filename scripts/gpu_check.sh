@@ -13,9 +13,10 @@
 #                                         them with dpkg -x into .gpu-deps/root (not into /). About 13 MB.
 #   bash scripts/gpu_check.sh prebuild    HERE, after prepare (no GPU needed): build-gpu against PyPI's LibTorch (the
 #                                         version of bash scripts/libtorch.sh pip, with CUDA) and the carried
-#                                         libraries, so that the GPU machine need not build (about 10 minutes on 2
-#                                         cores; carry build-gpu beside .gpu-deps and run the check with --no-build;
-#                                         the GPU machine's PyTorch must be that same version)
+#                                         libraries, its programs copied into .gpu-deps/build, so that the GPU
+#                                         machine need not build (about 15 minutes on 2 cores; carry .gpu-deps, 26
+#                                         MB, and run the check with --no-build; the GPU machine's PyTorch must be
+#                                         that same version)
 #   bash scripts/gpu_check.sh [run]       THERE (carry .gpu-deps): the check.
 #   bash scripts/gpu_check.sh cases LOG   the CUDA cases a GoogleTest log reports, one "NAME STATUS" line each
 #                                         (tests/test_gpu_check.sh holds this parser to GoogleTest's formats)
@@ -25,8 +26,8 @@
 #   --deps DIR                  the unpacked libraries (default .gpu-deps/root)
 #   --steps N                   training steps of the default run (default: the config's 1500)
 #   --gpt2-steps N              training steps of configs/gpt2_small.yaml (default 300; 2 with --cpu)
-#   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls), or the one
-#                               prebuild made and carried (built in another folder: CTest's files then point
+#   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls), or the
+#                               programs prebuild put in .gpu-deps/build (built in another folder: CTest's files then point
 #                               elsewhere, so the unit tests run as the test program alone, the shell tests left
 #                               to CI; the libraries load from --deps and the LibTorch's lib/)
 #   --cpu                       the CPU-side self-test, for a machine without a GPU: the same build against the
@@ -125,6 +126,9 @@ cmake_args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$torch_dir;$deps/usr
 # Self-test on a machine that has these libraries in /usr too: /usr is left out of CMake's search, so every
 # library comes from the carried folder, as on the GPU machine (where /usr may hold the CUDA toolkit: kept there).
 [ "$cpu" = 1 ] && cmake_args+=(-DCMAKE_IGNORE_PREFIX_PATH=/usr)
+if [ "$build" = 0 ] && [ ! -x build-gpu/poslab ] && [ -x "$deps/../build/poslab" ]; then  # carried from prebuild
+  cp "$deps"/../build/* build-gpu/
+fi
 if [ "$build" = 1 ] || [ ! -x build-gpu/poslab ]; then
   cmake -S . -B build-gpu "${cmake_args[@]}" >build-gpu/configure.log 2>&1 ||
     { tail -30 build-gpu/configure.log >&2; die "cmake could not configure the build (build-gpu/configure.log)"; }
@@ -136,8 +140,11 @@ fi
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$torch_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "build: $((SECONDS - t0)) s on $(nproc) cores; $(build-gpu/poslab --version)"
 if [ "$prebuild" = 1 ]; then
-  echo "gpu_check: build-gpu is built ($(du -sh build-gpu/poslab build-gpu/poslab_tests | cut -f1 | tr '\n' ' ')); carry" \
-    "build-gpu and .gpu-deps, and run there: bash scripts/gpu_check.sh --no-build" >&2
+  # The programs beside the libraries: .gpu-deps is then all there is to carry (build-gpu's objects are ~700 MB).
+  mkdir -p "$deps/../build"
+  cp build-gpu/poslab build-gpu/poslab_tests build-gpu/libposlab_spm.so "$deps/../build/"
+  echo "gpu_check: built; $(du -sh "$deps/.." | cut -f1) in $(cd "$deps/.." && pwd) with the programs in its build/;" \
+    "carry .gpu-deps and run there: bash scripts/gpu_check.sh --no-build" >&2
   exit 0
 fi
 libdir="$deps/usr/lib/x86_64-linux-gnu"  # the carried libraries are the ones loaded, not the machine's
@@ -164,7 +171,7 @@ if ! grep -qF "$root" build-gpu/CTestTestfile.cmake 2>/dev/null; then
   # A build carried from another folder: its CTest files name that folder. The test program runs by itself (its
   # CPU cases; the CUDA cases below), the shell tests are left to CI.
   exclude="the shell tests (build-gpu was built in another folder)"
-  if POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1; then
+  if POSLAB_TEST_TMP="$root/build-gpu/test-tmp" build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1; then
     tests_ok=yes
   else
     tests_ok=NO
@@ -185,7 +192,7 @@ if [ "$tests_ok" = NO ]; then
 fi
 # The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted.
 cuda_log=build-gpu/cuda_cases.log
-POSLAB_TEST_TMP=build-gpu/test-tmp build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
+POSLAB_TEST_TMP="$root/build-gpu/test-tmp" build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
 cuda_cases=$(case_results "$cuda_log")
 echo "$cuda_cases" >&2
 reported=$(echo "$cuda_cases" | grep -c . || true)
