@@ -40,16 +40,7 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
     for (auto& p : group.params()) {
       Steps& steps = steps_[index++];
       if (!p.grad().defined()) continue;
-      auto& states = state();
-      const OptimizerStateKey key = optimizer_state_key(p);
-      if (states.find(key) == states.end()) {  // as AdamW::step does on a parameter's first step
-        auto st = std::make_unique<torch::optim::AdamWParamState>();
-        st->step(0);
-        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        states[key] = std::move(st);
-      }
-      auto& st = static_cast<torch::optim::AdamWParamState&>(*states[key]);
+      auto& st = adamw_state(*this, p);
       if (steps.state != &st || !steps.count.defined() || steps.count.device() != p.device()) {
         steps.state = &st;
         steps.count = torch::full({}, static_cast<float>(st.step()), p.options().dtype(torch::kFloat32));

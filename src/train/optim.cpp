@@ -77,6 +77,19 @@ Key state_key(const torch::Tensor& param) {
 
 OptimizerStateKey optimizer_state_key(const torch::Tensor& param) { return state_key<OptimizerStateKey>(param); }
 
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& param) {
+  const OptimizerStateKey key = optimizer_state_key(param);
+  auto& states = opt.state();
+  if (states.find(key) == states.end()) {  // as AdamW::step does on a parameter's first step
+    auto st = std::make_unique<torch::optim::AdamWParamState>();
+    st->step(0);
+    st->exp_avg(torch::zeros_like(param, torch::MemoryFormat::Preserve));
+    st->exp_avg_sq(torch::zeros_like(param, torch::MemoryFormat::Preserve));
+    states[key] = std::move(st);
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*states[key]);
+}
+
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t) {
   auto& groups = opt.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -145,16 +158,7 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale, const PartRun
     TORCH_CHECK(!o.amsgrad(), "fused_adamw_step: amsgrad is not supported");
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const OptimizerStateKey key = optimizer_state_key(p);
-      auto& states = opt.state();
-      if (states.find(key) == states.end()) {  // as AdamW::step does on a parameter's first step
-        auto st = std::make_unique<torch::optim::AdamWParamState>();
-        st->step(0);
-        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        states[key] = std::move(st);
-      }
-      auto& st = static_cast<torch::optim::AdamWParamState&>(*states[key]);
+      auto& st = adamw_state(opt, p);
       if (!st.exp_avg().is_contiguous()) st.exp_avg(st.exp_avg().contiguous());
       if (!st.exp_avg_sq().is_contiguous()) st.exp_avg_sq(st.exp_avg_sq().contiguous());
       st.step(st.step() + 1);

@@ -45,6 +45,9 @@ torch::Tensor grad_norm_on_device(const torch::optim::AdamW& opt);
 using OptimizerStateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
 OptimizerStateKey optimizer_state_key(const torch::Tensor& param);
 
+// A parameter's AdamW state, made as AdamW::step makes it on the parameter's first step (step 0, zero moments).
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& param);
+
 // Sets the lr of every group, and restores each group's weight decay (LibTorch 1.13's load does not).
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t);
 
