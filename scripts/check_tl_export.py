@@ -1,6 +1,6 @@
 """Checks folders written by `poslab export CKPT --to hf` with TransformerLens: its TransformerBridge boots each
 folder as it stands, gives poslab's logits on the check file's token ids, its W_pos is the exported table, its
-tokenizer gives poslab's ids line by line; in compatibility mode (HookedTransformer's numerics: LayerNorm folded,
+to_tokens and to_string give poslab's ids and text for the check file's texts; in compatibility mode (HookedTransformer's numerics: LayerNorm folded,
 weights centred) the log-probabilities stay poslab's and W_pos is the table with each row's mean removed.
 
 Usage: python3 scripts/check_tl_export.py DIR [DIR ...] [--atol 1e-4]
@@ -17,6 +17,8 @@ import warnings
 import torch
 from safetensors import safe_open
 
+from check_hf_export import check_texts
+
 warnings.filterwarnings("ignore")
 logging.disable(logging.WARNING)
 from transformer_lens.model_bridge import TransformerBridge  # noqa: E402 - after silencing its import-time warnings
@@ -31,7 +33,6 @@ def check(folder, atol):
     with safe_open(f"{folder}/poslab_check.safetensors", framework="pt") as f:
         ids = f.get_tensor("input_ids")
         expected = f.get_tensor("logits")
-        text = f.metadata()["text"]
     with safe_open(f"{folder}/model.safetensors", framework="pt") as f:
         wpe = f.get_tensor("transformer.wpe.weight")
     try:
@@ -49,14 +50,9 @@ def check(folder, atol):
     w_pos = bridge.W_pos.detach()
     failed += line(tuple(w_pos.shape) == tuple(wpe.shape) and torch.equal(w_pos, wpe),
                    f"W_pos {tuple(w_pos.shape)} is the exported table, bit for bit")
-    newline = json.load(open(f"{folder}/tokenizer_config.json"))["poslab_newline_id"]
-    got = []
-    for i, text_line in enumerate(text.split("\n")):
-        got += ([newline] if i else []) + bridge.to_tokens(text_line, prepend_bos=False)[0].tolist()
-    want = ids[0].tolist()
-    got = got[: len(want)]
-    failed += line(got == want, f"to_tokens ({type(bridge.tokenizer).__name__}): {len(want)} ids, line by line with "
-                                f"poslab's newline id {newline} between lines")
+    # Its tokenizer calls on the check file's texts (new lines and all): poslab's ids and poslab's text.
+    failed += check_texts(folder, lambda t: bridge.to_tokens(t, prepend_bos=False, truncate=False)[0].tolist(),
+                          lambda ids_: bridge.to_string(torch.tensor(ids_)), "to_tokens / to_string")
     # HookedTransformer's numerics: LayerNorm folded into the next weights, writing weights and the unembedding
     # centred. Logits move by a constant per position (center_unembed): compare log-probabilities.
     bridge.enable_compatibility_mode()

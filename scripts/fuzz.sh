@@ -3,8 +3,8 @@
 # libclang-rt-14-dev, installed here when missing): .npy tables, .safetensors files, a model folder's config.json
 # and model.safetensors.index.json, YAML configs, the files of a
 # run folder and a sweep folder (metrics.jsonl, snapshots/index.jsonl, model_stepN.json, kernel_paths.json, the
-# eval CSVs, extension JSON, sweep.json, config.yaml), sweep files, sentencepiece models, the kernel-path cache and
-# checkpoints.
+# eval CSVs, extension JSON, sweep.json, config.yaml, TensorBoard's event files), sweep files, sentencepiece models
+# (through sentencepiece, and poslab's own reading of them), the kernel-path cache and checkpoints.
 #
 # Each target compiles its reader's own files with AddressSanitizer, UBSan and libFuzzer's coverage, and links
 # the rest of poslab from the main build (build/libposlab_lib.a: scripts/build.sh runs first when it is missing).
@@ -25,9 +25,9 @@ declare -A sources=(
   [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/analysis/safetensors.cpp src/util/fs.cpp"
   [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
   [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
-    src/run/sweep_index.cpp src/run/run_folder.cpp"
+    src/run/sweep_index.cpp src/run/run_folder.cpp src/run/tensorboard_files.cpp src/util/tfevents.cpp"
   [sweep]="src/sweep/sweep_file.cpp"
-  [tokenizer]="src/data/tokenizer.cpp"
+  [tokenizer]="src/data/tokenizer.cpp src/data/spm_model.cpp src/app/hf_tokenizer.cpp"
   [kernel_cache]="src/train/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )

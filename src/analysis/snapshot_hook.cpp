@@ -7,8 +7,9 @@
 
 namespace poslab {
 
-std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info) {
+std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info, std::optional<Analysis>* out) {
   const Analysis a = analyze_table(W, info.npy_path.empty() ? "wpe" : info.npy_path);
+  if (out) *out = a;
   if (!info.npy_path.empty()) {
     nlohmann::json j = to_json(a);
     j["step"] = info.step;

@@ -3,7 +3,10 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
+
+#include "analysis/analysis.h"
 
 namespace poslab {
 
@@ -13,7 +16,7 @@ struct SnapshotInfo {
 };
 
 // Runs the full analysis of W (block_size, n_embd), writes it next to the snapshot (wpe_stepNNNNNN.json)
-// and returns a one-line summary for the log.
-std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info);
+// and returns a one-line summary for the log; `out`, when given, receives the analysis.
+std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info, std::optional<Analysis>* out = nullptr);
 
 }  // namespace poslab

@@ -4,9 +4,13 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 
 #include "analysis/safetensors.h"
+#include "app/hf_tokenizer.h"
 #include "app/loaded_model.h"
+#include "app/model_card.h"
+#include "data/spm_model.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -14,6 +18,13 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 const char* const kExportCheckText = "First Citizen:\nBefore we proceed any further, hear me speak.\n\tAll: Speak, speak! — café ✓\n";
+
+const std::vector<std::string> kTokenizerCheckTexts = {
+    kExportCheckText,
+    "line one\n\nline three, after an empty line\n",
+    "\n\nnew lines first, then  two  spaces,\ttabs\t and a space at the end \n ",
+    "digits 0123456789, a literal <0x41>, <unk> and \xE2\x90\xA4 (poslab's newline piece, typed)",
+    "outside the corpus: \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 \xC3\xBC\r\n\x01"};
 
 namespace {
 
@@ -74,8 +85,9 @@ nlohmann::ordered_json gpt2_config(const LoadedModel& m, const std::string& chec
           {"scale_attn_by_inverse_layer_idx", false},
           {"reorder_and_upcast_attn", false},
           {"tie_word_embeddings", true},
-          {"bos_token_id", m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0},
-          {"eos_token_id", m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0},
+          // No piece poslab writes text with ends or starts a text: generate() runs for max_new_tokens, as poslab sample.
+          {"bos_token_id", nullptr},
+          {"eos_token_id", nullptr},
           {"torch_dtype", "float32"},
           {"poslab", {{"checkpoint", checkpoint},
                       {"step", m.meta.step},
@@ -99,18 +111,33 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   };
   write("config.json", gpt2_config(m, checkpoint).dump(2) + "\n");
   write("model.safetensors", safetensors_file(gpt2_tensors(m.model), {{"format", "pt"}}));
-  // The tokenizer: sentencepiece's own model, and what transformers needs to read it (docs/interop.md).
+  // The tokenizer: sentencepiece's own model, and tokenizer.json, which transformers' fast tokenizer reads and which
+  // encodes and decodes as poslab does, new lines included (app/hf_tokenizer.h).
   write("tokenizer.model", m.tokenizer.model_bytes());
-  // LlamaTokenizer reads any sentencepiece model; without a prefix space, BOS or EOS it encodes a line as poslab does.
-  // Between lines poslab puts its newline piece, which transformers cannot be told to make of "\n" (docs/interop.md).
-  write("tokenizer_config.json", nlohmann::ordered_json{{"tokenizer_class", "LlamaTokenizer"},
-                                                        {"add_bos_token", false},
-                                                        {"add_eos_token", false},
-                                                        {"add_prefix_space", false},
-                                                        {"legacy", false},
-                                                        {"model_max_length", m.cfg.model.block_size},
-                                                        {"poslab_newline_id", m.tokenizer.newline_id()}}
-                                         .dump(2) + "\n");
+  std::string why;
+  const nlohmann::ordered_json tokenizer_json =
+      hf_tokenizer_json(read_spm_model(m.tokenizer.model_bytes(), checkpoint), kNewlinePiece, &why);
+  nlohmann::ordered_json tokenizer_config;
+  if (!tokenizer_json.is_null()) {
+    write("tokenizer.json", tokenizer_json.dump(1) + "\n");
+    tokenizer_config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                        {"unk_token", nullptr},  // "<unk>" typed in a text is its characters, as in poslab
+                        {"bos_token", nullptr},
+                        {"eos_token", nullptr},
+                        {"pad_token", nullptr},
+                        {"clean_up_tokenization_spaces", false},
+                        {"model_max_length", m.cfg.model.block_size}};
+  } else {
+    // A sentencepiece model from elsewhere (data.tokenizer.model) whose normaliser tokenizer.json cannot state:
+    // LlamaTokenizer reads the model itself, and encodes "\n" as a byte piece (docs/interop.md).
+    r.warnings.push_back(checkpoint + ": the tokenizer's " + why + " has no tokenizer.json form: transformers reads "
+                         "tokenizer.model with LlamaTokenizer, which encodes each line as poslab does but a new line as "
+                         "the byte piece <0x0A>, not poslab's newline piece");
+    tokenizer_config = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
+                        {"add_prefix_space", false}, {"legacy", false}, {"model_max_length", m.cfg.model.block_size}};
+  }
+  tokenizer_config["poslab_newline_id"] = m.tokenizer.newline_id();
+  write("tokenizer_config.json", tokenizer_config.dump(2) + "\n");
   // poslab's logits on the sample text (at most block_size tokens), for the check on the other side.
   std::vector<int> ids = m.tokenizer.encode(kExportCheckText);
   if (static_cast<int64_t>(ids.size()) > m.cfg.model.block_size) ids.resize(static_cast<size_t>(m.cfg.model.block_size));
@@ -121,12 +148,24 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
     torch::NoGradGuard no_grad;
     logits = m.model->forward(idx);
   }
-  const auto ids_c = idx.contiguous();
-  write("poslab_check.safetensors",
-        safetensors_file({{"input_ids", "I64", ids_c.sizes().vec(),
-                           std::string(static_cast<const char*>(ids_c.data_ptr()), ids.size() * sizeof(int64_t))},
-                          f32("logits", logits)},
-                         {{"text", kExportCheckText}, {"checkpoint", checkpoint}}));
+  auto i64 = [](const std::string& name, const std::vector<int>& v) {
+    const std::vector<int64_t> w(v.begin(), v.end());
+    return SafetensorsTensor{name, "I64", {1, static_cast<int64_t>(w.size())},
+                             std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(int64_t))};
+  };
+  std::vector<SafetensorsTensor> check = {i64("input_ids", ids), f32("logits", logits)};
+  std::map<std::string, std::string> meta = {{"text", kExportCheckText}, {"checkpoint", checkpoint}};
+  // poslab's ids of the tokenizer's test texts, and its decoding of them (the text itself, but for a literal ␤).
+  for (size_t i = 0; i < kTokenizerCheckTexts.size(); ++i) {
+    const std::vector<int> t = m.tokenizer.encode(kTokenizerCheckTexts[i]);
+    check.push_back(i64("ids_" + std::to_string(i), t));
+    meta["text_" + std::to_string(i)] = kTokenizerCheckTexts[i];
+    meta["decoded_" + std::to_string(i)] = m.tokenizer.decode(t);
+  }
+  write("poslab_check.safetensors", safetensors_file(check, meta));
+  const ModelCard card = model_card(m, checkpoint, dir);
+  for (const std::string& figure : card.figures) write(fs::path(figure).filename().string(), read_file(figure));
+  write("README.md", card.text);
   return r;
 }
 

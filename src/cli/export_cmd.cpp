@@ -1,6 +1,7 @@
 #include "cli/export_cmd.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <iostream>
@@ -41,6 +42,7 @@ int run_export(const ExportArgs& a) {
   }
   const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
   const HfExport r = export_hf(checkpoint, out);
+  for (const std::string& w : r.warnings) spdlog::warn("{}", w);
   std::cerr << fmt::format("wrote {} files; check them in transformers and TransformerLens with:\n"
                            "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
                            r.files.size(), r.dir, r.dir);

@@ -19,6 +19,7 @@ struct RunConfig {
   int batch_split = 0;                // batch slices trained in parallel threads (CPU); 0 = auto; YAML "auto" or N
   std::string kernels = "auto";       // CPU kernel paths: auto | measure | default | libtorch | NAME=VALUE,… (util/kernel_paths.h)
   bool report = true;                 // write RUN_DIR/report/index.html when training finishes
+  bool tensorboard = true;            // write TensorBoard's events and projector files into RUN_DIR/tensorboard as it trains
   int dist_timeout_s = 300;           // many processes: how long a rank waits for the others before it fails
 };
 

@@ -82,6 +82,7 @@ const std::vector<ConfigField>& config_fields() {
       auto_or_positive("run.batch_split", &RunConfig::batch_split),
       POSLAB_FIELD(std::string, "auto | measure | default | libtorch | NAME=VALUE,…", run.kernels),
       POSLAB_FIELD(bool, "true | false", run.report),
+      POSLAB_FIELD(bool, "true | false", run.tensorboard),
       POSLAB_FIELD(int, "integer (seconds)", run.dist_timeout_s),
       corpus_field(),
       POSLAB_FIELD(std::string, "bpe | unigram | char", data.tokenizer.type),

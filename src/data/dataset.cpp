@@ -50,7 +50,7 @@ int distinct_chars(const std::string& text) {
     uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
     for (size_t k = 1; k < len && i + k < text.size(); ++k) cp = (cp << 6) | (text[i + k] & 0x3F);
     i += len;
-    if (cp == '\n') continue;
+    if (cp == '\n' || cp == '\t') continue;  // sentencepiece makes no piece of a tab: it is a byte piece
     if (cp >= seen.size()) seen.resize(cp + 1, false);
     if (!seen[cp]) { seen[cp] = true; ++count; }
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "run/json_records.h"
+#include "run/tensorboard_files.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -38,6 +39,19 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
     out.push_back(r);
   }
   return out;
+}
+
+MetricsRecord metrics_record(const nlohmann::json& j) {
+  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN; };
+  MetricsRecord r;
+  r.step = j.value("step", int64_t{0});
+  r.loss = number("loss");
+  r.train_loss = number("train_loss");
+  r.val_loss = number("val_loss");
+  r.lr = number("lr");
+  r.tokens_per_s = number("tokens_per_s");
+  r.eval = j.contains("val_loss");
+  return r;
 }
 
 std::vector<MetricsRecord> val_evals(const std::vector<MetricsRecord>& records) {
@@ -164,6 +178,7 @@ void truncate_jsonl_from(const std::string& path, int64_t first_dropped, const s
 void truncate_logs_after(const RunFolder& run, int64_t step) {
   truncate_jsonl_from(run.metrics(), step, "a metrics record");
   truncate_jsonl_from(run.snapshot_index(), step + 1, "a snapshot record");
+  truncate_events_after(run, step);
 }
 
 }  // namespace poslab

@@ -35,6 +35,8 @@ struct MetricsRecord {
   bool eval = false;        // an eval record (it has a val_loss, maybe null)
 };
 std::vector<MetricsRecord> read_metrics(const std::string& path);
+// A record as the trainer makes it, before it is written (missing or null numbers are NaN).
+MetricsRecord metrics_record(const nlohmann::json& j);
 // The eval records, in file order (step order).
 std::vector<MetricsRecord> val_evals(const std::vector<MetricsRecord>& records);
 
@@ -57,8 +59,9 @@ std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t 
 
 // On resume from the checkpoint at `step`: drops from metrics.jsonl the records of `step` and later (a step's
 // checkpoint is written before its update, whose record the resumed run writes again) and from the snapshot index
-// those of later steps (`step`'s own snapshot is on disk), so that no step is listed twice. A last line cut short by
-// a crash goes too; a damaged line elsewhere is an error naming the file and line. Missing files are fine.
+// those of later steps (`step`'s own snapshot is on disk), so that no step is listed twice, and the same steps from
+// the TensorBoard events (truncate_events_after). A last line cut short by a crash goes too; a damaged line elsewhere
+// is an error naming the file and line. Missing files are fine.
 void truncate_logs_after(const RunFolder& run, int64_t step);
 
 // eval/per_position_loss_SPLIT.csv: "position,loss" then one row per position 0, 1, …

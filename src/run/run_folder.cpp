@@ -64,8 +64,9 @@ std::string RunFolder::trajectory_csv() const { return at("analysis/trajectory.c
 std::string RunFolder::trajectory_json() const { return at("analysis/trajectory.json"); }
 std::string RunFolder::verdict_json() const { return at("analysis/verdict.json"); }
 std::string RunFolder::report_dir() const { return at("report"); }
+std::string RunFolder::tensorboard_dir() const { return at("tensorboard"); }
 
-std::vector<std::string> RunFolder::written_folders() const { return {checkpoints(), snapshots(), report_dir(), dir_}; }
+std::vector<std::string> RunFolder::written_folders() const { return {checkpoints(), snapshots(), report_dir(), tensorboard_dir(), dir_}; }
 
 std::vector<std::string> RunFolder::files_of_a_started_run() const {
   return {latest_checkpoint(), metrics(), snapshot_index()};

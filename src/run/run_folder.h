@@ -13,6 +13,9 @@
 //   RUN_DIR/extend/N-METHOD/checkpoint.pt       poslab extend, with checkpoint.extension.json and checkpoint.wpe.npy
 //   RUN_DIR/analysis/trajectory.csv, trajectory.json, verdict.json   poslab analyze RUN_DIR
 //   RUN_DIR/report/index.html                   poslab report
+//   RUN_DIR/tensorboard/                        TensorBoard's files, written as the run trains (run.tensorboard):
+//                                               events.out.tfevents.NNNN.poslab (one per start of the trainer),
+//                                               projector_config.pbtxt, positions.tsv, wpe_stepNNNNNN.tsv
 // A sweep folder SWEEP_DIR holds sweep.json and one run folder per variant and seed: SWEEP_DIR/VARIANT/seed-S.
 #pragma once
 
@@ -55,6 +58,7 @@ class RunFolder {
   std::string trajectory_json() const;
   std::string verdict_json() const;
   std::string report_dir() const;
+  std::string tensorboard_dir() const;
 
   // Folders a killed writer may leave temporary files in (the run folder itself included).
   std::vector<std::string> written_folders() const;

@@ -50,6 +50,10 @@ TrainingRun::TrainingRun(const TrainRequest& req, Config cfg, std::string rdir, 
   load_data(resume_meta);
   build_model();
   if (resuming_) resume();
+  if (writer_ && cfg_.run.tensorboard) {
+    tensorboard_ = std::make_unique<TensorboardLog>(RunFolder(rdir_));
+    spdlog::info("TensorBoard: tensorboard --logdir {} (its curves as the run trains)", RunFolder(rdir_).tensorboard_dir());
+  }
   if (comm_.size() > 1) {  // the same start on every rank, whatever each one's initialisation did
     torch::NoGradGuard no_grad;
     comm_.broadcast_(model_->parameters(), "the initial weights' broadcast");

@@ -83,14 +83,14 @@ nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels
 }
 
 std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model, double train_loss, double val_loss,
-                           const UsageWindows* windows) {
+                           const UsageWindows* windows, std::optional<Analysis>* analysis) {
   const RunFolder run(run_dir);
   make_dirs(run.snapshots());
   auto w = model->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();  // (block_size, n_embd)
   SnapshotRecord record{step, snapshot_file_name(step), run.snapshot(step), train_loss, val_loss};
   write_file_atomic(record.path, npy_bytes(w.data_ptr<float>(), w.size(0), w.size(1)));
   append_snapshot_record(run, record);
-  std::string summary = analyze_snapshot(w, SnapshotInfo{step, record.path});
+  std::string summary = analyze_snapshot(w, SnapshotInfo{step, record.path}, analysis);
   if (model->h->size() == 0) return summary;
   AttentionKernels k;
   nlohmann::json usage = model_usage_json(model, step, &k);

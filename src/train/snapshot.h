@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 
+#include "analysis/analysis.h"
 #include "analysis/attention_kernels.h"
 #include "model/gpt.h"
 
@@ -25,9 +27,10 @@ struct UsageWindows {
 // Writes the model's table (block_size, n_embd) as float32 .npy, appends {step, file, train_loss[, val_loss]} to the
 // snapshot index (NaN losses are left out), runs the analysis hook, writes the model's usage of the table
 // (model_usage_json, with "data_attention" on `windows` when given and the tokens hold a window) and returns a
-// one-line summary. The model must have a position table.
+// one-line summary; `analysis`, when given, receives the table's analysis as soon as it is made. The model must have
+// a position table.
 std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model, double train_loss, double val_loss,
-                           const UsageWindows* windows = nullptr);
+                           const UsageWindows* windows = nullptr, std::optional<Analysis>* analysis = nullptr);
 
 // Layer 0's weights as the attention-kernel analysis reads them, the mean token embedding added to each position.
 AttentionWeights layer0_attention_weights(const GPT& model);

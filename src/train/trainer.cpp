@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "analysis/metric_list.h"
 #include "config/config.h"
 #include "distributed/comm.h"
 #include "distributed/env.h"
@@ -70,7 +72,7 @@ TrainSummary TrainingRun::loop() {
     // The run's last record goes to disk before its last checkpoint: a checkpoint at train.max_steps (which a sweep
     // takes for a finished run) then never stands without it. A crash between the two leaves the checkpoint before,
     // whose resume cuts the record and writes it again.
-    if ((last || stop_here) && writer_ && record.contains("val_loss")) append_line(metrics_path(), record.dump());
+    if ((last || stop_here) && writer_ && record.contains("val_loss")) write_record(record);
     if (!on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here)) {  // step 0 too
       settle_unread();  // on every rank: no checkpoint holds a step that train.on_nonfinite: stop stops at
       if (writer_) save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
@@ -120,13 +122,22 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
   const bool evaluated = record.contains("val_loss");
   const double train_loss = evaluated ? train_est_ : last_batch_loss_.defined() ? last_batch_loss_.item<double>() : NAN;
   std::string summary;
+  std::optional<Analysis> analysis;
   try {
     // layer 0's attention on real text: a few of the val eval's windows, the same at every snapshot
     const UsageWindows windows{&data_.val, std::min(cfg_.train.eval_batches, 4), cfg_.train.batch_size,
                                eval_seed(cfg_.run.seed, "val")};
-    summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN, &windows);
+    summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN, &windows, &analysis);
   } catch (const Error& e) {  // the .npy is written first; a failed analysis must not end the run
     summary = std::string("analysis failed: ") + e.what();
+  }
+  if (tensorboard_) {  // the table for the projector, and its headline metrics
+    const auto w = model_->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    tensorboard_->add_table(step, w.data_ptr<float>(), w.size(0), w.size(1));
+    std::vector<TbScalar> scalars;
+    if (analysis)
+      for (const Metric& m : headline_metrics()) scalars.push_back({step, table_tag(m.key), m.value(*analysis)});
+    tensorboard_->add(scalars);
   }
   const double ms = 1000.0 * seconds_since(t0);
   progress_->clear();
@@ -201,7 +212,7 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
   record["tokens_per_s"] = tok_s;
   record["ms_per_step"] = 1000.0 * interval_seconds_ / interval_steps_;
   if (comm_.size() > 1) record["allreduce_ms_per_step"] = 1000.0 * interval_comm_seconds_ / interval_steps_;
-  if (writer_) append_line(metrics_path(), record.dump());
+  if (writer_) write_record(record);
   if (step % cfg_.train.log_every != 0) return;
   progress_->clear();
   spdlog::info("step {} | loss {:.4f} | lr {:.1e} | {:.1f} ms | {} tok/s{}", step, loss, lr,
@@ -210,6 +221,11 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
   interval_seconds_ = 0.0;
   interval_comm_seconds_ = 0.0;
   interval_steps_ = 0;
+}
+
+void TrainingRun::write_record(const nlohmann::json& record) {
+  append_line(metrics_path(), record.dump());
+  if (tensorboard_) tensorboard_->add(metrics_scalars(metrics_record(record)));
 }
 
 // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).

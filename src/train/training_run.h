@@ -17,6 +17,7 @@
 #include "distributed/comm.h"
 #include "model/gpt.h"
 #include "run/run_folder.h"
+#include "run/tensorboard_files.h"
 #include "train/checkpoint.h"
 #include "train/optim.h"
 #include "train/progress.h"
@@ -61,6 +62,7 @@ class TrainingRun {
   void handle_nonfinite(int64_t step, const StepResult& result);
   void settle_unread();  // reads the skips of the steps on the device since the last read (train.on_nonfinite)
   void log_step(int64_t step, double lr, nlohmann::json& record);
+  void write_record(const nlohmann::json& record);  // to metrics.jsonl, and its scalars to TensorBoard
   TrainSummary finish();
 
   const TrainRequest& req_;
@@ -76,6 +78,7 @@ class TrainingRun {
   std::unique_ptr<DeviceAdamW> optimizer_;
   std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<BatchSplit> split_;
+  std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0 with run.tensorboard
   Progress* progress_ = nullptr;  // the loop's progress bar, while the loop runs
 
   int64_t start_step_ = 0, finished_at_ = 0;

@@ -175,12 +175,13 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   out.commit();
 }
 
-void append_line(const std::string& path, const std::string& line) {
+void append_line(const std::string& path, const std::string& line) { append_bytes(path, line + '\n'); }
+
+void append_bytes(const std::string& path, const std::string& text) {
   crash_point("open", path);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
     throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
-  const std::string text = line + '\n';
   crash_point_write(fd, text.data(), text.size(), path);
   const ssize_t w = ::write(fd, text.data(), text.size());
   const int err = errno;

@@ -49,6 +49,8 @@ void make_dirs(const std::string& dir);
 
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);
+// Appends bytes to a file (created when missing) in one write.
+void append_bytes(const std::string& path, const std::string& bytes);
 
 // Crash points, for the tests that end a run at every durable step of its writes (docs/faults.md). Each step the
 // functions above take -- a folder made, a file opened for writing, its body written (an AtomicWriter's first

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "util/proto_wire.h"
+
 namespace poslab {
 
 namespace {
@@ -48,7 +50,50 @@ std::string event_head(double wall_time, int64_t step) {
   return e;
 }
 
+bool parse_event(const std::string& bytes, TfEvent& e) {
+  using proto::for_each_field;
+  std::string summary;
+  if (!for_each_field(bytes, [&](int field, int wire, size_t p, uint64_t n) {
+        if (field == 1 && wire == 1) e.wall_time = proto::fixed<double>(bytes, p);
+        if (field == 2 && wire == 0) e.step = static_cast<int64_t>(n);
+        if (field == 3 && wire == 2) e.file_version = true;
+        if (field == 5 && wire == 2) summary = bytes.substr(p, n);
+      }))
+    return false;
+  std::string value;
+  bool first = true;
+  if (!for_each_field(summary, [&](int field, int wire, size_t p, uint64_t n) {
+        if (field == 1 && wire == 2 && first) value = summary.substr(p, n), first = false;
+      }))
+    return false;
+  return for_each_field(value, [&](int field, int wire, size_t p, uint64_t n) {
+    if (field == 1 && wire == 2) e.tag = value.substr(p, n);
+    if (field == 2 && wire == 5) e.value = proto::fixed<float>(value, p);
+  });
+}
+
 }  // namespace
+
+TfEventFile read_tf_events(const std::string& b) {
+  TfEventFile f;
+  size_t p = 0;
+  while (b.size() - p >= 12) {
+    uint64_t n = 0;
+    uint32_t len_crc = 0, data_crc = 0;
+    std::memcpy(&n, b.data() + p, 8);
+    std::memcpy(&len_crc, b.data() + p + 8, 4);
+    if (len_crc != masked_crc32c(b.data() + p, 8) || n > b.size() - p || b.size() - p - n < 16) break;
+    std::memcpy(&data_crc, b.data() + p + 12 + n, 4);
+    if (data_crc != masked_crc32c(b.data() + p + 12, n)) break;
+    TfEvent e;
+    if (!parse_event(b.substr(p + 12, n), e)) break;
+    p += 16 + n;
+    e.end = p;
+    f.events.push_back(std::move(e));
+  }
+  f.valid = p;
+  return f;
+}
 
 uint32_t crc32c(const void* data, size_t n) {
   static const std::array<uint32_t, 256> table = crc_table();

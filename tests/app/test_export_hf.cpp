@@ -24,13 +24,28 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   train(req);
   const std::string ckpt = dir / "run/checkpoints/latest.pt";
   const HfExport e = export_hf(ckpt, dir / "hf");
-  EXPECT_EQ(e.files.size(), 5u);
+  EXPECT_EQ(e.files.size(), 7u);  // config, weights, tokenizer.model and .json and its config, the check, the card
+  EXPECT_TRUE(e.warnings.empty());
   LoadedModel m = load_model(ckpt);
 
   const ModelFolder f = open_model_folder(dir / "hf");
   EXPECT_EQ(f.config["model_type"], "gpt2");
   EXPECT_EQ(f.config["n_positions"], 16);
   EXPECT_EQ(f.config["activation_function"], "gelu");
+  EXPECT_TRUE(f.config["eos_token_id"].is_null());  // generate() runs across new lines, as poslab sample
+  EXPECT_TRUE(f.config["bos_token_id"].is_null());
+  const auto tokenizer = nlohmann::json::parse(read_file(dir / "hf/tokenizer.json"));
+  EXPECT_EQ(tokenizer["model"]["type"], "BPE");  // a char model: BPE without merges
+  EXPECT_TRUE(tokenizer["model"]["merges"].empty());
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "hf/tokenizer_config.json"))["tokenizer_class"],
+            "PreTrainedTokenizerFast");
+  // The card: Hugging Face's metadata block, then what the model is, with the table's verdict from the run's snapshots.
+  const std::string card = read_file(dir / "hf/README.md");
+  EXPECT_EQ(card.rfind("---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n", 0), 0u) << card;
+  EXPECT_NE(card.find("datasets:\n- \"corpus\"\n---\n"), std::string::npos) << card;
+  EXPECT_NE(card.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << card;
+  EXPECT_NE(card.find("| tokens seen | 512 |"), std::string::npos) << card;
+  EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
   const ModelTables t = find_position_tables(f.config, tensor_shapes(f));
   EXPECT_EQ(t.layout, "gpt2");
   ASSERT_EQ(t.tables.size(), 1u);
@@ -53,6 +68,13 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   const auto idx = read_model_tensor(check, "input_ids").to(torch::kInt64);
   const std::vector<int> expected = m.tokenizer.encode(kExportCheckText);
   for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(idx[0][i].item<int64_t>(), expected[static_cast<size_t>(i)]);
+  // The tokenizer's check texts, whole: poslab's ids of each.
+  for (size_t i = 0; i < kTokenizerCheckTexts.size(); ++i) {
+    const auto t = read_model_tensor(check, "ids_" + std::to_string(i)).to(torch::kInt64)[0];
+    const std::vector<int> want = m.tokenizer.encode(kTokenizerCheckTexts[i]);
+    ASSERT_EQ(t.size(0), static_cast<int64_t>(want.size()));
+    for (int64_t k = 0; k < t.size(0); ++k) EXPECT_EQ(t[k].item<int64_t>(), want[static_cast<size_t>(k)]);
+  }
   torch::NoGradGuard no_grad;
   m.model->eval();
   EXPECT_TRUE(torch::allclose(read_model_tensor(check, "logits"), m.model->forward(idx).to(torch::kFloat64), 0, 1e-6));

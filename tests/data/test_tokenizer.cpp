@@ -99,16 +99,18 @@ TEST(Tokenizer, UnseenCharactersFallBackToBytes) {
 
 TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
   TempDir dir;
-  write_text(dir / "corpus.txt", "abc abc\ncab\n");
+  write_text(dir / "corpus.txt", "abc abc\ncab\tc\n");
   Config c = tokenizer_config(dir, "char", 5000);  // vocab_size is ignored for char
   c.model.block_size = 2;
   c.data.val_fraction = 0.4;
   const TokenData data = prepare_tokens(c, 1);
-  // a, b, c, space + unk + newline piece + 256 byte pieces
+  // a, b, c, space + unk + newline piece + 256 byte pieces; no piece of the tab, which is the byte piece <0x09>
   EXPECT_EQ(data.tokenizer.vocab_size(), 262);
-  const auto ids = data.tokenizer.encode("abc\ncab");
-  EXPECT_EQ(ids.size(), 7u);
-  EXPECT_EQ(data.tokenizer.decode(ids), "abc\ncab");
+  const auto ids = data.tokenizer.encode("abc\ncab\t");
+  EXPECT_EQ(ids.size(), 8u);
+  EXPECT_EQ(data.tokenizer.decode(ids), "abc\ncab\t");
+  // The second run takes the cached tokenizer (a corpus with a tab once counted one piece too many: "damaged").
+  EXPECT_TRUE(prepare_tokens(c, 1).tokenizer_from_cache);
 }
 
 TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {

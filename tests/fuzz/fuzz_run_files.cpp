@@ -1,6 +1,6 @@
 // libFuzzer target: the readers of a run folder's and a sweep folder's files (src/run/run_files.h). The first
 // byte picks the file, the rest is its content; every input must read or give a poslab::Error naming the file,
-// never a crash or another exception (a JSON or number-parsing error escaping a reader is a bug: the user would
+// never a crash or another exception; a TensorBoard event file cut for a resume holds whole records only (a JSON or number-parsing error escaping a reader is a bug: the user would
 // see no file name and no fix).
 #include <unistd.h>
 
@@ -12,6 +12,9 @@
 
 #include "run/run_files.h"
 #include "run/run_folder.h"
+#include "run/tensorboard_files.h"
+#include "util/fs.h"
+#include "util/tfevents.h"
 #include "util/error.h"
 
 namespace {
@@ -25,6 +28,7 @@ const std::string& root() {
     const fs::path d = fs::path(tmp ? tmp : "/tmp") / ("poslab-fuzz-run-" + std::to_string(::getpid()));
     fs::create_directories(d / "run" / "snapshots");
     fs::create_directories(d / "run" / "eval");
+    fs::create_directories(d / "run" / "tensorboard");
     fs::create_directories(d / "sweep");
     return d.string();
   }();
@@ -41,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const poslab::RunFolder run(root() + "/run");
   const std::string sweep = root() + "/sweep";
-  const int which = data[0] % 9;
+  const int which = data[0] % 10;
   ++data;
   --size;
   try {
@@ -78,6 +82,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         write(poslab::sweep_index_path(sweep), data, size);
         poslab::read_sweep_index(sweep);
         break;
+      case 9: {  // TensorBoard's event file of a resumed run, cut to step 5 (and read back, whole records only)
+        const std::string events = run.tensorboard_dir() + "/events.out.tfevents.0001.poslab";
+        write(events, data, size);
+        poslab::truncate_events_after(run, 5);
+        const std::string kept = poslab::read_file(events);
+        if (poslab::read_tf_events(kept).valid != kept.size()) __builtin_trap();  // the cut left a part record
+        break;
+      }
       default:
         write(run.config(), data, size);
         poslab::read_run_config(run);

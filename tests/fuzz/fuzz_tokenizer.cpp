@@ -1,5 +1,6 @@
 // libFuzzer target: a sentencepiece model read from the cache or from data.tokenizer.model (bytes through the
-// sentencepiece shim, src/data/spm_shim.h). Any bytes must give a tokenizer that encodes and decodes a line, or a
+// sentencepiece shim, src/data/spm_shim.h), and by poslab itself for the export (src/data/spm_model.h, then
+// tokenizer.json). Any bytes must give a tokenizer that encodes and decodes a line, or a
 // poslab::Error naming the file — never a crash inside sentencepiece. Seeds: with POSLAB_FUZZ_SEED_DIR set, the target first
 // trains a small char and a small BPE model on a few lines and writes them there (scripts/fuzz.sh does).
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "app/hf_tokenizer.h"
+#include "data/spm_model.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
 
@@ -35,8 +38,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  try {  // poslab's own reading of the model (its pieces, for the export's tokenizer.json)
+    std::string why;
+    poslab::hf_tokenizer_json(poslab::read_spm_model(bytes, "fuzz.model"), poslab::kNewlinePiece, &why).dump();
+  } catch (const poslab::Error&) {
+  }
   try {
-    const auto t = poslab::Tokenizer::from_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.model");
+    const auto t = poslab::Tokenizer::from_bytes(bytes, "fuzz.model");
     const std::vector<int> ids = t.encode("To be, or not to be\n\tthat is the question: 42 €\n");
     t.decode(ids);
     t.vocab_size();

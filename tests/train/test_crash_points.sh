@@ -11,12 +11,15 @@
 #          the first's again); taken up again by the same poslab sweep command, which skips what it takes for done
 #   nproc  the tiny run on two processes (--nproc 2), crashed at each point of rank 0, the one that writes (every
 #          process counts its own points; the others write nothing); resumed on two processes
+# TensorBoard's files (run.tensorboard) are written, crashed at and compared in run mode; sweep and nproc leave them
+# out (the same writes, through the same code: each of their points would cost a crash and a resume more).
 # Usage: test_crash_points.sh PATH/TO/poslab run|sweep|nproc [FIRST [LAST|- [STRIDE]]] (a range of points, to replay
 # one: the point number is all a failure needs to be repeated; - is the mode's last point; STRIDE takes every Nth).
 set -u
 poslab=$1
 mode=${2:?run, sweep or nproc}
 first=${3:-1}
+tb_scalars="$(cd "$(dirname "$0")" && pwd)/tb_scalars.py"
 tmp=$(mktemp -d)
 trap '[ -n "${POSLAB_CRASH_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
 export POSLAB_KERNELS=default POSLAB_NO_MEMORY_CHECK=1
@@ -56,11 +59,11 @@ case "$mode" in
     }
     runs=tiny ;;
   sweep)
-    start() { "$poslab" sweep "$tmp/sweep.yaml" --set "run.out_dir=$1"; }
+    start() { "$poslab" sweep "$tmp/sweep.yaml" --set "run.out_dir=$1" --set run.tensorboard=false; }
     again() { start "$1"; }
     runs="crash/base/seed-1 crash/base/seed-2" ;;
   nproc)
-    start() { "$poslab" train "$tmp/tiny.yaml" --nproc 2 --set "run.out_dir=$1"; }
+    start() { "$poslab" train "$tmp/tiny.yaml" --nproc 2 --set "run.out_dir=$1" --set run.tensorboard=false; }
     again() { if [ -f "$1/tiny/config.yaml" ]; then "$poslab" train --resume "$1/tiny" --nproc 2; else start "$1"; fi; }
     runs=tiny ;;
   *) give_up "unknown mode $mode (run, sweep or nproc)" ;;
@@ -86,8 +89,9 @@ report_from=${report_from:-$((total + 1))}
 report_stride=11
 echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every ${stride}th")$([ "$report_from" -le "$total" ] && echo ", the report's from $report_from every ${report_stride}th")"
 
-# same_run A B: the snapshots (every table and the index) and the metrics records, bit for bit but for the speed
-# figures (the machine's, not the model's); B's last checkpoint at the last step.
+# same_run A B: the snapshots (every table and the index), the metrics records and TensorBoard's scalars and
+# projector files, bit for bit but for the speed figures (the machine's, not the model's); B's last checkpoint at the
+# last step.
 same_run() {
   local a=$1 b=$2 f
   for f in $(cd "$a" && ls snapshots/*.npy snapshots/index.jsonl); do
@@ -97,6 +101,13 @@ same_run() {
   diff <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$a/metrics.jsonl") \
        <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
     { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
+  if [ -d "$a/tensorboard" ]; then  # every scalar once, in order, over the event files of each start
+    diff <(python3 "$tb_scalars" "$a/tensorboard" tokens_per_s) <(python3 "$tb_scalars" "$b/tensorboard" tokens_per_s) \
+      >"$tmp/diff" || { echo "differs: tensorboard's scalars"; head -6 "$tmp/diff"; return 1; }
+    for f in $(cd "$a/tensorboard" && ls *.tsv projector_config.pbtxt); do
+      cmp -s "$a/tensorboard/$f" "$b/tensorboard/$f" || { echo "differs: tensorboard/$f"; return 1; }
+    done
+  fi
   "$poslab" inspect "$b/checkpoints/latest.pt" 2>/dev/null | grep -Eq "^step +4 " ||
     { echo "the last checkpoint is not at step 4"; return 1; }
   # The report, where the uninterrupted run wrote one and the resume was to: the same files, its page last.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The order of a run's writes, read from its system calls (strace -f): every file renamed into place was fsynced
 # after its last write and before the rename, and its folder fsynced after the rename; the only files appended to are
-# the two logs whose readers repair a line a crash cut short (metrics.jsonl, snapshots/index.jsonl); no other file is
+# the logs whose readers repair a line a crash cut short (metrics.jsonl, snapshots/index.jsonl, TensorBoard's event
+# file of each start of the trainer); no other file is
 # written in place but the run's lock. Checked on a tiny run and its resume, with a report (its figures are gnuplot's
 # own files, written beside poslab's). Usage: test_write_order.sh PATH/TO/poslab
 set -u
@@ -100,7 +101,9 @@ for c in calls:
         unsynced_dirs.setdefault(os.path.dirname(new), os.path.relpath(new, root))
 for d, f in unsynced_dirs.items():
     failures.append(f"{f}: its folder was not fsynced after the rename")
-allowed = {"runs/tiny/metrics.jsonl", "runs/tiny/snapshots/index.jsonl"}
+# TensorBoard's event files: the resume cuts a record cut short (truncate_events_after); one per start of the trainer.
+allowed = {"runs/tiny/metrics.jsonl", "runs/tiny/snapshots/index.jsonl",
+           "runs/tiny/tensorboard/events.out.tfevents.0001.poslab", "runs/tiny/tensorboard/events.out.tfevents.0002.poslab"}
 for f in sorted(appended - allowed):
     failures.append(f"{f}: appended to, but no reader repairs a line a crash cuts short")
 for f in sorted(allowed - appended):
