@@ -20,14 +20,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 targets=(npy safetensors hf_config config run_files sweep tokenizer kernel_cache checkpoint)
 declare -A sources=(
-  [npy]="src/util/npy.cpp src/util/fs.cpp"
-  [safetensors]="src/analysis/safetensors.cpp"
-  [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/analysis/safetensors.cpp src/util/fs.cpp"
+  [npy]="src/formats/npy.cpp src/util/fs.cpp"
+  [safetensors]="src/formats/safetensors.cpp"
+  [hf_config]="src/hf/model_folder.cpp src/hf/families.cpp src/formats/safetensors.cpp src/util/fs.cpp"
   [config]="src/config/config.cpp src/config/fields.cpp src/config/validate.cpp"
   [run_files]="src/run/run_files.cpp src/run/json_records.cpp src/run/eval_csv.cpp src/run/extension_info.cpp
-    src/run/sweep_index.cpp src/run/run_folder.cpp src/run/tensorboard_files.cpp src/util/tfevents.cpp"
+    src/run/sweep_index.cpp src/run/run_folder.cpp src/run/tensorboard_files.cpp src/formats/tfevents.cpp"
   [sweep]="src/sweep/sweep_file.cpp"
-  [tokenizer]="src/data/tokenizer.cpp src/data/spm_model.cpp src/app/hf_tokenizer.cpp"
+  [tokenizer]="src/data/tokenizer.cpp src/formats/spm_model.cpp src/export/hf_tokenizer.cpp"
   [kernel_cache]="src/train/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )

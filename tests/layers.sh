@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # The layering of src/: each folder may include only the folders listed for it (lower layers), so the folder graph
 # stays acyclic and reads as the data flow: corpus -> tokens -> batches -> model -> loss -> step -> snapshot ->
-# analysis -> report, with the applications and the commands on top. Fails naming every include that crosses the
+# analysis -> report, with the file formats at the bottom and the commands on top. Fails naming every include that crosses the
 # layering, and every folder that has no entry here. Usage: tests/layers.sh [SOURCE_DIR]
 set -u
 cd "${1:-$(dirname "$0")/..}/src" || exit 2
 declare -A allowed=(
   [util]=""
+  [formats]="util"
   [config]="util"
-  [data]="config util"
+  [data]="config formats util"
   [ops]="util"
   [model]="ops config util"
-  [run]="config util"
-  [analysis]="run util"
+  [run]="config formats util"
+  [analysis]="run formats util"
+  [hf]="analysis formats util"
   [distributed]="util"
-  [train]="model ops data config analysis distributed run util"
-  [report]="analysis run config util"
-  [hf]="analysis util"
-  [app]="train model ops data config analysis hf run util"
+  [train]="model ops data config analysis distributed run formats util"
+  [report]="analysis run config formats util"
+  [load]="train model ops data config analysis hf run formats util"
+  [bench]="train model ops data config analysis run formats util"
+  [extend]="load train model data config analysis run formats util"
+  [export]="load train model data config analysis hf run formats util"
   [sweep]="train report run config util"
-  [cli]="app sweep report train model ops data config analysis hf distributed run util"
+  [cli]="export extend bench load sweep report train model ops data config analysis hf distributed run formats util"
 )
 bad=0
 checked=0

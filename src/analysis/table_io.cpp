@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "analysis/safetensors.h"
+#include "formats/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 namespace poslab {
 

@@ -1,5 +1,5 @@
 // Reading a position table from a file: .npy or .safetensors (one named tensor). A poslab checkpoint's table is
-// read by train/checkpoint.h; app/table_source.h chooses among them.
+// read by train/checkpoint.h; load/table_source.h chooses among them.
 #pragma once
 
 #include <torch/torch.h>

@@ -8,7 +8,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/trajectory.h"
-#include "app/table_source.h"
+#include "load/table_source.h"
 
 namespace poslab {
 

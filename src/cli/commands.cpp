@@ -8,7 +8,7 @@
 #include <iostream>
 #include <optional>
 
-#include "app/bench.h"
+#include "bench/bench.h"
 #include "cli/analyze_cmd.h"
 #include "cli/export_cmd.h"
 #include "cli/model_cmds.h"

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "app/export_hf.h"
-#include "app/export_tensorboard.h"
+#include "export/export_hf.h"
+#include "export/export_tensorboard.h"
 #include "run/run_folder.h"
 #include "util/error.h"
 

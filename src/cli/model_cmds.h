@@ -6,7 +6,7 @@
 #include <string>
 
 #include "analysis/trajectory.h"
-#include "app/table_source.h"
+#include "load/table_source.h"
 #include "model/sample.h"
 
 namespace poslab {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "app/model_tables.h"
-#include "app/table_source.h"
+#include "load/model_tables.h"
+#include "load/table_source.h"
 #include "report/compare.h"
 #include "report/table_atlas.h"
 #include "run/run_files.h"

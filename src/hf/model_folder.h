@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace poslab {
 

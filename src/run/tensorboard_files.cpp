@@ -11,7 +11,7 @@
 #include "run/json_records.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/tfevents.h"
+#include "formats/tfevents.h"
 
 namespace poslab {
 namespace fs = std::filesystem;

@@ -1,9 +1,9 @@
 // A run in TensorBoard as it trains: RUN_DIR/tensorboard/ (run.tensorboard, on by default) holds the curves and the
-// table's headline metrics as TensorBoard events (util/tfevents.h), appended as the trainer writes metrics.jsonl and
+// table's headline metrics as TensorBoard events (formats/tfevents.h), appended as the trainer writes metrics.jsonl and
 // its snapshots, and every snapshot's table for the projector. `tensorboard --logdir runs` shows each run live.
 // One event file per start of the trainer; a resume first cuts from the earlier files what it will write again, as
 // it cuts metrics.jsonl, so that no step appears twice. `poslab export RUN_DIR --to tensorboard` writes the same
-// for a run trained without them (app/export_tensorboard.h).
+// for a run trained without them (export/export_tensorboard.h).
 #pragma once
 
 #include <cstdint>

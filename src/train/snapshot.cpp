@@ -11,7 +11,7 @@
 #include "analysis/snapshot_hook.h"
 #include "run/run_files.h"
 #include "util/fs.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 namespace poslab {
 namespace {

@@ -9,7 +9,7 @@
 #include "analysis/trajectory.h"
 #include "test_util.h"
 #include "util/error.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 namespace poslab {
 namespace {

@@ -46,7 +46,7 @@ expect_error "compare runs and tables" "give run and sweep folders, or tables, n
 expect_error "compare one table" "give two tables or more" compare "$hf/gpt2" --out "$tmp/one"
 expect_error "analyze a folder of pickles" "gpt2_bin: PyTorch pickles only \(pytorch_model.bin\)" analyze "$hf/gpt2_bin"
 expect_error "--against a folder of two tables" "bart: 2 position tables .*: which one" analyze "$hf/gpt2" --against "$hf/bart"
-# export (read back by transformers and TensorBoard in tests/app/test_export.sh): a file that is not a checkpoint.
+# export (read back by transformers and TensorBoard in tests/export/test_export.sh): a file that is not a checkpoint.
 printf 'x' >"$tmp/bad.pt"
 expect_error "export a file that is not a checkpoint" "^error: .*bad.pt" export "$tmp/bad.pt" --out "$tmp/bad"
 

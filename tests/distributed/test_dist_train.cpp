@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/loaded_model.h"
+#include "load/loaded_model.h"
 #include "source_paths.h"
 #include "test_util.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "util/error.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -14,7 +14,7 @@
 #include "run/run_folder.h"
 #include "run/tensorboard_files.h"
 #include "util/fs.h"
-#include "util/tfevents.h"
+#include "formats/tfevents.h"
 #include "util/error.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "analysis/safetensors.h"
+#include "formats/safetensors.h"
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "source_paths.h"
-#include "analysis/safetensors.h"
+#include "formats/safetensors.h"
 #include "config/config.h"
 #include "model/direct_pass.h"
 #include "model/gpt.h"

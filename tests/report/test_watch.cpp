@@ -17,7 +17,7 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 namespace poslab {
 namespace {

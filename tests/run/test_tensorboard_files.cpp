@@ -1,16 +1,17 @@
 // A run's live TensorBoard files: the events a trainer appends read back; a resume's cut keeps exactly the steps
 // truncate_logs_after keeps in metrics.jsonl and the snapshot index, and drops a record cut short; each start writes
 // a new event file after the earlier ones; the projector's config lists the snapshots the index holds.
-// TensorBoard's own readers read a run's folder in tests/app/test_export.sh (the pip leg).
+// TensorBoard's own readers read a run's folder in tests/export/test_export.sh (the pip leg).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "run/run_files.h"
 #include "run/tensorboard_files.h"
+#include "source_paths.h"
 #include "test_util.h"
 #include "util/fs.h"
-#include "util/tfevents.h"
+#include "formats/tfevents.h"
 
 namespace poslab {
 namespace {
@@ -57,6 +58,29 @@ TEST(TensorboardFiles, EventsReadBackAsWritten) {
   std::string damaged = bytes;
   damaged[f.events[1].end + 14] ^= 1;
   EXPECT_EQ(read_tf_events(damaged).valid, f.events[1].end);
+}
+
+// A file TensorBoard's own writer made (PyTorch's SummaryWriter, tests/fixtures/README.md): read back, and cut for a
+// resume at step 20 as poslab cuts its own.
+TEST(TensorboardFiles, AFileSummaryWriterWroteReadsAndCuts) {
+  const std::string bytes = read_file(test::source_dir() + "/tests/fixtures/tensorboard/events.out.tfevents.summarywriter");
+  const TfEventFile f = read_tf_events(bytes);
+  EXPECT_EQ(f.valid, bytes.size());
+  ASSERT_EQ(f.events.size(), 12u);  // the file version, then 11 scalars
+  EXPECT_TRUE(f.events[0].file_version);
+  EXPECT_EQ(f.events[3].step, 10);
+  EXPECT_EQ(f.events[3].tag, "loss/batch");
+  EXPECT_EQ(f.events[3].value, 4.0f);
+  EXPECT_EQ(f.events[11].tag, "loss/val");
+  EXPECT_EQ(f.events[11].value, 4.5f);
+  EXPECT_GT(f.events[11].wall_time, 1.7e9);
+  TempDir dir;
+  const RunFolder run(dir.str());
+  make_dirs(run.tensorboard_dir());
+  write_text(run.tensorboard_dir() + "/events.out.tfevents.0001.poslab", bytes);
+  truncate_events_after(run, 20);
+  using S = std::vector<std::pair<int64_t, std::string>>;
+  EXPECT_EQ(scalars_of(run), (S{{0, "loss/batch"}, {0, "lr"}, {10, "loss/batch"}, {10, "lr"}}));
 }
 
 TEST(TensorboardFiles, MetricsRecordsBecomeTheirScalars) {

@@ -18,7 +18,7 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/lock.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 
 namespace poslab {
 namespace {

@@ -1,6 +1,6 @@
 """Prints the scalars of a folder's TensorBoard event files (events.out.tfevents.*, in name order, as TensorBoard
 reads them) as "step tag value" lines, with no TensorBoard installed: the TFRecord framing and the Event messages
-read by hand (util/tfevents.h writes them). A record cut short ends a file's reading, as in TensorBoard.
+read by hand (formats/tfevents.h writes them). A record cut short ends a file's reading, as in TensorBoard.
 Usage: python3 tests/train/tb_scalars.py DIR [TAG_TO_LEAVE_OUT ...]
 """
 import os

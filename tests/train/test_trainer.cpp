@@ -19,7 +19,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/npy.h"
+#include "formats/npy.h"
 #include "util/platform.h"
 
 namespace poslab {

@@ -1,0 +1,147 @@
+#include "export/model_card.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/metric_list.h"
+#include "analysis/trajectory.h"
+#include "run/json_records.h"
+#include "run/run_folder.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string yaml_string(const std::string& s) {  // a double-quoted YAML scalar
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The corpus by name: each file's or folder's own name ("tinyshakespeare", "fortunes").
+std::vector<std::string> corpus_names(const Config& cfg) {
+  std::vector<std::string> out;
+  for (const std::string& c : cfg.data.corpus) {
+    const fs::path p = fs::path(c).lexically_normal();
+    const std::string name = (p.has_filename() ? p : p.parent_path()).stem().string();
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+std::string number(double v, const char* spec = "{:.4f}") { return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "-"; }
+
+std::string count(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}B", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+const char* position_words(const std::string& position) {
+  if (position == "learned") return "a learned position table (GPT-2's `wpe`), trained from random initial values with the rest of the model";
+  if (position == "sinusoidal") return "the fixed sinusoidal table of the original Transformer, exported as GPT-2's `wpe`";
+  return "no position table (`wpe` is zeros): only the causal mask tells it where a token is";
+}
+
+}  // namespace
+
+ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const std::string& dir) {
+  const Config& c = m.cfg;
+  const RunFolder run = RunFolder::of_checkpoint(checkpoint);
+  const std::string name = c.run.name.empty() ? run.name() : c.run.name;
+  ModelCard card;
+  std::string& s = card.text;
+  // The metadata block (https://huggingface.co/docs/hub/model-cards).
+  s += "---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n- gpt2\n- position-embeddings\n";
+  s += "- position-" + c.model.position + "\n- tokenizer-" + c.data.tokenizer.type + "\n";
+  const std::vector<std::string> corpora = corpus_names(c);
+  if (!corpora.empty()) {
+    s += "datasets:\n";
+    for (const std::string& d : corpora) s += "- " + yaml_string(d) + "\n";
+  }
+  s += "---\n\n";
+
+  int64_t params = 0;
+  for (const auto& p : m.model->parameters()) params += p.numel();
+  const double tokens = static_cast<double>(m.meta.step) * c.train.batch_size * c.train.grad_accum * c.model.block_size;
+  s += fmt::format("# {}\n\n", name);
+  s += fmt::format("A GPT-2-style language model of {} parameters trained by poslab to watch its position "
+                   "table take shape. Its only source of word order is {}.\n\n",
+                   count(static_cast<double>(params)), position_words(c.model.position));
+  s += "It was trained to study position embeddings: it writes text in the manner of its corpus and is not meant for "
+       "any other use.\n\n";
+  s += "## Training\n\n| | |\n| --- | --- |\n";
+  s += fmt::format("| layers, heads, width | {}, {}, {} |\n", c.model.n_layer, c.model.n_head, c.model.n_embd);
+  s += fmt::format("| context (the table's rows) | {} |\n", c.model.block_size);
+  s += fmt::format("| position variant | {} |\n", c.model.position);
+  s += fmt::format("| tokenizer | sentencepiece {}, {} pieces (new lines are a piece of their own) |\n",
+                   c.data.tokenizer.type, m.tokenizer.vocab_size());
+  std::string corpus_list;
+  for (const std::string& d : c.data.corpus) corpus_list += (corpus_list.empty() ? "`" : ", `") + d + "`";
+  s += fmt::format("| corpus | {} |\n", corpus_list);
+  s += fmt::format("| steps | {} of batch {} × {} tokens{} |\n", m.meta.step, c.train.batch_size, c.model.block_size,
+                   c.train.grad_accum > 1 ? fmt::format(" × {} micro-batches", c.train.grad_accum) : "");
+  s += fmt::format("| tokens seen | {} |\n", count(tokens));
+  s += fmt::format("| optimizer | AdamW, lr {:g} (cosine to {:g}), weight decay {:g}, {} |\n", c.train.lr, c.train.min_lr,
+                   c.train.weight_decay, c.train.dtype);
+  s += fmt::format("| loss at step {} | train {}, validation {} (nats per token) |\n", m.meta.step,
+                   number(m.meta.train_loss), number(m.meta.val_loss));
+  s += fmt::format("| checkpoint | `{}` |\n\n", checkpoint);
+
+  s += "## The position table\n\n";
+  if (c.model.position == "learned" && run.has_snapshots()) {
+    try {
+      const std::vector<TrajectoryPoint> points = analyze_run(run.dir());
+      const Verdict v = judge(points);
+      s += fmt::format("poslab analysed the table at {} snapshots from step {} to step {}. Verdict: **{}**. {}\n\n",
+                       points.size(), points.front().step, points.back().step, outcome_name(v.outcome), v.summary);
+      s += fmt::format("| at step {} | |\n| --- | --- |\n", points.back().step);
+      for (const Metric& k : headline_metrics())
+        s += fmt::format("| {} | {} |\n", k.label, format_metric(k, points.back().analysis));
+      s += "\n";
+    } catch (const Error& e) {
+      spdlog::warn("the model card leaves the verdict out: {}", e.what());
+      s += fmt::format("The run's snapshots could not be analysed ({}).\n\n", e.what());
+    }
+  } else if (c.model.position == "learned") {
+    s += fmt::format("The checkpoint is not in a run folder with snapshots ({}), so the card has no verdict: "
+                     "`poslab analyze` reads the table from the checkpoint itself.\n\n", run.dir());
+  } else {
+    s += "The table was not learned, so there is no verdict on what training made of it.\n\n";
+  }
+  const std::vector<std::pair<std::string, std::string>> figures = {
+      {"similarity", "Cosine similarity between positions' rows, at the first and last snapshot"},
+      {"trajectory", "How the table's structure emerged during training"}};
+  for (const auto& [stem, caption] : figures) {
+    const std::string png = (fs::path(run.report_dir()) / (stem + ".png")).string();
+    if (!is_file(png)) continue;
+    card.figures.push_back(png);
+    s += fmt::format("![{}]({}.png)\n\n*{}.*\n\n", caption, stem, caption);
+  }
+  if (card.figures.empty() && c.model.position == "learned")
+    s += "(No report figures: `poslab report RUN_DIR` draws them; export again to show them here.)\n\n";
+
+  s += fmt::format("## Use\n\n```python\nfrom transformers import AutoTokenizer, GPT2LMHeadModel\n\n"
+                   "tok = AutoTokenizer.from_pretrained({0})\nmodel = GPT2LMHeadModel.from_pretrained({0})\n",
+                   nlohmann::json(dir).dump());
+  s += "ids = tok(\"First Citizen:\\n\", return_tensors=\"pt\").input_ids\n"
+       "# prompt and continuation within the table's rows (n_positions)\n"
+       "out = model.generate(ids, do_sample=False, max_new_tokens=" + std::to_string(c.model.block_size / 2) + ")\n"
+       "print(tok.decode(out[0]))\n```\n\n";
+  s += "The tokenizer encodes and decodes new lines as poslab does, and the model has no end-of-text token: "
+       "`generate` runs for `max_new_tokens`, across lines, as `poslab sample` does.\n";
+  return card;
+}
+
+}  // namespace poslab

@@ -1,0 +1,164 @@
+#include "extend/extend.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "analysis/analysis.h"
+#include "analysis/metric_list.h"
+#include "load/loaded_model.h"
+#include "config/config.h"
+#include "run/run_files.h"
+#include "train/checkpoint.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "formats/npy.h"
+
+namespace poslab {
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& extend_methods() {
+  static const std::vector<std::string> methods = {"linear", "cubic", "nearest", "copy", "random"};
+  return methods;
+}
+
+torch::Tensor extend_table(const torch::Tensor& table, int64_t N, const std::string& method, double init_std,
+                           uint64_t seed) {
+  const auto& ok = extend_methods();
+  if (std::find(ok.begin(), ok.end(), method) == ok.end())
+    throw Error("--method " + method + ": unknown", "use one of linear, cubic, nearest, copy, random");
+  const int64_t T = table.size(0);
+  if (N <= T)
+    throw Error("--to " + std::to_string(N) + ": the table already has " + std::to_string(T) + " rows",
+                "extend to more positions than the model has, e.g. --to " + std::to_string(2 * T));
+  TORCH_CHECK(T >= 2, "extend_table: a table of ", T, " rows");
+  const auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (T, C)
+  torch::Tensor out;                                                               // (N, C)
+  if (method == "copy") {
+    out = W.index_select(0, torch::arange(N, torch::kInt64).remainder(T));
+  } else if (method == "random") {
+    auto gen = at::detail::createCPUGenerator(seed);
+    out = torch::cat({W, init_std * at::randn({N - T, W.size(1)}, gen, torch::kFloat64)});
+  } else {
+    // Old position of each new row, in float64: x_j = j (T − 1) / (N − 1).
+    const auto x = torch::arange(N, torch::kFloat64) * (static_cast<double>(T - 1) / static_cast<double>(N - 1));
+    const auto lo = x.floor().clamp_max(T - 1).to(torch::kInt64);
+    const auto hi = (lo + 1).clamp_max(T - 1);
+    if (method == "nearest") {
+      out = W.index_select(0, (x + 0.5).floor().clamp_max(T - 1).to(torch::kInt64));
+    } else {
+      const auto t = (x - lo.to(torch::kFloat64)).unsqueeze(1);  // (N, 1) in [0, 1)
+      const auto w0 = W.index_select(0, lo), w1 = W.index_select(0, hi);
+      if (method == "linear") {
+        out = w0 + t * (w1 - w0);
+      } else {  // cubic: Catmull-Rom tangents, one-sided at the ends
+        auto m = torch::empty_like(W);
+        m[0] = W[1] - W[0];
+        m[T - 1] = W[T - 1] - W[T - 2];
+        if (T > 2) m.slice(0, 1, T - 1) = (W.slice(0, 2) - W.slice(0, 0, T - 2)) / 2;
+        const auto m0 = m.index_select(0, lo), m1 = m.index_select(0, hi);
+        const auto t2 = t * t, t3 = t2 * t;
+        out = (2 * t3 - 3 * t2 + 1) * w0 + (t3 - 2 * t2 + t) * m0 + (-2 * t3 + 3 * t2) * w1 + (t3 - t2) * m1;
+      }
+    }
+    out[N - 1] = W[T - 1];  // the last row exactly, whatever the float rounding of x
+  }
+  return out.to(table.scalar_type());
+}
+
+namespace {
+
+nlohmann::json metrics_json(const Analysis& a) {
+  nlohmann::json j;
+  for (const Metric& m : scalar_metrics()) j[m.key] = metric_json(m, a);
+  return j;
+}
+
+}  // namespace
+
+ExtendResult extend_checkpoint(const ExtendRequest& req) {
+  LoadedModel m = load_model(req.checkpoint);
+  if (m.cfg.model.position != "learned")
+    throw Error(req.checkpoint + ": model.position is " + m.cfg.model.position + ": there is no learned table to extend",
+                m.cfg.model.position == "sinusoidal"
+                    ? "a sinusoidal table is a formula: train or evaluate with a larger model.block_size instead"
+                    : "a model without a position table needs no extension");
+  const int64_t T = m.cfg.model.block_size;
+  const torch::Tensor before = m.model->position_table().detach();
+  const uint64_t seed = static_cast<uint64_t>(req.seed >= 0 ? req.seed : m.cfg.run.seed);
+  const torch::Tensor after = extend_table(before, req.to, req.method, m.cfg.model.wpe_init_std, seed);
+
+  Config cfg = m.cfg;
+  cfg.model.block_size = static_cast<int>(req.to);
+  cfg.model.extended_from = static_cast<int>(T);
+  cfg.model.extend_method = req.method;
+  cfg.run.name = fmt::format("{}-ext{}-{}", m.cfg.run.name, req.to, req.method);
+  validate(cfg);
+
+  const std::string out =
+      req.out.empty() ? RunFolder::of_checkpoint(req.checkpoint).extension_checkpoint(req.to, req.method) : req.out;
+  const std::string json_path = extension_info_path(out);
+  const std::string npy_path = extension_table_path(out);
+  std::error_code ec;
+  if (!req.force && fs::exists(out, ec))
+    throw Error(out + ": already exists", "pass --force to overwrite it, or --out another path");
+  if (fs::absolute(out).lexically_normal() == fs::absolute(req.checkpoint).lexically_normal())
+    throw Error("--out " + out + ": is the checkpoint being extended", "write the extension to another path");
+
+  GPT model(cfg.model, m.tokenizer.vocab_size());
+  {
+    torch::NoGradGuard no_grad;
+    const auto old_params = m.model->named_parameters();
+    for (auto& p : model->named_parameters()) {
+      if (p.key() == "wpe.weight") p.value().copy_(after);
+      else p.value().copy_(old_params[p.key()]);  // same shapes: only the table depends on block_size
+    }
+  }
+  CheckpointMeta meta = m.meta;
+  meta.config_yaml = to_yaml(cfg);
+  meta.train_loss = meta.val_loss = NAN;  // measured at T positions; `poslab eval` measures the new model
+  meta.best_val_loss = INFINITY;
+  make_dirs(fs::path(out).parent_path().string());
+  save_checkpoint(out, model, nullptr, meta);
+
+  const torch::Tensor table = after.to(torch::kCPU, torch::kFloat32).contiguous();  // (to, n_embd)
+  write_file_atomic(npy_path, npy_bytes(table.data_ptr<float>(), table.size(0), table.size(1)));
+
+  const Analysis a_before = analyze_table(before, req.checkpoint + " wpe.weight");
+  const Analysis a_after = analyze_table(after, out + " wpe.weight");
+  ExtensionInfo info;
+  info.source = fs::absolute(req.checkpoint).lexically_normal().string();
+  info.source_step = m.meta.step;
+  info.from = T;
+  info.to = req.to;
+  info.method = req.method;
+  info.seed = seed;
+  info.checkpoint = fs::absolute(out).lexically_normal().string();
+  info.table = fs::absolute(npy_path).lexically_normal().string();
+  info.run_name = cfg.run.name;
+  info.table_before = metrics_json(a_before);
+  info.table_after = metrics_json(a_after);
+  write_file_atomic(json_path, to_json(info).dump(2) + "\n");
+
+  ExtendResult r;
+  r.checkpoint = out;
+  r.extension_json = json_path;
+  r.table_npy = npy_path;
+  r.from = T;
+  r.to = req.to;
+  auto line = [](const char* what, const Analysis& a) {
+    return fmt::format("{:<7} {:>4} rows | eff rank {:.2f} | adjacent cos {:.3f} | interpolation error (4th row) {} | "
+                       "probe R² {:.3f}\n", what, a.positions, a.effective_rank, a.smooth.adjacent_cosine,
+                       a.reconstruction.size() > 1 ? fmt::format("{:.3f}", a.reconstruction[1].error) : "-", a.probe.r2);
+  };
+  r.summary = fmt::format("extended {} (step {}) from {} to {} positions by {}\n", req.checkpoint, m.meta.step, T,
+                          req.to, req.method) +
+              line("before", a_before) + line("after", a_after);
+  return r;
+}
+
+}  // namespace poslab

@@ -1,0 +1,92 @@
+#include "formats/npy.h"
+
+#include <cstring>
+#include <regex>
+
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace poslab {
+
+std::string npy_bytes(const float* data, int64_t rows, int64_t cols) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
+  const size_t preamble = 10;  // magic (6) + version (2) + header length (2)
+  const size_t total = ((preamble + header.size() + 1 + 63) / 64) * 64;
+  header.append(total - preamble - header.size() - 1, ' ');
+  header.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  const uint16_t hlen = static_cast<uint16_t>(header.size());
+  out.push_back(static_cast<char>(hlen & 0xFF));
+  out.push_back(static_cast<char>(hlen >> 8));
+  out += header;
+  out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(rows * cols) * sizeof(float));
+  return out;
+}
+
+NpyArray read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+NpyArray parse_npy(const std::string& bytes, const std::string& path) {
+  const std::string hint = "pass a 2-D float32 or float64 array saved with numpy.save";
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw Error(path + ": not a .npy file (bad magic)", hint);
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t hlen = 0, offset = 0;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    offset = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw Error(path + ": truncated .npy header", hint);
+    uint32_t h = 0;
+    std::memcpy(&h, bytes.data() + 8, 4);
+    hlen = h;
+    offset = 12;
+  } else {
+    throw Error(path + ": unsupported .npy version " + std::to_string(major), hint);
+  }
+  if (bytes.size() < offset + hlen) throw Error(path + ": truncated .npy header", hint);
+  const std::string header = bytes.substr(offset, hlen);
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")))
+    throw Error(path + ": .npy header has no dtype", hint);
+  const std::string descr = m[1];
+  if (descr != "<f4" && descr != "<f8")
+    throw Error(path + ": dtype " + descr + " is not supported (float32 '<f4' or float64 '<f8' only)", hint);
+  if (std::regex_search(header, std::regex("'fortran_order':\\s*True")))
+    throw Error(path + ": Fortran-order arrays are not supported", "save with numpy.ascontiguousarray first");
+  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
+    throw Error(path + ": .npy header has no shape", hint);
+  NpyArray arr;
+  const std::string dims = m[1];
+  const std::regex number("\\d+");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    if (it->str().size() > 12) throw Error(path + ": .npy shape " + dims + " is not a plausible size", hint);
+    arr.shape.push_back(std::stoll(it->str()));
+  }
+  if (arr.shape.size() != 2)
+    throw Error(path + ": array has " + std::to_string(arr.shape.size()) + " dimensions, expected 2 (positions, dims)", hint);
+  const size_t elem = descr == "<f4" ? 4 : 8;
+  const size_t data_offset = offset + hlen;
+  const size_t available = (bytes.size() - data_offset) / elem;
+  // Compare without overflow: rows * cols must equal the elements present.
+  if (arr.shape[0] != 0 && static_cast<size_t>(arr.shape[1]) > available / static_cast<size_t>(arr.shape[0]))
+    throw Error(path + ": truncated data: shape " + dims + " needs more than the " + std::to_string(available) +
+                    " values present", "the file is damaged: save it again");
+  const size_t n = static_cast<size_t>(arr.shape[0]) * static_cast<size_t>(arr.shape[1]);
+  if (bytes.size() - data_offset != n * elem)
+    throw Error(path + ": truncated or oversized data: " + std::to_string(bytes.size() - data_offset) + " bytes, expected " +
+                    std::to_string(n * elem), "the file is damaged: save it again");
+  arr.data.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (elem == 4) {
+      float f;
+      std::memcpy(&f, bytes.data() + data_offset + i * 4, 4);
+      arr.data[i] = f;
+    } else {
+      std::memcpy(&arr.data[i], bytes.data() + data_offset + i * 8, 8);
+    }
+  }
+  return arr;
+}
+
+}  // namespace poslab

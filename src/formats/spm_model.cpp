@@ -1,0 +1,90 @@
+#include "formats/spm_model.h"
+
+#include <cstdint>
+
+#include "util/error.h"
+#include "formats/proto_wire.h"
+
+namespace poslab {
+
+namespace {
+
+// Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool is_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+SpmModel read_spm_model(const std::string& b, const std::string& source) {
+  using proto::for_each_field;
+  SpmModel m;
+  std::string trainer, normalizer;
+  bool pieces_ok = true;
+  const bool ok = for_each_field(b, [&](int field, int wire, size_t p, uint64_t n) {
+    if (wire != 2) return;
+    const std::string value = b.substr(p, n);
+    if (field == 1) {  // repeated SentencePiece pieces = 1 { piece = 1, score = 2, type = 3 }
+      SpmPiece piece;
+      pieces_ok = pieces_ok && for_each_field(value, [&](int f, int w, size_t q, uint64_t k) {
+        if (f == 1 && w == 2) piece.piece = value.substr(q, k);
+        if (f == 2 && w == 5) piece.score = proto::fixed<float>(value, q);
+        if (f == 3 && w == 0) piece.type = static_cast<SpmPiece::Type>(k);
+      });
+      m.pieces.push_back(std::move(piece));
+    }
+    if (field == 2) trainer = value;
+    if (field == 3) normalizer = value;
+  });
+  // TrainerSpec: model_type = 3, treat_whitespace_as_suffix = 24, byte_fallback = 35.
+  const bool trainer_ok = for_each_field(trainer, [&](int f, int w, size_t, uint64_t k) {
+    if (w != 0) return;
+    if (f == 3) m.kind = static_cast<SpmModel::Kind>(k);
+    if (f == 24) m.treat_whitespace_as_suffix = k != 0;
+    if (f == 35) m.byte_fallback = k != 0;
+  });
+  // NormalizerSpec: name = 1, precompiled_charsmap = 2, add_dummy_prefix = 3, remove_extra_whitespaces = 4,
+  // escape_whitespaces = 5.
+  const bool normalizer_ok = for_each_field(normalizer, [&](int f, int w, size_t q, uint64_t k) {
+    if (f == 1 && w == 2) m.normalizer = normalizer.substr(q, k);
+    if (f == 2 && w == 2) m.precompiled_charsmap = normalizer.substr(q, k);
+    if (f == 3 && w == 0) m.add_dummy_prefix = k != 0;
+    if (f == 4 && w == 0) m.remove_extra_whitespaces = k != 0;
+    if (f == 5 && w == 0) m.escape_whitespaces = k != 0;
+  });
+  const int kind = static_cast<int>(m.kind);
+  if (!ok || !pieces_ok || !trainer_ok || !normalizer_ok || m.pieces.empty() || kind < 1 || kind > 4)
+    throw Error(source + ": not a sentencepiece model (its bytes are not a ModelProto with pieces)",
+                "pass a .model file written by sentencepiece");
+  for (size_t i = 0; i < m.pieces.size(); ++i)
+    if (!is_utf8(m.pieces[i].piece))
+      throw Error(source + ": piece " + std::to_string(i) + " of the sentencepiece model is not UTF-8 text",
+                  "pass a .model file written by sentencepiece");
+  return m;
+}
+
+const char* spm_kind_name(SpmModel::Kind kind) {
+  switch (kind) {
+    case SpmModel::Kind::unigram: return "unigram";
+    case SpmModel::Kind::bpe: return "bpe";
+    case SpmModel::Kind::word: return "word";
+    case SpmModel::Kind::character: return "char";
+  }
+  return "unknown";
+}
+
+}  // namespace poslab

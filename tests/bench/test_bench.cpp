@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "bench/bench.h"
+#include "config/config.h"
+#include "ops/bf16_products.h"
+#include "test_devices.h"
+#include "test_util.h"
+
+namespace poslab {
+namespace {
+
+TEST(Bench, FlopsPerTokenIsNanoGptsEstimate) {
+  ModelConfig m;
+  m.n_layer = 4;
+  m.n_embd = 128;
+  m.block_size = 64;
+  EXPECT_DOUBLE_EQ(flops_per_token(1000, m), 6.0 * 1000 + 12.0 * 4 * 128 * 64);
+}
+
+class BenchOnDevice : public test::OnDevice {};
+
+// The peak rate is the device's own: a GPU's products are timed between synchronisations, so MFU is not 0.
+TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
+  EXPECT_GT(matmul_gflops("float32", 256, 2, device_name()), 0);
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=" + device_name()});
+  BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  const auto j = run_bench(cfg, opt);
+  EXPECT_EQ(j["device"], device_name());
+  EXPECT_GT(j["matmul_gflops"].get<double>(), 0);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(j["gpu"].get<std::string>().empty(), !is_cuda());
+}
+
+POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
+
+// In bf16 on a CPU the report names how the products ran: in float (the kernel path bf16_products=float)
+// or through oneDNN; in float32 the field is empty.
+TEST(Bench, NamesHowBf16ProductsRan) {
+  const std::vector<std::string> tiny = {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                         "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=cpu"};
+  BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  auto sets = tiny;
+  sets.push_back("train.dtype=bfloat16");
+  const auto j = run_bench(load_config("", sets), opt);
+  EXPECT_EQ(j["bf16_products"].get<std::string>(),
+            bf16_products_in_float() ? "float (bf16 operands widened, results rounded)" : "onednn");
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(run_bench(load_config("", tiny), opt)["bf16_products"].get<std::string>(), "");
+}
+
+TEST(Bench, ReportsFiguresAndExportsForTheReference) {
+  test::TempDir dir;
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=cpu"});
+  BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  opt.export_dir = dir / "export";
+  const auto j = run_bench(cfg, opt);
+  EXPECT_EQ(j["tokens_per_step"], 4 * 8);
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["matmul_gflops"].get<double>(), 0);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_EQ(j["losses"].size(), 3u);
+  EXPECT_NEAR(j["losses"][0].get<double>(), std::log(50.0), 0.3);  // untrained: near uniform
+  for (const char* f : {"bench.json", "batches.npy", "init/wpe.weight.npy", "init/h.0.attn.c_attn.weight.npy"})
+    EXPECT_TRUE(std::filesystem::exists(dir / ("export/" + std::string(f)))) << f;
+}
+
+}  // namespace
+}  // namespace poslab

@@ -1,0 +1,95 @@
+// poslab export --to hf on this side: the folder reads back as a GPT-2-layout model (poslab's own reader of model
+// folders), its weights in GPT-2's layouts, the check file's logits poslab's. The real reader, transformers, checks
+// it in tests/export/test_export_hf.sh (the pip leg).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/safetensors.h"
+#include "export/export_hf.h"
+#include "load/loaded_model.h"
+#include "load/model_tables.h"
+#include "test_util.h"
+#include "train/tiny_run.h"
+#include "util/fs.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+
+TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
+  TempDir dir;
+  TrainRequest req = test::tiny_run(dir, "run", 2);
+  req.overrides.push_back("model.bias=false");
+  train(req);
+  const std::string ckpt = dir / "run/checkpoints/latest.pt";
+  const HfExport e = export_hf(ckpt, dir / "hf");
+  EXPECT_EQ(e.files.size(), 7u);  // config, weights, tokenizer.model and .json and its config, the check, the card
+  EXPECT_TRUE(e.warnings.empty());
+  LoadedModel m = load_model(ckpt);
+
+  const ModelFolder f = open_model_folder(dir / "hf");
+  EXPECT_EQ(f.config["model_type"], "gpt2");
+  EXPECT_EQ(f.config["n_positions"], 16);
+  EXPECT_EQ(f.config["activation_function"], "gelu");
+  EXPECT_TRUE(f.config["eos_token_id"].is_null());  // generate() runs across new lines, as poslab sample
+  EXPECT_TRUE(f.config["bos_token_id"].is_null());
+  const auto tokenizer = nlohmann::json::parse(read_file(dir / "hf/tokenizer.json"));
+  EXPECT_EQ(tokenizer["model"]["type"], "BPE");  // a char model: BPE without merges
+  EXPECT_TRUE(tokenizer["model"]["merges"].empty());
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "hf/tokenizer_config.json"))["tokenizer_class"],
+            "PreTrainedTokenizerFast");
+  // The card: Hugging Face's metadata block, then what the model is, with the table's verdict from the run's snapshots.
+  const std::string card = read_file(dir / "hf/README.md");
+  EXPECT_EQ(card.rfind("---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n", 0), 0u) << card;
+  EXPECT_NE(card.find("datasets:\n- \"corpus\"\n---\n"), std::string::npos) << card;
+  EXPECT_NE(card.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << card;
+  EXPECT_NE(card.find("| tokens seen | 512 |"), std::string::npos) << card;
+  EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
+  const ModelTables t = find_position_tables(f.config, tensor_shapes(f));
+  EXPECT_EQ(t.layout, "gpt2");
+  ASSERT_EQ(t.tables.size(), 1u);
+  EXPECT_EQ(t.tables[0].tensor, "transformer.wpe.weight");
+  EXPECT_TRUE(torch::equal(read_model_tensor(f, "transformer.wpe.weight"), m.model->wpe->weight.to(torch::kFloat64)));
+  // Conv1D layouts: (in, out), the transpose of poslab's Linear weights; no biases trained: zeros.
+  auto* block = m.model->h[0]->as<BlockImpl>();
+  EXPECT_TRUE(torch::equal(read_model_tensor(f, "transformer.h.0.attn.c_attn.weight"),
+                           block->attn->c_attn->weight.t().to(torch::kFloat64)));
+  EXPECT_EQ(f.tensors.at("transformer.h.0.mlp.c_fc.weight").entry.shape, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(read_model_tensor(f, "transformer.h.0.attn.c_attn.bias").abs().sum().item<double>(), 0.0);
+  EXPECT_FALSE(f.tensors.count("lm_head.weight"));  // tied to wte
+  // The check file: the sample text's ids and poslab's logits on them.
+  const std::string bytes = read_file(dir / "hf/poslab_check.safetensors");
+  const auto entries = list_safetensors_entries(bytes, "check");
+  const auto& ids = entries.at("input_ids");
+  EXPECT_EQ(ids.shape, (std::vector<int64_t>{1, 16}));  // the text is longer than the 16 positions
+  EXPECT_EQ(e.check_tokens, 16);
+  const ModelFolder check = open_model_folder(dir / "hf/poslab_check.safetensors");
+  const auto idx = read_model_tensor(check, "input_ids").to(torch::kInt64);
+  const std::vector<int> expected = m.tokenizer.encode(kExportCheckText);
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(idx[0][i].item<int64_t>(), expected[static_cast<size_t>(i)]);
+  // The tokenizer's check texts, whole: poslab's ids of each.
+  for (size_t i = 0; i < kTokenizerCheckTexts.size(); ++i) {
+    const auto t = read_model_tensor(check, "ids_" + std::to_string(i)).to(torch::kInt64)[0];
+    const std::vector<int> want = m.tokenizer.encode(kTokenizerCheckTexts[i]);
+    ASSERT_EQ(t.size(0), static_cast<int64_t>(want.size()));
+    for (int64_t k = 0; k < t.size(0); ++k) EXPECT_EQ(t[k].item<int64_t>(), want[static_cast<size_t>(k)]);
+  }
+  torch::NoGradGuard no_grad;
+  m.model->eval();
+  EXPECT_TRUE(torch::allclose(read_model_tensor(check, "logits"), m.model->forward(idx).to(torch::kFloat64), 0, 1e-6));
+}
+
+TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {
+  const std::string f = safetensors_file({{"a", "F32", {2, 3}, std::string(24, '\1')}, {"b", "I64", {1}, std::string(8, '\2')}},
+                                         {{"note", "x"}});
+  EXPECT_EQ(f.size() % 8, 0u);  // header padded: the data starts 8-byte aligned
+  const auto e = list_safetensors_entries(f, "f");
+  EXPECT_EQ(e.at("a").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(f.substr(e.at("b").offset, 8), std::string(8, '\2'));
+  const std::string msg = test::error_of([] { safetensors_file({{"a", "F32", {2}, "abc"}}); });
+  EXPECT_NE(msg.find("tensor 'a' has 3 bytes, its shape and F32 need 8"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace poslab

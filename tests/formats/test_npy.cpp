@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "source_paths.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "formats/npy.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+std::string expect_error(const std::string& path) {
+  try {
+    read_npy(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error for " << path;
+  return "";
+}
+
+TEST(Npy, WriterProducesAlignedFloat32AndReadsBack) {
+  TempDir dir;
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 5.0f, 6.0f};
+  const std::string bytes = npy_bytes(v.data(), 2, 3);
+  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  const size_t hlen = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ((10 + hlen) % 64, 0u);
+  EXPECT_NE(bytes.find("'shape': (2, 3)"), std::string::npos);
+  EXPECT_EQ(bytes.size(), 10 + hlen + 6 * 4);
+  write_text(dir / "a.npy", bytes);
+  const NpyArray a = read_npy(dir / "a.npy");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.data, (std::vector<double>{1.5, -2.0, 3.25, 0.0, 5.0, 6.0}));
+}
+
+TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
+  TempDir dir;
+  const std::vector<float> v(6, 1.0f);
+  const std::string good = npy_bytes(v.data(), 2, 3);
+  write_text(dir / "trunc.npy", good.substr(0, good.size() - 5));
+  EXPECT_NE(expect_error(dir / "trunc.npy").find("trunc.npy: truncated"), std::string::npos);
+  write_text(dir / "magic.npy", "PK\x03\x04 not npy at all");
+  EXPECT_NE(expect_error(dir / "magic.npy").find("bad magic"), std::string::npos);
+  std::string i4 = good;
+  i4.replace(i4.find("<f4"), 3, "<i4");
+  write_text(dir / "int.npy", i4);
+  EXPECT_NE(expect_error(dir / "int.npy").find("dtype <i4"), std::string::npos);
+  std::string three = good;
+  three.replace(three.find("(2, 3)"), 6, "(1,2,3)");
+  write_text(dir / "three.npy", three);
+  EXPECT_NE(expect_error(dir / "three.npy").find("3 dimensions"), std::string::npos);
+  EXPECT_NE(expect_error(dir / "missing.npy").find("missing.npy"), std::string::npos);
+  // Shapes whose product overflows, or whose numbers do not fit an integer, are errors, not allocations.
+  for (const char* shape : {"(4294967296, 4294967296)", "(99999999999999999999999, 1)", "(3074457345618258603, 6)"}) {
+    std::string big = good;
+    big.replace(big.find("(2, 3)"), 6, shape);
+    write_text(dir / "big.npy", big);
+    EXPECT_THROW(read_npy(dir / "big.npy"), Error) << shape;
+  }
+}
+
+TEST(Npy, ReadsTheRealGpt2Table) {
+  const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
+  const NpyArray a = read_npy(path);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{64, 768}));
+  double norm0 = 0;
+  for (int j = 0; j < 768; ++j) norm0 += a.data[j] * a.data[j];
+  EXPECT_NEAR(std::sqrt(norm0), 9.876, 5e-3);  // tests/fixtures/README.md: position 0 has norm 9.876
+}
+
+}  // namespace
+}  // namespace poslab

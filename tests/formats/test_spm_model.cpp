@@ -1,0 +1,69 @@
+// sentencepiece's model read without sentencepiece: the pieces, scores and kinds of a model poslab trained, as
+// sentencepiece itself reports them through the tokenizer; bytes that are not a model are an error naming the file.
+#include <gtest/gtest.h>
+
+#include "formats/spm_model.h"
+#include "data/tokenizer.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+TEST(SpmModel, ReadsWhatPoslabTrained) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  for (const char* type : {"bpe", "unigram", "char"}) {
+    const std::string bytes = Tokenizer::train(dir / "corpus.txt", dir / "m", type, 290, 1);
+    const Tokenizer tok = Tokenizer::from_bytes(bytes, "m.model");
+    const SpmModel m = read_spm_model(bytes, "m.model");
+    EXPECT_STREQ(spm_kind_name(m.kind), type);
+    ASSERT_EQ(static_cast<int>(m.pieces.size()), tok.vocab_size()) << type;
+    EXPECT_EQ(m.pieces[0].piece, "<unk>");
+    EXPECT_EQ(m.pieces[0].type, SpmPiece::Type::unknown);
+    const SpmPiece& nl = m.pieces[static_cast<size_t>(tok.newline_id())];
+    EXPECT_EQ(nl.piece, kNewlinePiece);
+    EXPECT_EQ(nl.type, SpmPiece::Type::user_defined);
+    int bytes_seen = 0, normal = 0;
+    for (const SpmPiece& p : m.pieces) {
+      bytes_seen += p.type == SpmPiece::Type::byte;
+      normal += p.type == SpmPiece::Type::normal;
+      if (p.type == SpmPiece::Type::byte) EXPECT_EQ(p.piece.rfind("<0x", 0), 0u) << p.piece;
+    }
+    EXPECT_EQ(bytes_seen, 256) << type;
+    EXPECT_EQ(normal + bytes_seen + 2, tok.vocab_size()) << type;
+    // Each normal piece encodes to itself ('▁' is a space).
+    for (size_t i = 0; i < m.pieces.size(); ++i) {
+      if (m.pieces[i].type != SpmPiece::Type::normal) continue;
+      std::string text = m.pieces[i].piece;
+      for (size_t at; (at = text.find("\xE2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
+      EXPECT_EQ(tok.encode(text), std::vector<int>{static_cast<int>(i)}) << type << " piece " << m.pieces[i].piece;
+    }
+    EXPECT_TRUE(m.byte_fallback);
+    EXPECT_EQ(m.normalizer, "identity");
+    EXPECT_FALSE(m.add_dummy_prefix);
+    EXPECT_FALSE(m.remove_extra_whitespaces);
+    EXPECT_TRUE(m.escape_whitespaces);
+    EXPECT_FALSE(m.treat_whitespace_as_suffix);
+    if (std::string(type) == "bpe") {  // BPE scores: higher for earlier merges
+      EXPECT_GT(m.pieces[260].score, m.pieces[280].score);
+    }
+  }
+}
+
+TEST(SpmModel, BytesThatAreNotAModelAreAnErrorNamingTheFile) {
+  for (const std::string bad : {std::string(""), std::string("\x0a\x05\x0a\x03", 4), std::string("not a model at all")}) {
+    const std::string msg = test::error_of([&] { read_spm_model(bad, "x.model"); });
+    EXPECT_NE(msg.find("x.model: not a sentencepiece model"), std::string::npos) << msg;
+  }
+  // A piece that is not UTF-8 (tokenizer.json could not hold it): pieces { piece: "\xff" }, trainer_spec {}.
+  const std::string bad_piece("\x0a\x03\x0a\x01\xff\x12\x00", 7);
+  const std::string msg = test::error_of([&] { read_spm_model(bad_piece, "x.model"); });
+  EXPECT_NE(msg.find("x.model: piece 0 of the sentencepiece model is not UTF-8 text"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace poslab
