@@ -56,18 +56,20 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       const auto y = m == 2 ? libtorch_attention(qkv, nh) : causal_attention(qkv, nh);
       y.backward(up);
-      if (r > 0) ms[m].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (r > 0)
+        ms[m].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-  std::printf("causal attention, bf16, batch %lld, block %lld, n_embd %lld, %lld heads: forward + backward of one layer, "
-              "%d rounds, 2 threads, pair products %s\n",
-              (long long)B, (long long)T, (long long)C, (long long)nh, rounds,
-              cpu_has_bf16_dot() ? "by VDPBF16PS (AVX512-BF16)" : "emulated (no AVX512-BF16)");
+  std::printf(
+      "causal attention, bf16, batch %lld, block %lld, n_embd %lld, %lld heads: forward + backward of one layer, "
+      "%d rounds, 2 threads, pair products %s\n",
+      (long long)B, (long long)T, (long long)C, (long long)nh, rounds,
+      cpu_has_bf16_dot() ? "by VDPBF16PS (AVX512-BF16)" : "emulated (no AVX512-BF16)");
   double med[3];
   for (int m = 0; m < 3; ++m) {
     std::sort(ms[m].begin(), ms[m].end());
     med[m] = ms[m][ms[m].size() / 2];
     std::printf("  %-34s median %8.2f ms  min %8.2f ms\n", names[m], med[m], ms[m][0]);
   }
-  std::printf("  pair products against LibTorch's ops: %.2fx as fast; against widened products: %.2fx\n", med[2] / med[0],
-              med[1] / med[0]);
+  std::printf("  pair products against LibTorch's ops: %.2fx as fast; against widened products: %.2fx\n",
+              med[2] / med[0], med[1] / med[0]);
 }

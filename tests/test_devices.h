@@ -18,7 +18,8 @@ namespace poslab::test {
 class OnDevice : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (is_cuda() && !torch::cuda::is_available()) GTEST_SKIP() << "CUDA case, not run here: " << cuda_unavailable_reason();
+    if (is_cuda() && !torch::cuda::is_available())
+      GTEST_SKIP() << "CUDA case, not run here: " << cuda_unavailable_reason();
   }
   bool is_cuda() const { return GetParam() == "cuda"; }
   const std::string& device_name() const { return GetParam(); }
@@ -28,6 +29,6 @@ class OnDevice : public ::testing::TestWithParam<std::string> {
 
 }  // namespace poslab::test
 
-#define POSLAB_ON_EVERY_DEVICE(Suite)                                                  \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Values("cpu", "cuda"),           \
+#define POSLAB_ON_EVERY_DEVICE(Suite)                                        \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Values("cpu", "cuda"), \
                            [](const ::testing::TestParamInfo<std::string>& info) { return info.param; })

@@ -11,7 +11,8 @@
 namespace poslab::test {
 
 // tensors: (name, dtype, shape, raw little-endian bytes).
-inline std::string safetensors(const std::vector<std::tuple<std::string, std::string, std::vector<int64_t>, std::string>>& tensors) {
+inline std::string safetensors(
+    const std::vector<std::tuple<std::string, std::string, std::vector<int64_t>, std::string>>& tensors) {
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
   std::string data;
   for (const auto& [name, dtype, shape, bytes] : tensors) {

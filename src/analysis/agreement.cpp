@@ -133,8 +133,10 @@ Agreement table_agreement(const torch::Tensor& A_in, const torch::Tensor& B_in, 
   g.signal_rank_a = noise_floor(metrics::to_vector(Sa), g.positions, g.dims).signal_rank;
   g.signal_rank_b = noise_floor(metrics::to_vector(Sb), g.positions, g.dims_b).signal_rank;
   const int64_t max_k = std::min<int64_t>(g.positions - 1, std::min(g.dims, g.dims_b));
-  if (k > max_k) throw Error(fmt::format("k = {}: a ({}, {}) table has at most {} centred components", k, g.positions,
-                                         std::min(g.dims, g.dims_b), max_k), "pass a smaller --k");
+  if (k > max_k)
+    throw Error(fmt::format("k = {}: a ({}, {}) table has at most {} centred components", k, g.positions,
+                            std::min(g.dims, g.dims_b), max_k),
+                "pass a smaller --k");
   g.k_given = k > 0;
   g.k = g.k_given ? k : std::min(g.signal_rank_a, g.signal_rank_b);
   g.mean_cos2_random = static_cast<double>(g.k) / static_cast<double>(g.positions - 1);
@@ -168,7 +170,8 @@ nlohmann::json to_json(const Agreement& g) {
                       {"shuffles", g.shuffles}};
   auto null = [](const ShuffledNull& n) { return nlohmann::json{{"mean", n.mean}, {"sd", n.sd}}; };
   if (g.shuffles > 0) {
-    j["shuffled"] = {{"cka", null(g.cka_shuffled)}, {"procrustes_residual", null(g.procrustes_shuffled)},
+    j["shuffled"] = {{"cka", null(g.cka_shuffled)},
+                     {"procrustes_residual", null(g.procrustes_shuffled)},
                      {"similarity_correlation", null(g.similarity_shuffled)}};
     if (g.k > 0) j["shuffled"]["mean_cos2"] = null(g.mean_cos2_shuffled);
   }
@@ -177,22 +180,27 @@ nlohmann::json to_json(const Agreement& g) {
 }
 
 std::string agreement_text(const Agreement& g) {
-  const std::string shape = g.dims == g.dims_b ? fmt::format("{} x {}", g.positions, g.dims)
-                                               : fmt::format("{} positions, widths {} and {}", g.positions, g.dims, g.dims_b);
-  std::string s = fmt::format("agreement of {} and {} ({}), up to rotation and scale:\n", g.a_source, g.b_source, shape);
+  const std::string shape = g.dims == g.dims_b
+                                ? fmt::format("{} x {}", g.positions, g.dims)
+                                : fmt::format("{} positions, widths {} and {}", g.positions, g.dims, g.dims_b);
+  std::string s =
+      fmt::format("agreement of {} and {} ({}), up to rotation and scale:\n", g.a_source, g.b_source, shape);
   // "B shuffled": the measure against B with its rows shuffled, mean ± sd over the copies.
   auto null = [&](const ShuffledNull& n) {
     return g.shuffles > 0 ? fmt::format("B's rows shuffled: {:.4f} ± {:.4f}; ", n.mean, n.sd) : std::string();
   };
-  s += fmt::format("  linear CKA               {:.4f}   ({}independent random tables: {:.4f}; identical up to rotation: 1)\n",
-                   g.cka, null(g.cka_shuffled), g.cka_random);
+  s += fmt::format(
+      "  linear CKA               {:.4f}   ({}independent random tables: {:.4f}; identical up to rotation: 1)\n", g.cka,
+      null(g.cka_shuffled), g.cka_random);
   s += fmt::format("  Procrustes residual      {:.4f}   ({}0: B is a rotated, rescaled A; 1: nothing in common)\n",
                    g.procrustes_residual, null(g.procrustes_shuffled));
   s += fmt::format("  similarity correlation   {:.4f}   ({}Pearson r of the two cosine matrices, off the diagonal)\n",
                    g.similarity_correlation, null(g.similarity_shuffled));
   if (g.k == 0) {
-    s += fmt::format("  principal angles         none: components above the noise floor A {}, B {} (pass --k K to "
-                     "compare K anyway)\n", g.signal_rank_a, g.signal_rank_b);
+    s += fmt::format(
+        "  principal angles         none: components above the noise floor A {}, B {} (pass --k K to "
+        "compare K anyway)\n",
+        g.signal_rank_a, g.signal_rank_b);
     return s;
   }
   std::string angles;
@@ -201,9 +209,10 @@ std::string agreement_text(const Agreement& g) {
   if (g.principal_angles.size() > 8) angles += " …";
   s += fmt::format("  principal angles (top {}{}) {} degrees; mean cos² {:.3f} ({}random subspaces: {:.3f})\n", g.k,
                    g.k_given ? ", --k" : fmt::format(", signal ranks {} / {}", g.signal_rank_a, g.signal_rank_b),
-                   angles, g.mean_cos2, g.shuffles > 0 ? fmt::format("B's rows shuffled: {:.3f} ± {:.3f}; ",
-                                                                    g.mean_cos2_shuffled.mean, g.mean_cos2_shuffled.sd)
-                                                       : std::string(),
+                   angles, g.mean_cos2,
+                   g.shuffles > 0 ? fmt::format("B's rows shuffled: {:.3f} ± {:.3f}; ", g.mean_cos2_shuffled.mean,
+                                                g.mean_cos2_shuffled.sd)
+                                  : std::string(),
                    g.mean_cos2_random);
   return s;
 }

@@ -39,14 +39,17 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
                     ", expected 2 (positions, dims)",
                 "pass a 2-D position table");
   if (table.size(0) < 4 || table.size(1) < 1)
-    throw Error(source + ": the table is " + c10::str(table.sizes()) + "; the analysis needs at least 4 rows and 1 column");
+    throw Error(source + ": the table is " + c10::str(table.sizes()) +
+                "; the analysis needs at least 4 rows and 1 column");
   if (!table.is_floating_point())
-    throw Error(source + ": the table's dtype is " + std::string(c10::toString(table.scalar_type())) + ", expected a float type");
+    throw Error(source + ": the table's dtype is " + std::string(c10::toString(table.scalar_type())) +
+                ", expected a float type");
   auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (P, d)
   if (!torch::isfinite(W).all().item<bool>()) {
     auto bad = torch::nonzero(~torch::isfinite(W));
     throw Error(source + ": the table holds " + std::to_string(bad.size(0)) + " NaN or Inf values (first at row " +
-                    std::to_string(bad[0][0].item<int64_t>()) + ", column " + std::to_string(bad[0][1].item<int64_t>()) + ")",
+                    std::to_string(bad[0][0].item<int64_t>()) + ", column " +
+                    std::to_string(bad[0][1].item<int64_t>()) + ")",
                 "the model diverged or the file is damaged: analyse an earlier snapshot");
   }
   Analysis a;

@@ -18,19 +18,19 @@
 namespace poslab {
 
 struct AnalysisOptions {
-  int boundary_rows = 3;        // rows at each end checked for boundary effects
-  double outlier_z = 3.0;       // |z| above this names a boundary row an outlier
-  int top_pcs = 4;              // principal components whose projection along position is kept (figures, JSON)
-  int max_components = 64;      // components above the noise floor whose period is read (at least top_pcs)
-  int sinusoid_k = 8;           // K frequencies in the sin/cos bases of sinusoid_r2 (lowest) and its strongest twin
+  int boundary_rows = 3;         // rows at each end checked for boundary effects
+  double outlier_z = 3.0;        // |z| above this names a boundary row an outlier
+  int top_pcs = 4;               // principal components whose projection along position is kept (figures, JSON)
+  int max_components = 64;       // components above the noise floor whose period is read (at least top_pcs)
+  int sinusoid_k = 8;            // K frequencies in the sin/cos bases of sinusoid_r2 (lowest) and its strongest twin
   uint64_t shuffle_seed = 1234;  // the row-shuffled control (copy 0; copy k uses shuffle_seed + k)
-  int shuffle_copies = 100;     // row-shuffled copies whose adjacent cosines give the smoothness control's mean and sd
+  int shuffle_copies = 100;      // row-shuffled copies whose adjacent cosines give the smoothness control's mean and sd
   bool keep_cosine_matrix = false;  // keep the (P, P) matrix in the result (for reports)
-  int64_t row_offset = 0;       // index of W's first row in the source table (after --rows), for naming rows
+  int64_t row_offset = 0;           // index of W's first row in the source table (after --rows), for naming rows
 };
 
 struct Smoothness {
-  double first_difference_energy = 0;   // Σ‖w_{i+1} − w_i‖² / Σ‖w_i − w̄‖²   (≈ 2 for white noise)
+  double first_difference_energy = 0;  // Σ‖w_{i+1} − w_i‖² / Σ‖w_i − w̄‖²   (≈ 2 for white noise)
   double second_difference_energy = 0;  // Σ‖w_{i+2} − 2w_{i+1} + w_i‖² / Σ‖w_i − w̄‖²   (≈ 6 for white noise)
   double adjacent_cosine = 0;           // mean cos(w_i, w_{i+1})
 };
@@ -39,24 +39,24 @@ struct Smoothness {
 struct ShuffleControl {
   int copies = 0;
   double mean = 0, sd = 0;  // over the copies (sample sd)
-  double z = 0;             // (adjacent cosine of the table − mean) / sd: the table's order in units of the control's spread
+  double z = 0;  // (adjacent cosine of the table − mean) / sd: the table's order in units of the control's spread
 };
 
 struct BoundaryRow {
   int64_t position = 0;
-  double norm = 0, norm_z = 0;                 // row norm and its z-score against the interior
-  double neighbour_cosine = 0, cosine_z = 0;   // cosine to the inward neighbour, z against interior adjacent cosines
+  double norm = 0, norm_z = 0;                // row norm and its z-score against the interior
+  double neighbour_cosine = 0, cosine_z = 0;  // cosine to the inward neighbour, z against interior adjacent cosines
   bool outlier = false;
-  std::string reason;                          // "" or what makes it an outlier
+  std::string reason;  // "" or what makes it an outlier
 };
 
 struct PCFrequency {
-  int component = 0;            // 1-based
-  double explained = 0;         // share of the centred variance
+  int component = 0;               // 1-based
+  double explained = 0;            // share of the centred variance
   double cycles_per_position = 0;  // at the peak, refined between bins (periodicity.h)
-  double period = 0;            // positions per cycle
-  double power_share = 0;       // share of the curve's (non-DC) power at the dominant frequency's bin
-  double spectral_entropy = 0;  // of the curve's power over the bins: 0 for one frequency, ≈ 1 for noise
+  double period = 0;               // positions per cycle
+  double power_share = 0;          // share of the curve's (non-DC) power at the dominant frequency's bin
+  double spectral_entropy = 0;     // of the curve's power over the bins: 0 for one frequency, ≈ 1 for noise
   std::vector<double> projection;  // (P,) the positions projected on this component; the first top_pcs only
 };
 
@@ -64,7 +64,7 @@ struct PCFrequency {
 // rebuilt by linear interpolation between its kept neighbours.
 struct Reconstruction {
   int stride = 0;
-  double error = 0;           // Σ‖w_i − ŵ_i‖² / Σ‖w_i − w̄‖² over the rebuilt rows (0 = rebuilt exactly)
+  double error = 0;  // Σ‖w_i − ŵ_i‖² / Σ‖w_i − w̄‖² over the rebuilt rows (0 = rebuilt exactly)
   double shuffled_error = 0;  // the same on the row-shuffled copy
 };
 
@@ -77,16 +77,16 @@ struct PositionProbe {
 };
 
 struct Analysis {
-  std::string source;           // where the table came from
+  std::string source;  // where the table came from
   int64_t positions = 0, dims = 0;
-  int64_t row_offset = 0;       // first analysed row in the source table (--rows)
+  int64_t row_offset = 0;  // first analysed row in the source table (--rows)
   // spectrum
   std::vector<double> singular_values;           // of W as it is
   std::vector<double> singular_values_centered;  // of W_c
   std::vector<double> explained_variance;        // σ_c,k² / Σσ_c²
   std::vector<double> cumulative_variance;
-  int k50 = 0, k90 = 0, k95 = 0, k99 = 0;        // components for that share of the centred variance
-  int k90_uncentered = 0;                        // the same on W as it is (σ²/Σσ²)
+  int k50 = 0, k90 = 0, k95 = 0, k99 = 0;  // components for that share of the centred variance
+  int k90_uncentered = 0;                  // the same on W as it is (σ²/Σσ²)
   // effective dimensionality, of the centred spectrum
   double effective_rank = 0;       // exp(H(p)), p = σ²/Σσ²
   double roy_vetterli_rank = 0;    // exp(H(p)), p = σ/Σσ
@@ -100,15 +100,16 @@ struct Analysis {
   torch::Tensor cosine_matrix;           // (P, P), only with keep_cosine_matrix
   // smoothness, and the same on a row-shuffled copy
   Smoothness smooth, shuffled;
-  ShuffleControl shuffle_control;        // adjacent cosine of shuffle_copies shuffled copies
+  ShuffleControl shuffle_control;  // adjacent cosine of shuffle_copies shuffled copies
   // boundary effects
   std::vector<double> row_norms;
-  std::vector<BoundaryRow> boundary;     // first and last boundary_rows rows
+  std::vector<BoundaryRow> boundary;  // first and last boundary_rows rows
   // sinusoid-likeness, periods, circles and the helix
-  std::vector<PCFrequency> pc_frequencies;  // every component above the noise floor (at least top_pcs, at most max_components)
-  std::vector<Circle> circles;              // pairs of components above the floor at one period in quadrature, strongest first
-  std::optional<Helix> helix;               // the strongest circle with a slow third component
-  std::vector<double> periodogram;          // (⌊P/2⌋,) share of W_c's power at f = 1 … ⌊P/2⌋ cycles per table
+  std::vector<PCFrequency>
+      pc_frequencies;               // every component above the noise floor (at least top_pcs, at most max_components)
+  std::vector<Circle> circles;      // pairs of components above the floor at one period in quadrature, strongest first
+  std::optional<Helix> helix;       // the strongest circle with a slow third component
+  std::vector<double> periodogram;  // (⌊P/2⌋,) share of W_c's power at f = 1 … ⌊P/2⌋ cycles per table
   int sinusoid_k = 0;
   double sinusoid_r2 = 0;            // R² of W from the constant and the K lowest-frequency sin/cos over P positions
   double sinusoid_r2_strongest = 0;  // the same with the K frequencies of most power in the periodogram
@@ -119,7 +120,7 @@ struct Analysis {
   // interpolability
   std::vector<Reconstruction> reconstruction;  // strides 2, 4, 8, 16 while 2·stride <= P
   PositionProbe probe, shuffled_probe;         // on the table and on its row-shuffled copy
-  double seconds = 0;      // time the analysis took
+  double seconds = 0;                          // time the analysis took
 };
 
 // Runs every metric. Throws poslab::Error naming `source` when W is not 2-D, has fewer than 4 rows or
@@ -132,7 +133,7 @@ torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int6
 
 // Pieces, exposed for tests.
 int components_for(const std::vector<double>& cumulative, double share);
-Smoothness smoothness(const torch::Tensor& W);       // W float64 (P, d)
+Smoothness smoothness(const torch::Tensor& W);        // W float64 (P, d)
 torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
 torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
 std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed);  // the permutation shuffle_rows applies
@@ -140,7 +141,7 @@ std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed);  // the perm
 // table's (P, P) cosine matrix C.
 ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, int copies, uint64_t seed);
 double reconstruction_error(const torch::Tensor& W, int stride);  // W float64 (P, d), 2 <= stride < P
-PositionProbe position_probe(const torch::Tensor& W);              // W float64 (P, d), P >= 4
+PositionProbe position_probe(const torch::Tensor& W);             // W float64 (P, d), P >= 4
 // The strides the analysis reports for a table of P rows.
 std::vector<int> reconstruction_strides(int64_t P);
 

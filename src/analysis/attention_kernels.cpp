@@ -29,10 +29,14 @@ double median(std::vector<double> v) {
 
 const char* kernel_kind_name(KernelKind k) {
   switch (k) {
-    case KernelKind::local: return "local";
-    case KernelKind::sink: return "sink";
-    case KernelKind::decaying: return "decaying";
-    case KernelKind::uniform: return "uniform";
+    case KernelKind::local:
+      return "local";
+    case KernelKind::sink:
+      return "sink";
+    case KernelKind::decaying:
+      return "decaying";
+    case KernelKind::uniform:
+      return "uniform";
   }
   return "?";
 }
@@ -101,10 +105,14 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head, bool causal) {
     const double slope = (count * sxy - sx * sy) / (count * sxx - sx * sx);
     if (slope < 0) h.decay_length = -1.0 / slope;
   }
-  if (h.mass_offset0 + h.mass_offset1 >= kLocalMass) h.kind = KernelKind::local;
-  else if (h.mass_first >= kSinkMass) h.kind = KernelKind::sink;
-  else if (h.offset50 >= kUniformSpread * h.uniform_offset50) h.kind = KernelKind::uniform;
-  else h.kind = KernelKind::decaying;
+  if (h.mass_offset0 + h.mass_offset1 >= kLocalMass)
+    h.kind = KernelKind::local;
+  else if (h.mass_first >= kSinkMass)
+    h.kind = KernelKind::sink;
+  else if (h.offset50 >= kUniformSpread * h.uniform_offset50)
+    h.kind = KernelKind::uniform;
+  else
+    h.kind = KernelKind::decaying;
   return h;
 }
 
@@ -113,10 +121,11 @@ AttentionKernels attention_kernels(const AttentionWeights& w) {
   if (P_table.dim() != 2 || P_table.size(0) < 4)
     throw Error("attention kernels: the position table must be (P, C) with P >= 4, got " + c10::str(w.table.sizes()));
   const int64_t P = P_table.size(0), C = P_table.size(1), nh = w.n_head;
-  if (nh < 1 || C % nh != 0) throw Error(fmt::format("attention kernels: n_embd {} is not divisible by n_head {}", C, nh));
+  if (nh < 1 || C % nh != 0)
+    throw Error(fmt::format("attention kernels: n_embd {} is not divisible by n_head {}", C, nh));
   if (w.c_attn_weight.dim() != 2 || w.c_attn_weight.size(0) != 3 * C || w.c_attn_weight.size(1) != C)
-    throw Error(fmt::format("attention kernels: c_attn weight is {}, expected ({}, {})", c10::str(w.c_attn_weight.sizes()),
-                            3 * C, C));
+    throw Error(fmt::format("attention kernels: c_attn weight is {}, expected ({}, {})",
+                            c10::str(w.c_attn_weight.sizes()), 3 * C, C));
   auto x = P_table;
   if (w.mean_token.defined()) x = x + f64(w.mean_token).view({1, C});
   x = torch::layer_norm(x, {C}, f64(w.ln_weight), w.ln_bias.defined() ? f64(w.ln_bias) : torch::Tensor(), w.ln_eps);
@@ -124,8 +133,8 @@ AttentionKernels attention_kernels(const AttentionWeights& w) {
   auto qk = x.matmul(W.slice(0, 0, 2 * C).transpose(0, 1));  // (P, 2C)
   if (w.c_attn_bias.defined()) qk = qk + f64(w.c_attn_bias).slice(0, 0, 2 * C).view({1, 2 * C});
   const int64_t hs = C / nh;
-  const auto q = qk.slice(1, 0, C).view({P, nh, hs}).transpose(0, 1);      // (nh, P, hs)
-  const auto k = qk.slice(1, C, 2 * C).view({P, nh, hs}).transpose(0, 1);  // (nh, P, hs)
+  const auto q = qk.slice(1, 0, C).view({P, nh, hs}).transpose(0, 1);         // (nh, P, hs)
+  const auto k = qk.slice(1, C, 2 * C).view({P, nh, hs}).transpose(0, 1);     // (nh, P, hs)
   auto s = q.matmul(k.transpose(1, 2)) / std::sqrt(static_cast<double>(hs));  // (nh, P, P)
   const auto future = torch::ones({P, P}, torch::kBool).triu(1);
   if (w.causal) s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
@@ -158,11 +167,11 @@ nlohmann::json to_json(const AttentionKernels& k) {
 std::string kernels_text(const AttentionKernels& k) {
   std::string s;
   for (const HeadKernel& h : k.heads)
-    s += fmt::format("  head {}: {:<8} | mass at offset 0 {:.2f}, 1 {:.2f}, on the first position {:.2f} | half the mass "
-                     "within {:.0f} (uniform {:.0f}), 90 % within {:.0f} | decay length {}\n",
-                     h.head, kernel_kind_name(h.kind), h.mass_offset0, h.mass_offset1, h.mass_first, h.offset50,
-                     h.uniform_offset50,
-                     h.offset90, h.decay_length ? fmt::format("{:.1f}", *h.decay_length) : std::string("-"));
+    s += fmt::format(
+        "  head {}: {:<8} | mass at offset 0 {:.2f}, 1 {:.2f}, on the first position {:.2f} | half the mass "
+        "within {:.0f} (uniform {:.0f}), 90 % within {:.0f} | decay length {}\n",
+        h.head, kernel_kind_name(h.kind), h.mass_offset0, h.mass_offset1, h.mass_first, h.offset50, h.uniform_offset50,
+        h.offset90, h.decay_length ? fmt::format("{:.1f}", *h.decay_length) : std::string("-"));
   return s;
 }
 

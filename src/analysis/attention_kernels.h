@@ -21,15 +21,15 @@ namespace poslab {
 
 // The weights a layer-0 attention reads positions with (float tensors, any dtype; copied to float64).
 struct AttentionWeights {
-  torch::Tensor table;        // (P, C) position table
-  torch::Tensor mean_token;   // (C,) mean token embedding, or undefined for none (positions alone)
-  torch::Tensor ln_weight;    // (C,)
-  torch::Tensor ln_bias;      // (C,) or undefined
+  torch::Tensor table;       // (P, C) position table
+  torch::Tensor mean_token;  // (C,) mean token embedding, or undefined for none (positions alone)
+  torch::Tensor ln_weight;   // (C,)
+  torch::Tensor ln_bias;     // (C,) or undefined
   double ln_eps = 1e-5;
   torch::Tensor c_attn_weight;  // (3C, C): rows [0, C) queries, [C, 2C) keys, [2C, 3C) values
   torch::Tensor c_attn_bias;    // (3C,) or undefined
   int64_t n_head = 1;
-  bool causal = true;           // false: every query sees every key (BERT-style encoders)
+  bool causal = true;  // false: every query sees every key (BERT-style encoders)
 };
 
 enum class KernelKind { local, sink, decaying, uniform };
@@ -40,11 +40,12 @@ const char* kernel_kind_name(KernelKind k);  // "local", "sink", "decaying", "un
 // distances |i − j| (the entries at offset δ > 0 are A[i, i − δ] + A[i, i + δ]).
 struct HeadKernel {
   int head = 0;
-  std::vector<double> offset_profile;  // (P,) entry δ: mean of A[i, i − δ] over the queries i >= δ
+  std::vector<double> offset_profile;         // (P,) entry δ: mean of A[i, i − δ] over the queries i >= δ
   double mass_offset0 = 0, mass_offset1 = 0;  // mean A[i, i] and A[i, i − 1]
-  double mass_first = 0;               // mean A[i, 0]: the window's first position (an attention sink)
-  double offset50 = 0, offset90 = 0;   // median over queries of the smallest δ whose mass A[i, i..i−δ] reaches 50 % / 90 %
-  double uniform_offset50 = 0;         // the same for the uniform kernel over the same queries
+  double mass_first = 0;                      // mean A[i, 0]: the window's first position (an attention sink)
+  double offset50 = 0,
+         offset90 = 0;          // median over queries of the smallest δ whose mass A[i, i..i−δ] reaches 50 % / 90 %
+  double uniform_offset50 = 0;  // the same for the uniform kernel over the same queries
   std::optional<double> decay_length;  // λ of m(δ) ≈ c·exp(−δ/λ) fitted on δ = 1 … P/2 (none when it does not fall)
   KernelKind kind = KernelKind::decaying;
 };
@@ -53,7 +54,7 @@ struct AttentionKernels {
   int64_t positions = 0, n_head = 0;
   bool mean_token_added = true;
   bool causal = true;
-  torch::Tensor kernels;           // (n_head, P, P) float64: A per head, zero above the diagonal
+  torch::Tensor kernels;  // (n_head, P, P) float64: A per head, zero above the diagonal
   std::vector<HeadKernel> heads;
 };
 

@@ -19,7 +19,8 @@ torch::Tensor handbook_table(int64_t positions, int64_t dims, uint64_t seed);
 
 // kind: random | sinusoidal (util/positions.h) | handbook. Throws poslab::Error for another kind or a size under
 // 4 positions x 1 dim.
-torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed, double std = 0.02);
+torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed,
+                              double std = 0.02);
 
 // The controls every comparison shows (analyze's table, the report's table and figures), the same numbers
 // wherever they appear: a random N(0, kBaselineStd²) table (nanoGPT's init of a learned table) drawn with

@@ -18,8 +18,9 @@ nlohmann::json to_json(const Analysis& a) {
   };
   json outliers = json::array(), boundary = json::array();
   for (const auto& r : a.boundary) {
-    json row = {{"position", r.position}, {"norm", r.norm}, {"norm_z", r.norm_z},
-                {"neighbour_cosine", r.neighbour_cosine}, {"cosine_z", r.cosine_z}, {"outlier", r.outlier}};
+    json row = {{"position", r.position}, {"norm", r.norm},
+                {"norm_z", r.norm_z},     {"neighbour_cosine", r.neighbour_cosine},
+                {"cosine_z", r.cosine_z}, {"outlier", r.outlier}};
     if (r.outlier) {
       row["reason"] = r.reason;
       outliers.push_back(row);
@@ -28,21 +29,28 @@ nlohmann::json to_json(const Analysis& a) {
   }
   json pcs = json::array();
   for (const auto& f : a.pc_frequencies) {
-    json pc = {{"component", f.component}, {"explained", f.explained}, {"cycles_per_position", f.cycles_per_position},
-               {"period", f.period}, {"power_share", f.power_share}, {"spectral_entropy", f.spectral_entropy}};
+    json pc = {
+        {"component", f.component}, {"explained", f.explained},     {"cycles_per_position", f.cycles_per_position},
+        {"period", f.period},       {"power_share", f.power_share}, {"spectral_entropy", f.spectral_entropy}};
     if (!f.projection.empty()) pc["projection"] = f.projection;
     pcs.push_back(pc);
   }
   auto circle_json = [](const Circle& c) {
-    return json{{"components", {c.first, c.second}}, {"period", c.period}, {"turns", c.frequency},
-                {"explained", c.explained}, {"concentration", c.concentration}, {"circularity", c.circularity}};
+    return json{{"components", {c.first, c.second}},
+                {"period", c.period},
+                {"turns", c.frequency},
+                {"explained", c.explained},
+                {"concentration", c.concentration},
+                {"circularity", c.circularity}};
   };
   json circles = json::array();
   for (const auto& c : a.circles) circles.push_back(circle_json(c));
   json helix = nullptr;
   if (a.helix)
-    helix = {{"circle", circle_json(a.helix->circle)}, {"slow_component", a.helix->slow},
-             {"slow_period", a.helix->slow_period}, {"explained", a.helix->explained}};
+    helix = {{"circle", circle_json(a.helix->circle)},
+             {"slow_component", a.helix->slow},
+             {"slow_period", a.helix->slow_period},
+             {"explained", a.helix->explained}};
   // The vectors and structures; every scalar metric comes from the one list (analysis/metric_list.h).
   json j = {
       {"source", a.source},
@@ -57,11 +65,18 @@ nlohmann::json to_json(const Analysis& a) {
       {"cos_by_offset", a.cos_by_offset},
       {"half_offset", a.half_offset ? json(*a.half_offset) : json(nullptr)},
       {"shuffled", smooth(a.shuffled)},
-      {"shuffle_control", {{"copies", a.shuffle_control.copies}, {"mean", a.shuffle_control.mean}, {"sd", a.shuffle_control.sd},
-                           {"z", a.shuffle_control.z}}},
-      {"noise_floor", {{"beta", a.noise.beta}, {"omega", a.noise.omega}, {"threshold", a.noise.threshold},
-                       {"noise_sigma", a.noise.noise_sigma}, {"signal_rank", a.noise.signal_rank},
-                       {"signal_share", a.noise.signal_share}}},
+      {"shuffle_control",
+       {{"copies", a.shuffle_control.copies},
+        {"mean", a.shuffle_control.mean},
+        {"sd", a.shuffle_control.sd},
+        {"z", a.shuffle_control.z}}},
+      {"noise_floor",
+       {{"beta", a.noise.beta},
+        {"omega", a.noise.omega},
+        {"threshold", a.noise.threshold},
+        {"noise_sigma", a.noise.noise_sigma},
+        {"signal_rank", a.noise.signal_rank},
+        {"signal_share", a.noise.signal_share}}},
       {"row_norms", a.row_norms},
       {"boundary", boundary},
       {"boundary_outliers", outliers},
@@ -74,50 +89,59 @@ nlohmann::json to_json(const Analysis& a) {
       {"seconds", a.seconds},
   };
   for (const Metric& m : scalar_metrics()) {
-    if (j.contains(m.key)) throw std::logic_error(std::string("analysis JSON: the scalar metric '") + m.key +
-                                                  "' has the name of a structure");
+    if (j.contains(m.key))
+      throw std::logic_error(std::string("analysis JSON: the scalar metric '") + m.key +
+                             "' has the name of a structure");
     j[m.key] = metric_json(m, a);
   }
   return j;
 }
 
 std::string one_line(const Analysis& a) {
-  return fmt::format("above noise {} ({:.0f}% of variance) | k90 {} | eff rank {:.1f} | adjacent cos {:.3f} (shuffled "
-                     "{:.3f} ± {:.3f}) | sinusoid R² {:.3f}",
-                     a.noise.signal_rank, 100 * a.noise.signal_share, a.k90, a.effective_rank, a.smooth.adjacent_cosine,
-                     a.shuffle_control.mean, a.shuffle_control.sd, a.sinusoid_r2);
+  return fmt::format(
+      "above noise {} ({:.0f}% of variance) | k90 {} | eff rank {:.1f} | adjacent cos {:.3f} (shuffled "
+      "{:.3f} ± {:.3f}) | sinusoid R² {:.3f}",
+      a.noise.signal_rank, 100 * a.noise.signal_share, a.k90, a.effective_rank, a.smooth.adjacent_cosine,
+      a.shuffle_control.mean, a.shuffle_control.sd, a.sinusoid_r2);
 }
 
 std::string summary_text(const Analysis& a) {
-  std::string s = fmt::format("{}: {} positions x {} dims{}\n", a.source, a.positions, a.dims,
-                              a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
+  std::string s =
+      fmt::format("{}: {} positions x {} dims{}\n", a.source, a.positions, a.dims,
+                  a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
-  s += fmt::format("  noise floor   {} components above it hold {:.1f}% of the variance | noise sd {:.3g} | threshold "
-                   "σ > {:.3g} (ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho)\n",
-                   a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, a.noise.omega,
-                   a.noise.beta);
+  s += fmt::format(
+      "  noise floor   {} components above it hold {:.1f}% of the variance | noise sd {:.3g} | threshold "
+      "σ > {:.3g} (ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho)\n",
+      a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, a.noise.omega,
+      a.noise.beta);
   std::string top;
   for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
     top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);
   s += fmt::format("  top PCs       {}\n", top);
-  s += fmt::format("  eff. dims     entropy rank {:.2f} | Roy-Vetterli {:.2f} | participation {:.2f} | stable rank {:.2f}\n",
-                   a.effective_rank, a.roy_vetterli_rank, a.participation_ratio, a.stable_rank);
-  s += fmt::format("  similarity    adjacent cos {:.4f} | cos at offset 1/2/4/8: {} | half-decay offset {}\n",
-                   a.smooth.adjacent_cosine,
-                   [&] {
-                     std::string o;
-                     for (size_t k : {1, 2, 4, 8})
-                       if (k <= a.cos_by_offset.size()) o += fmt::format("{}{:.3f}", o.empty() ? "" : "/", a.cos_by_offset[k - 1]);
-                     return o;
-                   }(),
-                   a.half_offset ? std::to_string(*a.half_offset) : std::string("none"));
-  s += fmt::format("  order         adjacent cos {:.4f} against {:.4f} ± {:.4f} for {} row-shuffled copies (z = {:.1f})\n",
-                   a.smooth.adjacent_cosine, a.shuffle_control.mean, a.shuffle_control.sd, a.shuffle_control.copies,
-                   a.shuffle_control.z);
-  s += fmt::format("  smoothness    1st-diff energy {:.3f} (shuffled {:.3f}, noise ≈ 2) | 2nd-diff {:.3f} (shuffled {:.3f}, noise ≈ 6)\n",
-                   a.smooth.first_difference_energy, a.shuffled.first_difference_energy,
-                   a.smooth.second_difference_energy, a.shuffled.second_difference_energy);
+  s += fmt::format(
+      "  eff. dims     entropy rank {:.2f} | Roy-Vetterli {:.2f} | participation {:.2f} | stable rank {:.2f}\n",
+      a.effective_rank, a.roy_vetterli_rank, a.participation_ratio, a.stable_rank);
+  s += fmt::format(
+      "  similarity    adjacent cos {:.4f} | cos at offset 1/2/4/8: {} | half-decay offset {}\n",
+      a.smooth.adjacent_cosine,
+      [&] {
+        std::string o;
+        for (size_t k : {1, 2, 4, 8})
+          if (k <= a.cos_by_offset.size()) o += fmt::format("{}{:.3f}", o.empty() ? "" : "/", a.cos_by_offset[k - 1]);
+        return o;
+      }(),
+      a.half_offset ? std::to_string(*a.half_offset) : std::string("none"));
+  s += fmt::format(
+      "  order         adjacent cos {:.4f} against {:.4f} ± {:.4f} for {} row-shuffled copies (z = {:.1f})\n",
+      a.smooth.adjacent_cosine, a.shuffle_control.mean, a.shuffle_control.sd, a.shuffle_control.copies,
+      a.shuffle_control.z);
+  s += fmt::format(
+      "  smoothness    1st-diff energy {:.3f} (shuffled {:.3f}, noise ≈ 2) | 2nd-diff {:.3f} (shuffled {:.3f}, noise ≈ "
+      "6)\n",
+      a.smooth.first_difference_energy, a.shuffled.first_difference_energy, a.smooth.second_difference_energy,
+      a.shuffled.second_difference_energy);
   // Four components a line, at most eight: positions per cycle, the peak's share of the power, spectral entropy H.
   s += "  periods       (positions per cycle of each component, its peak's share of the power, spectral entropy H)\n";
   const size_t shown = std::min<size_t>(8, a.pc_frequencies.size());
@@ -129,14 +153,16 @@ std::string summary_text(const Analysis& a) {
                      slow ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy);
     if (k % 4 == 3 || k + 1 == shown)
       s += k + 1 == shown && shown < a.pc_frequencies.size()
-               ? fmt::format("\n                and {} more above the noise floor, in the JSON\n", a.pc_frequencies.size() - shown)
+               ? fmt::format("\n                and {} more above the noise floor, in the JSON\n",
+                             a.pc_frequencies.size() - shown)
                : "\n";
   }
   std::string circles;
   for (const auto& c : a.circles)
-    circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})", circles.empty() ? "" : " | ",
-                           c.first, c.second, c.period, 100 * c.explained, c.circularity);
-  s += fmt::format("  circles       {}\n", circles.empty() ? std::string("none among the components above the noise floor") : circles);
+    circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})",
+                           circles.empty() ? "" : " | ", c.first, c.second, c.period, 100 * c.explained, c.circularity);
+  s += fmt::format("  circles       {}\n",
+                   circles.empty() ? std::string("none among the components above the noise floor") : circles);
   if (a.helix)
     s += fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} (period {:.1f}): {:.1f}% of the variance\n",
                      a.helix->circle.first, a.helix->circle.second, a.helix->circle.period, a.helix->slow,
@@ -144,11 +170,13 @@ std::string summary_text(const Analysis& a) {
   std::string strongest;
   for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
     strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);
-  s += fmt::format("  sinusoids     R² of the {} lowest frequencies {:.3f} | of the {} strongest {:.3f} (periods {}{})\n",
-                   a.sinusoid_k, a.sinusoid_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
-                   a.strongest_frequencies.size() > 4 ? ", …" : "");
-  s += fmt::format("  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",
-                   a.translation_invariance, a.shuffled_translation_invariance, a.monotonicity, a.shuffled_monotonicity);
+  s += fmt::format(
+      "  sinusoids     R² of the {} lowest frequencies {:.3f} | of the {} strongest {:.3f} (periods {}{})\n",
+      a.sinusoid_k, a.sinusoid_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
+      a.strongest_frequencies.size() > 4 ? ", …" : "");
+  s += fmt::format(
+      "  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",
+      a.translation_invariance, a.shuffled_translation_invariance, a.monotonicity, a.shuffled_monotonicity);
   std::string rebuilt, strides, shuffled;
   for (const auto& r : a.reconstruction) {
     strides += fmt::format("{}{}", strides.empty() ? "" : "/", r.stride);
@@ -162,7 +190,8 @@ std::string summary_text(const Analysis& a) {
   std::string out;
   for (const auto& r : a.boundary)
     if (r.outlier) out += fmt::format("\n    position {}: {}", r.position, r.reason);
-  s += "  boundaries    " + (out.empty() ? std::string("no outliers among the first and last rows") : "outliers:" + out) + "\n";
+  s += "  boundaries    " +
+       (out.empty() ? std::string("no outliers among the first and last rows") : "outliers:" + out) + "\n";
   return s;
 }
 

@@ -14,7 +14,8 @@ namespace poslab {
 
 struct GridAnalysis {
   int64_t rows = 0, cols = 0, dims = 0;
-  // Mean cosine similarity of the patch pairs (r, c), (r + Δr, c + Δc): (2R − 1, 2C − 1), entry [Δr + R − 1][Δc + C − 1].
+  // Mean cosine similarity of the patch pairs (r, c), (r + Δr, c + Δc): (2R − 1, 2C − 1), entry [Δr + R − 1][Δc + C −
+  // 1].
   torch::Tensor similarity_by_offset;
   // The two-way split of the centred rows: W_rc − w̄ = a_r + b_c + e_rc (a_r the mean of grid row r minus w̄, b_c of
   // column c). Shares of Σ‖W_rc − w̄‖² held by the row part (C Σ‖a_r‖²), the column part (R Σ‖b_c‖²) and the rest.

@@ -28,7 +28,7 @@ double reconstruction_error(const torch::Tensor& W, int stride) {
   }
   auto index = [](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kInt64); };
   const auto w_lo = W.index_select(0, index(lo)), w_hi = W.index_select(0, index(hi));  // (R, d)
-  const auto frac = torch::tensor(t, torch::kFloat64).unsqueeze(1);                      // (R, 1)
+  const auto frac = torch::tensor(t, torch::kFloat64).unsqueeze(1);                     // (R, 1)
   const auto rebuilt = w_lo + frac * (w_hi - w_lo);
   const auto truth = W.index_select(0, index(rows));
   const double spread = (truth - W.mean(0, true)).pow(2).sum().item<double>();
@@ -39,17 +39,17 @@ double reconstruction_error(const torch::Tensor& W, int stride) {
 PositionProbe position_probe(const torch::Tensor& W) {
   const int64_t P = W.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  const auto X = W.slice(0, 0, P, 2), Xt = W.slice(0, 1, P, 2);                     // even rows, odd rows
-  const auto y = torch::arange(0, P, 2, f64), yt = torch::arange(1, P, 2, f64);     // their positions
+  const auto X = W.slice(0, 0, P, 2), Xt = W.slice(0, 1, P, 2);                  // even rows, odd rows
+  const auto y = torch::arange(0, P, 2, f64), yt = torch::arange(1, P, 2, f64);  // their positions
   const int64_t n = X.size(0);
   // Intercept unpenalised: centre on the even rows' means.
   const auto mx = X.mean(0, true);
   const double my = y.mean().item<double>();
   const auto Xc = X - mx, yc = y - my;
   const auto usv = torch::linalg_svd(Xc, /*full_matrices=*/false);
-  const auto& U = std::get<0>(usv);   // (n, r)
-  const auto& S = std::get<1>(usv);   // (r,)
-  const auto& Vh = std::get<2>(usv);  // (r, d)
+  const auto& U = std::get<0>(usv);               // (n, r)
+  const auto& S = std::get<1>(usv);               // (r,)
+  const auto& Vh = std::get<2>(usv);              // (r, d)
   const auto Uty = U.transpose(0, 1).matmul(yc);  // (r,)
   const auto S2 = S.pow(2);
   const double scale = std::max(S2.sum().item<double>() / static_cast<double>(n), 1e-300);
@@ -59,9 +59,9 @@ PositionProbe position_probe(const torch::Tensor& W) {
   double best = std::numeric_limits<double>::infinity();
   for (int k = -16; k <= 6; ++k) {
     const double lambda = scale * std::pow(10.0, k / 2.0);
-    const auto shrink = S2 / (S2 + lambda);                                         // (r,)
-    const auto fitted = U.matmul(shrink * Uty);                                     // (n,)
-    const auto h = U.pow(2).matmul(shrink) + 1.0 / static_cast<double>(n);          // (n,) H_ii
+    const auto shrink = S2 / (S2 + lambda);                                 // (r,)
+    const auto fitted = U.matmul(shrink * Uty);                             // (n,)
+    const auto h = U.pow(2).matmul(shrink) + 1.0 / static_cast<double>(n);  // (n,) H_ii
     const auto denom = 1.0 - h;
     if (denom.min().item<double>() < 1e-9) continue;  // a row fitted exactly: its left-out error is undefined
     const double loo = ((yc - fitted) / denom).pow(2).mean().item<double>();

@@ -18,7 +18,8 @@ double mp_cdf_at_angle(double beta, double phi) {
   auto f = [&](double x) {
     const double s = std::sin(x), c = std::cos(x);
     const double t = a + (b - a) * s * s;
-    return t > 0 ? (b - a) * (b - a) * s * s * c * c / (M_PI * beta * t) : (b - a) * c * c / (M_PI * beta);  // limit at t = 0 (β = 1)
+    return t > 0 ? (b - a) * (b - a) * s * s * c * c / (M_PI * beta * t)
+                 : (b - a) * c * c / (M_PI * beta);  // limit at t = 0 (β = 1)
   };
   const int n = 2000;  // even
   const double h = phi / n;
@@ -30,7 +31,8 @@ double mp_cdf_at_angle(double beta, double phi) {
 }  // namespace
 
 double marchenko_pastur_median(double beta) {
-  if (!(beta > 0 && beta <= 1)) throw std::invalid_argument("marchenko_pastur_median: beta must be in (0, 1], got " + std::to_string(beta));
+  if (!(beta > 0 && beta <= 1))
+    throw std::invalid_argument("marchenko_pastur_median: beta must be in (0, 1], got " + std::to_string(beta));
   // ~5 ms each; every snapshot of a run has the same shape, so each β is computed once per process.
   static std::mutex mutex;
   static std::map<double, double> cache;

@@ -122,8 +122,8 @@ CurvePeriod curve_period(const std::vector<double>& x) {
   for (size_t f = 2; f <= bins; ++f)
     if (power[f] > power[peak]) peak = f;
   const double half = static_cast<double>(x.size()) / 2;
-  c.frequency = argmax_on([&](double f) { return sinusoid_energy(x, f); }, std::max(0.5, peak - 0.5),
-                          std::min(half, peak + 0.5));
+  c.frequency =
+      argmax_on([&](double f) { return sinusoid_energy(x, f); }, std::max(0.5, peak - 0.5), std::min(half, peak + 0.5));
   c.period = static_cast<double>(x.size()) / c.frequency;
   c.power_share = power[peak] / total;
   double h = 0;
@@ -133,8 +133,8 @@ CurvePeriod curve_period(const std::vector<double>& x) {
   return c;
 }
 
-std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections, const std::vector<double>& explained,
-                                 const std::vector<CurvePeriod>& periods) {
+std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
+                                 const std::vector<double>& explained, const std::vector<CurvePeriod>& periods) {
   const size_t n = std::min({projections.size(), explained.size(), periods.size()});
   std::vector<Circle> candidates;
   for (size_t a = 0; a < n; ++a) {

@@ -24,9 +24,9 @@ double dtft_power(const std::vector<double>& x, double f);
 double sinusoid_energy(const std::vector<double>& x, double f);
 
 struct CurvePeriod {
-  double frequency = 0;         // cycles per table at the peak, refined between bins (0 for a flat curve)
-  double period = 0;            // P / frequency positions (0 for a flat curve)
-  double power_share = 0;       // share of the non-DC power at the peak's bin
+  double frequency = 0;    // cycles per table at the peak, refined between bins (0 for a flat curve)
+  double period = 0;       // P / frequency positions (0 for a flat curve)
+  double power_share = 0;  // share of the non-DC power at the peak's bin
   double spectral_entropy = 0;  // −Σ p_f ln p_f / ln(⌊P/2⌋) over the non-DC bins: 0 for one bin, ≈ 1 for white noise
 };
 
@@ -42,15 +42,15 @@ struct Circle {
   double period = 0;          // positions per turn
   double explained = 0;       // the pair's share of the centred variance
   double concentration = 0;   // share of the pair's power at ±frequency (1 = all of it)
-  double circularity = 0;     // (|Z₊|² − |Z₋|²) / (|Z₊|² + |Z₋|²) in absolute value: 1 a circle turning one way, 0 a line
+  double circularity = 0;  // (|Z₊|² − |Z₋|²) / (|Z₊|² + |Z₋|²) in absolute value: 1 a circle turning one way, 0 a line
 };
 
 // A circle with a slow third component: a helix along the table.
 struct Helix {
   Circle circle;
-  int slow = 0;               // 1-based component number
-  double slow_period = 0;     // its period (at least the circle's)
-  double explained = 0;       // the three components' share of the centred variance
+  int slow = 0;            // 1-based component number
+  double slow_period = 0;  // its period (at least the circle's)
+  double explained = 0;    // the three components' share of the centred variance
 };
 
 // Thresholds of the circle and helix rules (docs/analysis.md).
@@ -63,8 +63,8 @@ constexpr double kSlowPowerShare = 0.5;       // the slow component's power most
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at
 // the frequency of z's own peak near theirs. Greedy by the pair's explained share: each component in one circle at
 // most. Strongest first.
-std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections, const std::vector<double>& explained,
-                                 const std::vector<CurvePeriod>& periods);
+std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
+                                 const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
 
 // The strongest circle with the strongest component outside every circle that is slow: its power mostly in the
 // lowest bin (one cycle over the table or less), its frequency no higher than the circle's; nullopt without one.

@@ -43,9 +43,9 @@ PositionTokenGeometry position_token_geometry(const torch::Tensor& wte_in, const
 
   const int64_t C = g.dims;
   const double mean_var = T_c.pow(2).sum().item<double>() / static_cast<double>(C);  // (V − 1) cancels in the ratio
-  const auto along = T_c.matmul(Vp).pow(2).sum(0);        // (k,) ‖T_c v_i‖²
+  const auto along = T_c.matmul(Vp).pow(2).sum(0);                                   // (k,) ‖T_c v_i‖²
   g.token_variance_ratio = metrics::to_vector(along / mean_var);
-  const auto weights = Vt.transpose(0, 1).matmul(Vp).pow(2);  // (C, k): (t_j · v_i)²
+  const auto weights = Vt.transpose(0, 1).matmul(Vp).pow(2);                                 // (C, k): (t_j · v_i)²
   const auto rank_pos = (torch::arange(C, torch::kFloat64) + 0.5) / static_cast<double>(C);  // (C,)
   g.token_spectrum_quantile = metrics::to_vector(rank_pos.matmul(weights));
 

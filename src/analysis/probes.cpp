@@ -112,8 +112,9 @@ LiteratureProbes literature_probes(const torch::Tensor& W, uint64_t seed) {
 }
 
 nlohmann::json to_json(const LiteratureProbes& p) {
-  return {{"protocol", "Wang & Chen 2020: 5-fold CV; linear regression row -> index (MAE after rounding); logistic "
-                       "regression [w_i; w_j] -> i < j (accuracy)"},
+  return {{"protocol",
+           "Wang & Chen 2020: 5-fold CV; linear regression row -> index (MAE after rounding); logistic "
+           "regression [w_i; w_j] -> i < j (accuracy)"},
           {"folds", p.folds},
           {"absolute_mae", p.absolute_mae},
           {"relative_accuracy", p.relative_accuracy},

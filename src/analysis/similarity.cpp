@@ -18,8 +18,8 @@ double z_score(double v, double mean, double sd) {
 
 torch::Tensor cosine_matrix(const torch::Tensor& W) {
   auto n = W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // (P, 1)
-  auto U = W / n;                                                // unit rows; zero rows stay zero
-  return U.matmul(U.transpose(0, 1));                            // (P, P)
+  auto U = W / n;                                             // unit rows; zero rows stay zero
+  return U.matmul(U.transpose(0, 1));                         // (P, P)
 }
 
 Smoothness smoothness(const torch::Tensor& W) {
@@ -30,8 +30,8 @@ Smoothness smoothness(const torch::Tensor& W) {
   s.first_difference_energy = spread > 0 ? d1.pow(2).sum().item<double>() / spread : 0.0;
   s.second_difference_energy = spread > 0 ? d2.pow(2).sum().item<double>() / spread : 0.0;
   auto n = W.norm(2, 1).clamp_min(1e-300);
-  s.adjacent_cosine = ((W.slice(0, 1) * W.slice(0, 0, -1)).sum(1) / (n.slice(0, 1) * n.slice(0, 0, -1)))
-                          .mean().item<double>();
+  s.adjacent_cosine =
+      ((W.slice(0, 1) * W.slice(0, 0, -1)).sum(1) / (n.slice(0, 1) * n.slice(0, 0, -1))).mean().item<double>();
   return s;
 }
 
@@ -57,7 +57,8 @@ ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, i
   std::vector<double> values;
   for (int k = 0; k < copies; ++k) {
     const std::vector<int64_t> perm = shuffle_permutation(P, seed + static_cast<uint64_t>(k));
-    double sum = 0;  // the shuffled copy's row i is the table's row perm[i]: its adjacent pairs are C[perm[i], perm[i+1]]
+    // the shuffled copy's row i is the table's row perm[i]: its adjacent pairs are C[perm[i], perm[i+1]]
+    double sum = 0;
     for (int64_t i = 0; i + 1 < P; ++i) sum += cp[perm[i] * P + perm[i + 1]];
     values.push_back(sum / static_cast<double>(P - 1));
   }
@@ -104,8 +105,8 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
   out.boundary.clear();
   if (b < 1) return;
   auto inner_norms = norms.slice(0, b, P - b);
-  auto adj = torch::tensor(out.adjacent_cosines, torch::kFloat64);      // (P−1,)
-  auto inner_adj = adj.slice(0, b, P - 1 - b);                          // pairs fully inside
+  auto adj = torch::tensor(out.adjacent_cosines, torch::kFloat64);  // (P−1,)
+  auto inner_adj = adj.slice(0, b, P - 1 - b);                      // pairs fully inside
   const double nm = inner_norms.mean().item<double>(), ns = inner_norms.std().item<double>();
   const double am = inner_adj.mean().item<double>(), as = inner_adj.std().item<double>();
   for (int64_t i = 0; i < P; ++i) {
@@ -118,7 +119,8 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
     r.cosine_z = z_score(r.neighbour_cosine, am, as);
     char buf[256];
     if (std::abs(r.norm_z) > opt.outlier_z) {
-      std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z, nm, ns);
+      std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z,
+                    nm, ns);
       r.reason = buf;
     }
     if (std::abs(r.cosine_z) > opt.outlier_z) {

@@ -12,11 +12,12 @@ namespace {
 // R² of W from the constant and sin/cos at the given frequencies (cycles per table): 1 − ‖W − B·C‖² / ‖W_c‖².
 double fit_r2(const torch::Tensor& W, const std::vector<int>& frequencies) {
   const int64_t P = W.size(0);
-  auto pos = torch::arange(P, torch::kFloat64).unsqueeze(1);                                            // (P, 1)
-  auto freq = torch::tensor(std::vector<double>(frequencies.begin(), frequencies.end()), torch::kFloat64).unsqueeze(0);  // (1, K)
-  auto angle = 2 * M_PI * pos * freq / static_cast<double>(P);                                          // (P, K)
+  auto pos = torch::arange(P, torch::kFloat64).unsqueeze(1);  // (P, 1)
+  auto freq = torch::tensor(std::vector<double>(frequencies.begin(), frequencies.end()), torch::kFloat64)
+                  .unsqueeze(0);                                                                         // (1, K)
+  auto angle = 2 * M_PI * pos * freq / static_cast<double>(P);                                           // (P, K)
   auto B = torch::cat({torch::ones({P, 1}, torch::kFloat64), torch::sin(angle), torch::cos(angle)}, 1);  // (P, 2K+1)
-  auto coeff = torch::linalg_solve(B.transpose(0, 1).matmul(B), B.transpose(0, 1).matmul(W));           // (2K+1, d)
+  auto coeff = torch::linalg_solve(B.transpose(0, 1).matmul(B), B.transpose(0, 1).matmul(W));            // (2K+1, d)
   const double resid = (W - B.matmul(coeff)).pow(2).sum().item<double>();
   const double spread = (W - W.mean(0, true)).pow(2).sum().item<double>();
   return spread > 0 ? 1.0 - resid / spread : 0.0;
@@ -76,7 +77,8 @@ void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const
   out.sinusoid_r2 = fit_r2(W, lowest);
   std::vector<int> bins((P - 1) / 2);  // f = 1 … ⌈P/2⌉ − 1
   std::iota(bins.begin(), bins.end(), 1);
-  std::stable_sort(bins.begin(), bins.end(), [&](int a, int b) { return out.periodogram[a - 1] > out.periodogram[b - 1]; });
+  std::stable_sort(bins.begin(), bins.end(),
+                   [&](int a, int b) { return out.periodogram[a - 1] > out.periodogram[b - 1]; });
   out.strongest_frequencies.assign(bins.begin(), bins.begin() + K);
   out.sinusoid_r2_strongest = fit_r2(W, out.strongest_frequencies);
 }

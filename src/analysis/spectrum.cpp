@@ -27,9 +27,9 @@ double exp_entropy(const torch::Tensor& p) {
 }  // namespace
 
 torch::Tensor spectrum(const torch::Tensor& W, Analysis& out) {
-  auto sv = torch::linalg_svdvals(W);                                   // (r,)
-  auto Wc = W - W.mean(0, /*keepdim=*/true);                            // (P, d)
-  auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);     // S: (r,), Vh: (r, d)
+  auto sv = torch::linalg_svdvals(W);                                // (r,)
+  auto Wc = W - W.mean(0, /*keepdim=*/true);                         // (P, d)
+  auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);  // S: (r,), Vh: (r, d)
   out.singular_values = to_vector(sv);
   out.singular_values_centered = to_vector(S);
 

@@ -30,9 +30,12 @@ std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const Analy
 
 const char* outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::emerged: return "emerged";
-    case Outcome::present_from_start: return "present from the start";
-    case Outcome::not_formed: return "not formed";
+    case Outcome::emerged:
+      return "emerged";
+    case Outcome::present_from_start:
+      return "present from the start";
+    case Outcome::not_formed:
+      return "not formed";
   }
   return "?";
 }
@@ -42,7 +45,8 @@ namespace {
 std::string signal_words(const Analysis& a) {
   if (a.noise.signal_rank == 0) return "no component above the noise floor";
   return fmt::format("{} component{} above the noise floor hold{} {:.0f} % of the variance", a.noise.signal_rank,
-                     a.noise.signal_rank == 1 ? "" : "s", a.noise.signal_rank == 1 ? "s" : "", 100 * a.noise.signal_share);
+                     a.noise.signal_rank == 1 ? "" : "s", a.noise.signal_rank == 1 ? "s" : "",
+                     100 * a.noise.signal_share);
 }
 
 std::string order_words(const Analysis& a) {
@@ -63,7 +67,9 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
   Verdict v;
   v.thresholds = t;
   if (points.empty()) return v;
-  auto low_rank = [&](const Analysis& a) { return a.noise.signal_rank >= 1 && a.noise.signal_share >= t.min_signal_share; };
+  auto low_rank = [&](const Analysis& a) {
+    return a.noise.signal_rank >= 1 && a.noise.signal_share >= t.min_signal_share;
+  };
   auto smooth = [&](const Analysis& a) { return a.shuffle_control.z >= t.smooth_z; };
   auto present = [&](const Analysis& a) { return low_rank(a) && smooth(a); };
   // From the end backwards: the earliest step from which a criterion holds at every later snapshot.
@@ -93,9 +99,10 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
   switch (v.outcome) {
     case Outcome::emerged: {
       const Analysis& aS = *at_step(points, *v.emerged_from);
-      v.summary = fmt::format("Smooth, low-rank structure emerged from step {}: there {} (step {}: {}); {}. At step {}: {}; {}.",
-                              *v.emerged_from, signal_words(aS), first.step, a0.noise.signal_rank == 0 ? "none" : signal_words(a0),
-                              order_words(aS), last.step, signal_words(aL), order_words(aL));
+      v.summary = fmt::format(
+          "Smooth, low-rank structure emerged from step {}: there {} (step {}: {}); {}. At step {}: {}; {}.",
+          *v.emerged_from, signal_words(aS), first.step, a0.noise.signal_rank == 0 ? "none" : signal_words(a0),
+          order_words(aS), last.step, signal_words(aL), order_words(aL));
       break;
     }
     case Outcome::present_from_start:
@@ -105,12 +112,14 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
           first.step, signal_words(a0), order_words(a0), last.step, signal_words(aL), order_words(aL));
       break;
     case Outcome::not_formed: {
-      auto from = [](const std::optional<int64_t>& s) { return s ? fmt::format("from step {}", *s) : std::string("no"); };
-      v.summary = fmt::format("No stable smooth, low-rank structure{}: at step {} {}; {}. Low rank (components above the "
-                              "noise floor hold >= {:.0f} % of the variance): {}; smooth (z >= {:.1f}): {}.",
-                              v.present_at_start ? " (it was present at the first snapshot and was lost)" : "", last.step,
-                              signal_words(aL), order_words(aL), 100 * t.min_signal_share, from(v.low_rank_from),
-                              t.smooth_z, from(v.smooth_from));
+      auto from = [](const std::optional<int64_t>& s) {
+        return s ? fmt::format("from step {}", *s) : std::string("no");
+      };
+      v.summary = fmt::format(
+          "No stable smooth, low-rank structure{}: at step {} {}; {}. Low rank (components above the "
+          "noise floor hold >= {:.0f} % of the variance): {}; smooth (z >= {:.1f}): {}.",
+          v.present_at_start ? " (it was present at the first snapshot and was lost)" : "", last.step, signal_words(aL),
+          order_words(aL), 100 * t.min_signal_share, from(v.low_rank_from), t.smooth_z, from(v.smooth_from));
       break;
     }
   }
@@ -152,17 +161,18 @@ nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points) {
 
 nlohmann::json verdict_json(const Verdict& v, const std::vector<TrajectoryPoint>& points) {
   auto opt = [](const std::optional<int64_t>& s) { return s ? nlohmann::json(*s) : nlohmann::json(nullptr); };
-  nlohmann::json j = {{"outcome", outcome_name(v.outcome)},
-                      {"emerged", v.emerged},
-                      {"emerged_from", opt(v.emerged_from)},
-                      {"present_at_start", v.present_at_start},
-                      {"present_from", opt(v.present_from)},
-                      {"low_rank", v.low_rank},
-                      {"low_rank_from", opt(v.low_rank_from)},
-                      {"smooth", v.smooth},
-                      {"smooth_from", opt(v.smooth_from)},
-                      {"thresholds", {{"min_signal_share", v.thresholds.min_signal_share}, {"smooth_z", v.thresholds.smooth_z}}},
-                      {"summary", v.summary}};
+  nlohmann::json j = {
+      {"outcome", outcome_name(v.outcome)},
+      {"emerged", v.emerged},
+      {"emerged_from", opt(v.emerged_from)},
+      {"present_at_start", v.present_at_start},
+      {"present_from", opt(v.present_from)},
+      {"low_rank", v.low_rank},
+      {"low_rank_from", opt(v.low_rank_from)},
+      {"smooth", v.smooth},
+      {"smooth_from", opt(v.smooth_from)},
+      {"thresholds", {{"min_signal_share", v.thresholds.min_signal_share}, {"smooth_z", v.thresholds.smooth_z}}},
+      {"summary", v.summary}};
   if (!points.empty()) {
     nlohmann::json h = nlohmann::json::object();
     for (const HalfChange& c : half_change_steps(points)) h[c.key] = opt(c.step);

@@ -11,7 +11,8 @@
 
 namespace poslab {
 
-// The verdict reads each snapshot against the noise and the shuffled controls (docs/analysis.md, "Trajectory and verdict"):
+// The verdict reads each snapshot against the noise and the shuffled controls (docs/analysis.md, "Trajectory and
+// verdict"):
 //   present:  low rank  — the components above the noise floor (Gavish–Donoho) hold >= min_signal_share of the
 //                         centred variance, and there is at least one;
 //             smooth    — the adjacent cosine is >= smooth_z standard deviations above the mean of the row-shuffled

@@ -11,16 +11,16 @@
 
 #include "analysis/snapshot_hook.h"
 #include "data/batches.h"
+#include "formats/npy.h"
 #include "model/gpt.h"
 #include "ops/autocast.h"
 #include "ops/bf16_products.h"
+#include "train/autotune.h"
 #include "train/optim.h"
 #include "train/schedule.h"
-#include "train/autotune.h"
 #include "train/step.h"
 #include "util/cuda.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 #include "util/platform.h"
 
 namespace poslab {
@@ -133,15 +133,28 @@ double snapshot_analysis_ms(GPT& model) {
 
 // The config benchmarked: the model's shape, the optimizer's settings, the steps and threads.
 nlohmann::json config_json(const Config& cfg, int64_t vocab, int max_steps, int threads) {
-  return {{"n_layer", cfg.model.n_layer}, {"n_head", cfg.model.n_head}, {"n_embd", cfg.model.n_embd},
-          {"block_size", cfg.model.block_size}, {"batch_size", cfg.train.batch_size},
-          {"grad_accum", cfg.train.grad_accum}, {"vocab_size", vocab}, {"dtype", cfg.train.dtype},
-          {"dropout", cfg.model.dropout}, {"bias", cfg.model.bias}, {"lr", cfg.train.lr},
-          {"min_lr", cfg.train.min_lr}, {"warmup_steps", cfg.train.warmup_steps},
-          {"weight_decay", cfg.train.weight_decay}, {"decay_position_table", cfg.train.decay_position_table},
-          {"beta1", cfg.train.beta1}, {"beta2", cfg.train.beta2}, {"grad_clip", cfg.train.grad_clip},
-          {"wpe_init_std", cfg.model.wpe_init_std}, {"position", cfg.model.position},
-          {"max_steps", max_steps}, {"threads", threads}};
+  return {{"n_layer", cfg.model.n_layer},
+          {"n_head", cfg.model.n_head},
+          {"n_embd", cfg.model.n_embd},
+          {"block_size", cfg.model.block_size},
+          {"batch_size", cfg.train.batch_size},
+          {"grad_accum", cfg.train.grad_accum},
+          {"vocab_size", vocab},
+          {"dtype", cfg.train.dtype},
+          {"dropout", cfg.model.dropout},
+          {"bias", cfg.model.bias},
+          {"lr", cfg.train.lr},
+          {"min_lr", cfg.train.min_lr},
+          {"warmup_steps", cfg.train.warmup_steps},
+          {"weight_decay", cfg.train.weight_decay},
+          {"decay_position_table", cfg.train.decay_position_table},
+          {"beta1", cfg.train.beta1},
+          {"beta2", cfg.train.beta2},
+          {"grad_clip", cfg.train.grad_clip},
+          {"wpe_init_std", cfg.model.wpe_init_std},
+          {"position", cfg.model.position},
+          {"max_steps", max_steps},
+          {"threads", threads}};
 }
 
 }  // namespace
@@ -176,7 +189,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   const StepTimes run = run_steps(model, *optimizer, sampler, t, *split, device, opt);
   const double analysis_ms = snapshot_analysis_ms(model);
 
-  const int64_t tokens_per_step = static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum * cfg.model.block_size;
+  const int64_t tokens_per_step =
+      static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum * cfg.model.block_size;
   const double ms_per_step = 1000.0 * run.timed_seconds / opt.steps;
   const double tok_s = tokens_per_step / (run.timed_seconds / opt.steps);
   const int64_t n_params = model->num_params(false);
@@ -190,7 +204,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
       {"libtorch", TORCH_VERSION},
       {"blas", blas_summary()},
       {"bf16_products", cfg.train.dtype != "bfloat16" || device.is_cuda() ? ""
-                        : bf16_products_in_float() ? "float (bf16 operands widened, results rounded)" : "onednn"},
+                        : bf16_products_in_float() ? "float (bf16 operands widened, results rounded)"
+                                                   : "onednn"},
       {"threads", threads},
       {"batch_split", split->ways()},
       {"adamw", adamw_on_device(cfg.train, device) ? "fused on the device" : "poslab"},

@@ -10,11 +10,12 @@
 namespace poslab {
 
 struct BenchOptions {
-  int steps = 20;           // timed optimizer steps
-  int warmup = 3;           // untimed steps first (allocator, oneDNN kernels)
-  std::string export_dir;   // non-empty: write the initial weights, the batches and the losses for scripts/torch_reference.py
-  std::string profile_path; // non-empty: LibTorch's profiler over the timed steps, a Chrome trace (chrome://tracing,
-                            // ui.perfetto.dev); scripts/profile_table.py sums it by op
+  int steps = 20;  // timed optimizer steps
+  int warmup = 3;  // untimed steps first (allocator, oneDNN kernels)
+  std::string
+      export_dir;  // non-empty: write the initial weights, the batches and the losses for scripts/torch_reference.py
+  std::string profile_path;  // non-empty: LibTorch's profiler over the timed steps, a Chrome trace (chrome://tracing,
+                             // ui.perfetto.dev); scripts/profile_table.py sums it by op
 };
 
 // Trains cfg's model for warmup + steps updates on a seeded random token stream (no corpus needed) and

@@ -10,26 +10,28 @@
 #include "analysis/format.h"
 #include "analysis/grid.h"
 #include "analysis/metric_list.h"
-#include "analysis/probes.h"
 #include "analysis/position_token.h"
+#include "analysis/probes.h"
+#include "data/dataset.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
 #include "report/run_ending.h"
 #include "run/run_folder.h"
-#include "data/dataset.h"
 #include "train/evaluate.h"
 #include "train/snapshot.h"
-#include "util/platform.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/platform.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
 
 void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
-  cmd->add_option("input", t.input, "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
-                                    "folder (every table its family keeps: docs/models.md)");
-  cmd->add_option("--tensor", t.tensor, "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight");
+  cmd->add_option("input", t.input,
+                  "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
+                  "folder (every table its family keeps: docs/models.md)");
+  cmd->add_option("--tensor", t.tensor,
+                  "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight");
   cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str();
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str();
@@ -41,8 +43,9 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
 }
 
 void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
-  cmd->add_option("--min-signal-share", t.min_signal_share,
-                  "verdict: low rank when the components above the noise floor hold at least this share of the variance")
+  cmd->add_option(
+         "--min-signal-share", t.min_signal_share,
+         "verdict: low rank when the components above the noise floor hold at least this share of the variance")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--smooth-z", t.smooth_z,
@@ -51,32 +54,46 @@ void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
   // The thresholds of the verdict on k90 / effective-rank ratios to step 0 and a fixed cosine margin: named, with
   // what replaced them, rather than "not expected".
   for (const char* old : {"--rank-ratio", "--smooth-margin"})
-    cmd->add_option_function<double>(old, [old](double) {
-         throw Error(std::string(old) + " is no longer an option: the verdict reads the noise floor and the shuffled copies",
-                     "use --min-signal-share (share of the variance above the noise floor) or --smooth-z (sd above "
-                     "the shuffled copies); docs/analysis.md, \"Trajectory and verdict\"");
-       })->group("");
+    cmd->add_option_function<double>(
+           old,
+           [old](double) {
+             throw Error(std::string(old) +
+                             " is no longer an option: the verdict reads the noise floor and the shuffled copies",
+                         "use --min-signal-share (share of the variance above the noise floor) or --smooth-z (sd above "
+                         "the shuffled copies); docs/analysis.md, \"Trajectory and verdict\"");
+           })
+        ->group("");
 }
 
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
-  auto* cmd = app.add_subcommand("analyze", "analyse a position table: spectrum, effective rank, similarity, "
-                                            "smoothness, boundaries, sinusoids");
+  auto* cmd = app.add_subcommand("analyze",
+                                 "analyse a position table: spectrum, effective rank, similarity, "
+                                 "smoothness, boundaries, sinusoids");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
-  cmd->add_flag("--probes", a.probes, "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
-                                      "logistic regression on pairs: which comes first), as their paper runs them");
-  cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")->capture_default_str();
-  cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")->capture_default_str();
-  cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")->capture_default_str();
-  cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")->capture_default_str();
+  cmd->add_flag("--probes", a.probes,
+                "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
+                "logistic regression on pairs: which comes first), as their paper runs them");
+  cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")
+      ->capture_default_str();
+  cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")
+      ->capture_default_str();
+  cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")
+      ->capture_default_str();
+  cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")
+      ->capture_default_str();
   add_verdict_options(cmd, a.thresholds);
-  cmd->add_option("--against", a.against,
-                  "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
-                  "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)");
-  cmd->add_option("--against-tensor", a.against_tensor, "tensor name when --against is a .safetensors file (default: --tensor)");
-  cmd->add_option("--k", a.k, "with --against: principal angles between the top K components (default: the smaller "
-                              "number above the noise floor)")->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--against", a.against,
+      "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
+      "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)");
+  cmd->add_option("--against-tensor", a.against_tensor,
+                  "tensor name when --against is a .safetensors file (default: --tensor)");
+  cmd->add_option("--k", a.k,
+                  "with --against: principal angles between the top K components (default: the smaller "
+                  "number above the noise floor)")
+      ->check(CLI::PositiveNumber);
   return cmd;
 }
 
@@ -114,19 +131,21 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
   AttentionKernels trained, initial;
   nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)},
                       {"initial", model_usage_json(initial_model(m), 0, &initial)}};
-  j["initial"]["source"] = m.cfg.train.init_from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : m.cfg.train.init_from;
+  j["initial"]["source"] =
+      m.cfg.train.init_from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : m.cfg.train.init_from;
   const auto& pt = j["checkpoint"]["position_token"];
   const auto& pt0 = j["initial"]["position_token"];
   out << fmt::format("\nhow the model reads its table (layer 0, {} heads; docs/analysis.md):\n", trained.n_head)
       << fmt::format(" position-only attention kernels at step {} (mean token embedding added):\n", m.meta.step)
-      << kernels_text(trained) << " the same at initialisation:\n" << kernels_text(initial)
-      << fmt::format(" position vs token directions, step {} | initialisation:\n", m.meta.step)
-      << fmt::format("  principal angles (top {}) {:.0f}° | {:.0f}° (smallest); token variance along them {:.2f} | {:.2f}; "
-                     "place in the token spectrum {:.2f} | {:.2f}\n",
-                     pt["k"].get<int>(), pt["principal_angles_degrees"][0].get<double>(),
-                     pt0["principal_angles_degrees"][0].get<double>(), pt["mean_token_variance_ratio"].get<double>(),
-                     pt0["mean_token_variance_ratio"].get<double>(), pt["mean_token_spectrum_quantile"].get<double>(),
-                     pt0["mean_token_spectrum_quantile"].get<double>())
+      << kernels_text(trained) << " the same at initialisation:\n"
+      << kernels_text(initial) << fmt::format(" position vs token directions, step {} | initialisation:\n", m.meta.step)
+      << fmt::format(
+             "  principal angles (top {}) {:.0f}° | {:.0f}° (smallest); token variance along them {:.2f} | {:.2f}; "
+             "place in the token spectrum {:.2f} | {:.2f}\n",
+             pt["k"].get<int>(), pt["principal_angles_degrees"][0].get<double>(),
+             pt0["principal_angles_degrees"][0].get<double>(), pt["mean_token_variance_ratio"].get<double>(),
+             pt0["mean_token_variance_ratio"].get<double>(), pt["mean_token_spectrum_quantile"].get<double>(),
+             pt0["mean_token_spectrum_quantile"].get<double>())
       << fmt::format("  max |cos| token row vs position row {:.3f} | {:.3f}\n", pt["max_abs_cosine"].get<double>(),
                      pt0["max_abs_cosine"].get<double>());
   // The attention the model pays on real validation windows (its corpus must be where its config says).
@@ -186,8 +205,9 @@ nlohmann::json folder_usage(const ModelFolder& m, const ModelTables& t, const Mo
   const PositionTokenGeometry g = position_token_geometry(token_embedding(m, t), table.rows);
   out << fmt::format("\nhow layer 0 reads the table ({} layout, {} heads, {}; docs/models.md):\n", t.layout, k.n_head,
                      k.causal ? "causal" : "bidirectional: offsets are distances")
-      << " position-only attention kernels (mean token embedding added):\n" << kernels_text(k)
-      << " position vs token directions:\n" << position_token_text(g);
+      << " position-only attention kernels (mean token embedding added):\n"
+      << kernels_text(k) << " position vs token directions:\n"
+      << position_token_text(g);
   return {{"layout", t.layout}, {"attention_kernels", to_json(k)}, {"position_token", to_json(g)}};
 }
 
@@ -201,8 +221,9 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
   j["source"] = a.table.input;
   nlohmann::json tables = nlohmann::json::array();
   for (const PositionTableSpec& s : t.tables)
-    if (s.frozen) out << fmt::format("{} {}: a fixed sinusoid, not analysed (poslab analyze {} --tensor {} reads it)\n",
-                                     s.role, s.tensor, a.table.input, s.tensor);
+    if (s.frozen)
+      out << fmt::format("{} {}: a fixed sinusoid, not analysed (poslab analyze {} --tensor {} reads it)\n", s.role,
+                         s.tensor, a.table.input, s.tensor);
   for (ModelTable& mt : load_model_tables(m, t)) {
     AnalysisOptions opt = a.options;
     torch::Tensor W = mt.rows;
@@ -223,11 +244,14 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
     }
     if (a.probes) {
       const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
-      out << fmt::format("  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions | relative accuracy {:.3f} over "
-                         "{} pairs (chance 0.5)\n", p.absolute_mae, p.relative_accuracy, p.pairs);
+      out << fmt::format(
+          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions | relative accuracy {:.3f} over "
+          "{} pairs (chance 0.5)\n",
+          p.absolute_mae, p.relative_accuracy, p.pairs);
       tj["literature_probes"] = to_json(p);
     }
-    if (!t.layout.empty() && a.rows.empty() && mt.spec.role != "vision") tj["model_usage"] = folder_usage(m, t, mt, out);
+    if (!t.layout.empty() && a.rows.empty() && mt.spec.role != "vision")
+      tj["model_usage"] = folder_usage(m, t, mt, out);
     if (a.baselines) {
       std::vector<std::pair<std::string, Analysis>> columns = {{mt.spec.role, an}};
       tj["baselines"] = baselines_table(a, columns, an, out);
@@ -253,15 +277,17 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool model = a.table.synthetic.empty() && !a.table.input.empty() &&
                      (is_model_folder(a.table.input) || fs::path(a.table.input).extension() == ".safetensors");
   if (model && a.table.tensor.empty()) return run_model_folder(a, out);
-  const bool run_folder = !model && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
+  const bool run_folder =
+      !model && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
   Analysis main;
   nlohmann::json j;
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
-  std::vector<TrajectoryPoint> points;  // a run folder's, and its verdict
+  std::vector<TrajectoryPoint> points;                    // a run folder's, and its verdict
   Verdict verdict;
   if (run_folder) {
-    if (!a.rows.empty()) throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");
+    if (!a.rows.empty())
+      throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");
     points = analyze_run(a.table.input, a.options);
     verdict = judge(points, a.thresholds);
     const Verdict& v = verdict;
@@ -276,7 +302,8 @@ int run_analyze(const AnalyzeArgs& a) {
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = vj;
-    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step, points.back().step);
+    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step,
+                       points.back().step);
     out << step_table(points);
     out << "\nverdict (" << outcome_name(v.outcome) << "): " << v.summary << "\n";
     std::string half;
@@ -301,11 +328,14 @@ int run_analyze(const AnalyzeArgs& a) {
     columns.emplace_back("table", main);
     if (a.probes) {
       const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
-      out << fmt::format("  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions) | relative "
-                         "accuracy {:.3f} over {} pairs (chance 0.5)\n", p.absolute_mae, p.relative_accuracy, p.pairs);
+      out << fmt::format(
+          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions) | relative "
+          "accuracy {:.3f} over {} pairs (chance 0.5)\n",
+          p.absolute_mae, p.relative_accuracy, p.pairs);
       j["literature_probes"] = to_json(p);
     }
-    if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt") j["model_usage"] = model_usage(a.table.input, out);
+    if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt")
+      j["model_usage"] = model_usage(a.table.input, out);
   }
 
   const bool with_baselines = a.baselines || run_folder;

@@ -48,8 +48,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   auto* cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
   cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
-      ->take_all();
+  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")->take_all();
   cmd->add_option("--resume", a.req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--init-from", a.req.init_from,
@@ -76,7 +75,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   cmd->add_option("config", a.config, "YAML config")->check(CLI::ExistingFile);
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", a.options.warmup, "untimed steps first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)");
   cmd->add_option("--export", a.options.export_dir,
                   "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
@@ -88,8 +89,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
 // poslab train --nproc N: checks what all workers would reject (once, here), then starts and watches them.
 int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
   if (read_dist_env().distributed())
-    throw Error("--nproc " + std::to_string(nproc) + " inside a process that a launcher already started (WORLD_SIZE is set)",
-                "leave out --nproc under torchrun or srun: they start the processes");
+    throw Error(
+        "--nproc " + std::to_string(nproc) + " inside a process that a launcher already started (WORLD_SIZE is set)",
+        "leave out --nproc under torchrun or srun: they start the processes");
   const Config cfg = train_config(req);
   check_divides("train.batch_size", cfg.train.batch_size, nproc);
   LocalLaunch launch;
@@ -105,8 +107,9 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   if (!req.resume_dir.empty() && !req.config_path.empty())
     throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
   if (!req.resume_dir.empty() && !req.init_from.empty())
-    throw CLI::ValidationError("train", "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
-                                        "continues from its own checkpoint)");
+    throw CLI::ValidationError("train",
+                               "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
+                               "continues from its own checkpoint)");
   if (a.nproc > 1) return launch_train(req, a.nproc, argc, argv);
   const DistEnv env = read_dist_env();
   if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
@@ -134,13 +137,13 @@ int run_bench_command(const BenchArgs& a) {
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   const std::string gpu = j["gpu"].get<std::string>();
   out << fmt::format("{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu);
-  out << fmt::format("{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
-                     "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
-                     j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
-                     j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(),
-                     j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
-                     j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
-                     j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
+  out << fmt::format(
+      "{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
+      "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
+      j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(), j["tokens_per_s"].get<double>(),
+      j["model_gflop_per_step"].get<double>(), j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
+      j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(), j["snapshot_analysis_ms"].get<double>(),
+      100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
   out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
   size_t width = 0;  // the longest paths' text: the times line up
@@ -150,8 +153,10 @@ int run_bench_command(const BenchArgs& a) {
                        row["ms"].get<double>(),
                        row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
                        row["paths"] == k["chosen"] ? "  <- chosen" : "");
-  if (a.json == "-") std::cout << j.dump(2) << "\n";
-  else if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+  if (a.json == "-")
+    std::cout << j.dump(2) << "\n";
+  else if (!a.json.empty())
+    write_file_atomic(a.json, j.dump(2) + "\n");
   return 0;
 }
 
@@ -171,7 +176,8 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n" << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
+    std::cerr << "error: " << e.what() << "\n"
+              << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
     return 2;
   }
   return std::nullopt;
@@ -184,8 +190,8 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   // A callback: the summary looks for a GPU, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>([] {
-    return "poslab, built with " + build_summary() + "\nBLAS: " + blas_summary();
-  }));
+                         return "poslab, built with " + build_summary() + "\nBLAS: " + blas_summary();
+                       }));
 
   // The subcommands in the order of poslab --help.
   TrainArgs train_args;

@@ -15,12 +15,16 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
-  auto* cmd = app.add_subcommand("export", "a run in other tools: a Hugging Face transformers folder (GPT-2 layout, "
-                                           "tokenizer, a logits check) or TensorBoard's event and projector files");
+  auto* cmd = app.add_subcommand("export",
+                                 "a run in other tools: a Hugging Face transformers folder (GPT-2 layout, "
+                                 "tokenizer, a logits check) or TensorBoard's event and projector files");
   cmd->add_option("input", a.input, "a checkpoint (RUN_DIR/checkpoints/latest.pt) or a run folder (its latest.pt)")
-      ->required()->check(CLI::ExistingPath);
-  cmd->add_option("--to", a.to, "hf: a folder GPT2LMHeadModel.from_pretrained loads | tensorboard: tensorboard --logdir DIR")
-      ->capture_default_str()->check(CLI::IsMember({"hf", "tensorboard"}));
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd->add_option("--to", a.to,
+                  "hf: a folder GPT2LMHeadModel.from_pretrained loads | tensorboard: tensorboard --logdir DIR")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hf", "tensorboard"}));
   cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf or RUN_DIR/export/tensorboard)");
   return cmd;
 }
@@ -29,7 +33,7 @@ int run_export(const ExportArgs& a) {
   // The run folder and the checkpoint, from either.
   const fs::path in(a.input);
   const bool is_dir = fs::is_directory(in);
-  const fs::path run = is_dir ? in
+  const fs::path run = is_dir                                         ? in
                        : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
                                                                       : in.parent_path();
   const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
@@ -43,9 +47,10 @@ int run_export(const ExportArgs& a) {
   const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);
-  std::cerr << fmt::format("wrote {} files; check them in transformers and TransformerLens with:\n"
-                           "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
-                           r.files.size(), r.dir, r.dir);
+  std::cerr << fmt::format(
+      "wrote {} files; check them in transformers and TransformerLens with:\n"
+      "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
+      r.files.size(), r.dir, r.dir);
   std::cout << r.dir << "\n";
   return 0;
 }

@@ -8,9 +8,9 @@
 namespace poslab {
 
 struct ExportArgs {
-  std::string input;          // a checkpoint or a run folder
-  std::string to = "hf";      // hf | tensorboard
-  std::string out;            // the folder written
+  std::string input;      // a checkpoint or a run folder
+  std::string to = "hf";  // hf | tensorboard
+  std::string out;        // the folder written
 };
 
 CLI::App* add_export_command(CLI::App& app, ExportArgs& a);

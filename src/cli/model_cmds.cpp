@@ -13,10 +13,10 @@
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
+#include "data/dataset.h"
 #include "extend/extend.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
-#include "data/dataset.h"
 #include "report/report.h"
 #include "run/run_files.h"
 #include "train/evaluate.h"
@@ -31,14 +31,16 @@ namespace {
 
 void add_device_option(CLI::App* cmd, std::string& device) {
   cmd->add_option("--device", device, "auto (CUDA when present) | cpu | cuda")
-      ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
 }
 
 }  // namespace
 
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
-  auto* cmd = app.add_subcommand("report", "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
-                                           "one table (.npy, .safetensors, .pt, --synthetic), or a model folder's tables");
+  auto* cmd = app.add_subcommand("report",
+                                 "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
+                                 "one table (.npy, .safetensors, .pt, --synthetic), or a model folder's tables");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
   add_verdict_options(cmd, a.thresholds);
@@ -72,8 +74,9 @@ int run_report(const ReportArgs& a) {
     torch::Tensor W = load_table(t, source);
     std::string out = a.out;
     if (out.empty())
-      out = t.input.empty() ? "report_" + t.synthetic
-                            : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
+      out = t.input.empty()
+                ? "report_" + t.synthetic
+                : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
     r = write_table_report(W, source, out, offset);
@@ -84,9 +87,11 @@ int run_report(const ReportArgs& a) {
 }
 
 CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
-  auto* cmd = app.add_subcommand("inspect", "describe a checkpoint (config, step, sizes, losses, tokenizer, its position "
-                                            "table) or a Hugging Face model folder (its files and position tables)");
-  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt, or a model folder / .safetensors")
+  auto* cmd = app.add_subcommand("inspect",
+                                 "describe a checkpoint (config, step, sizes, losses, tokenizer, its position "
+                                 "table) or a Hugging Face model folder (its files and position tables)");
+  cmd->add_option("checkpoint", a.checkpoint,
+                  "RUN_DIR/checkpoints/latest.pt or best.pt, or a model folder / .safetensors")
       ->required();
   return cmd;
 }
@@ -106,8 +111,10 @@ int inspect_model_folder(const std::string& path) {
   for (const auto& [d, n] : dtypes) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", n, d);
   std::cout << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
                            m.files.size() == 1 ? "" : "s", m.tensors.size(), types, params);
-  std::cout << "config       " << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
-                                                         : m.config_path) << "\n";
+  std::cout << "config       "
+            << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
+                                      : m.config_path)
+            << "\n";
   std::cout << "tables       " << tables_text(find_position_tables(m.config, tensor_shapes(m)));
   return 0;
 }
@@ -143,10 +150,15 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   auto* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
   cmd->add_option("--prompt", a.prompt, "text to continue (default: start from a new line)");
-  cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", a.options.temperature, "0 = greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", a.options.temperature, "0 = greedy")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens; 0 = all")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str();
   add_device_option(cmd, a.device);
   return cmd;
@@ -166,13 +178,16 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   auto* cmd = app.add_subcommand("eval", "loss, perplexity and the loss at each position of a checkpoint");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
   cmd->add_option("--split", a.split, "val | train")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
-  cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--out", a.out, "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv, with --shift "
-                                  "RUN_DIR/eval/shift_loss_SPLIT.csv)");
-  cmd->add_option("--shift", a.shifts, "start rows S,S,... of the table: the same windows, of block_size − the largest S "
-                                       "tokens, read at rows S … S + length − 1 (loss against start offset)")
+  cmd->add_option("--out", a.out,
+                  "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv, with --shift "
+                  "RUN_DIR/eval/shift_loss_SPLIT.csv)");
+  cmd->add_option("--shift", a.shifts,
+                  "start rows S,S,... of the table: the same windows, of block_size − the largest S "
+                  "tokens, read at rows S … S + length − 1 (loss against start offset)")
       ->delimiter(',');
   add_device_option(cmd, a.device);
   return cmd;
@@ -186,18 +201,19 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
   const int64_t T = m.cfg.model.block_size;
   for (int64_t s : a.shifts)
     if (s < 0 || s > T - 2)
-      throw Error(fmt::format("--shift {}: a start row must be in 0 … {} (block_size {} minus a window of 2)", s, T - 2, T),
-                  "pass start rows within the table, e.g. --shift 0,16,32");
-  const ShiftLoss r = evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
-                                      eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device,
-                                      a.shifts);
+      throw Error(
+          fmt::format("--shift {}: a start row must be in 0 … {} (block_size {} minus a window of 2)", s, T - 2, T),
+          "pass start rows within the table, e.g. --shift 0,16,32");
+  const ShiftLoss r =
+      evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                      eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device, a.shifts);
   std::vector<std::vector<double>> by_shift;
   std::cout << fmt::format("{} windows of {} tokens ({} batches x {}), read at table rows S … S + {}:\n", a.split,
                            r.length, batches, batch_size, r.length - 1);
   for (size_t i = 0; i < r.shifts.size(); ++i) {
-    std::cout << fmt::format("  shift {:>4}: loss {:.4f}{}\n", r.shifts[i], r.at[i].loss,
-                             i == 0 ? std::string() : fmt::format(" ({:+.4f} against shift {})", r.at[i].loss - r.at[0].loss,
-                                                                  r.shifts[0]));
+    std::cout << fmt::format(
+        "  shift {:>4}: loss {:.4f}{}\n", r.shifts[i], r.at[i].loss,
+        i == 0 ? std::string() : fmt::format(" ({:+.4f} against shift {})", r.at[i].loss - r.at[0].loss, r.shifts[0]));
     by_shift.push_back(r.at[i].by_position);
   }
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).shift_loss(a.split) : a.out;
@@ -217,9 +233,9 @@ int run_eval(const EvalArgs& a) {
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
   if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
-  const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
-                                            eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16",
-                                            device);
+  const PositionLoss r =
+      evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                         eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device);
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).position_loss(a.split) : a.out;
   make_dirs(fs::path(out).parent_path().string());
   write_file_atomic(out, position_loss_csv(r.by_position));
@@ -240,12 +256,14 @@ int run_eval(const EvalArgs& a) {
 }
 
 CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
-  auto* cmd = app.add_subcommand("extend", "stretch a checkpoint's context to N positions by rebuilding its learned "
-                                           "table (then: poslab eval, poslab train --init-from)");
+  auto* cmd = app.add_subcommand("extend",
+                                 "stretch a checkpoint's context to N positions by rebuilding its learned "
+                                 "table (then: poslab eval, poslab train --init-from)");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt")->required();
   cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--method", a.method, "linear | cubic | nearest | copy | random (the control)")
-      ->capture_default_str()->check(CLI::IsMember(extend_methods()));
+      ->capture_default_str()
+      ->check(CLI::IsMember(extend_methods()));
   cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)");
   cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
       ->check(CLI::NonNegativeNumber);

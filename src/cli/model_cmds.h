@@ -12,7 +12,7 @@
 namespace poslab {
 
 struct ReportArgs {
-  TableSource table;     // table.input may also be a run folder
+  TableSource table;  // table.input may also be a run folder
   std::string rows, out;
   VerdictThresholds thresholds;
 };

@@ -17,23 +17,27 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
-  auto* cmd = app.add_subcommand("sweep", "train every (variant, seed) of a sweep file, one run after another; "
-                                          "run it again to resume");
+  auto* cmd = app.add_subcommand("sweep",
+                                 "train every (variant, seed) of a sweep file, one run after another; "
+                                 "run it again to resume");
   cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
       ->take_all();
   cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--stop-at", a.options.stop_at, "stop the run being trained at this step with a checkpoint, and the sweep with it");
+  cmd->add_option("--stop-at", a.options.stop_at,
+                  "stop the run being trained at this step with a checkpoint, and the sweep with it");
   return cmd;
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
-  auto* cmd = app.add_subcommand("compare", "one HTML page comparing runs by variant, seeds pooled as mean ± sd, and a "
-                                            "page per variant playing its seeds side by side; or "
-                                            "position tables of any widths (model folders, .safetensors, .npy, .pt)");
+  auto* cmd = app.add_subcommand("compare",
+                                 "one HTML page comparing runs by variant, seeds pooled as mean ± sd, and a "
+                                 "page per variant playing its seeds side by side; or "
+                                 "position tables of any widths (model folders, .safetensors, .npy, .pt)");
   cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
-      ->required()->check(CLI::ExistingPath);
+      ->required()
+      ->check(CLI::ExistingPath);
   cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
   return cmd;
 }
@@ -62,7 +66,8 @@ int compare_tables(const CompareArgs& a) {
   for (const std::string& input : a.dirs) {
     const fs::path p = fs::path(input).filename().empty() ? fs::path(input).parent_path() : fs::path(input);
     const std::string name = p.extension() == ".safetensors" || p.extension() == ".npy" || p.extension() == ".pt"
-                                 ? (p.parent_path().filename() / p.stem()).string() : p.filename().string();
+                                 ? (p.parent_path().filename() / p.stem()).string()
+                                 : p.filename().string();
     if (is_model_folder(input) || p.extension() == ".safetensors") {
       const ModelFolder m = open_model_folder(input);
       const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
@@ -103,15 +108,17 @@ int run_compare(const CompareArgs& a) {
   }
   const Comparison c = compare_runs(a.dirs);
   for (const auto& row : c.rows) {
-    std::string line = row.variant + " (" + std::to_string(row.runs.size()) + " run" + (row.runs.size() == 1 ? "" : "s") + ")";
+    std::string line =
+        row.variant + " (" + std::to_string(row.runs.size()) + " run" + (row.runs.size() == 1 ? "" : "s") + ")";
     for (size_t k = 0; k < row.keys.size() && k < 2; ++k)
       line += fmt::format(" | {} {:.4f}{}", row.keys[k], row.stats[k].mean,
                           row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
     if (row.judged > 0)
       line += fmt::format(" | emerged {} of {}{}", row.emerged, row.judged,
-                          row.emerged_from.n > 0 ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
-                                                               row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
-                                                 : std::string());
+                          row.emerged_from.n > 0
+                              ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
+                                            row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
+                              : std::string());
     for (const AgreementCell& cell : c.agreement)
       if (cell.a == row.variant && cell.b == row.variant)
         line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{})", cell.cka.mean,

@@ -24,8 +24,7 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
   if (f == nullptr) {
     std::string all;
     for (const auto& k : config_keys()) all += (all.empty() ? "" : ", ") + k;
-    throw Error(source + ": unknown config key '" + key + "'",
-                "valid keys are: " + all);
+    throw Error(source + ": unknown config key '" + key + "'", "valid keys are: " + all);
   }
   try {
     if (!value.IsDefined() || value.IsNull()) throw YAML::BadConversion(value.Mark());
@@ -89,7 +88,8 @@ void apply_override(Config& cfg, const std::string& assignment) {
     throw Error("--set " + assignment + ": the value is not valid YAML: " + e.what());
   }
   if (find_config_field(key) == nullptr && is_config_section(key))
-    throw Error("--set " + assignment + ": '" + key + "' is a section, not a key", "name a key, e.g. " + key + ".<key>=value");
+    throw Error("--set " + assignment + ": '" + key + "' is a section, not a key",
+                "name a key, e.g. " + key + ".<key>=value");
   set_field(cfg, key, value, "--set");
 }
 
@@ -118,8 +118,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
       merge_map(cfg, root, "", path);
     }
     // A config file names its run unless it says otherwise.
-    if (cfg.origin["run.name"] == "default")
-      cfg.run.name = std::filesystem::path(path).stem().string();
+    if (cfg.origin["run.name"] == "default") cfg.run.name = std::filesystem::path(path).stem().string();
   }
   for (const auto& o : overrides) apply_override(cfg, o);
   validate(cfg);

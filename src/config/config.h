@@ -11,55 +11,55 @@
 namespace poslab {
 
 struct RunConfig {
-  std::string name = "default";       // run folder name under out_dir
-  std::string out_dir = "runs";       // RUN_DIR = out_dir/name
-  int64_t seed = 1337;                // seeds init, dropout and the batch sampler
-  std::string device = "auto";        // auto | cpu | cuda
-  int threads = 0;                    // intra-op threads; 0 = auto (all cores); YAML "auto" or N
-  int batch_split = 0;                // batch slices trained in parallel threads (CPU); 0 = auto; YAML "auto" or N
-  std::string kernels = "auto";       // CPU kernel paths: auto | measure | default | libtorch | NAME=VALUE,… (util/kernel_paths.h)
-  bool report = true;                 // write RUN_DIR/report/index.html when training finishes
-  bool tensorboard = true;            // write TensorBoard's events and projector files into RUN_DIR/tensorboard as it trains
-  int dist_timeout_s = 300;           // many processes: how long a rank waits for the others before it fails
+  std::string name = "default";  // run folder name under out_dir
+  std::string out_dir = "runs";  // RUN_DIR = out_dir/name
+  int64_t seed = 1337;           // seeds init, dropout and the batch sampler
+  std::string device = "auto";   // auto | cpu | cuda
+  int threads = 0;               // intra-op threads; 0 = auto (all cores); YAML "auto" or N
+  int batch_split = 0;           // batch slices trained in parallel threads (CPU); 0 = auto; YAML "auto" or N
+  std::string kernels = "auto";  // CPU kernel paths: auto | measure | default | libtorch | NAME=VALUE,…
+  bool report = true;            // write RUN_DIR/report/index.html when training finishes
+  bool tensorboard = true;       // write TensorBoard's events and projector files into RUN_DIR/tensorboard as it trains
+  int dist_timeout_s = 300;      // many processes: how long a rank waits for the others before it fails
 };
 
 struct TokenizerConfig {
-  std::string type = "bpe";           // bpe | unigram | char (sentencepiece model types)
-  int vocab_size = 2048;              // ignored for char: the corpus's characters decide
-  std::string model;                  // optional existing sentencepiece .model; empty = train one
+  std::string type = "bpe";  // bpe | unigram | char (sentencepiece model types)
+  int vocab_size = 2048;     // ignored for char: the corpus's characters decide
+  std::string model;         // optional existing sentencepiece .model; empty = train one
 };
 
 struct DataConfig {
   std::vector<std::string> corpus = {"/usr/share/games/fortunes"};  // files or folders (recursive)
   TokenizerConfig tokenizer;
-  double val_fraction = 0.1;          // tail of the token stream held out for validation
-  std::string cache_dir;              // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab
+  double val_fraction = 0.1;  // tail of the token stream held out for validation
+  std::string cache_dir;      // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab
 };
 
 struct ModelConfig {
   int n_layer = 4;
   int n_head = 4;
   int n_embd = 128;
-  int block_size = 64;                // context length = rows of the position table
+  int block_size = 64;  // context length = rows of the position table
   double dropout = 0.0;
-  bool bias = true;                   // biases in Linear and LayerNorm
-  std::string position = "learned";   // learned | sinusoidal | none
+  bool bias = true;                        // biases in Linear and LayerNorm
+  std::string position = "learned";        // learned | sinusoidal | none
   std::string sinusoidal_scale = "match";  // match: the fixed table's rows scaled to the token rows' norm at init
                                            // (0.02·√C, against √(C/2) unscaled) | none: as the formula gives them
-  double wpe_init_std = 0.02;         // N(0, std^2) init of the learned position table
-  int extended_from = 0;              // poslab extend: the block_size the table was stretched from; 0 = never
-  std::string extend_method;          // poslab extend: linear | cubic | nearest | copy | random; "" = never
+  double wpe_init_std = 0.02;              // N(0, std^2) init of the learned position table
+  int extended_from = 0;                   // poslab extend: the block_size the table was stretched from; 0 = never
+  std::string extend_method;               // poslab extend: linear | cubic | nearest | copy | random; "" = never
 };
 
 struct TrainConfig {
   int batch_size = 32;
-  int grad_accum = 1;                 // micro-batches per optimizer step
+  int grad_accum = 1;  // micro-batches per optimizer step
   int max_steps = 2000;
-  double lr = 1e-3;                   // peak learning rate after warmup
-  double min_lr = 1e-4;               // floor of the cosine decay
+  double lr = 1e-3;      // peak learning rate after warmup
+  double min_lr = 1e-4;  // floor of the cosine decay
   int warmup_steps = 100;
   double weight_decay = 0.1;
-  bool decay_position_table = true;   // put wpe in the decayed group (nanoGPT, llm.c)
+  bool decay_position_table = true;  // put wpe in the decayed group (nanoGPT, llm.c)
   double beta1 = 0.9;
   double beta2 = 0.99;
   double grad_clip = 1.0;             // max global grad norm; 0 = off
@@ -73,12 +73,12 @@ struct TrainConfig {
   int eval_batches = 20;
   int checkpoint_every = 500;
   int log_every = 10;
-  std::string init_from;              // a checkpoint whose weights start the run (not its optimizer or step); "" = none
-  std::string trainable = "all";      // all | wpe (only the position table trains; the rest stays as loaded)
+  std::string init_from;          // a checkpoint whose weights start the run (not its optimizer or step); "" = none
+  std::string trainable = "all";  // all | wpe (only the position table trains; the rest stays as loaded)
 };
 
 struct SnapshotConfig {
-  int every = 100;                    // position-table snapshot interval in steps (plus step 0 and the last)
+  int every = 100;  // position-table snapshot interval in steps (plus step 0 and the last)
 };
 
 struct Config {

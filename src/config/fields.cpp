@@ -8,7 +8,9 @@ namespace poslab {
 namespace {
 
 template <typename T>
-void emit_value(YAML::Emitter& e, const T& v) { e << v; }
+void emit_value(YAML::Emitter& e, const T& v) {
+  e << v;
+}
 
 // Shortest decimal that reads back as the same double (0.1, not 0.10000000000000001).
 void emit_value(YAML::Emitter& e, const double& v) {
@@ -47,7 +49,10 @@ ConfigField auto_or_positive(const char* key, int RunConfig::*member) {
     }
   };
   f.emit = [member](const Config& c, YAML::Emitter& e) {
-    if (c.run.*member == 0) e << "auto"; else e << c.run.*member;
+    if (c.run.*member == 0)
+      e << "auto";
+    else
+      e << c.run.*member;
   };
   return f;
 }
@@ -58,19 +63,18 @@ ConfigField corpus_field() {
   corpus.key = "data.corpus";
   corpus.type = "a path or a list of paths";
   corpus.set = [](Config& c, const YAML::Node& n) {
-    if (n.IsScalar()) c.data.corpus = {n.as<std::string>()};
-    else c.data.corpus = n.as<std::vector<std::string>>();
+    if (n.IsScalar())
+      c.data.corpus = {n.as<std::string>()};
+    else
+      c.data.corpus = n.as<std::vector<std::string>>();
   };
-  corpus.emit = [](const Config& c, YAML::Emitter& e) {
-    e << YAML::Flow << c.data.corpus << YAML::Block;
-  };
+  corpus.emit = [](const Config& c, YAML::Emitter& e) { e << YAML::Flow << c.data.corpus << YAML::Block; };
   return corpus;
 }
 
 }  // namespace
 
-#define POSLAB_FIELD(T, type, path) \
-  make_field<T>(#path, type, [](Config& c) -> T& { return c.path; })
+#define POSLAB_FIELD(T, type, path) make_field<T>(#path, type, [](Config& c) -> T& { return c.path; })
 
 const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> table = {
@@ -158,7 +162,10 @@ std::string to_yaml(const Config& cfg) {
     const std::vector<std::string> sections(parts.begin(), parts.end() - 1);
     size_t common = 0;
     while (common < open.size() && common < sections.size() && open[common] == sections[common]) ++common;
-    while (open.size() > common) { e << YAML::EndMap; open.pop_back(); }
+    while (open.size() > common) {
+      e << YAML::EndMap;
+      open.pop_back();
+    }
     while (open.size() < sections.size()) {
       e << YAML::Key << sections[open.size()] << YAML::Value << YAML::BeginMap;
       open.push_back(sections[open.size()]);
@@ -166,7 +173,10 @@ std::string to_yaml(const Config& cfg) {
     e << YAML::Key << parts.back() << YAML::Value;
     f.emit(cfg, e);
   }
-  while (!open.empty()) { e << YAML::EndMap; open.pop_back(); }
+  while (!open.empty()) {
+    e << YAML::EndMap;
+    open.pop_back();
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

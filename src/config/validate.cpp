@@ -108,8 +108,10 @@ void validate(const Config& c) {
     check.fail("train.min_lr", str(c.train.min_lr), "must be in [0, train.lr = " + str(c.train.lr) + "]");
   if (c.train.warmup_steps < 0) check.fail("train.warmup_steps", str(c.train.warmup_steps), "must be >= 0");
   if (!(c.train.weight_decay >= 0.0)) check.fail("train.weight_decay", str(c.train.weight_decay), "must be >= 0");
-  if (!(c.train.beta1 >= 0.0 && c.train.beta1 < 1.0)) check.fail("train.beta1", str(c.train.beta1), "must be in [0, 1)");
-  if (!(c.train.beta2 >= 0.0 && c.train.beta2 < 1.0)) check.fail("train.beta2", str(c.train.beta2), "must be in [0, 1)");
+  if (!(c.train.beta1 >= 0.0 && c.train.beta1 < 1.0))
+    check.fail("train.beta1", str(c.train.beta1), "must be in [0, 1)");
+  if (!(c.train.beta2 >= 0.0 && c.train.beta2 < 1.0))
+    check.fail("train.beta2", str(c.train.beta2), "must be in [0, 1)");
   if (!(c.train.grad_clip >= 0.0))
     check.fail("train.grad_clip", str(c.train.grad_clip), "must be >= 0 (0 turns clipping off)");
   check.one_of("train.dtype", c.train.dtype, {"float32", "bfloat16", "auto"});

@@ -27,12 +27,12 @@ class BatchSampler {
   // x: (B, T) int64 inputs; y: (B, T) int64 targets, x shifted left by one.
   Batch next();
 
-  std::string state() const;                // the generator's state, for checkpoints
+  std::string state() const;                 // the generator's state, for checkpoints
   void set_state(const std::string& state);  // throws poslab::Error on a malformed state
 
  private:
-  torch::Tensor data_;     // (N,) int64 token ids
-  torch::Tensor window_;   // (T + 1,) int64 offsets 0..T
+  torch::Tensor data_;    // (N,) int64 token ids
+  torch::Tensor window_;  // (T + 1,) int64 offsets 0..T
   int batch_size_;
   int block_size_;
   std::mt19937_64 rng_;

@@ -13,9 +13,7 @@
 namespace poslab {
 namespace fs = std::filesystem;
 
-bool looks_binary(const std::string& head) {
-  return head.substr(0, 8192).find('\0') != std::string::npos;
-}
+bool looks_binary(const std::string& head) { return head.substr(0, 8192).find('\0') != std::string::npos; }
 
 size_t sanitize_utf8(std::string& text) {
   static const std::string kReplacement = "\xEF\xBF\xBD";
@@ -29,14 +27,25 @@ size_t sanitize_utf8(std::string& text) {
     const unsigned char c = s[i];
     size_t len = 0;
     uint32_t cp = 0;
-    if (c < 0x80) { len = 1; cp = c; }
-    else if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    if (c < 0x80) {
+      len = 1;
+      cp = c;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    }
     bool ok = len > 0 && i + len <= n;
     for (size_t k = 1; ok && k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-      else cp = (cp << 6) | (s[i + k] & 0x3F);
+      if ((s[i + k] & 0xC0) != 0x80)
+        ok = false;
+      else
+        cp = (cp << 6) | (s[i + k] & 0x3F);
     }
     // Reject overlong forms, surrogates and code points past U+10FFFF.
     if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
@@ -46,7 +55,10 @@ size_t sanitize_utf8(std::string& text) {
       if (changed) out.append(text, i, len);
       i += len;
     } else {
-      if (!changed) { out.assign(text, 0, i); changed = true; }
+      if (!changed) {
+        out.assign(text, 0, i);
+        changed = true;
+      }
       out += kReplacement;
       ++replaced;
       ++i;
@@ -136,13 +148,13 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
     corpus.files.push_back(canon.string());
   }
 
-  const bool only_space = std::all_of(corpus.text.begin(), corpus.text.end(),
-                                      [](unsigned char c) { return std::isspace(c) != 0; });
+  const bool only_space =
+      std::all_of(corpus.text.begin(), corpus.text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
   if (corpus.text.empty() || only_space) {
     std::string list;
     for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
-    throw Error("data.corpus [" + list + "]: no text found (" + std::to_string(corpus.files.size()) +
-                    " text files, " + std::to_string(corpus.skipped.size()) + " skipped)",
+    throw Error("data.corpus [" + list + "]: no text found (" + std::to_string(corpus.files.size()) + " text files, " +
+                    std::to_string(corpus.skipped.size()) + " skipped)",
                 "point data.corpus at UTF-8 text files");
   }
   return corpus;

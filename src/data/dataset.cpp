@@ -31,7 +31,8 @@ bool decode_tokens_file(const std::string& path, std::vector<int32_t>& ids) {
   if (!fs::is_regular_file(path, ec)) return false;
   const std::string bytes = read_file(path);
   uint64_t n = 0;
-  if (bytes.size() < sizeof kTokensMagic + sizeof n || std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
+  if (bytes.size() < sizeof kTokensMagic + sizeof n ||
+      std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
     return false;
   std::memcpy(&n, bytes.data() + sizeof kTokensMagic, sizeof n);
   if (bytes.size() != sizeof kTokensMagic + sizeof n + n * sizeof(int32_t)) return false;
@@ -52,7 +53,10 @@ int distinct_chars(const std::string& text) {
     i += len;
     if (cp == '\n' || cp == '\t') continue;  // sentencepiece makes no piece of a tab: it is a byte piece
     if (cp >= seen.size()) seen.resize(cp + 1, false);
-    if (!seen[cp]) { seen[cp] = true; ++count; }
+    if (!seen[cp]) {
+      seen[cp] = true;
+      ++count;
+    }
   }
   return count;
 }
@@ -67,15 +71,15 @@ std::string cache_dir(const Config& cfg) {
   return (fs::path(cfg.run.out_dir) / "cache").string();
 }
 
-void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size,
-                  const std::string& source, std::vector<int32_t>& train, std::vector<int32_t>& val) {
+void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size, const std::string& source,
+                  std::vector<int32_t>& train, std::vector<int32_t>& val) {
   const size_t n_val = static_cast<size_t>(static_cast<double>(ids.size()) * val_fraction);
   const size_t n_train = ids.size() - n_val;
   const size_t need = static_cast<size_t>(block_size) + 1;
   if (n_train < need || n_val < need)
     throw Error(source + ": " + std::to_string(ids.size()) + " tokens split into " + std::to_string(n_train) +
-                    " train and " + std::to_string(n_val) + " val tokens; each split needs at least block_size + 1 = " +
-                    std::to_string(need),
+                    " train and " + std::to_string(n_val) +
+                    " val tokens; each split needs at least block_size + 1 = " + std::to_string(need),
                 "add text to data.corpus, lower model.block_size, or change data.val_fraction");
   train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n_train));
   val.assign(ids.begin() + static_cast<std::ptrdiff_t>(n_train), ids.end());
@@ -85,8 +89,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   const auto& tc = cfg.data.tokenizer;
   Corpus corpus = read_corpus(cfg.data.corpus);
   if (!corpus.skipped.empty()) {
-    spdlog::warn("corpus: skipped {} files that are not text (first: {}){}", corpus.skipped.size(), corpus.skipped.front(),
-                 corpus.skipped.size() > 1 ? "; the full list is at log level debug" : "");
+    spdlog::warn("corpus: skipped {} files that are not text (first: {}){}", corpus.skipped.size(),
+                 corpus.skipped.front(), corpus.skipped.size() > 1 ? "; the full list is at log level debug" : "");
     for (const auto& s : corpus.skipped) spdlog::debug("corpus: skipped {}", s);
   }
   if (corpus.replaced_bytes > 0)
@@ -108,7 +112,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   } else {
     // char: each character of the corpus, <unk>, the newline piece and the 256 byte pieces.
     const int vocab = tc.type == "char" ? distinct_chars(corpus.text) + 2 + 256 : tc.vocab_size;
-    const std::string tok_key = "r" + std::to_string(kTokenizerRecipe) + "-" + tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
+    const std::string tok_key =
+        "r" + std::to_string(kTokenizerRecipe) + "-" + tc.type + "-" + std::to_string(vocab) + "-" + corpus_key;
     const std::string model_path = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
     std::error_code ec;
     if (fs::is_regular_file(model_path, ec)) {
@@ -146,7 +151,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   }
 
   // Encoded corpus, keyed by corpus content and tokenizer.
-  data.tokens_path = (fs::path(dir) / ("tokens-" + corpus_key + "-" + content_hash(data.tokenizer.model_bytes()) + ".bin")).string();
+  data.tokens_path =
+      (fs::path(dir) / ("tokens-" + corpus_key + "-" + content_hash(data.tokenizer.model_bytes()) + ".bin")).string();
   std::vector<int32_t> ids;
   if (decode_tokens_file(data.tokens_path, ids)) {
     data.tokens_from_cache = true;

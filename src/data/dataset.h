@@ -16,8 +16,8 @@ struct TokenData {
   std::vector<int32_t> val;    // token ids, tail of the stream (data.val_fraction)
   bool tokenizer_from_cache = false;
   bool tokens_from_cache = false;
-  std::string tokens_path;     // cache file of the encoded corpus
-  std::string corpus_hash;     // content hash of the corpus text (checkpoints keep it to notice a changed corpus)
+  std::string tokens_path;  // cache file of the encoded corpus
+  std::string corpus_hash;  // content hash of the corpus text (checkpoints keep it to notice a changed corpus)
 };
 
 // The cache folder: data.cache_dir, else $POSLAB_CACHE_DIR, $XDG_CACHE_HOME/poslab, ~/.cache/poslab.
@@ -29,7 +29,7 @@ std::string cache_dir(const Config& cfg);
 TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given = nullptr);
 
 // Splits ids into train (head) and val (tail); checks both hold at least block_size + 1 tokens.
-void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size,
-                  const std::string& source, std::vector<int32_t>& train, std::vector<int32_t>& val);
+void split_tokens(const std::vector<int32_t>& ids, double val_fraction, int block_size, const std::string& source,
+                  std::vector<int32_t>& train, std::vector<int32_t>& val);
 
 }  // namespace poslab

@@ -50,9 +50,9 @@ int copy_out(const T* items, size_t count, T** out, size_t* n, char* err, size_t
 
 extern "C" {
 
-int poslab_spm_train(const char* input_path, const char* model_prefix, const char* model_type,
-                     int vocab_size, const char* newline_piece, int hard_vocab_limit, int byte_fallback,
-                     int num_threads, char* err, size_t errlen) {
+int poslab_spm_train(const char* input_path, const char* model_prefix, const char* model_type, int vocab_size,
+                     const char* newline_piece, int hard_vocab_limit, int byte_fallback, int num_threads, char* err,
+                     size_t errlen) {
   try {
     std::unordered_map<std::string, std::string> args = {
         {"input", input_path},
@@ -60,7 +60,7 @@ int poslab_spm_train(const char* input_path, const char* model_prefix, const cha
         {"model_type", model_type},
         {"vocab_size", std::to_string(vocab_size)},
         {"user_defined_symbols", newline_piece},
-        {"character_coverage", "1.0"},          // every corpus character gets a piece: exact round trip
+        {"character_coverage", "1.0"},            // every corpus character gets a piece: exact round trip
         {"normalization_rule_name", "identity"},  // keep the text as it is
         {"remove_extra_whitespaces", "false"},
         {"add_dummy_prefix", "false"},
@@ -115,16 +115,13 @@ int poslab_spm_piece_to_id(void* handle, const char* piece) {
   return static_cast<sentencepiece::SentencePieceProcessor*>(handle)->PieceToId(piece);
 }
 
-int poslab_spm_unk_id(void* handle) {
-  return static_cast<sentencepiece::SentencePieceProcessor*>(handle)->unk_id();
-}
+int poslab_spm_unk_id(void* handle) { return static_cast<sentencepiece::SentencePieceProcessor*>(handle)->unk_id(); }
 
-int poslab_spm_encode(void* handle, const char* text, size_t len, int** out, size_t* n, char* err,
-                      size_t errlen) {
+int poslab_spm_encode(void* handle, const char* text, size_t len, int** out, size_t* n, char* err, size_t errlen) {
   try {
     std::vector<int> ids;
-    const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Encode(
-        std::string(text, len), &ids);
+    const auto status =
+        static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Encode(std::string(text, len), &ids);
     if (!status.ok()) {
       set_err(err, errlen, status.ToString());
       return 1;
@@ -136,15 +133,14 @@ int poslab_spm_encode(void* handle, const char* text, size_t len, int** out, siz
   }
 }
 
-int poslab_spm_decode(void* handle, const int* ids, size_t count, char** out, size_t* n, char* err,
-                      size_t errlen) {
+int poslab_spm_decode(void* handle, const int* ids, size_t count, char** out, size_t* n, char* err, size_t errlen) {
   try {
     auto* sp = static_cast<sentencepiece::SentencePieceProcessor*>(handle);
     const int size = sp->GetPieceSize();
     for (size_t i = 0; i < count; ++i) {
       if (ids[i] < 0 || ids[i] >= size) {
-        set_err(err, errlen, "token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
-                                 std::to_string(size) + ")");
+        set_err(err, errlen,
+                "token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " + std::to_string(size) + ")");
         return 1;
       }
     }

@@ -82,15 +82,16 @@ std::string spm_shim_path() {
   return POSLAB_SPM_SHIM_BUILD_PATH;
 }
 
-std::string Tokenizer::train(const std::string& text_file, const std::string& work_prefix,
-                             const std::string& type, int vocab_size, int threads) {
+std::string Tokenizer::train(const std::string& text_file, const std::string& work_prefix, const std::string& type,
+                             int vocab_size, int threads) {
   char err[kErrLen] = {0};
   const bool is_char = type == "char";
   if (shim().train(text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size, kNewlinePiece,
                    /*hard_vocab_limit=*/is_char ? 0 : 1, /*byte_fallback=*/1, threads, err, kErrLen) != 0) {
     std::string hint = "check data.tokenizer (type, vocab_size) and the corpus";
     if (std::string(err).find("Vocabulary size") != std::string::npos)
-      hint = "data.tokenizer.vocab_size = " + std::to_string(vocab_size) + " must hold 256 byte pieces, <unk>, "
+      hint = "data.tokenizer.vocab_size = " + std::to_string(vocab_size) +
+             " must hold 256 byte pieces, <unk>, "
              "the newline piece and every distinct character of the corpus, and is either too small for them or too "
              "large for the corpus: choose a size in between (e.g. 512), or use data.tokenizer.type: char";
     throw Error(text_file + ": training the " + type + " tokenizer failed: " + err, hint);
@@ -102,9 +103,7 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
   return bytes;
 }
 
-Tokenizer Tokenizer::from_file(const std::string& model_path) {
-  return from_bytes(read_file(model_path), model_path);
-}
+Tokenizer Tokenizer::from_file(const std::string& model_path) { return from_bytes(read_file(model_path), model_path); }
 
 Tokenizer Tokenizer::from_bytes(const std::string& model_bytes, const std::string& source_name) {
   char err[kErrLen] = {0};

@@ -23,10 +23,10 @@ class Tokenizer {
   // Trains a model on a UTF-8 text file and returns the serialized model (the .model file's bytes).
   // type: bpe | unigram | char. For char, vocab_size is an upper bound (the corpus's characters decide).
   // Every model holds the 256 byte pieces, <unk> and the newline piece besides.
-  static std::string train(const std::string& text_file, const std::string& work_prefix,
-                           const std::string& type, int vocab_size, int threads);
+  static std::string train(const std::string& text_file, const std::string& work_prefix, const std::string& type,
+                           int vocab_size, int threads);
 
-  static Tokenizer from_file(const std::string& model_path);         // a .model file
+  static Tokenizer from_file(const std::string& model_path);  // a .model file
   static Tokenizer from_bytes(const std::string& model_bytes, const std::string& source_name);
 
   std::vector<int> encode(std::string_view text) const;

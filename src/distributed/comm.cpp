@@ -72,7 +72,7 @@ void check_divides(const std::string& key, int64_t rows, int world) {
 struct Comm::Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<ProcessGroupBase> pg;  // Gloo or NCCL
-  int step_fd = -1;                       // POSLAB_STEP_FILE, written by set_step
+  int step_fd = -1;                         // POSLAB_STEP_FILE, written by set_step
   ~Group() {
     if (step_fd >= 0) ::close(step_fd);
   }
@@ -156,7 +156,8 @@ void Comm::sum_(const std::vector<torch::Tensor>& tensors, const std::string& wh
       std::vector<torch::Tensor> bucket{tensors[i]};
       int64_t bytes = tensors[i].nbytes();
       for (++i; i < tensors.size() && tensors[i].scalar_type() == bucket[0].scalar_type() &&
-                bytes + static_cast<int64_t>(tensors[i].nbytes()) <= kBucketBytes; ++i) {
+                bytes + static_cast<int64_t>(tensors[i].nbytes()) <= kBucketBytes;
+           ++i) {
         bucket.push_back(tensors[i]);
         bytes += tensors[i].nbytes();
       }

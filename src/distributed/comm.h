@@ -66,7 +66,7 @@ class Comm {
   std::unique_ptr<Group> group_;
   int rank_ = 0, size_ = 1;
   std::string backend_ = "none";
-  std::string label_;  // "rank R"
+  std::string label_;               // "rank R"
   std::vector<std::string> hosts_;  // rank r's "HOST (ADDRESS)", as it said when it joined
   int64_t step_ = -1;
   double seconds_ = 0;

@@ -18,7 +18,8 @@
 namespace poslab {
 namespace {
 
-const char* kLaunchHint = "launch with torchrun, srun or poslab train --nproc N, which set these variables consistently";
+const char* kLaunchHint =
+    "launch with torchrun, srun or poslab train --nproc N, which set these variables consistently";
 
 // The integer value of `name`, or `fallback` when unset.
 int int_var(const EnvLookup& getenv, const char* name, int fallback, int min = 0) {
@@ -45,8 +46,9 @@ int slurm_tasks_per_node(const EnvLookup& getenv) {
 
 void check_rank(const char* rank_name, int rank, const char* size_name, int size) {
   if (rank >= size)
-    throw Error(std::string(rank_name) + "=" + std::to_string(rank) + " with " + size_name + "=" + std::to_string(size) +
-                    ": a rank must be below the world size", kLaunchHint);
+    throw Error(std::string(rank_name) + "=" + std::to_string(rank) + " with " + size_name + "=" +
+                    std::to_string(size) + ": a rank must be below the world size",
+                kLaunchHint);
 }
 
 }  // namespace
@@ -56,13 +58,15 @@ DistEnv read_dist_env(const EnvLookup& getenv) {
   if (getenv("RANK") != nullptr || getenv("WORLD_SIZE") != nullptr) {
     if (getenv("RANK") == nullptr || getenv("WORLD_SIZE") == nullptr)
       throw Error(std::string(getenv("RANK") ? "RANK" : "WORLD_SIZE") + " is set but " +
-                      (getenv("RANK") ? "WORLD_SIZE" : "RANK") + " is not", kLaunchHint);
+                      (getenv("RANK") ? "WORLD_SIZE" : "RANK") + " is not",
+                  kLaunchHint);
     env.source = "torchrun/env";
     env.world_size = int_var(getenv, "WORLD_SIZE", 1, 1);
     env.rank = int_var(getenv, "RANK", 0);
     check_rank("RANK", env.rank, "WORLD_SIZE", env.world_size);
     env.local_rank = int_var(getenv, "LOCAL_RANK", env.rank);
-    env.local_world_size = int_var(getenv, "LOCAL_WORLD_SIZE", getenv("LOCAL_RANK") ? env.local_rank + 1 : env.world_size, 1);
+    env.local_world_size =
+        int_var(getenv, "LOCAL_WORLD_SIZE", getenv("LOCAL_RANK") ? env.local_rank + 1 : env.world_size, 1);
     check_rank("LOCAL_RANK", env.local_rank, "LOCAL_WORLD_SIZE", env.local_world_size);
   } else if (getenv("SLURM_PROCID") != nullptr && getenv("SLURM_NTASKS") != nullptr) {
     env.source = "SLURM";
@@ -112,9 +116,7 @@ int free_tcp_port() {
   return ntohs(addr.sin_port);
 }
 
-std::string rank_label(const DistEnv& env) {
-  return env.distributed() ? "rank " + std::to_string(env.rank) : "";
-}
+std::string rank_label(const DistEnv& env) { return env.distributed() ? "rank " + std::to_string(env.rank) : ""; }
 
 std::string error_prefix() {
   try {
@@ -154,7 +156,8 @@ std::string lost_peer(const std::string& message, const std::vector<std::string>
   // c10d names the peer as "[10.0.0.2]:4051" ("Connection closed by peer [...]", "Read error [...]"); the
   // brackets that open with a letter or a dot name Gloo's source file.
   auto open = message.find('[');
-  while (open != std::string::npos && !(open + 1 < message.size() && std::isdigit(static_cast<unsigned char>(message[open + 1]))))
+  while (open != std::string::npos &&
+         !(open + 1 < message.size() && std::isdigit(static_cast<unsigned char>(message[open + 1]))))
     open = message.find('[', open + 1);
   const auto close = open == std::string::npos ? std::string::npos : message.find(']', open);
   if (close != std::string::npos) {

@@ -34,10 +34,13 @@ class StepFile {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/poslab-steps-XXXXXX";
     fd_ = ::mkstemp(pattern.data());
-    if (fd_ < 0) throw Error(pattern + ": cannot create the launcher's step file: " + std::strerror(errno), "set TMPDIR to a writable folder");
+    if (fd_ < 0)
+      throw Error(pattern + ": cannot create the launcher's step file: " + std::strerror(errno),
+                  "set TMPDIR to a writable folder");
     path_ = pattern;
     const std::vector<int64_t> none(nproc, -1);
-    if (::pwrite(fd_, none.data(), none.size() * sizeof(int64_t), 0) < 0) spdlog::warn("{}: {}", path_, std::strerror(errno));
+    if (::pwrite(fd_, none.data(), none.size() * sizeof(int64_t), 0) < 0)
+      spdlog::warn("{}: {}", path_, std::strerror(errno));
   }
   ~StepFile() {
     ::close(fd_);
@@ -72,8 +75,15 @@ struct Worker {
 
 // The environment of the launcher without the variables it sets for its workers.
 std::vector<std::string> inherited_environment() {
-  const char* launch_vars[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
-                               "MASTER_PORT=", "GROUP_RANK=", "POSLAB_STEP_FILE=", "TORCHELASTIC_USE_AGENT_STORE="};
+  const char* launch_vars[] = {"RANK=",
+                               "WORLD_SIZE=",
+                               "LOCAL_RANK=",
+                               "LOCAL_WORLD_SIZE=",
+                               "MASTER_ADDR=",
+                               "MASTER_PORT=",
+                               "GROUP_RANK=",
+                               "POSLAB_STEP_FILE=",
+                               "TORCHELASTIC_USE_AGENT_STORE="};
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) {
     bool replaced = false;
@@ -87,10 +97,10 @@ std::vector<std::string> inherited_environment() {
 std::vector<std::vector<std::string>> worker_environments(int n, int port, const std::string& step_file) {
   std::vector<std::vector<std::string>> envs(n, inherited_environment());
   for (int r = 0; r < n; ++r) {
-    for (const std::string& kv : {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
-                                  "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                                  std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port),
-                                  std::string("GROUP_RANK=0"), "POSLAB_STEP_FILE=" + step_file})
+    for (const std::string& kv :
+         {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n), "LOCAL_RANK=" + std::to_string(r),
+          "LOCAL_WORLD_SIZE=" + std::to_string(n), std::string("MASTER_ADDR=127.0.0.1"),
+          "MASTER_PORT=" + std::to_string(port), std::string("GROUP_RANK=0"), "POSLAB_STEP_FILE=" + step_file})
       envs[r].push_back(kv);
   }
   return envs;
@@ -105,7 +115,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 // Forks one worker per rank, each running this program with `args` and its rank's environment.
-std::vector<Worker> start_workers(const std::vector<std::string>& args, const std::vector<std::vector<std::string>>& envs) {
+std::vector<Worker> start_workers(const std::vector<std::string>& args,
+                                  const std::vector<std::vector<std::string>>& envs) {
   // Every worker's argv and environment, built before the first fork (a forked child only calls execve).
   std::vector<char*> argv = c_strings(args);
   std::vector<std::vector<char*>> envps;
@@ -116,7 +127,8 @@ std::vector<Worker> start_workers(const std::vector<std::string>& args, const st
   std::vector<Worker> workers(n);
   for (int r = 0; r < n; ++r) {
     const pid_t pid = ::fork();
-    if (pid < 0) throw Error(std::string("fork(): ") + std::strerror(errno), "free some memory or processes, or lower --nproc");
+    if (pid < 0)
+      throw Error(std::string("fork(): ") + std::strerror(errno), "free some memory or processes, or lower --nproc");
     if (pid == 0) {
       // A process group of its own: a Ctrl-C reaches the launcher only, which passes it on once. If the launcher
       // dies, the worker is told to stop.
@@ -207,8 +219,7 @@ std::vector<int> by_likely_cause(const std::vector<int>& statuses) {
   };
   std::vector<int> order(statuses.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return cause(statuses[a]) > cause(statuses[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cause(statuses[a]) > cause(statuses[b]); });
   return order;
 }
 
@@ -230,7 +241,8 @@ int launch_local(const LocalLaunch& launch) {
   StepFile steps(launch.nproc);
   const std::vector<std::vector<std::string>> envs = worker_environments(launch.nproc, port, steps.path());
 
-  struct sigaction sa {}, old_int {}, old_term {};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = on_launcher_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);

@@ -6,22 +6,22 @@
 #include <filesystem>
 #include <map>
 
-#include "formats/safetensors.h"
 #include "export/hf_tokenizer.h"
-#include "load/loaded_model.h"
 #include "export/model_card.h"
+#include "formats/safetensors.h"
 #include "formats/spm_model.h"
+#include "load/loaded_model.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
 
-const char* const kExportCheckText = "First Citizen:\nBefore we proceed any further, hear me speak.\n\tAll: Speak, speak! — café ✓\n";
+const char* const kExportCheckText =
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\tAll: Speak, speak! — café ✓\n";
 
 const std::vector<std::string> kTokenizerCheckTexts = {
-    kExportCheckText,
-    "line one\n\nline three, after an empty line\n",
+    kExportCheckText, "line one\n\nline three, after an empty line\n",
     "\n\nnew lines first, then  two  spaces,\ttabs\t and a space at the end \n ",
     "digits 0123456789, a literal <0x41>, <unk> and \xE2\x90\xA4 (poslab's newline piece, typed)",
     "outside the corpus: \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 \xC3\xBC\r\n\x01"};
@@ -47,7 +47,8 @@ std::vector<SafetensorsTensor> gpt2_tensors(GPT& model) {
     out.push_back(f32(name + ".weight", ln->weight));
     out.push_back(f32(name + ".bias", bias_or_zeros(ln->bias, C)));
   };
-  auto conv1d = [&](const std::string& name, const torch::nn::Linear& l) {  // GPT-2's Conv1D: the Linear's weight transposed
+  auto conv1d = [&](const std::string& name,
+                    const torch::nn::Linear& l) {  // GPT-2's Conv1D: the Linear's weight transposed
     out.push_back(f32(name + ".weight", l->weight.t()));
     out.push_back(f32(name + ".bias", bias_or_zeros(l->bias, l->weight.size(0))));
   };
@@ -67,33 +68,35 @@ std::vector<SafetensorsTensor> gpt2_tensors(GPT& model) {
 
 nlohmann::ordered_json gpt2_config(const LoadedModel& m, const std::string& checkpoint) {
   const ModelConfig& c = m.cfg.model;
-  return {{"architectures", {"GPT2LMHeadModel"}},
-          {"model_type", "gpt2"},
-          {"vocab_size", m.model->vocab_size},
-          {"n_positions", c.block_size},
-          {"n_ctx", c.block_size},
-          {"n_embd", c.n_embd},
-          {"n_layer", c.n_layer},
-          {"n_head", c.n_head},
-          {"n_inner", 4 * c.n_embd},
-          {"activation_function", "gelu"},  // the exact erf form, as poslab's
-          {"layer_norm_epsilon", 1e-5},
-          {"resid_pdrop", 0.0},
-          {"embd_pdrop", 0.0},
-          {"attn_pdrop", 0.0},
-          {"scale_attn_weights", true},
-          {"scale_attn_by_inverse_layer_idx", false},
-          {"reorder_and_upcast_attn", false},
-          {"tie_word_embeddings", true},
-          // No piece poslab writes text with ends or starts a text: generate() runs for max_new_tokens, as poslab sample.
-          {"bos_token_id", nullptr},
-          {"eos_token_id", nullptr},
-          {"torch_dtype", "float32"},
-          {"poslab", {{"checkpoint", checkpoint},
-                      {"step", m.meta.step},
-                      {"position", c.position},
-                      {"bias", c.bias},
-                      {"tokenizer", m.cfg.data.tokenizer.type}}}};
+  return {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"vocab_size", m.model->vocab_size},
+      {"n_positions", c.block_size},
+      {"n_ctx", c.block_size},
+      {"n_embd", c.n_embd},
+      {"n_layer", c.n_layer},
+      {"n_head", c.n_head},
+      {"n_inner", 4 * c.n_embd},
+      {"activation_function", "gelu"},  // the exact erf form, as poslab's
+      {"layer_norm_epsilon", 1e-5},
+      {"resid_pdrop", 0.0},
+      {"embd_pdrop", 0.0},
+      {"attn_pdrop", 0.0},
+      {"scale_attn_weights", true},
+      {"scale_attn_by_inverse_layer_idx", false},
+      {"reorder_and_upcast_attn", false},
+      {"tie_word_embeddings", true},
+      // No piece poslab writes text with ends or starts a text: generate() runs for max_new_tokens, as poslab sample.
+      {"bos_token_id", nullptr},
+      {"eos_token_id", nullptr},
+      {"torch_dtype", "float32"},
+      {"poslab",
+       {{"checkpoint", checkpoint},
+        {"step", m.meta.step},
+        {"position", c.position},
+        {"bias", c.bias},
+        {"tokenizer", m.cfg.data.tokenizer.type}}}};
 }
 
 }  // namespace
@@ -130,17 +133,21 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   } else {
     // A sentencepiece model from elsewhere (data.tokenizer.model) whose normaliser tokenizer.json cannot state:
     // LlamaTokenizer reads the model itself, and encodes "\n" as a byte piece (docs/interop.md).
-    r.warnings.push_back(checkpoint + ": the tokenizer's " + why + " has no tokenizer.json form: transformers reads "
-                         "tokenizer.model with LlamaTokenizer, which encodes each line as poslab does but a new line as "
-                         "the byte piece <0x0A>, not poslab's newline piece");
-    tokenizer_config = {{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
-                        {"add_prefix_space", false}, {"legacy", false}, {"model_max_length", m.cfg.model.block_size}};
+    r.warnings.push_back(
+        checkpoint + ": the tokenizer's " + why +
+        " has no tokenizer.json form: transformers reads "
+        "tokenizer.model with LlamaTokenizer, which encodes each line as poslab does but a new line as "
+        "the byte piece <0x0A>, not poslab's newline piece");
+    tokenizer_config = {
+        {"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
+        {"add_prefix_space", false},           {"legacy", false},        {"model_max_length", m.cfg.model.block_size}};
   }
   tokenizer_config["poslab_newline_id"] = m.tokenizer.newline_id();
   write("tokenizer_config.json", tokenizer_config.dump(2) + "\n");
   // poslab's logits on the sample text (at most block_size tokens), for the check on the other side.
   std::vector<int> ids = m.tokenizer.encode(kExportCheckText);
-  if (static_cast<int64_t>(ids.size()) > m.cfg.model.block_size) ids.resize(static_cast<size_t>(m.cfg.model.block_size));
+  if (static_cast<int64_t>(ids.size()) > m.cfg.model.block_size)
+    ids.resize(static_cast<size_t>(m.cfg.model.block_size));
   r.check_tokens = static_cast<int64_t>(ids.size());
   const auto idx = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kInt64).unsqueeze(0);
   torch::Tensor logits;
@@ -150,7 +157,9 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   }
   auto i64 = [](const std::string& name, const std::vector<int>& v) {
     const std::vector<int64_t> w(v.begin(), v.end());
-    return SafetensorsTensor{name, "I64", {1, static_cast<int64_t>(w.size())},
+    return SafetensorsTensor{name,
+                             "I64",
+                             {1, static_cast<int64_t>(w.size())},
                              std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(int64_t))};
   };
   std::vector<SafetensorsTensor> check = {i64("input_ids", ids), f32("logits", logits)};

@@ -12,8 +12,8 @@ namespace poslab {
 
 struct HfExport {
   std::string dir;
-  std::vector<std::string> files;  // written, in order
-  int64_t check_tokens = 0;        // tokens of the sample text in the check file
+  std::vector<std::string> files;     // written, in order
+  int64_t check_tokens = 0;           // tokens of the sample text in the check file
   std::vector<std::string> warnings;  // what the folder cannot say as poslab does (for the command to print)
 };
 

@@ -9,12 +9,12 @@
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "analysis/trajectory.h"
+#include "formats/tfevents.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "run/tensorboard_files.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/tfevents.h"
 
 namespace poslab {
 namespace fs = std::filesystem;

@@ -51,11 +51,16 @@ std::vector<std::pair<std::string, std::string>> spm_bpe_merges(const SpmModel& 
 
 json hf_tokenizer_json(const SpmModel& m, const std::string& newline_piece, std::string* why) {
   std::string cannot;
-  if (m.normalizer != "identity") cannot = "its normalisation rule " + m.normalizer;
-  else if (m.add_dummy_prefix) cannot = "its dummy prefix (add_dummy_prefix)";
-  else if (m.remove_extra_whitespaces) cannot = "its whitespace removal (remove_extra_whitespaces)";
-  else if (m.treat_whitespace_as_suffix) cannot = "whitespace as a suffix (treat_whitespace_as_suffix)";
-  else if (m.kind == SpmModel::Kind::word) cannot = "a word model";
+  if (m.normalizer != "identity")
+    cannot = "its normalisation rule " + m.normalizer;
+  else if (m.add_dummy_prefix)
+    cannot = "its dummy prefix (add_dummy_prefix)";
+  else if (m.remove_extra_whitespaces)
+    cannot = "its whitespace removal (remove_extra_whitespaces)";
+  else if (m.treat_whitespace_as_suffix)
+    cannot = "whitespace as a suffix (treat_whitespace_as_suffix)";
+  else if (m.kind == SpmModel::Kind::word)
+    cannot = "a word model";
   if (!cannot.empty()) {
     if (why) *why = cannot;
     return json();
@@ -70,8 +75,13 @@ json hf_tokenizer_json(const SpmModel& m, const std::string& newline_piece, std:
     const SpmPiece& p = m.pieces[i];
     if (p.type == SpmPiece::Type::unknown) unk = p.piece, unk_id = static_cast<int>(i);
     if (p.type != SpmPiece::Type::user_defined) continue;
-    added.push_back({{"id", i}, {"content", p.piece}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-                     {"normalized", true}, {"special", false}});
+    added.push_back({{"id", i},
+                     {"content", p.piece},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", true},
+                     {"special", false}});
   }
   json normalizers = json::array({replace("\n", newline_piece)});
   json decoders = json::array();
@@ -93,9 +103,16 @@ json hf_tokenizer_json(const SpmModel& m, const std::string& newline_piece, std:
     json merges = json::array();
     if (m.kind == SpmModel::Kind::bpe)
       for (const auto& [l, r] : spm_bpe_merges(m)) merges.push_back(json::array({l, r}));
-    model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", unk}, {"continuing_subword_prefix", nullptr},
-             {"end_of_word_suffix", nullptr}, {"fuse_unk", true}, {"byte_fallback", m.byte_fallback},
-             {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}};
+    model = {{"type", "BPE"},
+             {"dropout", nullptr},
+             {"unk_token", unk},
+             {"continuing_subword_prefix", nullptr},
+             {"end_of_word_suffix", nullptr},
+             {"fuse_unk", true},
+             {"byte_fallback", m.byte_fallback},
+             {"ignore_merges", false},
+             {"vocab", vocab},
+             {"merges", merges}};
   }
   return {{"version", "1.0"},
           {"truncation", nullptr},

@@ -39,7 +39,9 @@ std::vector<std::string> corpus_names(const Config& cfg) {
   return out;
 }
 
-std::string number(double v, const char* spec = "{:.4f}") { return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "-"; }
+std::string number(double v, const char* spec = "{:.4f}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "-";
+}
 
 std::string count(double v) {
   if (v >= 1e9) return fmt::format("{:.2f}B", v / 1e9);
@@ -49,8 +51,10 @@ std::string count(double v) {
 }
 
 const char* position_words(const std::string& position) {
-  if (position == "learned") return "a learned position table (GPT-2's `wpe`), trained from random initial values with the rest of the model";
-  if (position == "sinusoidal") return "the fixed sinusoidal table of the original Transformer, exported as GPT-2's `wpe`";
+  if (position == "learned")
+    return "a learned position table (GPT-2's `wpe`), trained from random initial values with the rest of the model";
+  if (position == "sinusoidal")
+    return "the fixed sinusoidal table of the original Transformer, exported as GPT-2's `wpe`";
   return "no position table (`wpe` is zeros): only the causal mask tells it where a token is";
 }
 
@@ -63,7 +67,8 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   ModelCard card;
   std::string& s = card.text;
   // The metadata block (https://huggingface.co/docs/hub/model-cards).
-  s += "---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n- gpt2\n- position-embeddings\n";
+  s += "---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n- gpt2\n- "
+       "position-embeddings\n";
   s += "- position-" + c.model.position + "\n- tokenizer-" + c.data.tokenizer.type + "\n";
   const std::vector<std::string> corpora = corpus_names(c);
   if (!corpora.empty()) {
@@ -76,9 +81,10 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   for (const auto& p : m.model->parameters()) params += p.numel();
   const double tokens = static_cast<double>(m.meta.step) * c.train.batch_size * c.train.grad_accum * c.model.block_size;
   s += fmt::format("# {}\n\n", name);
-  s += fmt::format("A GPT-2-style language model of {} parameters trained by poslab to watch its position "
-                   "table take shape. Its only source of word order is {}.\n\n",
-                   count(static_cast<double>(params)), position_words(c.model.position));
+  s += fmt::format(
+      "A GPT-2-style language model of {} parameters trained by poslab to watch its position "
+      "table take shape. Its only source of word order is {}.\n\n",
+      count(static_cast<double>(params)), position_words(c.model.position));
   s += "It was trained to study position embeddings: it writes text in the manner of its corpus and is not meant for "
        "any other use.\n\n";
   s += "## Training\n\n| | |\n| --- | --- |\n";
@@ -93,8 +99,8 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   s += fmt::format("| steps | {} of batch {} × {} tokens{} |\n", m.meta.step, c.train.batch_size, c.model.block_size,
                    c.train.grad_accum > 1 ? fmt::format(" × {} micro-batches", c.train.grad_accum) : "");
   s += fmt::format("| tokens seen | {} |\n", count(tokens));
-  s += fmt::format("| optimizer | AdamW, lr {:g} (cosine to {:g}), weight decay {:g}, {} |\n", c.train.lr, c.train.min_lr,
-                   c.train.weight_decay, c.train.dtype);
+  s += fmt::format("| optimizer | AdamW, lr {:g} (cosine to {:g}), weight decay {:g}, {} |\n", c.train.lr,
+                   c.train.min_lr, c.train.weight_decay, c.train.dtype);
   s += fmt::format("| loss at step {} | train {}, validation {} (nats per token) |\n", m.meta.step,
                    number(m.meta.train_loss), number(m.meta.val_loss));
   s += fmt::format("| checkpoint | `{}` |\n\n", checkpoint);
@@ -115,8 +121,10 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
       s += fmt::format("The run's snapshots could not be analysed ({}).\n\n", e.what());
     }
   } else if (c.model.position == "learned") {
-    s += fmt::format("The checkpoint is not in a run folder with snapshots ({}), so the card has no verdict: "
-                     "`poslab analyze` reads the table from the checkpoint itself.\n\n", run.dir());
+    s += fmt::format(
+        "The checkpoint is not in a run folder with snapshots ({}), so the card has no verdict: "
+        "`poslab analyze` reads the table from the checkpoint itself.\n\n",
+        run.dir());
   } else {
     s += "The table was not learned, so there is no verdict on what training made of it.\n\n";
   }
@@ -132,12 +140,15 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   if (card.figures.empty() && c.model.position == "learned")
     s += "(No report figures: `poslab report RUN_DIR` draws them; export again to show them here.)\n\n";
 
-  s += fmt::format("## Use\n\n```python\nfrom transformers import AutoTokenizer, GPT2LMHeadModel\n\n"
-                   "tok = AutoTokenizer.from_pretrained({0})\nmodel = GPT2LMHeadModel.from_pretrained({0})\n",
-                   nlohmann::json(dir).dump());
+  s += fmt::format(
+      "## Use\n\n```python\nfrom transformers import AutoTokenizer, GPT2LMHeadModel\n\n"
+      "tok = AutoTokenizer.from_pretrained({0})\nmodel = GPT2LMHeadModel.from_pretrained({0})\n",
+      nlohmann::json(dir).dump());
   s += "ids = tok(\"First Citizen:\\n\", return_tensors=\"pt\").input_ids\n"
        "# prompt and continuation within the table's rows (n_positions)\n"
-       "out = model.generate(ids, do_sample=False, max_new_tokens=" + std::to_string(c.model.block_size / 2) + ")\n"
+       "out = model.generate(ids, do_sample=False, max_new_tokens=" +
+       std::to_string(c.model.block_size / 2) +
+       ")\n"
        "print(tok.decode(out[0]))\n```\n\n";
   s += "The tokenizer encodes and decodes new lines as poslab does, and the model has no end-of-text token: "
        "`generate` runs for `max_new_tokens`, across lines, as `poslab sample` does.\n";

@@ -10,13 +10,13 @@
 
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
-#include "load/loaded_model.h"
 #include "config/config.h"
+#include "formats/npy.h"
+#include "load/loaded_model.h"
 #include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -37,7 +37,7 @@ torch::Tensor extend_table(const torch::Tensor& table, int64_t N, const std::str
                 "extend to more positions than the model has, e.g. --to " + std::to_string(2 * T));
   TORCH_CHECK(T >= 2, "extend_table: a table of ", T, " rows");
   const auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (T, C)
-  torch::Tensor out;                                                               // (N, C)
+  torch::Tensor out;                                                            // (N, C)
   if (method == "copy") {
     out = W.index_select(0, torch::arange(N, torch::kInt64).remainder(T));
   } else if (method == "random") {
@@ -83,10 +83,11 @@ nlohmann::json metrics_json(const Analysis& a) {
 ExtendResult extend_checkpoint(const ExtendRequest& req) {
   LoadedModel m = load_model(req.checkpoint);
   if (m.cfg.model.position != "learned")
-    throw Error(req.checkpoint + ": model.position is " + m.cfg.model.position + ": there is no learned table to extend",
-                m.cfg.model.position == "sinusoidal"
-                    ? "a sinusoidal table is a formula: train or evaluate with a larger model.block_size instead"
-                    : "a model without a position table needs no extension");
+    throw Error(
+        req.checkpoint + ": model.position is " + m.cfg.model.position + ": there is no learned table to extend",
+        m.cfg.model.position == "sinusoidal"
+            ? "a sinusoidal table is a formula: train or evaluate with a larger model.block_size instead"
+            : "a model without a position table needs no extension");
   const int64_t T = m.cfg.model.block_size;
   const torch::Tensor before = m.model->position_table().detach();
   const uint64_t seed = static_cast<uint64_t>(req.seed >= 0 ? req.seed : m.cfg.run.seed);
@@ -114,8 +115,10 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
     torch::NoGradGuard no_grad;
     const auto old_params = m.model->named_parameters();
     for (auto& p : model->named_parameters()) {
-      if (p.key() == "wpe.weight") p.value().copy_(after);
-      else p.value().copy_(old_params[p.key()]);  // same shapes: only the table depends on block_size
+      if (p.key() == "wpe.weight")
+        p.value().copy_(after);
+      else
+        p.value().copy_(old_params[p.key()]);  // same shapes: only the table depends on block_size
     }
   }
   CheckpointMeta meta = m.meta;
@@ -151,9 +154,11 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   r.from = T;
   r.to = req.to;
   auto line = [](const char* what, const Analysis& a) {
-    return fmt::format("{:<7} {:>4} rows | eff rank {:.2f} | adjacent cos {:.3f} | interpolation error (4th row) {} | "
-                       "probe R² {:.3f}\n", what, a.positions, a.effective_rank, a.smooth.adjacent_cosine,
-                       a.reconstruction.size() > 1 ? fmt::format("{:.3f}", a.reconstruction[1].error) : "-", a.probe.r2);
+    return fmt::format(
+        "{:<7} {:>4} rows | eff rank {:.2f} | adjacent cos {:.3f} | interpolation error (4th row) {} | "
+        "probe R² {:.3f}\n",
+        what, a.positions, a.effective_rank, a.smooth.adjacent_cosine,
+        a.reconstruction.size() > 1 ? fmt::format("{:.3f}", a.reconstruction[1].error) : "-", a.probe.r2);
   };
   r.summary = fmt::format("extended {} (step {}) from {} to {} positions by {}\n", req.checkpoint, m.meta.step, T,
                           req.to, req.method) +

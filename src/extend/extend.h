@@ -28,9 +28,9 @@ struct ExtendRequest {
   std::string checkpoint;  // the trained model
   int64_t to = 0;          // N, the new block_size
   std::string method = "linear";
-  std::string out;         // default: RUN_DIR/extend/N-METHOD/checkpoint.pt
-  int64_t seed = -1;       // random's draws; -1 = the run's run.seed
-  bool force = false;      // overwrite an existing out
+  std::string out;     // default: RUN_DIR/extend/N-METHOD/checkpoint.pt
+  int64_t seed = -1;   // random's draws; -1 = the run's run.seed
+  bool force = false;  // overwrite an existing out
 };
 
 struct ExtendResult {
@@ -38,7 +38,7 @@ struct ExtendResult {
   std::string extension_json;  // beside it: what was done, and the table's metrics before and after
   std::string table_npy;       // beside it: the extended position table, (to, n_embd) float32 (what the report draws)
   int64_t from = 0, to = 0;
-  std::string summary;         // a few lines for the terminal
+  std::string summary;  // a few lines for the terminal
 };
 
 // Writes a checkpoint whose model has block_size N: the extended table, every other weight, the tokenizer, the

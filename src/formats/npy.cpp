@@ -64,18 +64,21 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
     arr.shape.push_back(std::stoll(it->str()));
   }
   if (arr.shape.size() != 2)
-    throw Error(path + ": array has " + std::to_string(arr.shape.size()) + " dimensions, expected 2 (positions, dims)", hint);
+    throw Error(path + ": array has " + std::to_string(arr.shape.size()) + " dimensions, expected 2 (positions, dims)",
+                hint);
   const size_t elem = descr == "<f4" ? 4 : 8;
   const size_t data_offset = offset + hlen;
   const size_t available = (bytes.size() - data_offset) / elem;
   // Compare without overflow: rows * cols must equal the elements present.
   if (arr.shape[0] != 0 && static_cast<size_t>(arr.shape[1]) > available / static_cast<size_t>(arr.shape[0]))
     throw Error(path + ": truncated data: shape " + dims + " needs more than the " + std::to_string(available) +
-                    " values present", "the file is damaged: save it again");
+                    " values present",
+                "the file is damaged: save it again");
   const size_t n = static_cast<size_t>(arr.shape[0]) * static_cast<size_t>(arr.shape[1]);
   if (bytes.size() - data_offset != n * elem)
-    throw Error(path + ": truncated or oversized data: " + std::to_string(bytes.size() - data_offset) + " bytes, expected " +
-                    std::to_string(n * elem), "the file is damaged: save it again");
+    throw Error(path + ": truncated or oversized data: " + std::to_string(bytes.size() - data_offset) +
+                    " bytes, expected " + std::to_string(n * elem),
+                "the file is damaged: save it again");
   arr.data.resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (elem == 4) {

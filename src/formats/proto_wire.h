@@ -49,7 +49,8 @@ bool for_each_field(const std::string& b, F f) {
 }
 
 template <typename T>
-T fixed(const std::string& b, size_t p) {  // a fixed32 / fixed64 value (little-endian on every machine poslab builds for)
+T fixed(const std::string& b,
+        size_t p) {  // a fixed32 / fixed64 value (little-endian on every machine poslab builds for)
   T v;
   std::memcpy(&v, b.data() + p, sizeof(T));
   return v;

@@ -20,10 +20,14 @@ SafetensorsEntry parse_entry(const nlohmann::json& info, const std::string& name
     e.dtype = info.at("dtype").get<std::string>();
     e.shape = info.at("shape").get<std::vector<int64_t>>();
     const auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
-    if (e.dtype == "F32") e.element_size = 4;
-    else if (e.dtype == "F16" || e.dtype == "BF16") e.element_size = 2;
-    else if (e.dtype == "F64" || e.dtype == "I64") e.element_size = 8;
-    else throw Error(path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64, I64");
+    if (e.dtype == "F32")
+      e.element_size = 4;
+    else if (e.dtype == "F16" || e.dtype == "BF16")
+      e.element_size = 2;
+    else if (e.dtype == "F64" || e.dtype == "I64")
+      e.element_size = 8;
+    else
+      throw Error(path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64, I64");
     if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size)
       throw Error(path + ": tensor '" + name + "' lies outside the file (truncated?)", "download the file again");
     e.offset = data_start + offsets[0];
@@ -107,8 +111,8 @@ std::string safetensors_file(const std::vector<SafetensorsTensor>& tensors,
     size_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
     if (numel * element != t.bytes.size())
-      throw Error("safetensors: tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) + " bytes, its shape and " +
-                  t.dtype + " need " + std::to_string(numel * element));
+      throw Error("safetensors: tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) +
+                  " bytes, its shape and " + t.dtype + " need " + std::to_string(numel * element));
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }

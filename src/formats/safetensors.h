@@ -10,11 +10,11 @@
 namespace poslab {
 
 struct SafetensorsEntry {
-  std::string dtype;           // F32 | F16 | BF16 | F64 | I64
-  size_t element_size = 0;     // bytes per element
+  std::string dtype;        // F32 | F16 | BF16 | F64 | I64
+  size_t element_size = 0;  // bytes per element
   std::vector<int64_t> shape;
-  size_t offset = 0;           // of the first byte in the file
-  size_t bytes = 0;            // = product(shape) * element_size
+  size_t offset = 0;  // of the first byte in the file
+  size_t bytes = 0;   // = product(shape) * element_size
 };
 
 // Bytes of the header's length field and header, read from the file's first 8 bytes; throws poslab::Error naming

@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "util/error.h"
 #include "formats/proto_wire.h"
+#include "util/error.h"
 
 namespace poslab {
 
@@ -41,10 +41,10 @@ SpmModel read_spm_model(const std::string& b, const std::string& source) {
     if (field == 1) {  // repeated SentencePiece pieces = 1 { piece = 1, score = 2, type = 3 }
       SpmPiece piece;
       pieces_ok = pieces_ok && for_each_field(value, [&](int f, int w, size_t q, uint64_t k) {
-        if (f == 1 && w == 2) piece.piece = value.substr(q, k);
-        if (f == 2 && w == 5) piece.score = proto::fixed<float>(value, q);
-        if (f == 3 && w == 0) piece.type = static_cast<SpmPiece::Type>(k);
-      });
+                    if (f == 1 && w == 2) piece.piece = value.substr(q, k);
+                    if (f == 2 && w == 5) piece.score = proto::fixed<float>(value, q);
+                    if (f == 3 && w == 0) piece.type = static_cast<SpmPiece::Type>(k);
+                  });
       m.pieces.push_back(std::move(piece));
     }
     if (field == 2) trainer = value;
@@ -79,10 +79,14 @@ SpmModel read_spm_model(const std::string& b, const std::string& source) {
 
 const char* spm_kind_name(SpmModel::Kind kind) {
   switch (kind) {
-    case SpmModel::Kind::unigram: return "unigram";
-    case SpmModel::Kind::bpe: return "bpe";
-    case SpmModel::Kind::word: return "word";
-    case SpmModel::Kind::character: return "char";
+    case SpmModel::Kind::unigram:
+      return "unigram";
+    case SpmModel::Kind::bpe:
+      return "bpe";
+    case SpmModel::Kind::word:
+      return "word";
+    case SpmModel::Kind::character:
+      return "char";
   }
   return "unknown";
 }

@@ -126,7 +126,7 @@ std::string tf_file_version_event(double wall_time) {
 
 std::string tf_scalar_event(double wall_time, int64_t step, const std::string& tag, float value) {
   std::string v;
-  bytes_field(v, 1, tag);  // Summary.Value: string tag = 1
+  bytes_field(v, 1, tag);       // Summary.Value: string tag = 1
   fixed_field(v, 2, 5, value);  // float simple_value = 2
   std::string summary;
   bytes_field(summary, 1, v);  // Summary: repeated Value value = 1

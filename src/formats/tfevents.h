@@ -27,7 +27,7 @@ struct TfEvent {
   bool file_version = false;
   std::string tag;  // empty for an event without a scalar
   float value = 0.0f;
-  size_t end = 0;   // the byte offset just past its record
+  size_t end = 0;  // the byte offset just past its record
 };
 // The events of a file's bytes, in order. Reading stops at the first record that is cut short or fails its checksums
 // (a process killed while appending leaves one at the end): `valid` is the length of the whole records before it.

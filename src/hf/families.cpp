@@ -29,17 +29,20 @@ bool config_true(const nlohmann::json& c, const char* key) {
 // Families whose learned table keeps 2 rows before position 0 (their LearnedPositionalEmbedding's offset).
 const std::set<std::string> kOffsetTwo = {"opt", "bart", "mbart", "plbart", "biogpt", "mvp"};
 // Families that number positions from padding_idx + 1 (RoBERTa's create_position_ids_from_input_ids).
-const std::set<std::string> kFromPadding = {"roberta", "xlm-roberta", "camembert", "xlm-roberta-xl", "longformer",
-                                            "data2vec-text", "roberta-prelayernorm", "xmod", "ibert"};
-const std::set<std::string> kRotary = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "phi3",
-                                       "gpt_neox", "gptj", "falcon", "stablelm", "olmo", "starcoder2", "codegen"};
+const std::set<std::string> kFromPadding = {
+    "roberta",       "xlm-roberta",          "camembert", "xlm-roberta-xl", "longformer",
+    "data2vec-text", "roberta-prelayernorm", "xmod",      "ibert"};
+const std::set<std::string> kRotary = {"llama",    "mistral", "mixtral",    "qwen2",    "qwen3", "gemma",
+                                       "gemma2",   "phi",     "phi3",       "gpt_neox", "gptj",  "falcon",
+                                       "stablelm", "olmo",    "starcoder2", "codegen"};
 const std::set<std::string> kAlibi = {"bloom", "mpt"};
 
 std::string vision_grid(PositionTableSpec& s, const nlohmann::json& config) {
   const int64_t n = s.rows - s.offset - s.class_rows;
   const nlohmann::json& vc = config.contains("vision_config") ? config["vision_config"] : config;
   const int64_t image = config_int_or(vc, "image_size", 0), patch = config_int_or(vc, "patch_size", 0);
-  int64_t side = image > 0 && patch > 0 ? image / patch : static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  int64_t side =
+      image > 0 && patch > 0 ? image / patch : static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n) side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n || n < 4) return fmt::format("{} patch rows do not form a square grid: read as a sequence", n);
   s.grid_rows = s.grid_cols = side;
@@ -48,10 +51,12 @@ std::string vision_grid(PositionTableSpec& s, const nlohmann::json& config) {
 
 }  // namespace
 
-ModelTables find_position_tables(const nlohmann::json& config, const std::map<std::string, std::vector<int64_t>>& shapes) {
+ModelTables find_position_tables(const nlohmann::json& config,
+                                 const std::map<std::string, std::vector<int64_t>>& shapes) {
   ModelTables t;
   t.family = config.is_object() && config.contains("model_type") && config["model_type"].is_string()
-                 ? config["model_type"].get<std::string>() : "";
+                 ? config["model_type"].get<std::string>()
+                 : "";
   const bool offset_two = kOffsetTwo.count(t.family) > 0, from_padding = kFromPadding.count(t.family) > 0;
   for (const auto& [name, shape] : shapes) {
     PositionTableSpec s;
@@ -62,13 +67,13 @@ ModelTables find_position_tables(const nlohmann::json& config, const std::map<st
     s.rows = shape[shape.size() - 2];
     s.dims = shape.back();
     s.role = contains(name, "encoder.") ? "encoder" : contains(name, "decoder.") ? "decoder" : "model";
-    if (ends_with(name, "wpe.weight") && seq) {                                  // GPT-2, GPT-Neo
+    if (ends_with(name, "wpe.weight") && seq) {  // GPT-2, GPT-Neo
       if (t.family.empty()) t.family = "gpt2";
       if (shapes.count(name.substr(0, name.size() - 10) + "h.0.attn.c_attn.weight")) {
         t.layout = "gpt2";
         t.prefix = name.substr(0, name.size() - 10);
       }
-    } else if (ends_with(name, "embed_positions.weight") && seq) {               // OPT, BART, mBART, Whisper
+    } else if (ends_with(name, "embed_positions.weight") && seq) {  // OPT, BART, mBART, Whisper
       if (offset_two) {
         s.offset = 2;
         s.skipped = "rows 0-1: the learned embedding's offset of 2 (the first token's position is row 2)";
@@ -91,12 +96,12 @@ ModelTables find_position_tables(const nlohmann::json& config, const std::map<st
         t.layout = "bert";
         t.prefix = prefix;
       }
-    } else if (ends_with(name, "embeddings.position_embeddings") && vit) {          // ViT, DeiT
+    } else if (ends_with(name, "embeddings.position_embeddings") && vit) {  // ViT, DeiT
       s.role = "vision";
       s.class_rows = t.family == "deit" ? 2 : 1;
       s.skipped = s.class_rows == 2 ? "rows 0-1: the class and distillation tokens" : "row 0: the class token";
       if (std::string why = vision_grid(s, config); !why.empty()) s.skipped += "; " + why;
-    } else if (ends_with(name, "embeddings.position_embedding.weight") && seq) {    // CLIP, SigLIP
+    } else if (ends_with(name, "embeddings.position_embedding.weight") && seq) {  // CLIP, SigLIP
       if (contains(name, "vision_model.")) {
         s.role = "vision";
         s.class_rows = t.family == "siglip" ? 0 : 1;
@@ -113,25 +118,38 @@ ModelTables find_position_tables(const nlohmann::json& config, const std::map<st
   }
   // Encoder before decoder, text before vision: the order a reader expects.
   std::stable_sort(t.tables.begin(), t.tables.end(), [](const auto& a, const auto& b) {
-    auto rank = [](const std::string& r) { return r == "model" ? 0 : r == "encoder" ? 1 : r == "decoder" ? 2 : r == "text" ? 3 : 4; };
+    auto rank = [](const std::string& r) {
+      return r == "model" ? 0 : r == "encoder" ? 1 : r == "decoder" ? 2 : r == "text" ? 3 : 4;
+    };
     return rank(a.role) < rank(b.role);
   });
   if (!t.tables.empty()) return t;
-  if (kRotary.count(t.family) || config.contains("rope_theta") || config.contains("rotary_dim") || config.contains("rotary_pct"))
-    t.no_table = "rotary position embeddings (RoPE): positions rotate the queries and keys in each layer; no table is stored";
+  if (kRotary.count(t.family) || config.contains("rope_theta") || config.contains("rotary_dim") ||
+      config.contains("rotary_pct"))
+    t.no_table =
+        "rotary position embeddings (RoPE): positions rotate the queries and keys in each layer; no table is stored";
   else if (kAlibi.count(t.family) || config_true(config, "alibi"))
     t.no_table = "ALiBi: a linear bias on the attention scores by distance; no table is stored";
   else if (config.contains("relative_attention_num_buckets"))
-    t.no_table = "a learned relative-position bias on the attention scores (T5's buckets), not a table of absolute positions";
+    t.no_table =
+        "a learned relative-position bias on the attention scores (T5's buckets), not a table of absolute positions";
   else
     t.no_table = "no position table of a known family (wpe, embed_positions, position_embeddings, position_embedding)";
   return t;
 }
 
 nlohmann::json to_json(const PositionTableSpec& s) {
-  nlohmann::json j = {{"tensor", s.tensor}, {"role", s.role}, {"shape", s.shape}, {"rows", s.rows}, {"dims", s.dims},
-                      {"offset", s.offset}, {"class_rows", s.class_rows}, {"positions", s.positions()},
-                      {"first_row", s.first_row()}, {"frozen", s.frozen}, {"skipped", s.skipped}};
+  nlohmann::json j = {{"tensor", s.tensor},
+                      {"role", s.role},
+                      {"shape", s.shape},
+                      {"rows", s.rows},
+                      {"dims", s.dims},
+                      {"offset", s.offset},
+                      {"class_rows", s.class_rows},
+                      {"positions", s.positions()},
+                      {"first_row", s.first_row()},
+                      {"frozen", s.frozen},
+                      {"skipped", s.skipped}};
   j["grid"] = s.grid_rows ? nlohmann::json{s.grid_rows, s.grid_cols} : nlohmann::json(nullptr);
   return j;
 }
@@ -145,15 +163,17 @@ nlohmann::json to_json(const ModelTables& t) {
 }
 
 std::string tables_text(const ModelTables& t) {
-  std::string s = fmt::format("family {}{}\n", t.family.empty() ? "unknown" : t.family,
-                              t.layout.empty() ? "" : fmt::format(" ({} layout: layer 0's attention is read)", t.layout));
+  std::string s =
+      fmt::format("family {}{}\n", t.family.empty() ? "unknown" : t.family,
+                  t.layout.empty() ? "" : fmt::format(" ({} layout: layer 0's attention is read)", t.layout));
   if (t.tables.empty()) return s + "no learned position table: " + t.no_table + "\n";
   for (const auto& p : t.tables) {
-    const std::string kind = p.frozen ? "fixed sinusoid (not learned)"
+    const std::string kind = p.frozen      ? "fixed sinusoid (not learned)"
                              : p.grid_rows ? fmt::format("learned, {} x {} patch grid", p.grid_rows, p.grid_cols)
                                            : "learned";
-    s += fmt::format("  {:<8} {}  {} rows x {}: positions 0..{} are rows {}..{}; {}{}\n", p.role, p.tensor, p.rows, p.dims,
-                     p.positions() - 1, p.first_row(), p.rows - 1, kind, p.skipped.empty() ? "" : "; left out: " + p.skipped);
+    s += fmt::format("  {:<8} {}  {} rows x {}: positions 0..{} are rows {}..{}; {}{}\n", p.role, p.tensor, p.rows,
+                     p.dims, p.positions() - 1, p.first_row(), p.rows - 1, kind,
+                     p.skipped.empty() ? "" : "; left out: " + p.skipped);
   }
   return s;
 }

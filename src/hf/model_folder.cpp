@@ -28,7 +28,8 @@ std::map<std::string, SafetensorsEntry> read_header(const std::string& path) {
   const uint64_t n = safetensors_header_length(first8, size, path);
   std::string header(n, '\0');
   in.read(header.data(), static_cast<std::streamsize>(n));
-  if (static_cast<uint64_t>(in.gcount()) != n) throw Error(path + ": truncated safetensors file", "download the file again");
+  if (static_cast<uint64_t>(in.gcount()) != n)
+    throw Error(path + ": truncated safetensors file", "download the file again");
   return parse_safetensors_header(header, size, path);
 }
 
@@ -39,7 +40,8 @@ void add_file(ModelFolder& m, const std::string& file) {
 
 std::string pickle_hint(const std::string& dir, const std::string& bin) {
   return "poslab reads .safetensors only; convert with the PyTorch that wrote it: python3 -c \"import torch; "
-         "from safetensors.torch import save_file; sd = torch.load('" + (fs::path(dir) / bin).string() +
+         "from safetensors.torch import save_file; sd = torch.load('" +
+         (fs::path(dir) / bin).string() +
          "', map_location='cpu', weights_only=True); save_file({k: v.contiguous().clone() for k, v in sd.items()}, '" +
          (fs::path(dir) / "model.safetensors").string() + "')\"";
 }
@@ -49,7 +51,8 @@ std::string pickle_hint(const std::string& dir, const std::string& bin) {
 nlohmann::json parse_model_config(const std::string& text, const std::string& path) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    throw Error(path + ": not a JSON object", "config.json is written by transformers' save_pretrained; download it again");
+    throw Error(path + ": not a JSON object",
+                "config.json is written by transformers' save_pretrained; download it again");
   return j;
 }
 
@@ -126,8 +129,9 @@ ModelFolder open_model_folder(const std::string& path) {
   std::sort(safetensors.begin(), safetensors.end());
   std::sort(pickles.begin(), pickles.end());
   if (safetensors.empty() && !pickles.empty())
-    throw Error(path + ": PyTorch pickles only (" + pickles.front() + (pickles.size() > 1 ? ", …" : "") + "), no .safetensors",
-                pickle_hint(path, pickles.front()));
+    throw Error(
+        path + ": PyTorch pickles only (" + pickles.front() + (pickles.size() > 1 ? ", …" : "") + "), no .safetensors",
+        pickle_hint(path, pickles.front()));
   if (safetensors.empty())
     throw Error(path + ": no model weights (no .safetensors file, no " + kIndex + ")",
                 "pass a Hugging Face model folder (config.json and model.safetensors) or a poslab run folder");

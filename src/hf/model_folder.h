@@ -19,10 +19,10 @@ struct WeightTensor {
 };
 
 struct ModelFolder {
-  std::string path;                   // as given: a folder, or one .safetensors file
-  std::string config_path;            // "" when there is no config.json
+  std::string path;         // as given: a folder, or one .safetensors file
+  std::string config_path;  // "" when there is no config.json
   nlohmann::json config = nlohmann::json::object();
-  std::vector<std::string> files;     // the .safetensors files read, in order
+  std::vector<std::string> files;  // the .safetensors files read, in order
   std::map<std::string, WeightTensor> tensors;
 };
 

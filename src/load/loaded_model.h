@@ -11,9 +11,9 @@
 namespace poslab {
 
 struct LoadedModel {
-  Config cfg;              // the effective config the model was trained with
-  Tokenizer tokenizer;     // from the checkpoint itself
-  GPT model{nullptr};      // in eval mode, on the device asked for
+  Config cfg;           // the effective config the model was trained with
+  Tokenizer tokenizer;  // from the checkpoint itself
+  GPT model{nullptr};   // in eval mode, on the device asked for
   CheckpointMeta meta;
 };
 

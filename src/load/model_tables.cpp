@@ -21,8 +21,11 @@ torch::Tensor read_model_tensor(const ModelFolder& m, const std::string& name) {
                 "pass one of these names with --tensor");
   }
   const SafetensorsEntry& e = it->second.entry;
-  const auto type = e.dtype == "F32" ? torch::kFloat32 : e.dtype == "F16" ? torch::kFloat16
-                  : e.dtype == "BF16" ? torch::kBFloat16 : e.dtype == "I64" ? torch::kInt64 : torch::kFloat64;
+  const auto type = e.dtype == "F32"    ? torch::kFloat32
+                    : e.dtype == "F16"  ? torch::kFloat16
+                    : e.dtype == "BF16" ? torch::kBFloat16
+                    : e.dtype == "I64"  ? torch::kInt64
+                                        : torch::kFloat64;
   auto t = torch::empty(e.shape, type);
   std::ifstream in(it->second.file, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(e.offset));
@@ -51,7 +54,8 @@ namespace {
 int64_t config_dim(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path) {
   for (const char* k : keys)
     if (c.contains(k) && c[k].is_number_integer()) return c[k].get<int64_t>();
-  throw Error(path + ": config.json has no " + *keys.begin(), "layer 0's heads need the model's config.json beside its weights");
+  throw Error(path + ": config.json has no " + *keys.begin(),
+              "layer 0's heads need the model's config.json beside its weights");
 }
 
 double config_double(const nlohmann::json& c, const char* key, double fallback) {

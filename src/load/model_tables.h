@@ -16,8 +16,8 @@ namespace poslab {
 
 struct ModelTable {
   PositionTableSpec spec;
-  std::string source;   // "FOLDER:tensor rows A:B"
-  torch::Tensor rows;   // (positions, dims) float64; a vision table's patches in row-major grid order
+  std::string source;  // "FOLDER:tensor rows A:B"
+  torch::Tensor rows;  // (positions, dims) float64; a vision table's patches in row-major grid order
 };
 
 // name -> shape of every tensor of the folder (find_position_tables' input).

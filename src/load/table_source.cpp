@@ -33,8 +33,9 @@ ModelTable model_table(const std::string& input, const std::string& tensor, std:
     return tables[0];
   }
   if (tables.empty())
-    throw Error(input + ": no learned position table (" + (t.no_table.empty() ? "fixed sinusoids only" : t.no_table) + ")",
-                "pass --tensor NAME to read another tensor; poslab inspect " + input + " lists what it holds");
+    throw Error(
+        input + ": no learned position table (" + (t.no_table.empty() ? "fixed sinusoids only" : t.no_table) + ")",
+        "pass --tensor NAME to read another tensor; poslab inspect " + input + " lists what it holds");
   std::string names;
   for (const auto& mt : tables) names += (names.empty() ? "" : ", ") + mt.spec.tensor;
   throw Error(input + ": " + std::to_string(tables.size()) + " position tables (" + names + "): which one?",
@@ -52,7 +53,8 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
     throw Error("nothing to analyse", "pass a run folder, a .pt, .npy or .safetensors file, or --synthetic KIND");
   source = t.input;
   std::error_code ec;
-  if (!std::filesystem::exists(t.input, ec)) throw Error(t.input + ": not found", "pass an existing file or run folder");
+  if (!std::filesystem::exists(t.input, ec))
+    throw Error(t.input + ": not found", "pass an existing file or run folder");
   const std::string ext = std::filesystem::path(t.input).extension().string();
   if (is_model_folder(t.input) || ext == ".safetensors") return model_table(t.input, t.tensor, source).rows;
   if (std::filesystem::is_directory(t.input, ec)) {  // a run folder: its last snapshot

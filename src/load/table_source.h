@@ -1,5 +1,6 @@
 // Where one position table comes from, as `poslab analyze` and `poslab report` take it: a .npy, a .safetensors
-// tensor, a poslab checkpoint, a run folder (its last snapshot), or a synthetic table. The analysis itself only ever receives the tensor.
+// tensor, a poslab checkpoint, a run folder (its last snapshot), or a synthetic table. The analysis itself only ever
+// receives the tensor.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,12 +13,12 @@
 namespace poslab {
 
 struct TableSource {
-  std::string input;       // .npy, .pt or .safetensors file (empty with synthetic)
-  std::string tensor;      // tensor name for .safetensors
-  std::string synthetic;   // random | sinusoidal | handbook (empty for a file)
+  std::string input;                     // .npy, .pt or .safetensors file (empty with synthetic)
+  std::string tensor;                    // tensor name for .safetensors
+  std::string synthetic;                 // random | sinusoidal | handbook (empty for a file)
   int64_t positions = 1024, dims = 768;  // of a synthetic table
-  uint64_t seed = 0;       // of a synthetic random or handbook table
-  double std = 0.02;       // of a synthetic random table
+  uint64_t seed = 0;                     // of a synthetic random or handbook table
+  double std = 0.02;                     // of a synthetic random table
 };
 
 // A Hugging Face model folder's or .safetensors file's table: the one learned table its family keeps (rows mapped to

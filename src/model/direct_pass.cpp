@@ -113,8 +113,10 @@ void DirectPass::add_to_grad(const torch::Tensor& p, const torch::Tensor& d) {
   bool fresh = false;
   torch::Tensor* g = grad_of(p, fresh);
   if (g == nullptr) return;
-  if (fresh) g->copy_(d);
-  else g->add_(d);
+  if (fresh)
+    g->copy_(d);
+  else
+    g->add_(d);
 }
 
 void DirectPass::add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b) {
@@ -125,8 +127,10 @@ void DirectPass::add_product(const torch::Tensor& p, const torch::Tensor& a, con
   }
   bool fresh = false;
   torch::Tensor* g = grad_of(p, fresh);
-  if (fresh) at::mm_out(*g, a, b);
-  else g->addmm_(a, b);
+  if (fresh)
+    at::mm_out(*g, a, b);
+  else
+    g->addmm_(a, b);
 }
 
 void DirectPass::add_column_sum(const torch::Tensor& p, const torch::Tensor& d) {
@@ -140,13 +144,17 @@ void DirectPass::add_column_sum(const torch::Tensor& p, const torch::Tensor& d) 
     return;
   }
   at::sum_out(row, d, {0});
-  if (g != nullptr) g->add_(row);
-  else add_to_grad(p, row);
+  if (g != nullptr)
+    g->add_(row);
+  else
+    add_to_grad(p, row);
 }
 
 void DirectPass::linear_out(torch::Tensor& out, const torch::Tensor& x, const torch::nn::Linear& layer, bool bias) {
-  if (bias && layer->bias.defined()) at::addmm_out(out, operand(layer->bias), x, operand(layer->weight).t());
-  else at::mm_out(out, x, operand(layer->weight).t());
+  if (bias && layer->bias.defined())
+    at::addmm_out(out, operand(layer->bias), x, operand(layer->weight).t());
+  else
+    at::mm_out(out, x, operand(layer->weight).t());
 }
 
 void DirectPass::residual_out(torch::Tensor& out, const torch::Tensor& res, const torch::Tensor& x,
@@ -207,7 +215,8 @@ void DirectPass::forward(const int64_t* idx, int64_t B, int64_t T) {
     torch::Tensor& x0 = cfg.n_layer > 0 ? blocks_[0].x : x_out_;
     float* x = x0.data_ptr<float>();
     for (int64_t n = 0; n < N; ++n)
-      TORCH_CHECK(idx[n] >= 0 && idx[n] < V, "token id ", idx[n], " at row ", n, " is outside the vocabulary [0, ", V, ")");
+      TORCH_CHECK(idx[n] >= 0 && idx[n] < V, "token id ", idx[n], " at row ", n, " is outside the vocabulary [0, ", V,
+                  ")");
     parallel_for(0, N, std::max<int64_t>(1, kElementwiseGrain / C), [&](int64_t lo, int64_t hi) {
       for (int64_t n = lo; n < hi; ++n) {
         const float* e = wte + idx[n] * C;

@@ -41,13 +41,13 @@ class DirectPass {
   // One block's saved activations, rows (B * T) by columns; the residual stream and statistics float32, the
   // others in the pass's dtype.
   struct Block {
-    torch::Tensor x;                    // (N, C) the residual stream coming in
-    torch::Tensor ln1, mean1, rstd1;    // ln_1's output (N, C) and statistics (N)
-    torch::Tensor qkv;                  // (N, 3C)
-    torch::Tensor att, p;               // heads' output (N, C); probabilities (B * nh, T, T), float32
-    torch::Tensor mid;                  // (N, C) the stream after attention
+    torch::Tensor x;                  // (N, C) the residual stream coming in
+    torch::Tensor ln1, mean1, rstd1;  // ln_1's output (N, C) and statistics (N)
+    torch::Tensor qkv;                // (N, 3C)
+    torch::Tensor att, p;             // heads' output (N, C); probabilities (B * nh, T, T), float32
+    torch::Tensor mid;                // (N, C) the stream after attention
     torch::Tensor ln2, mean2, rstd2;
-    torch::Tensor pre, act;             // (N, 4C) c_fc's output (without its bias in bf16) and its GELU
+    torch::Tensor pre, act;  // (N, 4C) c_fc's output (without its bias in bf16) and its GELU
   };
 
   // Checks the batch, sizes the buffers (and bf16's weight copies) for it; returns the ids as contiguous int64.
@@ -75,18 +75,18 @@ class DirectPass {
   torch::Tensor* grad_of(const torch::Tensor& p, bool& fresh);
   void add_product(const torch::Tensor& p, const torch::Tensor& a, const torch::Tensor& b);  // grad(p) += a b
   void add_column_sum(const torch::Tensor& p, const torch::Tensor& d);  // grad(p) += the sum of d's rows
-  void add_to_grad(const torch::Tensor& p, const torch::Tensor& d);  // grad(p) += d (float32 or bf16)
+  void add_to_grad(const torch::Tensor& p, const torch::Tensor& d);     // grad(p) += d (float32 or bf16)
 
   GPT model_;
   int64_t B_ = 0, T_ = 0;
   bool bf16_ = false;
   std::vector<Block> blocks_;
-  torch::Tensor x_out_, lnf_, meanf_, rstdf_;          // the last block's output and ln_f's
-  torch::Tensor dx_, dtmp_;                            // float32 gradients of the residual stream
-  torch::Tensor dln_, datt_, dqkv_, dact_;             // gradients in the pass's dtype, reused by every block
-  torch::Tensor dxb_, proj_;                           // bf16: dx_ rounded; a projection before its residual add
-  torch::Tensor ln_dw_, ln_db_, gelu_db_;              // partial sums of chunks of rows
-  torch::Tensor col_sum_, col_sum_bf16_, dw_, dwte_;   // rows of column sums; a weight's gradient (bf16); the head's dW
+  torch::Tensor x_out_, lnf_, meanf_, rstdf_;         // the last block's output and ln_f's
+  torch::Tensor dx_, dtmp_;                           // float32 gradients of the residual stream
+  torch::Tensor dln_, datt_, dqkv_, dact_;            // gradients in the pass's dtype, reused by every block
+  torch::Tensor dxb_, proj_;                          // bf16: dx_ rounded; a projection before its residual add
+  torch::Tensor ln_dw_, ln_db_, gelu_db_;             // partial sums of chunks of rows
+  torch::Tensor col_sum_, col_sum_bf16_, dw_, dwte_;  // rows of column sums; a weight's gradient (bf16); the head's dW
   HeadLossScratch head_;
   std::unordered_map<const void*, torch::Tensor> grads_;  // per parameter (its TensorImpl), the grad buffer
   std::unordered_map<const void*, torch::Tensor> casts_;  // bf16: per Linear parameter, its bf16 copy

@@ -49,10 +49,11 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
-    : n_head(cfg.n_head), dropout(cfg.dropout) {
-  c_attn = register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 3 * cfg.n_embd).bias(cfg.bias)));
-  c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg) : n_head(cfg.n_head), dropout(cfg.dropout) {
+  c_attn =
+      register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 3 * cfg.n_embd).bias(cfg.bias)));
+  c_proj =
+      register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
   attn_dropout = register_module("attn_dropout", torch::nn::Dropout(cfg.dropout));
   resid_dropout = register_module("resid_dropout", torch::nn::Dropout(cfg.dropout));
   causal_bias = torch::full({cfg.block_size, cfg.block_size}, -std::numeric_limits<float>::infinity()).triu(1);
@@ -60,11 +61,13 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg)
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor qkv = linear(c_attn, x);  // (B, T, 3C)
-  torch::Tensor y;                               // (B, T, C)
+  torch::Tensor y;                              // (B, T, C)
   if (x.device().is_cpu() && !(is_training() && dropout > 0.0) && kernel_paths().attention == "fused")
     y = fused_attention(qkv);
-  else if (TORCH_VERSION_MAJOR >= 2) y = sdpa_attention(qkv);
-  else y = bmm_attention(qkv);
+  else if (TORCH_VERSION_MAJOR >= 2)
+    y = sdpa_attention(qkv);
+  else
+    y = bmm_attention(qkv);
   return resid_dropout(linear(c_proj, y));
 }
 
@@ -81,7 +84,7 @@ torch::Tensor CausalSelfAttentionImpl::sdpa_attention(const torch::Tensor& qkv) 
   auto k = qkv3[1].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   auto v = qkv3[2].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   auto y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
-  return y.transpose(1, 2).contiguous().view({B, T, C});       // (B, T, C)
+  return y.transpose(1, 2).contiguous().view({B, T, C});  // (B, T, C)
 #else
   TORCH_CHECK(false, "scaled_dot_product_attention needs LibTorch 2.x");
 #endif
@@ -89,8 +92,8 @@ torch::Tensor CausalSelfAttentionImpl::sdpa_attention(const torch::Tensor& qkv) 
 
 torch::Tensor CausalSelfAttentionImpl::bmm_attention(const torch::Tensor& qkv) {
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, hs = C / n_head;
-  auto qkv3 = qkv.split(C, /*dim=*/2);                                              // 3 x (B, T, C)
-  auto heads = [&](const torch::Tensor& t) {                                        // (B*nh, T, hs)
+  auto qkv3 = qkv.split(C, /*dim=*/2);        // 3 x (B, T, C)
+  auto heads = [&](const torch::Tensor& t) {  // (B*nh, T, hs)
     return t.view({B, T, n_head, hs}).transpose(1, 2).reshape({B * n_head, T, hs});
   };
   const auto q3 = heads(qkv3[0]), k3 = heads(qkv3[1]), v3 = heads(qkv3[2]);
@@ -102,16 +105,19 @@ torch::Tensor CausalSelfAttentionImpl::bmm_attention(const torch::Tensor& qkv) {
   } else {
     // One GEMM for scores, scale and mask: scale * q k^T + bias, the bias 0 on and below the diagonal, -inf above.
     if (causal_bias.device() != qkv.device()) causal_bias = causal_bias.to(qkv.device());
-    att = torch::softmax(torch::baddbmm(causal_bias.slice(0, 0, T).slice(1, 0, T), q3, k3.transpose(1, 2), 1.0, scale), -1);
+    att = torch::softmax(torch::baddbmm(causal_bias.slice(0, 0, T).slice(1, 0, T), q3, k3.transpose(1, 2), 1.0, scale),
+                         -1);
   }
   att = attn_dropout(att);
-  auto y = torch::bmm(att, v3).view({B, n_head, T, hs});       // (B, nh, T, hs)
-  return y.transpose(1, 2).contiguous().view({B, T, C});       // (B, T, C)
+  auto y = torch::bmm(att, v3).view({B, n_head, T, hs});  // (B, nh, T, hs)
+  return y.transpose(1, 2).contiguous().view({B, T, C});  // (B, T, C)
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
-  c_fc = register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 4 * cfg.n_embd).bias(cfg.bias)));
-  c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
+  c_fc =
+      register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, 4 * cfg.n_embd).bias(cfg.bias)));
+  c_proj =
+      register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * cfg.n_embd, cfg.n_embd).bias(cfg.bias)));
   dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
 }
 
@@ -120,8 +126,8 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   if (fused_pointwise(x) && cpu_autocast_bf16() && c_fc->bias.defined()) {
     // bf16: the bias added inside the GELU, in float (addmm would first copy it into every row of the output).
     const torch::Tensor x2 = x.reshape({-1, x.size(-1)});
-    const torch::Tensor pre = widen_bf16_products(x) ? widened_linear(x2, c_fc->weight, torch::Tensor())
-                                                     : torch::mm(x2, c_fc->weight.t());
+    const torch::Tensor pre =
+        widen_bf16_products(x) ? widened_linear(x2, c_fc->weight, torch::Tensor()) : torch::mm(x2, c_fc->weight.t());
     h = bias_gelu(pre, c_fc->bias).view({x.size(0), x.size(1), -1});
   } else if (fused_pointwise(x)) {
     h = poslab::gelu(linear(c_fc, x));
@@ -186,21 +192,23 @@ torch::Tensor GPTImpl::hidden(const torch::Tensor& idx, int64_t position_offset)
   const int64_t T = idx.size(1);
   TORCH_CHECK(position_offset >= 0 && position_offset + T <= cfg.block_size, "sequence of length ", T, " at position ",
               position_offset, " runs past block_size ", cfg.block_size);
-  auto x = wte(idx);                                                                // (B, T, C)
-  if (wpe) x = x + wpe->weight.slice(0, position_offset, position_offset + T);      // + (T, C)
+  auto x = wte(idx);                                                            // (B, T, C)
+  if (wpe) x = x + wpe->weight.slice(0, position_offset, position_offset + T);  // + (T, C)
   x = drop(x);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
   return ln_f(x);
 }
 
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx, int64_t position_offset) {
-  const torch::Tensor x = hidden(idx, position_offset);                                              // (B, T, C)
-  return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight).view({x.size(0), x.size(1), -1});  // (B, T, V), head tied to wte
+  const torch::Tensor x = hidden(idx, position_offset);  // (B, T, C)
+  return F::linear(x.reshape({-1, cfg.n_embd}), wte->weight)
+      .view({x.size(0), x.size(1), -1});  // (B, T, V), head tied to wte
 }
 
 torch::Tensor GPTImpl::forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight) {
-  const torch::Tensor x = hidden(idx);                                              // (B, T, C)
-  if (fused_pointwise(x)) return head_cross_entropy(x.reshape({-1, cfg.n_embd}), wte->weight, targets.reshape(-1), weight);
+  const torch::Tensor x = hidden(idx);  // (B, T, C)
+  if (fused_pointwise(x))
+    return head_cross_entropy(x.reshape({-1, cfg.n_embd}), wte->weight, targets.reshape(-1), weight);
   return loss(F::linear(x, wte->weight), targets, weight);
 }
 

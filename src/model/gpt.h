@@ -69,8 +69,8 @@ struct GPTImpl : torch::nn::Module {
   // loss(forward(idx), targets, weight) without the (B, T, V) logits on CPU: head and cross-entropy as one op
   // in chunks of rows (ops/head_loss.h). Call it under the autocast guard, as forward.
   torch::Tensor forward_loss(const torch::Tensor& idx, const torch::Tensor& targets, double weight = 1.0);
-  // Mean cross-entropy of logits against targets (B, T), computed in float32, times `weight` (slices of a batch, gradient
-  // accumulation; the gradient is scaled too).
+  // Mean cross-entropy of logits against targets (B, T), computed in float32, times `weight` (slices of a batch,
+  // gradient accumulation; the gradient is scaled too).
   static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets, double weight = 1.0);
 
   // The position table (block_size, C); undefined when model.position is none.
@@ -82,7 +82,7 @@ struct GPTImpl : torch::nn::Module {
   torch::nn::Embedding wte{nullptr};  // (V, C) token embeddings, also the output head (tied)
   torch::nn::Embedding wpe{nullptr};  // (block_size, C) position table: learned, or fixed sinusoidal; null for none
   torch::nn::Dropout drop{nullptr};
-  torch::nn::ModuleList h{nullptr};   // n_layer Blocks
+  torch::nn::ModuleList h{nullptr};  // n_layer Blocks
   LayerNorm ln_f{nullptr};
 };
 TORCH_MODULE(GPT);

@@ -17,7 +17,7 @@ std::vector<int> generate(GPT& model, std::vector<int> ids, const SampleOptions&
   for (int n = 0; n < opt.tokens; ++n) {
     const int64_t start = std::max<int64_t>(0, static_cast<int64_t>(ids.size()) - block);
     std::vector<int64_t> ctx(ids.begin() + start, ids.end());
-    auto idx = torch::tensor(ctx, torch::kInt64).unsqueeze(0).to(device);         // (1, T)
+    auto idx = torch::tensor(ctx, torch::kInt64).unsqueeze(0).to(device);                         // (1, T)
     auto logits = model->forward(idx).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);  // (V,)
     int next;
     if (opt.temperature == 0) {

@@ -33,7 +33,6 @@ Shape attention_shape(const torch::Tensor& qkv, int64_t n_head) {
   return {qkv.size(0), qkv.size(1), C, n_head, hs, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)))};
 }
 
-
 // rows x hs floats from bf16 rows with stride ld (a head's slice of each row).
 void widen_rows(const uint16_t* src, int64_t ld, int64_t rows, int64_t hs, float* dst) {
   for (int64_t i = 0; i < rows; ++i) simd::widen_bf16(src + i * ld, dst + i * hs, hs);

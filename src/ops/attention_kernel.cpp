@@ -35,8 +35,8 @@ void loop_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a
 
 }  // namespace
 
-void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+               int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   static const SgemmFn sgemm = find_sgemm();
   if (m == 0 || n == 0) return;
   if (sgemm == nullptr) {

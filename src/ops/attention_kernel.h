@@ -10,8 +10,8 @@ namespace poslab {
 // Row-major C (m x n, row stride ldc) = op(A) op(B) (+ C when accumulate), op(X) = X or X^T; A is m x k after op,
 // B is k x n after op. The float BLAS's sgemm (OpenBLAS, or MKL inside PyTorch's LibTorch); a plain loop when the
 // process has none.
-void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
+void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+               int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
 
 // Forward of one head: p (T x T, row stride T) = causal softmax of scale * q k^T (0 above the diagonal), and
 // o (T x hs) = p v. q, k, v: T x hs with row stride ld_in; o has row stride ld_out. scores: T x T scratch.

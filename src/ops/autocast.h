@@ -34,7 +34,10 @@ class AutocastGuard {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
     at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, previous_);
 #else
-    if (cuda_) at::autocast::set_enabled(previous_); else at::autocast::set_cpu_enabled(previous_);
+    if (cuda_)
+      at::autocast::set_enabled(previous_);
+    else
+      at::autocast::set_cpu_enabled(previous_);
 #endif
   }
   AutocastGuard(const AutocastGuard&) = delete;

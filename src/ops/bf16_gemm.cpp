@@ -59,14 +59,22 @@ template <int NV>
 POSLAB_BF16_TARGET void rows_native(int64_t mr, int64_t p0, int64_t p1, const bf16_pair* a, int64_t a_row,
                                     int64_t a_pair, const bf16_pair* b, int64_t ldb, float* c, int64_t ldc) {
   switch (mr) {
-    case 8: return tile_native<8, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 7: return tile_native<7, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 6: return tile_native<6, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 5: return tile_native<5, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 4: return tile_native<4, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 3: return tile_native<3, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    case 2: return tile_native<2, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
-    default: return tile_native<1, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 8:
+      return tile_native<8, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 7:
+      return tile_native<7, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 6:
+      return tile_native<6, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 5:
+      return tile_native<5, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 4:
+      return tile_native<4, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 3:
+      return tile_native<3, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    case 2:
+      return tile_native<2, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
+    default:
+      return tile_native<1, NV>(p0, p1, a, a_row, a_pair, b, ldb, c, ldc);
   }
 }
 
@@ -77,8 +85,10 @@ void gemm_native(int64_t m, int64_t n, int64_t p0, int64_t p1, const bf16_pair* 
     const int64_t nv = n - j >= 32 ? 2 : 1;
     for (int64_t i = 0; i < m; i += kRows) {
       const int64_t mr = m - i < kRows ? m - i : kRows;
-      if (nv == 2) rows_native<2>(mr, p0, p1, a + i * a_row, a_row, a_pair, b + j, ldb, c + i * ldc + j, ldc);
-      else rows_native<1>(mr, p0, p1, a + i * a_row, a_row, a_pair, b + j, ldb, c + i * ldc + j, ldc);
+      if (nv == 2)
+        rows_native<2>(mr, p0, p1, a + i * a_row, a_row, a_pair, b + j, ldb, c + i * ldc + j, ldc);
+      else
+        rows_native<1>(mr, p0, p1, a + i * a_row, a_row, a_pair, b + j, ldb, c + i * ldc + j, ldc);
     }
     j += 16 * nv;
   }

@@ -91,8 +91,8 @@ void causal_softmax_backward_rows(const float* p, const float* dp, float* ds, in
   }
 }
 
-void causal_softmax_backward_rows_bf16(const uint16_t* p, const uint16_t* dp, uint16_t* ds, int64_t begin,
-                                       int64_t end, int64_t T, float scale) {
+void causal_softmax_backward_rows_bf16(const uint16_t* p, const uint16_t* dp, uint16_t* ds, int64_t begin, int64_t end,
+                                       int64_t T, float scale) {
   thread_local std::vector<float> pf, dpf, dsf;
   pf.resize(static_cast<size_t>(T));
   dpf.resize(static_cast<size_t>(T));

@@ -13,7 +13,7 @@ void causal_softmax_rows_bf16(const uint16_t* s, uint16_t* out, int64_t begin, i
 // Its gradient: ds[j] = scale * p[j] * (dp[j] - sum_{k <= i} dp[k] p[k]) for j <= i, 0 for j > i.
 void causal_softmax_backward_rows(const float* p, const float* dp, float* ds, int64_t begin, int64_t end, int64_t T,
                                   float scale);
-void causal_softmax_backward_rows_bf16(const uint16_t* p, const uint16_t* dp, uint16_t* ds, int64_t begin,
-                                       int64_t end, int64_t T, float scale);
+void causal_softmax_backward_rows_bf16(const uint16_t* p, const uint16_t* dp, uint16_t* ds, int64_t begin, int64_t end,
+                                       int64_t T, float scale);
 
 }  // namespace poslab

@@ -9,7 +9,8 @@ namespace poslab {
 namespace {
 
 // Returns the mean loss; fills `grad` (same shape and dtype as logits) when it is defined.
-torch::Tensor cross_entropy_pass(const torch::Tensor& logits, const torch::Tensor& targets, double weight, torch::Tensor grad) {
+torch::Tensor cross_entropy_pass(const torch::Tensor& logits, const torch::Tensor& targets, double weight,
+                                 torch::Tensor grad) {
   RECORD_FUNCTION("poslab::fused_cross_entropy", std::vector<c10::IValue>());
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
               "fused_cross_entropy: expected (N, V) logits and (N,) targets, got ", logits.sizes(), " and ",

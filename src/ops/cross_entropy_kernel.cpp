@@ -11,7 +11,8 @@ namespace {
 using simd::exp_np;
 
 // One row in float: returns the loss and leaves exp(x - max) / sum * scale in `e` when want_grad.
-POSLAB_SIMD_TARGETS float row_loss(const float* x, int64_t V, int64_t target, float* e, float grad_scale, bool want_grad) {
+POSLAB_SIMD_TARGETS float row_loss(const float* x, int64_t V, int64_t target, float* e, float grad_scale,
+                                   bool want_grad) {
   float m = x[0];
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < V; ++j) m = x[j] > m ? x[j] : m;

@@ -54,7 +54,8 @@ int64_t chunk_rows(int64_t N, int64_t V, int64_t element_size) {
   return std::max<int64_t>(1, std::min<int64_t>(N, kChunkBytes / (V * element_size)));
 }
 
-Result head_loss_pass(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets, double weight, bool grad) {
+Result head_loss_pass(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets, double weight,
+                      bool grad) {
   RECORD_FUNCTION("poslab::head_cross_entropy", std::vector<c10::IValue>());
   const int64_t N = x.size(0), V = w.size(0);
   const auto dtype = x.scalar_type();
@@ -63,7 +64,10 @@ Result head_loss_pass(const torch::Tensor& x, const torch::Tensor& w, const torc
   const bool widen = dtype == torch::kBFloat16 && bf16_products_in_float();
   const torch::Tensor wp = widen ? wc.to(torch::kFloat32) : wc;
   const auto product_out = [widen](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
-    if (widen) widened_mm_out(out, a, b); else at::mm_out(out, a, b);
+    if (widen)
+      widened_mm_out(out, a, b);
+    else
+      at::mm_out(out, a, b);
   };
   const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
   torch::Tensor losses = torch::empty({N}, torch::kFloat32);
@@ -107,8 +111,8 @@ struct HeadCrossEntropy : public torch::autograd::Function<HeadCrossEntropy> {
 
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& targets,
                                  double weight) {
-  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1), "head_cross_entropy: expected (N, C) x and (V, C) W, got ",
-              x.sizes(), " and ", w.sizes());
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1),
+              "head_cross_entropy: expected (N, C) x and (V, C) W, got ", x.sizes(), " and ", w.sizes());
   TORCH_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0), "head_cross_entropy: expected (", x.size(0),
               ",) targets, got ", targets.sizes());
   TORCH_CHECK(x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kBFloat16,
@@ -143,7 +147,9 @@ torch::Tensor head_cross_entropy_out(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor& wp = dtype == torch::kFloat32 ? w : scratch.w;
   const torch::Tensor t = checked_targets(targets, V, "head_cross_entropy");
   const float scale = static_cast<float>(weight / static_cast<double>(N));
-  const auto product_out = [](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) { at::mm_out(out, a, b); };
+  const auto product_out = [](torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
+    at::mm_out(out, a, b);
+  };
   chunk_loop(x, wp, t.data_ptr<int64_t>(), scale, scratch.losses.data_ptr<float>(), scratch.logits, scratch.dlogits, dx,
              product_out);
   if (dw != nullptr && dtype == torch::kFloat32) at::mm_out(*dw, scratch.dlogits.t(), x);

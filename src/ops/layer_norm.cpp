@@ -15,7 +15,8 @@ struct Stats {
   torch::Tensor y, mean, rstd;
 };
 
-Stats layer_norm_forward(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, double eps, bool bf16_out) {
+Stats layer_norm_forward(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b, double eps,
+                         bool bf16_out) {
   const int64_t N = x2.size(0), C = x2.size(1);
   Stats s{torch::empty({N, C}, bf16_out ? torch::kBFloat16 : torch::kFloat32), torch::empty({N}), torch::empty({N})};
   layer_norm_forward_out(x2, w, b, eps, s.y, s.mean, s.rstd);
@@ -105,7 +106,8 @@ torch::Tensor fused_layer_norm(const torch::Tensor& x, const torch::Tensor& weig
                     (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   // No bias: an empty tensor stands in (an undefined one cannot be an input of an autograd function).
   const torch::Tensor b = bias.defined() ? bias : torch::empty({0});
-  torch::Tensor y = grad ? FusedLayerNorm::apply(x2, weight, b, eps, bf16_out) : layer_norm_forward(x2, weight, b, eps, bf16_out).y;
+  torch::Tensor y =
+      grad ? FusedLayerNorm::apply(x2, weight, b, eps, bf16_out) : layer_norm_forward(x2, weight, b, eps, bf16_out).y;
   return y.view(out_shape);
 }
 

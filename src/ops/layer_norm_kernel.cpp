@@ -54,8 +54,8 @@ POSLAB_SIMD_TARGETS void norm_backward_row(const float* x, const float* w, float
 
 }  // namespace
 
-void layer_norm_rows(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                     int64_t begin, int64_t end, int64_t C, float eps) {
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t begin,
+                     int64_t end, int64_t C, float eps) {
   for (int64_t i = begin; i < end; ++i) norm_row(x + i * C, w, b, y + i * C, mean + i, rstd + i, C, eps);
 }
 

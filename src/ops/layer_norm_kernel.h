@@ -8,8 +8,8 @@ namespace poslab {
 
 // y = (x - mean) * rstd * w + b per row (b may be null); mean and rstd (1 / sqrt(var + eps), biased variance)
 // are kept for the backward pass. Rows [begin, end).
-void layer_norm_rows(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                     int64_t begin, int64_t end, int64_t C, float eps);
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t begin,
+                     int64_t end, int64_t C, float eps);
 void layer_norm_rows_bf16(const float* x, const float* w, const float* b, uint16_t* y, float* mean, float* rstd,
                           int64_t begin, int64_t end, int64_t C, float eps);
 

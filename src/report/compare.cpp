@@ -38,7 +38,6 @@ Stat pooled(const std::vector<double>& values) {
 
 namespace {
 
-
 // One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.
 std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant) {
   ComparedRun r;
@@ -159,7 +158,8 @@ std::vector<AgreementCell> seed_agreement(const Comparison& c) {
         if ((va == vb && j <= i) || !tables[i].defined() || !tables[j].defined() ||
             tables[i].sizes() != tables[j].sizes())
           continue;
-        const Agreement g = table_agreement(tables[i], tables[j], c.runs[i].run_dir, c.runs[j].run_dir, 0, /*shuffles=*/0);
+        const Agreement g =
+            table_agreement(tables[i], tables[j], c.runs[i].run_dir, c.runs[j].run_dir, 0, /*shuffles=*/0);
         cka.push_back(g.cka);
         residual.push_back(g.procrustes_residual);
         similarity.push_back(g.similarity_correlation);
@@ -184,8 +184,9 @@ std::vector<AgreementCell> seed_agreement(const Comparison& c) {
 Comparison compare_runs(const std::vector<std::string>& dirs) {
   Comparison c;
   c.runs = read_runs(dirs);
-  if (c.runs.empty()) throw Error("compare: no finished run among " + std::to_string(dirs.size()) + " folder(s)",
-                                  "train the runs first (poslab train, or poslab sweep)");
+  if (c.runs.empty())
+    throw Error("compare: no finished run among " + std::to_string(dirs.size()) + " folder(s)",
+                "train the runs first (poslab train, or poslab sweep)");
   std::vector<std::string> keys = {"val_loss", "train_loss"};
   for (const Metric& m : headline_metrics()) keys.push_back(m.key);
   c.rows = group_by_variant(c.runs);
@@ -203,8 +204,8 @@ std::string comparison_csv(const Comparison& c) {
   for (const auto& row : c.rows) {
     h += row.variant + "," + std::to_string(row.runs.size());
     for (const auto& s : row.stats) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
-    h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, gp_number(row.emerged_from.mean), gp_number(row.emerged_from.sd),
-                     row.boundary_outliers, row.present);
+    h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, gp_number(row.emerged_from.mean),
+                     gp_number(row.emerged_from.sd), row.boundary_outliers, row.present);
     for (const auto& s : row.half_change) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
     h += "\n";
   }
@@ -215,29 +216,39 @@ nlohmann::json comparison_json(const Comparison& c) {
   auto value = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j;
   for (const auto& row : c.rows) {
-    nlohmann::json r = {{"variant", row.variant}, {"emerged", row.emerged}, {"judged", row.judged},
+    nlohmann::json r = {{"variant", row.variant},
+                        {"emerged", row.emerged},
+                        {"judged", row.judged},
                         {"emerged_from", {{"mean", value(row.emerged_from.mean)}, {"sd", value(row.emerged_from.sd)}}},
-                        {"boundary_outliers", row.boundary_outliers}, {"present", row.present}};
+                        {"boundary_outliers", row.boundary_outliers},
+                        {"present", row.present}};
     for (size_t k = 0; k < row.half_keys.size(); ++k)
       r["half_change_step"][row.half_keys[k]] = {
           {"mean", value(row.half_change[k].mean)}, {"sd", value(row.half_change[k].sd)}, {"n", row.half_change[k].n}};
     for (size_t k = 0; k < row.keys.size(); ++k)
-      r["metrics"][row.keys[k]] = {{"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
+      r["metrics"][row.keys[k]] = {
+          {"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
     for (size_t i : row.runs) {
       const auto& run = c.runs[i];
-      r["runs"].push_back({{"run_dir", run.run_dir}, {"seed", run.seed}, {"step", run.step}, {"val_loss", value(run.val_loss)},
-                           {"train_loss", value(run.train_loss)}, {"emerged", run.verdict ? nlohmann::json(run.verdict->emerged) : nullptr},
-                           {"outcome", run.verdict ? nlohmann::json(outcome_name(run.verdict->outcome)) : nullptr},
-                           {"emerged_from", run.verdict && run.verdict->emerged_from ? nlohmann::json(*run.verdict->emerged_from) : nullptr}});
+      r["runs"].push_back(
+          {{"run_dir", run.run_dir},
+           {"seed", run.seed},
+           {"step", run.step},
+           {"val_loss", value(run.val_loss)},
+           {"train_loss", value(run.train_loss)},
+           {"emerged", run.verdict ? nlohmann::json(run.verdict->emerged) : nullptr},
+           {"outcome", run.verdict ? nlohmann::json(outcome_name(run.verdict->outcome)) : nullptr},
+           {"emerged_from",
+            run.verdict && run.verdict->emerged_from ? nlohmann::json(*run.verdict->emerged_from) : nullptr}});
     }
     j["variants"].push_back(r);
   }
   j["agreement"] = nlohmann::json::array();
   for (const AgreementCell& cell : c.agreement) {
     nlohmann::json a = {{"a", cell.a}, {"b", cell.b}, {"pairs", cell.pairs}, {"cka_random", value(cell.cka_random)}};
-    for (const auto& [key, st] : {std::pair{"cka", &cell.cka}, std::pair{"procrustes_residual", &cell.procrustes_residual},
-                                  std::pair{"similarity_correlation", &cell.similarity_correlation},
-                                  std::pair{"mean_cos2", &cell.mean_cos2}})
+    for (const auto& [key, st] :
+         {std::pair{"cka", &cell.cka}, std::pair{"procrustes_residual", &cell.procrustes_residual},
+          std::pair{"similarity_correlation", &cell.similarity_correlation}, std::pair{"mean_cos2", &cell.mean_cos2}})
       a[key] = {{"mean", value(st->mean)}, {"sd", value(st->sd)}, {"n", st->n}};
     j["agreement"].push_back(a);
   }

@@ -16,10 +16,10 @@ namespace poslab {
 // One run's final numbers. Runs without a learned table (model.position none or sinusoidal) have losses only.
 struct ComparedRun {
   std::string run_dir;
-  std::string variant;                // the sweep variant, or the run's folder name
+  std::string variant;  // the sweep variant, or the run's folder name
   int64_t seed = 0;
-  std::string position;               // model.position
-  int64_t step = 0;                   // last step with a val loss
+  std::string position;  // model.position
+  int64_t step = 0;      // last step with a val loss
   double train_loss = NAN, val_loss = NAN;
   std::vector<TrajectoryPoint> points;  // the table's snapshots, analysed (empty without a learned table)
   std::optional<Verdict> verdict;
@@ -34,30 +34,30 @@ Stat pooled(const std::vector<double>& values);  // NaN values are left out
 
 struct VariantRow {
   std::string variant;
-  std::vector<size_t> runs;             // indices into Comparison::runs
-  std::vector<std::string> keys;        // column keys: "val_loss", "train_loss", then the table metrics
-  std::vector<Stat> stats;              // one per key
-  int emerged = 0, judged = 0;          // runs whose structure emerged, runs with a table
-  int present = 0;                      // runs whose structure was present from the start (a fixed or extended table)
-  Stat emerged_from;                    // over the runs where it emerged
-  std::vector<std::string> half_keys;   // the headline metrics
-  std::vector<Stat> half_change;        // per headline metric: its half-change step over the judged runs
-  int boundary_outliers = 0;            // summed over the runs' last snapshots
+  std::vector<size_t> runs;            // indices into Comparison::runs
+  std::vector<std::string> keys;       // column keys: "val_loss", "train_loss", then the table metrics
+  std::vector<Stat> stats;             // one per key
+  int emerged = 0, judged = 0;         // runs whose structure emerged, runs with a table
+  int present = 0;                     // runs whose structure was present from the start (a fixed or extended table)
+  Stat emerged_from;                   // over the runs where it emerged
+  std::vector<std::string> half_keys;  // the headline metrics
+  std::vector<Stat> half_change;       // per headline metric: its half-change step over the judged runs
+  int boundary_outliers = 0;           // summed over the runs' last snapshots
 };
 
 // How alike two variants' final tables are up to rotation and scale (analysis/agreement.h), over every pair of
 // runs with tables of the same shape: within a variant the pairs of its seeds (a == b), between two variants every
 // cross pair. mean_cos2 pools the pairs where both tables have a component above the noise floor.
 struct AgreementCell {
-  std::string a, b;                     // variants
+  std::string a, b;  // variants
   int pairs = 0;
   Stat cka, procrustes_residual, similarity_correlation, mean_cos2;
-  double cka_random = NAN;              // what independent random tables of the shape give
+  double cka_random = NAN;  // what independent random tables of the shape give
 };
 
 struct Comparison {
   std::vector<ComparedRun> runs;
-  std::vector<VariantRow> rows;         // in the order variants first appear
+  std::vector<VariantRow> rows;          // in the order variants first appear
   std::vector<AgreementCell> agreement;  // within each variant first, then between variants, in row order
 };
 

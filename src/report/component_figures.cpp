@@ -10,39 +10,47 @@ namespace poslab {
 
 Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>& snapshots) {
   const bool over_training = snapshots.size() > 1;
-  Figure f{"periodogram", over_training ? "Periodogram, over training" : "Periodogram",
-           std::string("The share of the centred table's power at each frequency along position (summed over its "
-                       "dimensions, so over all its components)") +
-               (over_training ? ", one curve per snapshot coloured by training step. Noise spreads its power evenly; as "
-                                "the table forms, the power gathers at a few low frequencies."
-                              : ". Noise spreads its power evenly; a smooth table holds it at a few low frequencies."),
-           {}, {}};
+  Figure f{
+      "periodogram",
+      over_training ? "Periodogram, over training" : "Periodogram",
+      std::string("The share of the centred table's power at each frequency along position (summed over its "
+                  "dimensions, so over all its components)") +
+          (over_training ? ", one curve per snapshot coloured by training step. Noise spreads its power evenly; as "
+                           "the table forms, the power gathers at a few low frequencies."
+                         : ". Noise spreads its power evenly; a smooth table holds it at a few low frequencies."),
+      {},
+      {}};
   std::string d = "# cycles_per_table share step\n";
   for (const auto& [step, a] : snapshots) {
-    for (size_t k = 0; k < a->periodogram.size(); ++k) d += fmt::format("{} {} {}\n", k + 1, gp_number(a->periodogram[k]), step);
+    for (size_t k = 0; k < a->periodogram.size(); ++k)
+      d += fmt::format("{} {} {}\n", k + 1, gp_number(a->periodogram[k]), step);
     d += "\n\n";
   }
   f.data["periodogram.dat"] = d;
-  f.script = both_formats(f.name, std::string(kPalette) +
-                                      "  set xlabel 'frequency (cycles over the table)'\n  set ylabel 'share of the power'\n"
-                                      "  set logscale x\n  set autoscale xfix\n  set grid\n" +
-                                      (over_training ? "  set cblabel 'training step'\n  plot 'periodogram.dat' using 1:2:3 "
-                                                       "with lines lw 1.5 lc palette notitle\n"
-                                                     : "  plot 'periodogram.dat' using 1:2 with linespoints pt 7 ps 0.5 "
-                                                       "lw 1.5 notitle\n") +
-                                      "  unset logscale x\n");
+  f.script =
+      both_formats(f.name, std::string(kPalette) +
+                               "  set xlabel 'frequency (cycles over the table)'\n  set ylabel 'share of the power'\n"
+                               "  set logscale x\n  set autoscale xfix\n  set grid\n" +
+                               (over_training ? "  set cblabel 'training step'\n  plot 'periodogram.dat' using 1:2:3 "
+                                                "with lines lw 1.5 lc palette notitle\n"
+                                              : "  plot 'periodogram.dat' using 1:2 with linespoints pt 7 ps 0.5 "
+                                                "lw 1.5 notitle\n") +
+                               "  unset logscale x\n");
   return f;
 }
 
 Figure principal_components_figure(const Series& s) {
-  Figure f{"principal_components", "Top principal components along position",
+  Figure f{"principal_components",
+           "Top principal components along position",
            "The table's positions projected on its first four principal components (" + s.label +
                "). Smooth, sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
-           {}, {}};
+           {},
+           {}};
   std::string d = "# position pc1 pc2 pc3 pc4\n";
   std::vector<const PCFrequency*> pcs;  // the first four (the analysis keeps their projections)
   for (const auto& pc : s.analysis->pc_frequencies)
-    if (pcs.size() < 4 && pc.component == static_cast<int>(pcs.size()) + 1 && !pc.projection.empty()) pcs.push_back(&pc);
+    if (pcs.size() < 4 && pc.component == static_cast<int>(pcs.size()) + 1 && !pc.projection.empty())
+      pcs.push_back(&pc);
   const size_t P = pcs.empty() ? 0 : pcs[0]->projection.size();
   for (size_t i = 0; i < P; ++i) {
     d += std::to_string(i + s.analysis->row_offset);
@@ -52,12 +60,15 @@ Figure principal_components_figure(const Series& s) {
   f.data["pcs.dat"] = d;
   std::string plots;
   for (size_t k = 0; k < pcs.size(); ++k)
-    plots += fmt::format("{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
-                         gp_quote(fmt::format("PC{} ({:.1f} %, period {:.1f})", k + 1, 100 * pcs[k]->explained, pcs[k]->period)));
-  f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component'\n"
-                                              "  set grid\n  set xrange [{}:{}]\n  set key outside right\n",
-                                              s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1) +
-                                      "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n");
+    plots += fmt::format(
+        "{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
+        gp_quote(fmt::format("PC{} ({:.1f} %, period {:.1f})", k + 1, 100 * pcs[k]->explained, pcs[k]->period)));
+  f.script = both_formats(
+      f.name,
+      fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component'\n"
+                  "  set grid\n  set xrange [{}:{}]\n  set key outside right\n",
+                  s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1) +
+          "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n");
   return f;
 }
 
@@ -65,50 +76,63 @@ Figure helix_figure(const Series& s) {
   // The helix in 3-D when the analysis found one, else the strongest circle's plane, else the plane of PC1 and PC2.
   const Analysis& a = *s.analysis;
   int u = 1, v = 2, w = 0;
-  std::string what = "the plane of its first two principal components, where GPT-2's positions trace an arc; noise is a cloud";
+  std::string what =
+      "the plane of its first two principal components, where GPT-2's positions trace an arc; noise is a cloud";
   if (a.helix) {
     u = a.helix->circle.first, v = a.helix->circle.second, w = a.helix->slow;
-    what = fmt::format("the space of PC{} and PC{}, which turn in quadrature (period {:.1f}), and PC{}, the slow axis: "
-                       "the helix the analysis found ({:.0f} % of the variance)",
-                       u, v, a.helix->circle.period, w, 100 * a.helix->explained);
+    what = fmt::format(
+        "the space of PC{} and PC{}, which turn in quadrature (period {:.1f}), and PC{}, the slow axis: "
+        "the helix the analysis found ({:.0f} % of the variance)",
+        u, v, a.helix->circle.period, w, 100 * a.helix->explained);
   } else if (!a.circles.empty()) {
     u = a.circles[0].first, v = a.circles[0].second;
-    what = fmt::format("the plane of PC{} and PC{}, which turn in quadrature with a period of {:.1f} positions: a circle "
-                       "({:.0f} % of the variance)",
-                       u, v, a.circles[0].period, 100 * a.circles[0].explained);
+    what = fmt::format(
+        "the plane of PC{} and PC{}, which turn in quadrature with a period of {:.1f} positions: a circle "
+        "({:.0f} % of the variance)",
+        u, v, a.circles[0].period, 100 * a.circles[0].explained);
   }
-  Figure f{"helix", w ? "Positions along the helix" : fmt::format("Positions in the plane of PC{} and PC{}", u, v),
-           "Each position of the table (" + s.label + ") as a point in " + what + ", coloured by position and joined in order.",
-           {}, {}};
+  Figure f{"helix",
+           w ? "Positions along the helix" : fmt::format("Positions in the plane of PC{} and PC{}", u, v),
+           "Each position of the table (" + s.label + ") as a point in " + what +
+               ", coloured by position and joined in order.",
+           {},
+           {}};
   auto projection = [&](int c) -> const std::vector<double>* {
     const auto& pcs = a.pc_frequencies;
-    return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection : nullptr;
+    return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection
+                                                                                         : nullptr;
   };
   const auto *x = projection(u), *y = projection(v), *z = w ? projection(w) : nullptr;
-  std::string d = fmt::format("# position pc{} pc{}{} (each figure keeps its own data)\n", u, v, z ? fmt::format(" pc{}", w) : "");
+  std::string d =
+      fmt::format("# position pc{} pc{}{} (each figure keeps its own data)\n", u, v, z ? fmt::format(" pc{}", w) : "");
   if (x && y)
     for (size_t i = 0; i < x->size(); ++i)
-      d += fmt::format("{} {} {}{}\n", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]), z ? " " + gp_number((*z)[i]) : "");
+      d += fmt::format("{} {} {}{}\n", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
+                       z ? " " + gp_number((*z)[i]) : "");
   f.data["pcs_helix.dat"] = d;
-  const std::string range = fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1));
+  const std::string range =
+      fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1));
   if (z) {
-    f.script = both_formats(f.name, std::string(kPalette) +
-                                        fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n  set zlabel 'PC{}' rotate parallel\n",
-                                                    u, v, w) +
-                                        range + "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0\n"
-                                        "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
-                                        "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
-                                        "  set autoscale cb\n",
-                            760, 620);
+    f.script = both_formats(
+        f.name,
+        std::string(kPalette) +
+            fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n  set zlabel 'PC{}' rotate parallel\n", u, v, w) +
+            range +
+            "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0\n"
+            "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
+            "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
+            "  set autoscale cb\n",
+        760, 620);
     return f;
   }
-  f.script = both_formats(f.name, std::string(kPalette) +
-                                      fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n", u, v) +
-                                      range + "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
-                                      "  plot 'pcs_helix.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
-                                      "'pcs_helix.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
-                                      "  set size noratio\n  set autoscale cb\n",
-                          760, 620);
+  f.script =
+      both_formats(f.name,
+                   std::string(kPalette) + fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n", u, v) + range +
+                       "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
+                       "  plot 'pcs_helix.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
+                       "'pcs_helix.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
+                       "  set size noratio\n  set autoscale cb\n",
+                   760, 620);
   return f;
 }
 

@@ -23,16 +23,16 @@ namespace fs = std::filesystem;
 namespace {
 
 struct FineTune {
-  std::string name;                  // its run folder's name
-  std::vector<double> loss;          // by position, from its poslab eval (may be empty)
+  std::string name;          // its run folder's name
+  std::vector<double> loss;  // by position, from its poslab eval (may be empty)
   double first_val = NAN, last_val = NAN;
   int64_t last_step = 0;
-  int64_t matched_step = -1;         // first eval step whose val loss <= the target, -1 if none
+  int64_t matched_step = -1;  // first eval step whose val loss <= the target, -1 if none
 };
 
 struct Extension {
-  ExtensionInfo info;                // checkpoint.extension.json
-  std::vector<double> loss;          // by position, from poslab eval of the extended checkpoint (may be empty)
+  ExtensionInfo info;        // checkpoint.extension.json
+  std::vector<double> loss;  // by position, from poslab eval of the extended checkpoint (may be empty)
   std::vector<FineTune> fine_tunes;
 };
 
@@ -45,7 +45,8 @@ std::string canonical(const std::string& path) {
 double mean_over(const std::vector<double>& v, size_t begin, size_t end) {
   end = std::min(end, v.size());
   if (begin >= end) return NAN;
-  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end), 0.0) /
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end),
+                         0.0) /
          static_cast<double>(end - begin);
 }
 
@@ -112,8 +113,8 @@ std::string method_colour(const std::string& method) {
 }
 
 // Loss by position, one curve per series; a dashed line at `T` where the trained positions end.
-Figure loss_by_position_figure(const std::string& name, const std::string& caption, const std::vector<LossCurve>& series,
-                               int64_t T) {
+Figure loss_by_position_figure(const std::string& name, const std::string& caption,
+                               const std::vector<LossCurve>& series, int64_t T) {
   Figure f{name, "Loss at each position, past the trained context", caption, {}, {}};
   std::string plots;
   for (const auto& c : series) {
@@ -162,23 +163,29 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   const std::vector<double> original = read_position_loss(folder.position_loss());
   const int64_t T = exts.front().info.from;
   auto metric = [](const nlohmann::json& table, const char* key, const char* spec) {
-    return table.contains(key) && table[key].is_number() ? value_cell(table[key].get<double>(), spec) : std::string("–");
+    return table.contains(key) && table[key].is_number() ? value_cell(table[key].get<double>(), spec)
+                                                         : std::string("–");
   };
-  std::string h = "<h2>Extending the context</h2>\n<p>The trained table stretched past its " + std::to_string(T) +
-                  " rows by <code>poslab extend</code>; the loss of each extended model by <code>poslab eval</code> "
-                  "(val split) over the trained positions and the new ones, and the runs that fine-tuned an extension "
-                  "(<code>poslab train --init-from</code>) with the first eval step at which their val loss reached this "
-                  "run's final val loss (" + value_cell(target) + ").</p>\n<div style=\"overflow-x:auto\"><table>\n"
-                  "<tr><th>table</th><th>rows</th><th>eff rank</th><th>adj cos</th><th>interp 4</th><th>probe R²</th>"
-                  "<th>loss 0–" + std::to_string(T - 1) + "</th><th>loss past " + std::to_string(T - 1) +
-                  "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + value_cell(target) +
-                  "</th><th>val at the end</th><th>loss past " + std::to_string(T - 1) + ", fine-tuned</th></tr>\n";
+  std::string h =
+      "<h2>Extending the context</h2>\n<p>The trained table stretched past its " + std::to_string(T) +
+      " rows by <code>poslab extend</code>; the loss of each extended model by <code>poslab eval</code> "
+      "(val split) over the trained positions and the new ones, and the runs that fine-tuned an extension "
+      "(<code>poslab train --init-from</code>) with the first eval step at which their val loss reached this "
+      "run's final val loss (" +
+      value_cell(target) +
+      ").</p>\n<div style=\"overflow-x:auto\"><table>\n"
+      "<tr><th>table</th><th>rows</th><th>eff rank</th><th>adj cos</th><th>interp 4</th><th>probe R²</th>"
+      "<th>loss 0–" +
+      std::to_string(T - 1) + "</th><th>loss past " + std::to_string(T - 1) +
+      "</th><th>fine-tuned run</th><th>val at step 0</th><th>steps to reach " + value_cell(target) +
+      "</th><th>val at the end</th><th>loss past " + std::to_string(T - 1) + ", fine-tuned</th></tr>\n";
   const nlohmann::json& before = exts.front().info.table_before;
-  h += fmt::format("<tr><td>trained</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>–</td>"
-                   "<td></td><td></td><td></td><td></td><td></td></tr>\n",
-                   T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
-                   metric(before, "interpolation_error_s4", "{:.3f}"), metric(before, "probe_r2", "{:.3f}"),
-                   original.empty() ? std::string("run poslab eval") : value_cell(mean_over(original, 0, T)));
+  h += fmt::format(
+      "<tr><td>trained</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>–</td>"
+      "<td></td><td></td><td></td><td></td><td></td></tr>\n",
+      T, metric(before, "effective_rank", "{:.2f}"), metric(before, "adjacent_cosine", "{:.3f}"),
+      metric(before, "interpolation_error_s4", "{:.3f}"), metric(before, "probe_r2", "{:.3f}"),
+      original.empty() ? std::string("run poslab eval") : value_cell(mean_over(original, 0, T)));
   std::vector<LossCurve> curves = {{"trained (" + std::to_string(T) + ")", original, "#000000"}};
   for (const auto& e : exts) {
     const std::string& method = e.info.method;
@@ -193,11 +200,12 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
     curves.push_back({fmt::format("{} ({})", method, N), e.loss, method_colour(method)});
     if (e.fine_tunes.empty()) h += row_start + "<td>none</td><td></td><td></td><td></td><td></td></tr>\n";
     for (const auto& f : e.fine_tunes) {
-      h += row_start + fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(f.name),
-                                   value_cell(f.first_val),
-                                   f.matched_step >= 0 ? std::to_string(f.matched_step)
-                                                       : fmt::format("not in {}", f.last_step),
-                                   value_cell(f.last_val), f.loss.empty() ? std::string("–") : value_cell(mean_over(f.loss, T, f.loss.size())));
+      h += row_start +
+           fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(f.name),
+                       value_cell(f.first_val),
+                       f.matched_step >= 0 ? std::to_string(f.matched_step) : fmt::format("not in {}", f.last_step),
+                       value_cell(f.last_val),
+                       f.loss.empty() ? std::string("–") : value_cell(mean_over(f.loss, T, f.loss.size())));
       if (!f.loss.empty())
         curves.push_back({fmt::format("{} ({}), {}", method, N, f.name), f.loss, method_colour(method), true});
     }
@@ -208,7 +216,8 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
   out.figures.push_back(loss_by_position_figure(
       "extension_loss",
       "Mean val loss of the token predicted at each position: the trained model up to its block_size, each extended "
-      "model out to its new length (solid), and the runs that fine-tuned it (dashed, the same colour); poslab eval of each.",
+      "model out to its new length (solid), and the runs that fine-tuned it (dashed, the same colour); poslab eval of "
+      "each.",
       curves, T));
   // The similarity of up to three extended tables, interpolations first.
   std::vector<Analysis> tables;
@@ -231,9 +240,10 @@ void extensions_of_this_run(const fs::path& run, ExtensionSection& out) {
     for (size_t i = 0; i < tables.size(); ++i) series.push_back({labels[i], &tables[i]});
     Figure sim = similarity_heatmaps_figure(series, "extension_similarity");
     sim.title = "Similarity of the extended tables";
-    sim.caption = "Cosine similarity between every pair of rows of the extended tables. An interpolated table keeps "
-                  "the trained band, stretched; a tiled copy repeats it; the random control shows noise past the "
-                  "trained rows.";
+    sim.caption =
+        "Cosine similarity between every pair of rows of the extended tables. An interpolated table keeps "
+        "the trained band, stretched; a tiled copy repeats it; the random control shows noise past the "
+        "trained rows.";
     out.figures.push_back(sim);
   }
 }

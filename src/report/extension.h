@@ -9,7 +9,7 @@
 namespace poslab {
 
 struct ExtensionSection {
-  std::string html;             // empty when the run has nothing to show
+  std::string html;  // empty when the run has nothing to show
   std::vector<Figure> figures;
 };
 

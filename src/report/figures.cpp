@@ -28,9 +28,10 @@ std::string slug(const std::string& s) { return gp_slug(s); }
 
 // Writes one data file per series ("PREFIX_LABEL.dat", rows from `rows`) and returns the plot clauses.
 template <typename Rows>
-std::string series_plots(Figure& f, const std::vector<Series>& series, const std::string& prefix,
-                         const std::string& header, const std::string& style, Rows rows,
-                         std::string (*title)(const Series&) = [](const Series& s) { return s.label; }) {
+std::string series_plots(
+    Figure& f, const std::vector<Series>& series, const std::string& prefix, const std::string& header,
+    const std::string& style, Rows rows,
+    std::string (*title)(const Series&) = [](const Series& s) { return s.label; }) {
   std::string plots;
   for (const auto& s : series) {
     const std::string file = prefix + "_" + slug(s.label) + ".dat";
@@ -62,28 +63,37 @@ std::string gp_slug(const std::string& s) {
 }
 
 Figure spectrum_figure(const std::vector<Series>& series) {
-  Figure f{"spectrum", "Singular-value spectrum",
+  Figure f{"spectrum",
+           "Singular-value spectrum",
            "Singular values of each table as it is, divided by the largest, on a log scale (cut at 10^-4). A random "
            "table's spectrum is flat and spread out; a low-rank table's falls steeply after its first few components.",
-           {}, {}};
-  const std::string plots = series_plots(f, series, "spectrum", "k sigma_k/sigma_1", "lines lw 2", [](const Analysis& a) {
-    std::string d;
-    const auto& sv = a.singular_values;
-    for (size_t k = 0; k < sv.size(); ++k) d += fmt::format("{} {}\n", k + 1, gp_number(sv[k] / std::max(sv[0], 1e-300)));
-    return d;
-  });
-  f.script = both_formats(f.name,
-                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
-                          "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key top right\n  set grid\n"
-                          "  plot " + plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
+           {},
+           {}};
+  const std::string plots =
+      series_plots(f, series, "spectrum", "k sigma_k/sigma_1", "lines lw 2", [](const Analysis& a) {
+        std::string d;
+        const auto& sv = a.singular_values;
+        for (size_t k = 0; k < sv.size(); ++k)
+          d += fmt::format("{} {}\n", k + 1, gp_number(sv[k] / std::max(sv[0], 1e-300)));
+        return d;
+      });
+  f.script =
+      both_formats(f.name,
+                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
+                   "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key top right\n  set grid\n"
+                   "  plot " +
+                       plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
   return f;
 }
 
 Figure cumulative_variance_figure(const std::vector<Series>& series) {
-  Figure f{"cumulative_variance", "Cumulative explained variance",
-           "Share of the centred table's variance held by its first k principal components; the dashed line marks 90 %. "
-           "The further left a curve crosses it, the fewer components the table needs.",
-           {}, {}};
+  Figure f{
+      "cumulative_variance",
+      "Cumulative explained variance",
+      "Share of the centred table's variance held by its first k principal components; the dashed line marks 90 %. "
+      "The further left a curve crosses it, the fewer components the table needs.",
+      {},
+      {}};
   const std::string plots = series_plots(
       f, series, "cumvar", "k cumulative_share_percent", "lines lw 2",
       [](const Analysis& a) {
@@ -96,21 +106,26 @@ Figure cumulative_variance_figure(const std::vector<Series>& series) {
   f.script = both_formats(f.name,
                           "  set xlabel 'number of principal components k'\n  set ylabel 'explained variance (%)'\n"
                           "  set yrange [0:100]\n  set key bottom right\n  set grid\n"
-                          "  plot " + plots + ", 90 with lines dt 2 lc rgb 'gray40' title '90 %'\n  set autoscale y\n");
+                          "  plot " +
+                              plots + ", 90 with lines dt 2 lc rgb 'gray40' title '90 %'\n  set autoscale y\n");
   return f;
 }
 
 Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::string& name) {
-  Figure f{name, "Position-similarity heatmaps",
-           "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 to 1. "
-           "Noise shows only the diagonal; a smooth table shows a bright band that widens along it.",
-           {}, {}};
+  Figure f{
+      name,
+      "Position-similarity heatmaps",
+      "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 to 1. "
+      "Noise shows only the diagonal; a smooth table shows a bright band that widens along it.",
+      {},
+      {}};
   std::string body = kPalette;
   const int64_t P = tables.empty() ? 0 : tables[0].analysis->positions;
-  body += fmt::format("  set cbrange [-1:1]\n  set cblabel 'cosine similarity'\n  set size ratio -1\n"
-                      "  set xlabel 'position j'\n  set ylabel 'position i'\n"
-                      "  set xrange [-0.5:{0}-0.5]\n  set yrange [{0}-0.5:-0.5]\n",
-                      P);
+  body += fmt::format(
+      "  set cbrange [-1:1]\n  set cblabel 'cosine similarity'\n  set size ratio -1\n"
+      "  set xlabel 'position j'\n  set ylabel 'position i'\n"
+      "  set xrange [-0.5:{0}-0.5]\n  set yrange [{0}-0.5:-0.5]\n",
+      P);
   if (tables.size() > 1) body += fmt::format("  set multiplot layout 1,{}\n", tables.size());
   for (const auto& s : tables) {
     const std::string file = (name == "similarity" ? "cos_" : name + "_") + slug(s.label) + ".dat";
@@ -135,10 +150,12 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
 }
 
 Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
-  Figure f{"cos_by_offset", "Similarity by distance, over training",
+  Figure f{"cos_by_offset",
+           "Similarity by distance, over training",
            "Mean cosine similarity of positions k apart, one curve per snapshot, coloured by training step. At step 0 "
            "it is flat at 0; as the table learns, nearby positions become similar and the curve falls with distance.",
-           {}, {}};
+           {},
+           {}};
   std::string d = "# offset mean_cosine step\n";
   for (const auto& p : points) {
     const auto& c = p.analysis.cos_by_offset;
@@ -146,43 +163,52 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
     d += "\n\n";
   }
   f.data["cos_by_offset.dat"] = d;
-  f.script = both_formats(f.name, std::string(kPalette) +
-                                      "  set xlabel 'offset k (positions)'\n  set ylabel 'mean cos(w_i, w_{i+k})'\n  set autoscale xfix\n"
-                                      "  set cblabel 'training step'\n  set grid\n"
-                                      "  plot 'cos_by_offset.dat' using 1:2:3 with lines lw 1.5 lc palette notitle\n");
+  f.script = both_formats(
+      f.name, std::string(kPalette) +
+                  "  set xlabel 'offset k (positions)'\n  set ylabel 'mean cos(w_i, w_{i+k})'\n  set autoscale xfix\n"
+                  "  set cblabel 'training step'\n  set grid\n"
+                  "  plot 'cos_by_offset.dat' using 1:2:3 with lines lw 1.5 lc palette notitle\n");
   return f;
 }
 
 Figure row_norms_figure(const std::vector<Series>& series) {
-  Figure f{"row_norms", "Row norm by position",
-           "The length of each position's vector. Boundary effects show as the first (or last) positions standing apart "
-           "from the interior.",
-           {}, {}};
-  const std::string plots = series_plots(f, series, "norms", "position norm", "linespoints pt 7 ps 0.5 lw 1.5",
-                                         [](const Analysis& a) {
-                                           std::string d;
-                                           for (size_t i = 0; i < a.row_norms.size(); ++i)
-                                             d += fmt::format("{} {}\n", i + a.row_offset, gp_number(a.row_norms[i]));
-                                           return d;
-                                         });
+  Figure f{
+      "row_norms",
+      "Row norm by position",
+      "The length of each position's vector. Boundary effects show as the first (or last) positions standing apart "
+      "from the interior.",
+      {},
+      {}};
+  const std::string plots =
+      series_plots(f, series, "norms", "position norm", "linespoints pt 7 ps 0.5 lw 1.5", [](const Analysis& a) {
+        std::string d;
+        for (size_t i = 0; i < a.row_norms.size(); ++i)
+          d += fmt::format("{} {}\n", i + a.row_offset, gp_number(a.row_norms[i]));
+        return d;
+      });
   const int64_t first = series.empty() ? 0 : series[0].analysis->row_offset;
   const int64_t last = series.empty() ? 1 : first + series[0].analysis->positions - 1;
   f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'row norm ||w_i||'\n  set grid\n"
-                                              "  set xrange [{}:{}]\n", first, last) +
+                                              "  set xrange [{}:{}]\n",
+                                              first, last) +
                                       "  plot " + plots + "\n  set autoscale x\n");
   return f;
 }
 
 Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::vector<MetricsRecord>& metrics) {
-  Figure f{"trajectory", "How the structure emerges during training",
-           "Over training steps: the components above the noise floor (Gavish–Donoho) beside k90, their share of the "
-           "variance, the adjacent-position cosine beside the row-shuffled copies' mean ± sd, and the train and val loss.",
-           {}, {}};
+  Figure f{
+      "trajectory",
+      "How the structure emerges during training",
+      "Over training steps: the components above the noise floor (Gavish–Donoho) beside k90, their share of the "
+      "variance, the adjacent-position cosine beside the row-shuffled copies' mean ± sd, and the train and val loss.",
+      {},
+      {}};
   std::string d = "# step k90 signal_rank signal_share adjacent_cosine shuffled_mean shuffled_sd effective_rank\n";
   for (const auto& p : points)
     d += fmt::format("{} {} {} {} {} {} {} {}\n", p.step, p.analysis.k90, p.analysis.noise.signal_rank,
                      gp_number(p.analysis.noise.signal_share), gp_number(p.analysis.smooth.adjacent_cosine),
-                     gp_number(p.analysis.shuffle_control.mean), gp_number(p.analysis.shuffle_control.sd), gp_number(p.analysis.effective_rank));
+                     gp_number(p.analysis.shuffle_control.mean), gp_number(p.analysis.shuffle_control.sd),
+                     gp_number(p.analysis.effective_rank));
   f.data["trajectory.dat"] = d;
   std::string loss = "# step batch_loss eval_train_loss eval_val_loss\n";
   for (const MetricsRecord& r : metrics)
@@ -212,11 +238,15 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
 }
 
 Figure shift_loss_figure(const ShiftCurve& c, const std::string& split) {
-  Figure f{"shift_loss", "Loss against where the windows start",
-           "The same " + split + " windows read at table rows S … S + L − 1 for each start row S (poslab eval --shift): "
-           "left, the mean loss against S; right, the loss at each position of the window, one curve per S. A model "
-           "that relies on absolute position loses when its windows start anywhere but row 0.",
-           {}, {}};
+  Figure f{
+      "shift_loss",
+      "Loss against where the windows start",
+      "The same " + split +
+          " windows read at table rows S … S + L − 1 for each start row S (poslab eval --shift): "
+          "left, the mean loss against S; right, the loss at each position of the window, one curve per S. A model "
+          "that relies on absolute position loses when its windows start anywhere but row 0.",
+      {},
+      {}};
   std::string d = "# shift loss\n";
   for (size_t i = 0; i < c.shifts.size(); ++i) d += fmt::format("{} {}\n", c.shifts[i], gp_number(c.loss[i]));
   f.data["shift_loss.dat"] = d;
@@ -226,28 +256,34 @@ Figure shift_loss_figure(const ShiftCurve& c, const std::string& split) {
     for (size_t j = 0; j < c.by_position[i].size(); ++j) p += fmt::format("{} {}\n", j, gp_number(c.by_position[i][j]));
     const std::string file = fmt::format("shift_loss_{}.dat", c.shifts[i]);
     f.data[file] = p;
-    plots += fmt::format("{}'{}' using 1:2 with lines lw 2 title 'S = {}'", plots.empty() ? "" : ", ", file, c.shifts[i]);
+    plots +=
+        fmt::format("{}'{}' using 1:2 with lines lw 2 title 'S = {}'", plots.empty() ? "" : ", ", file, c.shifts[i]);
   }
-  f.script = both_formats(
-      f.name,
-      "  set multiplot layout 1,2\n  set grid\n  set ylabel 'cross-entropy (nats/token)'\n"
-      "  set xlabel 'start row S of the windows'\n  plot 'shift_loss.dat' using 1:2 with linespoints pt 7 lw 2 notitle\n"
-      "  set xlabel 'position in the window'\n  set key top right\n  set autoscale xfix\n  plot " + plots +
-          "\n  unset multiplot\n",
-      1100, 460);
+  f.script = both_formats(f.name,
+                          "  set multiplot layout 1,2\n  set grid\n  set ylabel 'cross-entropy (nats/token)'\n"
+                          "  set xlabel 'start row S of the windows'\n  plot 'shift_loss.dat' using 1:2 with "
+                          "linespoints pt 7 lw 2 notitle\n"
+                          "  set xlabel 'position in the window'\n  set key top right\n  set autoscale xfix\n  plot " +
+                              plots + "\n  unset multiplot\n",
+                          1100, 460);
   return f;
 }
 
 Figure position_loss_figure(const std::vector<double>& loss, const std::string& split) {
-  Figure f{"position_loss", "Loss at each position",
-           "Mean " + split + " loss of the token predicted at each position of the context (poslab eval). The first "
-           "positions see the least context before them; the curve shows how much each position gains from it.",
-           {}, {}};
+  Figure f{"position_loss",
+           "Loss at each position",
+           "Mean " + split +
+               " loss of the token predicted at each position of the context (poslab eval). The first "
+               "positions see the least context before them; the curve shows how much each position gains from it.",
+           {},
+           {}};
   std::string d = "# position loss\n";
   for (size_t i = 0; i < loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(loss[i]));
   f.data["position_loss.dat"] = d;
-  f.script = both_formats(f.name, "  set xlabel 'position in the context'\n  set autoscale xfix\n  set ylabel 'cross-entropy (nats/token)'\n"
-                                  "  set grid\n  plot 'position_loss.dat' using 1:2 with linespoints pt 7 ps 0.5 lw 2 notitle\n");
+  f.script = both_formats(
+      f.name,
+      "  set xlabel 'position in the context'\n  set autoscale xfix\n  set ylabel 'cross-entropy (nats/token)'\n"
+      "  set grid\n  plot 'position_loss.dat' using 1:2 with linespoints pt 7 ps 0.5 lw 2 notitle\n");
   return f;
 }
 

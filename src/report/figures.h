@@ -13,11 +13,11 @@
 namespace poslab {
 
 struct Figure {
-  std::string name;                          // file stem: NAME.gp, NAME.png, NAME.svg
+  std::string name;  // file stem: NAME.gp, NAME.png, NAME.svg
   std::string title;
-  std::string caption;                       // one or two sentences: what it shows
-  std::map<std::string, std::string> data;   // file name -> content, written next to the script
-  std::string script;                        // gnuplot script (runs in the report folder)
+  std::string caption;                      // one or two sentences: what it shows
+  std::map<std::string, std::string> data;  // file name -> content, written next to the script
+  std::string script;                       // gnuplot script (runs in the report folder)
 };
 
 // For figure data and scripts: a number as gnuplot reads it ("NaN" when not finite), a gnuplot single-quoted

@@ -55,8 +55,7 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
     if (const std::string fault = disk_fault(dir); !fault.empty())  // gnuplot could not write its figure, or its log
       throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + fault,
                   "free some space (or make the folder writable), then write the report again");
-    throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + msg,
-                "see " + log);
+    throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + msg, "see " + log);
   }
   std::error_code ec;
   fs::remove(log, ec);

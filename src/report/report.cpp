@@ -84,9 +84,9 @@ std::string metrics_table(const std::vector<Series>& columns) {
 
 std::string report_page(const std::string& title, const std::string& source, const std::string& top,
                         const std::vector<Figure>& figures) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
-                  "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" +
-                  "<p class=\"source\">" + html_escape(source) + "</p>\n" + top;
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+                  html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
+                  html_escape(title) + "</h1>\n" + "<p class=\"source\">" + html_escape(source) + "</p>\n" + top;
   for (size_t i = 0; i < figures.size(); ++i) {
     const auto& f = figures[i];
     h += fmt::format(
@@ -118,11 +118,12 @@ std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tabl
   if (P < 10) return "";
   tables.emplace_back("random", random_table(P, d, kBaselineStd, kBaselineSeed));
   tables.emplace_back("sinusoidal", synthetic_table("sinusoidal", P, d, kBaselineSeed));
-  std::string h = "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes”): least "
-                  "squares from a row to its index, 5-fold over the rows in a shuffled order, as the mean distance of "
-                  "the rounded prediction from the true index; and logistic regression on pairs of rows, "
-                  "“which comes first”, as held-out accuracy (chance 0.5).</p>\n<table>\n<tr><th>table</th>"
-                  "<th>absolute: mean error (positions)</th><th>relative: accuracy</th><th>pairs</th></tr>\n";
+  std::string h =
+      "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes”): least "
+      "squares from a row to its index, 5-fold over the rows in a shuffled order, as the mean distance of "
+      "the rounded prediction from the true index; and logistic regression on pairs of rows, "
+      "“which comes first”, as held-out accuracy (chance 0.5).</p>\n<table>\n<tr><th>table</th>"
+      "<th>absolute: mean error (positions)</th><th>relative: accuracy</th><th>pairs</th></tr>\n";
   for (const auto& [name, W] : tables) {
     const LiteratureProbes p = literature_probes(W, seed);
     h += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.3f}</td><td>{}</td></tr>\n", html_escape(name),
@@ -164,10 +165,10 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
 
   const std::vector<MetricsRecord> metrics =
       fs::is_regular_file(run.metrics(), ec) ? read_metrics(run.metrics()) : std::vector<MetricsRecord>{};
-  std::vector<Figure> figures = {spectrum_figure(spectra),   cumulative_variance_figure(spectra),
-                                 similarity_heatmaps_figure(ends), cos_by_offset_figure(points),
-                                 principal_components_figure(s_last), helix_figure(s_last),
-                                 row_norms_figure(ends),    trajectory_figure(points, metrics)};
+  std::vector<Figure> figures = {
+      spectrum_figure(spectra),     cumulative_variance_figure(spectra), similarity_heatmaps_figure(ends),
+      cos_by_offset_figure(points), principal_components_figure(s_last), helix_figure(s_last),
+      row_norms_figure(ends),       trajectory_figure(points, metrics)};
   std::vector<std::pair<int64_t, const Analysis*>> periodograms;
   for (const auto& p : points) periodograms.emplace_back(p.step, &p.analysis);
   figures.insert(figures.begin() + 4, periodogram_figure(periodograms));
@@ -176,8 +177,10 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const ShiftCurve shift = read_shift_loss(run.shift_loss());
   if (!shift.shifts.empty()) figures.push_back(shift_loss_figure(shift, "val"));
 
-  std::vector<std::pair<std::string, torch::Tensor>> probed = {{label(points.front()), read_npy_table(run.snapshot_file(points.front().file))}};
-  if (points.size() > 1) probed.emplace_back(label(points.back()), read_npy_table(run.snapshot_file(points.back().file)));
+  std::vector<std::pair<std::string, torch::Tensor>> probed = {
+      {label(points.front()), read_npy_table(run.snapshot_file(points.front().file))}};
+  if (points.size() > 1)
+    probed.emplace_back(label(points.back()), read_npy_table(run.snapshot_file(points.back().file)));
   const std::string probes = probes_table(probed, opt.shuffle_seed);
   const UsageSection usage = usage_section(run_dir, points);
   figures.insert(figures.end(), usage.figures.begin(), usage.figures.end());
@@ -191,22 +194,24 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   result.watch_html = write_watch_page(run_dir, dir, points);
   const std::string top =
       fmt::format("<p class=\"verdict{}\"><b>Verdict: {}.</b> {}</p>\n",
-                  verdict.outcome == Outcome::emerged ? "" : verdict.outcome == Outcome::present_from_start ? " present" : " no",
+                  verdict.outcome == Outcome::emerged              ? ""
+                  : verdict.outcome == Outcome::present_from_start ? " present"
+                                                                   : " no",
                   outcome_name(verdict.outcome), html_escape(verdict.summary)) +
       (verdict.outcome == Outcome::emerged ? half_change_line(points) : std::string()) +
-      fmt::format("<p class=\"watch\"><a href=\"watch.html\">&#9654; Watch the table form</a>: the rows' similarity, "
-                  "their path on the principal axes, the spectrum and layer 0's kernels at each of the {} snapshots, "
-                  "with a step slider.</p>\n",
-                  points.size()) +
-      "<h2>Key metrics</h2>\n" +
-      metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
+      fmt::format(
+          "<p class=\"watch\"><a href=\"watch.html\">&#9654; Watch the table form</a>: the rows' similarity, "
+          "their path on the principal axes, the spectrum and layer 0's kernels at each of the {} snapshots, "
+          "with a step slider.</p>\n",
+          points.size()) +
+      "<h2>Key metrics</h2>\n" + metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
       fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step) +
-      "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" +
-      probes + usage.html + extension.html + "<h2>Figures</h2>\n";
+      "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" + probes +
+      usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
-  write_file_atomic(result.index_html, report_page("poslab report: " + run.name(),
-                                            RunFolder(run_dir).path(), top, figures));
+  write_file_atomic(result.index_html,
+                    report_page("poslab report: " + run.name(), RunFolder(run_dir).path(), top, figures));
   return result;
 }
 
@@ -236,17 +241,20 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   const Analysis& sinus = baselines[1].analysis;
   const Analysis& handbook = baselines[2].analysis;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
-  std::vector<Figure> figures = {spectrum_figure({s, r, sn}), cumulative_variance_figure({s, r, sn}),
-                                 similarity_heatmaps_figure({s}), periodogram_figure({{0, &a}}),
-                                 principal_components_figure(s), helix_figure(s), row_norms_figure({s})};
+  std::vector<Figure> figures = {
+      spectrum_figure({s, r, sn}),   cumulative_variance_figure({s, r, sn}), similarity_heatmaps_figure({s}),
+      periodogram_figure({{0, &a}}), principal_components_figure(s),         helix_figure(s),
+      row_norms_figure({s})};
   std::string grid_html;
   if (grid_rows > 0) {
     const GridAnalysis g = grid_analysis(W, grid_rows, grid_cols, opt.shuffle_seed);
     figures.push_back(grid_offset_figure(g));
     figures.push_back(patch_maps_figure(g));
     grid_html = fmt::format(
-        "<h2>The patch grid</h2>\n<p>{} × {} patches. The rows split into a part that depends on the grid row ({:.1f} % of "
-        "the variance), a part that depends on the column ({:.1f} %) and the rest ({:.1f} %); with the patches shuffled: "
+        "<h2>The patch grid</h2>\n<p>{} × {} patches. The rows split into a part that depends on the grid row ({:.1f} "
+        "% of "
+        "the variance), a part that depends on the column ({:.1f} %) and the rest ({:.1f} %); with the patches "
+        "shuffled: "
         "{:.1f} % and {:.1f} %. Cosine of neighbours: same row {:.3f}, same column {:.3f}; any two patches {:.3f} "
         "(docs/models.md, \"2-D position grids\").</p>\n",
         g.rows, g.cols, 100 * g.row_share, 100 * g.col_share, 100 * g.interaction_share, 100 * g.shuffled_row_share,
@@ -255,13 +263,15 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
   write_table_watch_page(W, a, source, out_dir);
-  const std::string top = "<p class=\"watch\"><a href=\"watch.html\">&#9654; Explore the table</a>: the rows' "
-                          "similarity with hover, their path on the principal axes in 2-D and 3-D (drag to rotate), the "
-                          "spectrum with the noise floor and the power along position.</p>\n"
-                          "<h2>Key metrics</h2>\n" + metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
-                          fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n",
-                                      a.positions, a.dims) +
-                          probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
+  const std::string top =
+      "<p class=\"watch\"><a href=\"watch.html\">&#9654; Explore the table</a>: the rows' "
+      "similarity with hover, their path on the principal axes in 2-D and 3-D (drag to rotate), the "
+      "spectrum with the noise floor and the power along position.</p>\n"
+      "<h2>Key metrics</h2>\n" +
+      metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
+      fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
+                  a.dims) +
+      probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));
   return result;

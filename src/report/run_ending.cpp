@@ -96,7 +96,10 @@ std::string run_ending_text(const std::string& run_dir, const std::vector<Trajec
   if (points.size() > 1) at.push_back(points.size() - 1);
   std::string steps;
   for (size_t k = 0; k < at.size(); ++k)
-    steps += (k == 0 ? "" : k + 1 == at.size() ? " and " : ", ") + std::to_string(points[at[k]].step) +
+    steps += (k == 0               ? ""
+              : k + 1 == at.size() ? " and "
+                                   : ", ") +
+             std::to_string(points[at[k]].step) +
              (at.size() == 3 && k == 1 ? (v.emerged_from ? " (emergence)" : " (present from)") : "");
   out += "  at steps " + steps + ":\n";
   double max_rank = 1, max_z = 1, min_z = 0;

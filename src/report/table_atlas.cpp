@@ -24,10 +24,11 @@ struct PairAgreement {
 };
 
 std::string agreement_cell(const PairAgreement& p) {
-  return fmt::format("<td title=\"{} positions; similarity correlation {:.3f} (shuffled {:.3f} ± {:.3f})\">{:.3f}<br>"
-                     "<small class=\"null\">{:.3f} ± {:.3f}</small></td>",
-                     p.positions, p.g.similarity_correlation, p.g.similarity_shuffled.mean, p.g.similarity_shuffled.sd,
-                     p.g.cka, p.g.cka_shuffled.mean, p.g.cka_shuffled.sd);
+  return fmt::format(
+      "<td title=\"{} positions; similarity correlation {:.3f} (shuffled {:.3f} ± {:.3f})\">{:.3f}<br>"
+      "<small class=\"null\">{:.3f} ± {:.3f}</small></td>",
+      p.positions, p.g.similarity_correlation, p.g.similarity_shuffled.mean, p.g.similarity_shuffled.sd, p.g.cka,
+      p.g.cka_shuffled.mean, p.g.cka_shuffled.sd);
 }
 
 }  // namespace
@@ -48,8 +49,9 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
   for (size_t a = 0; a < tables.size(); ++a)
     for (size_t b = a + 1; b < tables.size(); ++b) {
       const int64_t P = std::min(tables[a].rows.size(0), tables[b].rows.size(0));
-      pairs.push_back({a, b, P, table_agreement(tables[a].rows.slice(0, 0, P), tables[b].rows.slice(0, 0, P),
-                                                tables[a].label, tables[b].label)});
+      pairs.push_back({a, b, P,
+                       table_agreement(tables[a].rows.slice(0, 0, P), tables[b].rows.slice(0, 0, P), tables[a].label,
+                                       tables[b].label)});
     }
 
   std::vector<Series> series;
@@ -60,14 +62,21 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
   std::string rows;
   for (size_t i = 0; i < tables.size(); ++i) {
     const Analysis& an = analyses[i];
-    rows += fmt::format("<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f} %</td><td>{}</td>"
-                        "<td>{:.3f}</td><td>{:+.1f}</td></tr>\n",
-                        reports[i], html_escape(tables[i].label), an.positions, an.dims, an.noise.signal_rank,
-                        100 * an.noise.signal_share, an.k90, an.smooth.adjacent_cosine, an.shuffle_control.z);
-    j["tables"].push_back({{"label", tables[i].label}, {"source", tables[i].source}, {"report", reports[i]},
-                           {"positions", an.positions}, {"dims", an.dims}, {"signal_rank", an.noise.signal_rank},
-                           {"signal_share", an.noise.signal_share}, {"k90", an.k90},
-                           {"adjacent_cosine", an.smooth.adjacent_cosine}, {"shuffle_z", an.shuffle_control.z}});
+    rows += fmt::format(
+        "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f} %</td><td>{}</td>"
+        "<td>{:.3f}</td><td>{:+.1f}</td></tr>\n",
+        reports[i], html_escape(tables[i].label), an.positions, an.dims, an.noise.signal_rank,
+        100 * an.noise.signal_share, an.k90, an.smooth.adjacent_cosine, an.shuffle_control.z);
+    j["tables"].push_back({{"label", tables[i].label},
+                           {"source", tables[i].source},
+                           {"report", reports[i]},
+                           {"positions", an.positions},
+                           {"dims", an.dims},
+                           {"signal_rank", an.noise.signal_rank},
+                           {"signal_share", an.noise.signal_share},
+                           {"k90", an.k90},
+                           {"adjacent_cosine", an.smooth.adjacent_cosine},
+                           {"shuffle_z", an.shuffle_control.z}});
   }
   // Columns by number (the rows name them), so that the matrix stays narrow.
   std::string matrix = "<tr><th></th>";
@@ -94,12 +103,14 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
 
   const std::string top =
       "<h2>Tables</h2>\n<div class=\"wide\"><table>\n<tr><th>table (its report)</th><th>positions</th><th>width</th>"
-      "<th>above noise</th><th>their share</th><th>k90</th><th>adjacent cos</th><th>order z</th></tr>\n" + rows +
+      "<th>above noise</th><th>their share</th><th>k90</th><th>adjacent cos</th><th>order z</th></tr>\n" +
+      rows +
       "</table></div>\n<p>Above noise: components above the Gavish–Donoho noise floor and their share of the variance; "
       "order z: the adjacent cosine in sd of row-shuffled copies (docs/analysis.md).</p>\n"
       "<h2>How alike, up to rotation</h2>\n<p>Linear CKA of each pair over the positions both have (any widths), and "
       "below it the same against the column table with its rows shuffled (mean ± sd of 20 copies): the null for "
-      "structured tables. Hover a cell for the similarity correlation. docs/models.md.</p>\n<div class=\"wide\"><table>\n" +
+      "structured tables. Hover a cell for the similarity correlation. docs/models.md.</p>\n<div "
+      "class=\"wide\"><table>\n" +
       matrix + "</table></div>\n<h2>Figures</h2>\n";
   write_file_atomic((fs::path(out_dir) / "atlas.json").string(), j.dump(2) + "\n");
   draw_figures(out_dir, figures);

@@ -14,9 +14,9 @@
 namespace poslab {
 
 struct NamedTable {
-  std::string label;    // short: "bart encoder", "wpe_step001500"
-  std::string source;   // where it came from
-  torch::Tensor rows;   // (P, d), rows mapped to positions
+  std::string label;                     // short: "bart encoder", "wpe_step001500"
+  std::string source;                    // where it came from
+  torch::Tensor rows;                    // (P, d), rows mapped to positions
   int64_t grid_rows = 0, grid_cols = 0;  // a vision table's patch grid
 };
 

@@ -11,7 +11,7 @@
 namespace poslab {
 
 struct UsageSection {
-  std::string html;             // empty when the run wrote no model usage (no table, or an older run)
+  std::string html;  // empty when the run wrote no model usage (no table, or an older run)
   std::vector<Figure> figures;
 };
 

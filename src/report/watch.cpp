@@ -41,9 +41,9 @@ torch::Tensor read_kernels(const RunFolder& run, int64_t step, int64_t n_head, i
   if (n_head <= 0 || !fs::is_regular_file(path)) return {};
   const torch::Tensor flat = read_npy_table(path);  // (n_head·P, P)
   if (flat.size(0) != n_head * P || flat.size(1) != P)
-    throw Error(fmt::format("{}: shape ({}, {}) where ({}, {}) was expected", path, flat.size(0), flat.size(1),
-                            n_head * P, P),
-                "the trainer writes this file with each snapshot: delete it, or rerun the training");
+    throw Error(
+        fmt::format("{}: shape ({}, {}) where ({}, {}) was expected", path, flat.size(0), flat.size(1), n_head * P, P),
+        "the trainer writes this file with each snapshot: delete it, or rerun the training");
   return flat.view({n_head, P, P});
 }
 
@@ -65,7 +65,8 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max) {
     out.push_back(n - 1);
   } else {
     for (int64_t k = 0; k < max; ++k)  // steps of (n − 1)/(max − 1) > 1: no index twice
-      out.push_back(static_cast<int64_t>(std::llround(static_cast<double>(k) * static_cast<double>(n - 1) / (max - 1))));
+      out.push_back(
+          static_cast<int64_t>(std::llround(static_cast<double>(k) * static_cast<double>(n - 1) / (max - 1))));
   }
   return out;
 }
@@ -82,7 +83,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
 
   // The path's axes: the last snapshot's top principal directions, one fixed basis for every frame.
   const int64_t comps = std::min<int64_t>({3, d, P - 1});
-  torch::Tensor basis = std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
+  torch::Tensor basis =
+      std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
   // Each axis points away from the first position (its coordinate ≤ 0): an SVD's signs are arbitrary, and with this
   // a table and its mirror image, or two seeds' tables alike up to a reflection, draw their paths the same way round.
   basis = basis * (1 - 2 * (tables.back()[0].matmul(basis) > 0).to(basis.dtype()));
@@ -108,7 +110,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
 
   nlohmann::json data = {{"positions", P}, {"dims", d}};
   data["sim"] = {{"positions", sim_rows}};
-  data["path"] = {{"positions", path_rows}, {"components", comps}, {"scale", scale}, {"basis_step", points.back()->step}};
+  data["path"] = {
+      {"positions", path_rows}, {"components", comps}, {"scale", scale}, {"basis_step", points.back()->step}};
   data["kernels"] = r > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
   // the curves under the slider: size, shape and smoothness of the table, and the losses
   std::vector<Metric> metrics;
@@ -126,8 +129,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     const TrajectoryPoint& p = *points[f];
     const Analysis& a = p.analysis;
     const torch::Tensor& Wc = tables[f];
-    nlohmann::json frame = {{"step", p.step}, {"train_loss", finite_or_null(p.train_loss)},
-                            {"val_loss", finite_or_null(p.val_loss)}};
+    nlohmann::json frame = {
+        {"step", p.step}, {"train_loss", finite_or_null(p.train_loss)}, {"val_loss", finite_or_null(p.val_loss)}};
     // cosine similarity of the uncentred rows (as the analysis defines it), quantised to 0 … 255
     const torch::Tensor cos = cosine_matrix(raw[f].index_select(0, index_tensor(sim_rows)));
     frame["sim"] = base64_of(((cos.clamp(-1, 1) + 1) / 2 * 255).round().to(torch::kUInt8));
@@ -135,15 +138,18 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     const double total = Wc.square().sum().item<double>();
     frame["path_share"] = total > 0 ? Wc.matmul(basis).square().sum().item<double>() / total : 0.0;
     std::vector<double> sv = a.singular_values_centered;
-    if (static_cast<int64_t>(sv.size()) > limits.max_singular_values) sv.resize(static_cast<size_t>(limits.max_singular_values));
+    if (static_cast<int64_t>(sv.size()) > limits.max_singular_values)
+      sv.resize(static_cast<size_t>(limits.max_singular_values));
     frame["sv"] = sv;
     frame["floor"] = a.noise.threshold;
     frame["signal_rank"] = a.noise.signal_rank;
     const size_t bins = std::min<size_t>(a.periodogram.size(), static_cast<size_t>(limits.max_frequencies));
-    frame["periodogram"] = std::vector<double>(a.periodogram.begin(), a.periodogram.begin() + static_cast<std::ptrdiff_t>(bins));
+    frame["periodogram"] =
+        std::vector<double>(a.periodogram.begin(), a.periodogram.begin() + static_cast<std::ptrdiff_t>(bins));
     frame["circle"] = nullptr;
     if (!a.circles.empty())
-      frame["circle"] = {{"components", {a.circles[0].first, a.circles[0].second}}, {"period", a.circles[0].period},
+      frame["circle"] = {{"components", {a.circles[0].first, a.circles[0].second}},
+                         {"period", a.circles[0].period},
                          {"turns", a.circles[0].frequency}};
     nlohmann::json values = nlohmann::json::array();
     for (const Metric& m : metrics) values.push_back(metric_json(m, a));
@@ -183,9 +189,10 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
   for (const auto* p : points) {
     const torch::Tensor W = read_npy_table(run.snapshot_file(p->file));
     if (!raw.empty() && W.sizes() != raw.front().sizes())
-      throw Error(fmt::format("{}: shape ({}, {}) differs from the first snapshot's ({}, {})", run.snapshot_file(p->file),
-                              W.size(0), W.size(1), raw.front().size(0), raw.front().size(1)),
-                  "a run's snapshots all have the run's table shape: delete the stray file and its index line");
+      throw Error(
+          fmt::format("{}: shape ({}, {}) differs from the first snapshot's ({}, {})", run.snapshot_file(p->file),
+                      W.size(0), W.size(1), raw.front().size(0), raw.front().size(1)),
+          "a run's snapshots all have the run's table shape: delete the stray file and its index line");
     raw.push_back(W);
   }
   return watch_data_of(points, raw, &run, limits);
@@ -215,8 +222,11 @@ nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<Se
   nlohmann::json list = nlohmann::json::array();
   for (const SeedRun& s : seeds) {
     if (!s.points || s.points->empty()) continue;
-    list.push_back({{"seed", s.seed}, {"name", RunFolder(s.run_dir).name()}, {"run", RunFolder(s.run_dir).path()},
-                    {"verdict", s.verdict}, {"data", watch_data(s.run_dir, *s.points, limits)}});
+    list.push_back({{"seed", s.seed},
+                    {"name", RunFolder(s.run_dir).name()},
+                    {"run", RunFolder(s.run_dir).path()},
+                    {"verdict", s.verdict},
+                    {"data", watch_data(s.run_dir, *s.points, limits)}});
   }
   if (list.empty())
     throw Error("seeds page of " + variant + ": no run has snapshots of a learned table",

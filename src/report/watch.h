@@ -14,13 +14,13 @@
 namespace poslab {
 
 struct WatchLimits {
-  size_t max_frames = 64;         // snapshots shown: evenly spaced, always the first and the last
-  int64_t max_sim_rows = 128;     // rows of the similarity heatmap (every k-th position beyond)
-  int64_t max_path_rows = 512;    // rows drawn on the path
-  int64_t kernel_bytes = 16384;   // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64);
-                                  // 0: no kernels (the heads' kinds still)
+  size_t max_frames = 64;        // snapshots shown: evenly spaced, always the first and the last
+  int64_t max_sim_rows = 128;    // rows of the similarity heatmap (every k-th position beyond)
+  int64_t max_path_rows = 512;   // rows drawn on the path
+  int64_t kernel_bytes = 16384;  // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64);
+                                 // 0: no kernels (the heads' kinds still)
   int64_t max_singular_values = 128;
-  int64_t max_frequencies = 64;   // the periodogram's lowest frequencies shown
+  int64_t max_frequencies = 64;  // the periodogram's lowest frequencies shown
 };
 
 // Each head's kind ("local", "decaying", …) in a snapshot's model_stepN.json under `key` ("attention_kernels" or

@@ -10,13 +10,14 @@ namespace poslab {
 namespace {
 
 void replace_all(std::string& s, std::string_view from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 // A page template's line /*POSLAB_STYLE*/ takes `style`, its line <!--POSLAB_SCRIPTS--> the scripts (page_errors.js,
 // the data as `const DATA`, panels.js, then `script`), POSLAB_TITLE and POSLAB_SOURCE the escaped title and source.
-std::string fill_page(std::string_view html, const std::string& style, std::string_view script, const std::string& title,
-                      const std::string& source, const nlohmann::json& data) {
+std::string fill_page(std::string_view html, const std::string& style, std::string_view script,
+                      const std::string& title, const std::string& source, const nlohmann::json& data) {
   std::string json = data.dump();
   replace_all(json, "<", "\\u003c");  // "<" is only in strings: "</script>" or "<!--" in a name must not end the script
   std::string page(html);
@@ -24,8 +25,9 @@ std::string fill_page(std::string_view html, const std::string& style, std::stri
   replace_all(page, "POSLAB_SOURCE", html_escape(source));
   fill_line(page, "/*POSLAB_STYLE*/", style);
   const auto block = [](std::string_view js) { return "<script>\n" + std::string(js) + "</script>\n"; };
-  fill_line(page, "<!--POSLAB_SCRIPTS-->", block(assets::kPageErrorsJs) + block("const DATA = " + json + ";\n") +
-                                               block(assets::kPanelsJs) + block(script));
+  fill_line(
+      page, "<!--POSLAB_SCRIPTS-->",
+      block(assets::kPageErrorsJs) + block("const DATA = " + json + ";\n") + block(assets::kPanelsJs) + block(script));
   return page;
 }
 
@@ -37,14 +39,18 @@ bool has_frames(const nlohmann::json& data) {
 
 std::string watch_html(const std::string& title, const std::string& source, const nlohmann::json& data) {
   if (!has_frames(data))
-    throw Error("watch page: no snapshots to show", "the run folder needs at least one snapshot (snapshots/index.jsonl)");
-  return fill_page(assets::kWatchPageHtml, std::string(assets::kWatchPageCss), assets::kWatchPageJs, title, source, data);
+    throw Error("watch page: no snapshots to show",
+                "the run folder needs at least one snapshot (snapshots/index.jsonl)");
+  return fill_page(assets::kWatchPageHtml, std::string(assets::kWatchPageCss), assets::kWatchPageJs, title, source,
+                   data);
 }
 
 std::string seeds_html(const std::string& title, const std::string& source, const nlohmann::json& data) {
   bool ok = data.is_object() && data.contains("seeds") && data["seeds"].is_array() && !data["seeds"].empty();
-  for (const auto& seed : ok ? data["seeds"] : nlohmann::json::array()) ok = ok && seed.contains("data") && has_frames(seed["data"]);
-  if (!ok) throw Error("seeds page: no seed with snapshots to show", "compare runs that took snapshots of a learned table");
+  for (const auto& seed : ok ? data["seeds"] : nlohmann::json::array())
+    ok = ok && seed.contains("data") && has_frames(seed["data"]);
+  if (!ok)
+    throw Error("seeds page: no seed with snapshots to show", "compare runs that took snapshots of a learned table");
   return fill_page(assets::kSeedsPageHtml, std::string(assets::kWatchPageCss) + std::string(assets::kSeedsPageCss),
                    assets::kSeedsPageJs, title, source, data);
 }

@@ -25,7 +25,8 @@ std::vector<double> read_position_loss(const std::string& path) {
   std::istringstream in(read_file(path));
   std::string line;
   int no = 1;
-  if (!std::getline(in, line) || line.rfind("position,loss", 0) != 0) damaged(path, 1, "the header is not position,loss", hint);
+  if (!std::getline(in, line) || line.rfind("position,loss", 0) != 0)
+    damaged(path, 1, "the header is not position,loss", hint);
   while (std::getline(in, line)) {
     ++no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -48,7 +49,8 @@ std::vector<double> read_position_loss(const std::string& path) {
 std::string shift_loss_csv(const std::vector<int64_t>& shifts, const std::vector<std::vector<double>>& by_position) {
   std::string csv = "shift,position,loss\n";
   for (size_t s = 0; s < shifts.size(); ++s)
-    for (size_t i = 0; i < by_position[s].size(); ++i) csv += fmt::format("{},{},{:.6f}\n", shifts[s], i, by_position[s][i]);
+    for (size_t i = 0; i < by_position[s].size(); ++i)
+      csv += fmt::format("{},{},{:.6f}\n", shifts[s], i, by_position[s][i]);
   return csv;
 }
 
@@ -74,8 +76,7 @@ ShiftCurve read_shift_loss(const std::string& path) {
       c.shifts.push_back(shift);
       c.by_position.emplace_back();
     }
-    if (c.shifts.empty() || c.shifts.back() != shift ||
-        position != static_cast<long long>(c.by_position.back().size()))
+    if (c.shifts.empty() || c.shifts.back() != shift || position != static_cast<long long>(c.by_position.back().size()))
       damaged(path, no, fmt::format("shift {} position {} out of order", shift, position), hint);
     c.by_position.back().push_back(loss);
   }

@@ -13,10 +13,17 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 nlohmann::json to_json(const ExtensionInfo& e) {
-  return {{"source", e.source},         {"source_step", e.source_step}, {"from", e.from},
-          {"to", e.to},                 {"method", e.method},           {"seed", e.seed},
-          {"checkpoint", e.checkpoint}, {"table", e.table},             {"run_name", e.run_name},
-          {"table_before", e.table_before}, {"table_after", e.table_after}};
+  return {{"source", e.source},
+          {"source_step", e.source_step},
+          {"from", e.from},
+          {"to", e.to},
+          {"method", e.method},
+          {"seed", e.seed},
+          {"checkpoint", e.checkpoint},
+          {"table", e.table},
+          {"run_name", e.run_name},
+          {"table_before", e.table_before},
+          {"table_after", e.table_after}};
 }
 
 ExtensionInfo read_extension_info(const std::string& path) {
@@ -28,8 +35,9 @@ ExtensionInfo read_extension_info(const std::string& path) {
   e.method = key_of<std::string>(path, j, "method", hint);
   e.checkpoint = key_of<std::string>(path, j, "checkpoint", hint);
   if (e.from <= 0 || e.to <= e.from)
-    throw Error(fmt::format("{}: from {} to {}: an extension goes from a positive length to a longer one", path, e.from, e.to),
-                hint);
+    throw Error(
+        fmt::format("{}: from {} to {}: an extension goes from a positive length to a longer one", path, e.from, e.to),
+        hint);
   if (j.contains("source")) e.source = key_of<std::string>(path, j, "source", hint);
   if (j.contains("source_step")) e.source_step = key_of<int64_t>(path, j, "source_step", hint);
   if (j.contains("seed")) e.seed = key_of<uint64_t>(path, j, "seed", hint);

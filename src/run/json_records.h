@@ -26,7 +26,8 @@ std::vector<std::pair<int, nlohmann::json>> json_lines(const std::string& path, 
                                                        const std::string& hint);
 
 // A required integer of a JSON-lines record.
-int64_t integer_key(const std::string& path, int line, const nlohmann::json& j, const char* key, const std::string& hint);
+int64_t integer_key(const std::string& path, int line, const nlohmann::json& j, const char* key,
+                    const std::string& hint);
 
 // An optional number of a JSON-lines record; null (how JSON writes NaN) or absent is NaN.
 double number_key(const std::string& path, int line, const nlohmann::json& j, const char* key, const std::string& hint);

@@ -24,8 +24,9 @@ Config read_run_config(const RunFolder& run) {
 }
 
 std::vector<MetricsRecord> read_metrics(const std::string& path) {
-  const std::string hint = "each line of metrics.jsonl is a JSON record with an integer step (poslab train writes "
-                           "them): mend or delete that line";
+  const std::string hint =
+      "each line of metrics.jsonl is a JSON record with an integer step (poslab train writes "
+      "them): mend or delete that line";
   std::vector<MetricsRecord> out;
   for (const auto& [line, j] : json_lines(path, "a metrics record", hint)) {
     MetricsRecord r;
@@ -65,8 +66,9 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
   if (!is_file(path))
     throw Error(run.dir() + ": no snapshots (" + path + " is missing)",
                 "pass a run folder written by poslab train with model.position learned or sinusoidal");
-  const std::string hint = "each line of the snapshot index is JSON with an integer step and a file name (poslab train "
-                           "writes them): mend or delete that line";
+  const std::string hint =
+      "each line of the snapshot index is JSON with an integer step and a file name (poslab train "
+      "writes them): mend or delete that line";
   std::vector<SnapshotRecord> out;
   for (const auto& [line, j] : json_lines(path, "a snapshot record", hint)) {
     SnapshotRecord r;
@@ -98,9 +100,11 @@ void check_kernels(const nlohmann::json& j, const char* key, const std::string& 
   for (const auto& h : kernels["heads"]) {
     if (!h.is_object() || !h.contains("kind") || !h["kind"].is_string() || !h.contains("offset_profile") ||
         !numbers(h["offset_profile"]))
-      throw Error(fmt::format("{}: a head of {} without its kind and offset_profile (a list of numbers)", path, key), hint);
+      throw Error(fmt::format("{}: a head of {} without its kind and offset_profile (a list of numbers)", path, key),
+                  hint);
     // a summary that does not exist (NaN) is written as null
-    for (const char* field : {"mass_offset0", "mass_offset1", "offset50", "offset90", "uniform_offset50", "decay_length"})
+    for (const char* field :
+         {"mass_offset0", "mass_offset1", "offset50", "offset90", "uniform_offset50", "decay_length"})
       if (!h.contains(field) || !(h[field].is_number() || h[field].is_null()))
         throw Error(fmt::format("{}: a head of {} has no {} (a number or null)", path, key, field), hint);
     if (h.contains("mass_first") && !h["mass_first"].is_number() && !h["mass_first"].is_null())
@@ -113,8 +117,9 @@ void check_kernels(const nlohmann::json& j, const char* key, const std::string& 
 std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t step) {
   const std::string path = run.snapshot_usage(step);
   if (!is_file(path)) return std::nullopt;
-  const std::string hint = "the trainer writes this file with each snapshot: delete it (the report then leaves the "
-                           "kernels of this step out)";
+  const std::string hint =
+      "the trainer writes this file with each snapshot: delete it (the report then leaves the "
+      "kernels of this step out)";
   nlohmann::json j = parse_json_file(path, hint);
   if (!j.is_object()) throw Error(path + ": not a JSON object", hint);
   check_kernels(j, "attention_kernels", path, hint);
@@ -136,8 +141,9 @@ void write_kernel_record(const RunFolder& run, const std::string& paths, const s
 std::optional<std::string> read_kernel_record(const RunFolder& run) {
   const std::string path = run.kernel_paths();
   if (!is_file(path)) return std::nullopt;
-  const std::string hint = "the trainer writes this file when a run starts: delete it (a resumed run then chooses "
-                           "its kernel paths afresh, which may change its last bits)";
+  const std::string hint =
+      "the trainer writes this file when a run starts: delete it (a resumed run then chooses "
+      "its kernel paths afresh, which may change its last bits)";
   const nlohmann::json j = parse_json_file(path, hint);
   if (!j.is_object() || !j.contains("paths") || !j["paths"].is_string())
     throw Error(path + ": no \"paths\" string", hint);

@@ -32,7 +32,7 @@ struct MetricsRecord {
   double val_loss = NAN;    // NaN when the eval diverged
   double lr = NAN;          // the learning rate at a logged step
   double tokens_per_s = NAN;
-  bool eval = false;        // an eval record (it has a val_loss, maybe null)
+  bool eval = false;  // an eval record (it has a val_loss, maybe null)
 };
 std::vector<MetricsRecord> read_metrics(const std::string& path);
 // A record as the trainer makes it, before it is written (missing or null numbers are NaN).
@@ -43,8 +43,8 @@ std::vector<MetricsRecord> val_evals(const std::vector<MetricsRecord>& records);
 // One line of snapshots/index.jsonl.
 struct SnapshotRecord {
   int64_t step = 0;
-  std::string file;   // as written in the index: a name inside snapshots/
-  std::string path;   // the file's path (RunFolder::snapshot_file)
+  std::string file;  // as written in the index: a name inside snapshots/
+  std::string path;  // the file's path (RunFolder::snapshot_file)
   double train_loss = NAN;
   double val_loss = NAN;
 };
@@ -77,7 +77,7 @@ std::vector<double> read_position_loss(const std::string& path);
 // eval/shift_loss_SPLIT.csv: "shift,position,loss", one row per start row S and position of the window.
 std::string shift_loss_csv(const std::vector<int64_t>& shifts, const std::vector<std::vector<double>>& by_position);
 struct ShiftCurve {
-  std::vector<int64_t> shifts;                  // in file order
+  std::vector<int64_t> shifts;                   // in file order
   std::vector<std::vector<double>> by_position;  // per shift
   std::vector<double> loss;                      // per shift: the mean over positions
 };
@@ -86,7 +86,7 @@ ShiftCurve read_shift_loss(const std::string& path);
 
 // X.extension.json beside an extended checkpoint: what poslab extend did, and the table's metrics before and after.
 struct ExtensionInfo {
-  std::string source;      // the checkpoint extended
+  std::string source;  // the checkpoint extended
   int64_t source_step = 0;
   int64_t from = 0, to = 0;
   std::string method;
@@ -94,7 +94,8 @@ struct ExtensionInfo {
   std::string checkpoint;  // the extended checkpoint
   std::string table;       // its table (.npy)
   std::string run_name;
-  nlohmann::json table_before = nlohmann::json::object(), table_after = nlohmann::json::object();  // metric key -> value
+  nlohmann::json table_before = nlohmann::json::object(),
+                 table_after = nlohmann::json::object();  // metric key -> value
 };
 nlohmann::json to_json(const ExtensionInfo& e);
 ExtensionInfo read_extension_info(const std::string& path);

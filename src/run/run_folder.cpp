@@ -57,7 +57,9 @@ std::string RunFolder::position_loss(const std::string& split) const {
 std::string RunFolder::shift_loss(const std::string& split) const { return at("eval/shift_loss_" + split + ".csv"); }
 std::string RunFolder::extend_dir() const { return at("extend"); }
 std::string RunFolder::extension_checkpoint(int64_t to, const std::string& method) const {
-  return (fs::path(dir_) / "extend" / (std::to_string(to) + "-" + method) / "checkpoint.pt").lexically_normal().string();
+  return (fs::path(dir_) / "extend" / (std::to_string(to) + "-" + method) / "checkpoint.pt")
+      .lexically_normal()
+      .string();
 }
 std::string RunFolder::analysis_dir() const { return at("analysis"); }
 std::string RunFolder::trajectory_csv() const { return at("analysis/trajectory.csv"); }
@@ -66,7 +68,9 @@ std::string RunFolder::verdict_json() const { return at("analysis/verdict.json")
 std::string RunFolder::report_dir() const { return at("report"); }
 std::string RunFolder::tensorboard_dir() const { return at("tensorboard"); }
 
-std::vector<std::string> RunFolder::written_folders() const { return {checkpoints(), snapshots(), report_dir(), tensorboard_dir(), dir_}; }
+std::vector<std::string> RunFolder::written_folders() const {
+  return {checkpoints(), snapshots(), report_dir(), tensorboard_dir(), dir_};
+}
 
 std::vector<std::string> RunFolder::files_of_a_started_run() const {
   return {latest_checkpoint(), metrics(), snapshot_index()};

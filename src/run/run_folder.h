@@ -33,7 +33,8 @@ class RunFolder {
 
   const std::string& dir() const { return dir_; }
   std::string name() const;  // the folder's name
-  std::string path() const;  // the folder as pages show it: absolute, without "." or ".." ("runs/x/snapshots/.." -> /…/runs/x)
+  std::string path()
+      const;  // the folder as pages show it: absolute, without "." or ".." ("runs/x/snapshots/.." -> /…/runs/x)
 
   std::string config() const;
   std::string metrics() const;
@@ -44,10 +45,10 @@ class RunFolder {
   std::string best_checkpoint() const;
   std::string snapshots() const;
   std::string snapshot_index() const;
-  std::string snapshot(int64_t step) const;           // the .npy
+  std::string snapshot(int64_t step) const;                  // the .npy
   std::string snapshot_file(const std::string& file) const;  // a file named by the index, inside snapshots/
-  std::string snapshot_kernels(int64_t step) const;  // attn_stepNNNNNN.npy: layer 0's position-only kernels
-  std::string snapshot_usage(int64_t step) const;    // model_stepNNNNNN.json: how the model reads its table
+  std::string snapshot_kernels(int64_t step) const;          // attn_stepNNNNNN.npy: layer 0's position-only kernels
+  std::string snapshot_usage(int64_t step) const;            // model_stepNNNNNN.json: how the model reads its table
   std::string eval_dir() const;
   std::string position_loss(const std::string& split = "val") const;
   std::string shift_loss(const std::string& split = "val") const;  // poslab eval --shift
@@ -85,7 +86,7 @@ bool is_extension_info(const std::string& path);  // ends in .extension.json
 // A sweep's folder: its index and the folder of one variant's seed.
 std::string sweep_index_path(const std::string& sweep_dir);
 std::string sweep_run_dir(const std::string& sweep_dir, const std::string& variant, int64_t seed);
-std::string sweep_run_name(int64_t seed);  // "seed-S"
+std::string sweep_run_name(int64_t seed);                     // "seed-S"
 std::string sweep_compare_dir(const std::string& sweep_dir);  // where poslab compare SWEEP_DIR writes
 // The variant a run folder belongs to: its parent's name for a sweep's seed-S folder, else its own name.
 std::string variant_of_run_dir(const std::string& run_dir);

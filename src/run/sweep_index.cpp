@@ -12,8 +12,8 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 void write_sweep_index(const std::string& sweep_dir, const SweepIndex& s) {
-  nlohmann::json j = {{"name", s.name}, {"file", s.file},   {"base", s.base},
-                      {"sweep_yaml", s.sweep_yaml}, {"seeds", s.seeds}, {"set", s.set}};
+  nlohmann::json j = {{"name", s.name},   {"file", s.file}, {"base", s.base}, {"sweep_yaml", s.sweep_yaml},
+                      {"seeds", s.seeds}, {"set", s.set}};
   j["variants"] = nlohmann::json::array();
   for (const auto& v : s.variants) j["variants"].push_back({{"name", v.name}, {"set", v.set}});
   j["runs"] = nlohmann::json::array();

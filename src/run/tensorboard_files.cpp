@@ -8,10 +8,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "formats/tfevents.h"
 #include "run/json_records.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/tfevents.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -21,9 +21,7 @@ namespace {
 constexpr const char* kEventsPrefix = "events.out.tfevents.";
 constexpr const char* kEventsSuffix = ".poslab";
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 bool is_table_tag(const std::string& tag) { return tag.rfind("table/", 0) == 0; }
 
@@ -58,7 +56,8 @@ std::string table_tag(const std::string& key) { return "table/" + key; }
 std::string scalar_events(const std::vector<TbScalar>& scalars, double wall_time) {
   std::string out;
   for (const TbScalar& s : scalars)
-    if (std::isfinite(s.value)) out += tf_record(tf_scalar_event(wall_time, s.step, s.tag, static_cast<float>(s.value)));
+    if (std::isfinite(s.value))
+      out += tf_record(tf_scalar_event(wall_time, s.step, s.tag, static_cast<float>(s.value)));
   return out;
 }
 
@@ -82,8 +81,10 @@ std::string projector_table_file(int64_t step) { return fmt::format("wpe_step{:0
 std::string projector_config(const std::vector<int64_t>& steps) {
   std::string config;
   for (const int64_t step : steps)
-    config += fmt::format("embeddings {{\n  tensor_name: \"wpe step {}\"\n  tensor_path: \"{}\"\n"
-                          "  metadata_path: \"positions.tsv\"\n}}\n", step, projector_table_file(step));
+    config += fmt::format(
+        "embeddings {{\n  tensor_name: \"wpe step {}\"\n  tensor_path: \"{}\"\n"
+        "  metadata_path: \"positions.tsv\"\n}}\n",
+        step, projector_table_file(step));
   return config;
 }
 

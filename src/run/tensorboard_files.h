@@ -41,8 +41,9 @@ std::string projector_table_file(int64_t step);  // "wpe_step000500.tsv"
 std::vector<std::string> event_files(const std::string& dir);
 
 // On resume from the checkpoint at `step` (-1: a run started again from nothing): drops from every event file in
-// RUN_DIR/tensorboard the scalars of `step` and later and the table metrics of later steps (the steps truncate_logs_after
-// drops from metrics.jsonl and the snapshot index), and a last record cut short by a crash. Missing folder: nothing.
+// RUN_DIR/tensorboard the scalars of `step` and later and the table metrics of later steps (the steps
+// truncate_logs_after drops from metrics.jsonl and the snapshot index), and a last record cut short by a crash. Missing
+// folder: nothing.
 void truncate_events_after(const RunFolder& run, int64_t step);
 
 // The trainer's writer: a new event file in RUN_DIR/tensorboard (events.out.tfevents.NNNN.poslab, NNNN one more than

@@ -35,7 +35,8 @@ void clear_unresumable_start(const RunFolder& run) {
   const RunLock lock(run.lock());  // a live trainer in the folder (another sweep's) is an error, never cleared
   spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
                run.dir(), left);
-  for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()}) fs::remove_all(d, ec);
+  for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()})
+    fs::remove_all(d, ec);
   fs::remove(run.metrics(), ec);
 }
 
@@ -103,8 +104,10 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     TrainRequest req;
     req.overrides = r.overrides;
     req.stop_at = opt.stop_at;
-    if (started) req.resume_dir = r.run_dir;
-    else req.config_path = sweep.base;
+    if (started)
+      req.resume_dir = r.run_dir;
+    else
+      req.config_path = sweep.base;
     const auto t0 = Clock::now();
     TrainSummary s;
     try {
@@ -130,8 +133,8 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   spdlog::info("sweep {}: {} runs | {} done before, {} trained, {} resumed | {} finished | {}", sweep.name, sum.runs,
                sum.done_before, sum.trained, sum.resumed, sum.finished, sum.dir);
   if (!failed.empty())
-    throw Error("sweep " + sweep.name + ": " + std::to_string(failed.size()) + " run" + (failed.size() == 1 ? "" : "s") +
-                    " failed (first: " + failed.front() + "); the others are trained",
+    throw Error("sweep " + sweep.name + ": " + std::to_string(failed.size()) + " run" +
+                    (failed.size() == 1 ? "" : "s") + " failed (first: " + failed.front() + "); the others are trained",
                 "see each run's error above; fix it and run the sweep again: finished runs are not trained again");
   return sum;
 }

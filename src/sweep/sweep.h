@@ -21,17 +21,17 @@
 namespace poslab {
 
 struct SweepVariant {
-  std::string name;                                        // folder name, e.g. "position-none"
+  std::string name;                                       // folder name, e.g. "position-none"
   std::vector<std::pair<std::string, std::string>> sets;  // key, value (YAML text), applied in order
 };
 
 struct Sweep {
-  std::string file;                   // the sweep file
+  std::string file;  // the sweep file
   std::string name;
-  std::string base;                   // resolved path of the base config ("" = defaults)
+  std::string base;  // resolved path of the base config ("" = defaults)
   std::vector<int64_t> seeds;
   std::vector<std::pair<std::string, std::string>> sets;  // for every run
-  std::vector<SweepVariant> variants;  // the grid crossed with the named variants, in file order
+  std::vector<SweepVariant> variants;                     // the grid crossed with the named variants, in file order
 };
 
 // Parses and checks a sweep file: unknown keys, empty lists, duplicate names and every run's config (an unknown

@@ -67,7 +67,8 @@ YAML::Node read_sweep_yaml(const std::string& path) {
 // base: a config file, relative to the sweep file's folder.
 std::string resolve_base(const YAML::Node& v, const std::string& path) {
   const fs::path base = v.as<std::string>();
-  const std::string resolved = (base.is_absolute() ? base : fs::path(path).parent_path() / base).lexically_normal().string();
+  const std::string resolved =
+      (base.is_absolute() ? base : fs::path(path).parent_path() / base).lexically_normal().string();
   std::error_code ec;
   if (!fs::is_regular_file(resolved, ec))
     throw Error(path + ": base = " + v.as<std::string>() + ": no such config file (" + resolved + ")",
@@ -85,7 +86,8 @@ void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
     } else if (key == "base") {
       s.base = resolve_base(v, path);
     } else if (key == "seeds") {
-      if (!v.IsSequence() || v.size() == 0) throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]");
+      if (!v.IsSequence() || v.size() == 0)
+        throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]");
       for (const auto& x : v) s.seeds.push_back(x.as<int64_t>());
       if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
         throw Error(path + ": seeds: " + yaml_text(v) + " repeats a seed", "list each seed once");
@@ -188,7 +190,8 @@ Sweep load_sweep(const std::string& path) {
   s.name = fs::path(path).stem().string();
   try {
     read_top_level(root, path, s);
-    if (s.seeds.empty()) throw Error(path + ": seeds: missing", "list the seeds of the repetitions, e.g. seeds: [1, 2, 3]");
+    if (s.seeds.empty())
+      throw Error(path + ": seeds: missing", "list the seeds of the repetitions, e.g. seeds: [1, 2, 3]");
     check_name(s.name, path + ": name");
     const std::vector<SweepVariant> named = named_variants(root, path);
     const std::vector<SweepVariant> points = grid_points(root, path);

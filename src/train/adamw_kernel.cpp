@@ -19,7 +19,8 @@ POSLAB_SIMD_TARGETS double sum_of_squares(const float* x, int64_t n) {
   return total;
 }
 
-POSLAB_SIMD_TARGETS void adamw_update(float* p, const float* grad, float* m, float* v, int64_t n, const AdamWScalars& s) {
+POSLAB_SIMD_TARGETS void adamw_update(float* p, const float* grad, float* m, float* v, int64_t n,
+                                      const AdamWScalars& s) {
   const float one_minus_b1 = 1.0f - s.beta1, one_minus_b2 = 1.0f - s.beta2;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {

@@ -14,7 +14,8 @@ double sum_of_squares(const float* x, int64_t n);
 //   p = p * decay                                  (decay = 1 - lr * weight_decay)
 //   m = m * beta1 + g * (1 - beta1)
 //   v = v * beta2 + g * g * (1 - beta2)
-//   p = p - step_size * (m / (sqrt(v) / sqrt_bc2 + eps))   (step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t))
+//   p = p - step_size * (m / (sqrt(v) / sqrt_bc2 + eps))   (step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 -
+//   beta2^t))
 struct AdamWScalars {
   float grad_scale, decay, beta1, beta2, step_size, sqrt_bc2, eps;
 };

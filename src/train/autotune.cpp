@@ -39,10 +39,11 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
                               const std::string& dtype) {
   const ModelConfig& m = cfg.model;
   static const std::string build = this_build();
-  return fmt::format("{} | LibTorch {} | poslab {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
-                     cpu_description(), TORCH_VERSION, build, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size,
-                     vocab, cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
-                     m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "");
+  return fmt::format(
+      "{} | LibTorch {} | poslab {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
+      cpu_description(), TORCH_VERSION, build, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size, vocab,
+      cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
+      m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "");
 }
 
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
@@ -65,8 +66,8 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                  no_direct(t.chosen));
     t.chosen.step = "autograd";
   }
-  t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu",
-                            cfg.train.dtype);
+  t.key =
+      kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu", cfg.train.dtype);
   if (!kernel_spec_measures(spec)) {
     t.how = fmt::format("{} = {}", what, spec);
   } else if (device.is_cuda()) {
@@ -87,7 +88,8 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
       t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed, 0.03, 3,
                               [&](const KernelPaths& p) { return p.step != "direct" || no_direct(p).empty(); });
       t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, "cpu", cfg.train.dtype);
-      t.how = fmt::format("measured in {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      t.how = fmt::format("measured in {:.1f} s",
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       write_kernel_cache(cache, t);
     }
   }

@@ -13,13 +13,13 @@ namespace poslab {
 
 struct PathTiming {
   KernelPaths paths;
-  double ms = 0;  // median ms of one forward + backward of the whole batch
+  double ms = 0;   // median ms of one forward + backward of the whole batch
   int rounds = 0;  // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
 };
 
 struct KernelTuning {
   KernelPaths chosen;
-  std::string how;                  // "measured", "cached (…)", "forced by POSLAB_KERNELS", "run.kernels = default", …
+  std::string how;  // "measured", "cached (…)", "forced by POSLAB_KERNELS", "run.kernels = default", …
   std::vector<PathTiming> timings;  // the candidates timed, in the order timed (empty unless measured now or cached)
   std::string key;                  // the cache key: CPU, LibTorch, device, dtype, shape
 };

@@ -42,21 +42,26 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
 }
 
 Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {
-  return Error(path + ": checkpoint entry '" + key + "' " + what, "the file is damaged: use another checkpoint of the "
+  return Error(path + ": checkpoint entry '" + key + "' " + what,
+               "the file is damaged: use another checkpoint of the "
                "run (e.g. best.pt)");
 }
 
 int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
   const torch::Tensor t = read_tensor(ar, key, path);
   if (t.numel() != 1 || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false))
-    throw damaged_error(path, key, "is not one integer (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+    throw damaged_error(
+        path, key,
+        "is not one integer (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
   return t.item<int64_t>();
 }
 
 std::string read_bytes(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
   const torch::Tensor t = read_tensor(ar, key, path);
   if (t.dim() != 1 || t.scalar_type() != torch::kUInt8)
-    throw damaged_error(path, key, "is not a byte string (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
+    throw damaged_error(
+        path, key,
+        "is not a byte string (" + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) + ")");
   return tensor_text(t);
 }
 
@@ -66,11 +71,13 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   CheckpointMeta m;
   torch::Tensor fmt;
   if (!ar.try_read("poslab_format", fmt))
-    throw Error(path + ": not a poslab checkpoint (no 'poslab_format' entry)", "pass a checkpoint written by poslab train");
+    throw Error(path + ": not a poslab checkpoint (no 'poslab_format' entry)",
+                "pass a checkpoint written by poslab train");
   m.format_version = read_int(ar, "poslab_format", path);
   if (m.format_version != kCheckpointFormat)
     throw Error(path + ": checkpoint format " + std::to_string(m.format_version) + ", this poslab reads format " +
-                std::to_string(kCheckpointFormat), "use the poslab version that wrote it");
+                    std::to_string(kCheckpointFormat),
+                "use the poslab version that wrote it");
   m.step = read_int(ar, "step", path);
   if (m.step < 0) throw damaged_error(path, "step", "is negative (" + std::to_string(m.step) + ")");
   const torch::Tensor losses = read_tensor(ar, "losses", path);  // (3,) train, val, best val
@@ -89,14 +96,15 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
   if (m.torch_rng_state.scalar_type() != torch::kUInt8 || m.torch_rng_state.dim() != 1 ||
       (m.torch_rng_state.numel() != 0 && m.torch_rng_state.numel() != rng_bytes))
-    throw damaged_error(path, "torch_rng_state", "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
+    throw damaged_error(path, "torch_rng_state",
+                        "is not a CPU generator state (" + std::to_string(rng_bytes) + " bytes)");
   torch::Tensor has_cuda_state;
   if (ar.try_read("cuda_rng_state", has_cuda_state)) {  // optional: newer
     m.cuda_rng_state = read_tensor(ar, "cuda_rng_state", path);
     if (m.cuda_rng_state.scalar_type() != torch::kUInt8 || m.cuda_rng_state.dim() != 1 ||
         (m.cuda_rng_state.numel() != 0 && m.cuda_rng_state.numel() != kCudaRngStateBytes))
       throw damaged_error(path, "cuda_rng_state",
-                    "is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)");
+                          "is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)");
   }
   return m;
 }
@@ -116,20 +124,21 @@ torch::Tensor archived_tensor(torch::serialize::InputArchive& ar, const std::str
 }
 
 // AdamW moments must match their parameter in shape and dtype, or the first step fails deep inside LibTorch.
-void check_optimizer_state(torch::optim::Optimizer& optimizer, const torch::OrderedDict<std::string, torch::Tensor>& params,
-                           const std::string& path) {
+void check_optimizer_state(torch::optim::Optimizer& optimizer,
+                           const torch::OrderedDict<std::string, torch::Tensor>& params, const std::string& path) {
   for (const auto& p : params) {
     const auto it = optimizer.state().find(optimizer_state_key(p.value()));
     if (it == optimizer.state().end()) continue;  // no step taken yet for this parameter
     const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get());
     if (adamw == nullptr) continue;
-    for (const auto& [what, m] : {std::pair<const char*, torch::Tensor>{"exp_avg", adamw->exp_avg()},
-                                  {"exp_avg_sq", adamw->exp_avg_sq()}}) {
+    for (const auto& [what, m] :
+         {std::pair<const char*, torch::Tensor>{"exp_avg", adamw->exp_avg()}, {"exp_avg_sq", adamw->exp_avg_sq()}}) {
       if (!m.defined() || m.sizes() != p.value().sizes() || m.scalar_type() != p.value().scalar_type())
-        throw Error(path + ": optimizer state " + what + " of " + p.key() + " is " +
-                        (m.defined() ? c10::toString(m.scalar_type()) + std::string(" ") + c10::str(m.sizes()) : "missing") +
-                        ", the parameter is " + c10::toString(p.value().scalar_type()) + " " + c10::str(p.value().sizes()),
-                    "the checkpoint is damaged: use another checkpoint of the run (e.g. best.pt), or train afresh");
+        throw Error(
+            path + ": optimizer state " + what + " of " + p.key() + " is " +
+                (m.defined() ? c10::toString(m.scalar_type()) + std::string(" ") + c10::str(m.sizes()) : "missing") +
+                ", the parameter is " + c10::toString(p.value().scalar_type()) + " " + c10::str(p.value().sizes()),
+            "the checkpoint is damaged: use another checkpoint of the run (e.g. best.pt), or train afresh");
     }
   }
 }
@@ -157,8 +166,8 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   ar.write("corpus_hash", to_tensor(meta.corpus_hash));
   ar.write("sampler_state", to_tensor(meta.sampler_state));
   ar.write("torch_rng_state", meta.torch_rng_state.defined() ? meta.torch_rng_state : torch::empty({0}, torch::kUInt8));
-  ar.write("cuda_rng_state", meta.cuda_rng_state.defined() ? meta.cuda_rng_state.to(torch::kCPU)
-                                                          : torch::empty({0}, torch::kUInt8));
+  ar.write("cuda_rng_state",
+           meta.cuda_rng_state.defined() ? meta.cuda_rng_state.to(torch::kCPU) : torch::empty({0}, torch::kUInt8));
   torch::serialize::OutputArchive model_ar;
   model->save(model_ar);
   ar.write("model", model_ar);
@@ -205,7 +214,9 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   const ModelConfig& b = model->cfg;
   std::string diff;
   auto cmp = [&](const char* key, auto x, auto y) {
-    if (x != y) diff += std::string(diff.empty() ? "" : ", ") + key + " " + std::to_string(x) + " in the checkpoint vs " + std::to_string(y);
+    if (x != y)
+      diff += std::string(diff.empty() ? "" : ", ") + key + " " + std::to_string(x) + " in the checkpoint vs " +
+              std::to_string(y);
   };
   cmp("model.n_layer", a.n_layer, b.n_layer);
   cmp("model.n_head", a.n_head, b.n_head);
@@ -213,7 +224,8 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   cmp("model.block_size", a.block_size, b.block_size);
   cmp("model.bias", a.bias, b.bias);
   if (a.position != b.position)
-    diff += std::string(diff.empty() ? "" : ", ") + "model.position " + a.position + " in the checkpoint vs " + b.position;
+    diff +=
+        std::string(diff.empty() ? "" : ", ") + "model.position " + a.position + " in the checkpoint vs " + b.position;
   if (!diff.empty())
     throw Error(path + ": checkpoint architecture differs from the requested model: " + diff,
                 "use the checkpoint's own config (poslab train --resume RUN_DIR) or a matching config");
@@ -225,8 +237,9 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   std::vector<Expected> expected;
   for (const auto& p : model->named_parameters())
     expected.push_back({p.key(), p.value().sizes().vec(), p.value().scalar_type()});
-  const std::string hint = "the checkpoint was trained with another vocabulary or architecture, or is damaged: "
-                           "use its own config, or another checkpoint of the run";
+  const std::string hint =
+      "the checkpoint was trained with another vocabulary or architecture, or is damaged: "
+      "use its own config, or another checkpoint of the run";
   try {
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
@@ -237,8 +250,9 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
       if (!t.defined()) continue;  // Module::load reports the missing entry by name
       if (t.sizes().vec() != e.shape || t.scalar_type() != e.dtype)
         throw Error(path + ": parameter " + e.name + " is " + c10::toString(t.scalar_type()) + " " +
-                        c10::str(t.sizes()) + " in the checkpoint, the model expects " + c10::toString(e.dtype) +
-                        " " + c10::str(c10::IntArrayRef(e.shape)), hint);
+                        c10::str(t.sizes()) + " in the checkpoint, the model expects " + c10::toString(e.dtype) + " " +
+                        c10::str(c10::IntArrayRef(e.shape)),
+                    hint);
     }
     // Loaded on the CPU (LibTorch's loader would otherwise move a parameter to the file's device), then moved to
     // the model's device with its optimizer state; Module::to keeps the parameters the optimizer refers to.
@@ -249,8 +263,10 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
     if (optimizer != nullptr) {
       torch::serialize::InputArchive opt_ar;
       if (!ar.try_read("optimizer", opt_ar))
-        throw Error(path + ": the checkpoint holds no optimizer state (written by poslab extend, or weights only), so "
-                    "it cannot continue a run", "start a new run from its weights: poslab train --init-from " + path);
+        throw Error(path +
+                        ": the checkpoint holds no optimizer state (written by poslab extend, or weights only), so "
+                        "it cannot continue a run",
+                    "start a new run from its weights: poslab train --init-from " + path);
       optimizer->load(opt_ar);
       check_optimizer_state(*optimizer, params, path);
     }
@@ -267,13 +283,17 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
   load_archive(ar, path);
   (void)read_meta(ar, path);  // a readable poslab checkpoint, or an error naming the entry
   torch::serialize::InputArchive model_ar;
-  if (!ar.try_read("model", model_ar)) throw Error(path + ": checkpoint has no 'model' entry", "the file is damaged: use another checkpoint of the run (e.g. best.pt)");
+  if (!ar.try_read("model", model_ar))
+    throw Error(path + ": checkpoint has no 'model' entry",
+                "the file is damaged: use another checkpoint of the run (e.g. best.pt)");
   const torch::Tensor w = archived_tensor(model_ar, "wpe.weight");
   if (!w.defined())
     throw Error(path + ": the checkpoint has no position table (model.position = none)",
                 "analyse a run with model.position learned or sinusoidal");
   if (w.dim() != 2 || !c10::isFloatingType(w.scalar_type()))
-    throw damaged_error(path, "model/wpe.weight", "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " + c10::str(w.sizes()) + ")");
+    throw damaged_error(path, "model/wpe.weight",
+                        "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " +
+                            c10::str(w.sizes()) + ")");
   return w;
 }
 

@@ -13,17 +13,17 @@ inline constexpr int64_t kCheckpointFormat = 1;
 
 struct CheckpointMeta {
   int64_t format_version = kCheckpointFormat;
-  int64_t step = 0;                 // optimizer updates done
-  double train_loss = NAN;          // last estimate, NaN when unknown
+  int64_t step = 0;         // optimizer updates done
+  double train_loss = NAN;  // last estimate, NaN when unknown
   double val_loss = NAN;
   double best_val_loss = INFINITY;
-  std::string config_yaml;          // effective config
-  std::string tokenizer_model;      // sentencepiece .model bytes
-  std::string corpus_hash;          // content hash of the training corpus; "" in checkpoints written before it was kept
-  std::string sampler_state;        // BatchSampler generator state
-  torch::Tensor torch_rng_state;    // default CPU generator state (dropout on the CPU)
-  torch::Tensor cuda_rng_state;     // default CUDA generator state (dropout on the GPU); empty when trained on a CPU
-                                    // or written before it was kept
+  std::string config_yaml;        // effective config
+  std::string tokenizer_model;    // sentencepiece .model bytes
+  std::string corpus_hash;        // content hash of the training corpus; "" in checkpoints written before it was kept
+  std::string sampler_state;      // BatchSampler generator state
+  torch::Tensor torch_rng_state;  // default CPU generator state (dropout on the CPU)
+  torch::Tensor cuda_rng_state;   // default CUDA generator state (dropout on the GPU); empty when trained on a CPU
+                                  // or written before it was kept
 };
 
 // Writes atomically: PATH.tmp, fsync, rename. The previous file at `path` survives any failure.

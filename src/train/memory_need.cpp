@@ -13,8 +13,8 @@ MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world
   const ModelConfig& m = cfg.model;
   const int64_t C = m.n_embd, L = m.n_layer, T = m.block_size, b = m.bias ? 1 : 0;
   // Per block: two LayerNorms, c_attn (C -> 3C), c_proj (C -> C), c_fc (C -> 4C), c_proj (4C -> C).
-  const int64_t block = 2 * (C + b * C) + (3 * C * C + b * 3 * C) + (C * C + b * C) + (4 * C * C + b * 4 * C) +
-                        (4 * C * C + b * C);
+  const int64_t block =
+      2 * (C + b * C) + (3 * C * C + b * 3 * C) + (C * C + b * C) + (4 * C * C + b * 4 * C) + (4 * C * C + b * C);
   MemoryNeed need;
   need.parameters = vocab_size * C + (m.position == "none" ? 0 : T * C) + L * block + (C + b * C);
   need.weights = 4 * need.parameters;
@@ -62,7 +62,8 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
           ? "the model alone does not fit: fewer layers (model.n_layer) or a narrower model (model.n_embd, which the "
             "parameters grow with squared); data-parallel processes each hold the whole model"
           : "the activations do not fit: a smaller micro-batch (train.batch_size, or train.grad_accum to keep the "
-            "batch and take it in parts), fewer positions (model.block_size), or processes on more machines (each takes its "
+            "batch and take it in parts), fewer positions (model.block_size), or processes on more machines (each "
+            "takes its "
             "share of the batch)";
   if (on_gpu)
     hint += "; train.dtype bfloat16 halves the activations; nvidia-smi shows what else holds the GPU's memory";

@@ -31,5 +31,4 @@ MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world
 void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, const MemoryRoom& room,
                          bool on_gpu = false);
 
-
 }  // namespace poslab

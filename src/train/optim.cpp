@@ -46,7 +46,8 @@ bool adamw_on_device(const TrainConfig& t, const torch::Device& device) {
   if (t.adamw == "poslab") return false;
   const std::string why = DeviceAdamW::unsupported(device);
   if (t.adamw == "fused" && !why.empty())
-    throw Error("train.adamw = fused: " + why, "set train.adamw: auto (or poslab), or build against PyTorch's LibTorch "
+    throw Error("train.adamw = fused: " + why,
+                "set train.adamw: auto (or poslab), or build against PyTorch's LibTorch "
                 "2.x: bash scripts/build.sh --libtorch pip");
   return t.adamw == "fused" || (device.is_cuda() && why.empty());
 }
@@ -164,9 +165,10 @@ void fused_adamw_step(torch::optim::AdamW& opt, double grad_scale, const PartRun
       st.step(st.step() + 1);
       const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
       const double bc1 = 1 - std::pow(beta1, st.step()), bc2 = 1 - std::pow(beta2, st.step());
-      const AdamWScalars s{static_cast<float>(grad_scale), static_cast<float>(1 - o.lr() * o.weight_decay()),
-                           static_cast<float>(beta1), static_cast<float>(beta2), static_cast<float>(o.lr() / bc1),
-                           static_cast<float>(std::sqrt(bc2)), static_cast<float>(o.eps())};
+      const AdamWScalars s{static_cast<float>(grad_scale),   static_cast<float>(1 - o.lr() * o.weight_decay()),
+                           static_cast<float>(beta1),        static_cast<float>(beta2),
+                           static_cast<float>(o.lr() / bc1), static_cast<float>(std::sqrt(bc2)),
+                           static_cast<float>(o.eps())};
       items.push_back({p.data_ptr<float>(), st.exp_avg().data_ptr<float>(), st.exp_avg_sq().data_ptr<float>(),
                        p.grad().data_ptr<float>(), p.numel(), s});
     }

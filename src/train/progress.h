@@ -9,8 +9,8 @@ namespace poslab {
 class Progress {
  public:
   Progress(int64_t first_step, int64_t last_step, bool draw = true);  // draw: false on ranks other than 0
-  void update(int64_t step);  // redraws at most ~5 times a second
-  void clear();               // erases the bar so that a log line can be printed
+  void update(int64_t step);                                          // redraws at most ~5 times a second
+  void clear();  // erases the bar so that a log line can be printed
 
   // "1m23s" style duration.
   static std::string format_duration(double seconds);

@@ -34,8 +34,9 @@ void check_folder_is_free(const std::string& rdir) {
     if (!fs::exists(f, ec)) continue;
     if (!fs::exists(run.latest_checkpoint(), ec))  // stopped before its first checkpoint: nothing to resume from
       throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
-                  "start it again in its folder with poslab train --resume " + rdir + ", or pick another "
-                  "--set run.name=NAME");
+                  "start it again in its folder with poslab train --resume " + rdir +
+                      ", or pick another "
+                      "--set run.name=NAME");
     throw Error(rdir + ": already holds a run (" + f + ")",
                 "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
   }

@@ -43,8 +43,14 @@ std::string to_yaml_list(const std::vector<std::string>& items) {
 
 TrainingRun::TrainingRun(const TrainRequest& req, Config cfg, std::string rdir, torch::Device device, int threads,
                          Comm& comm, const CheckpointMeta& resume_meta)
-    : req_(req), cfg_(std::move(cfg)), rdir_(std::move(rdir)), resuming_(!req.resume_dir.empty()),
-      threads_(threads), device_(device), comm_(comm), writer_(comm.is_main()) {
+    : req_(req),
+      cfg_(std::move(cfg)),
+      rdir_(std::move(rdir)),
+      resuming_(!req.resume_dir.empty()),
+      threads_(threads),
+      device_(device),
+      comm_(comm),
+      writer_(comm.is_main()) {
   log_machine(resume_meta);
   torch::manual_seed(static_cast<uint64_t>(cfg_.run.seed));
   load_data(resume_meta);
@@ -52,7 +58,8 @@ TrainingRun::TrainingRun(const TrainRequest& req, Config cfg, std::string rdir, 
   if (resuming_) resume();
   if (writer_ && cfg_.run.tensorboard) {
     tensorboard_ = std::make_unique<TensorboardLog>(RunFolder(rdir_));
-    spdlog::info("TensorBoard: tensorboard --logdir {} (its curves as the run trains)", RunFolder(rdir_).tensorboard_dir());
+    spdlog::info("TensorBoard: tensorboard --logdir {} (its curves as the run trains)",
+                 RunFolder(rdir_).tensorboard_dir());
   }
   if (comm_.size() > 1) {  // the same start on every rank, whatever each one's initialisation did
     torch::NoGradGuard no_grad;
@@ -87,7 +94,8 @@ void TrainingRun::load_tokens(const CheckpointMeta& resume_meta) {
                   "restore the original data.corpus, or start a new run");
   } else if (!cfg_.train.init_from.empty()) {  // the weights' own tokenizer: the vocabulary must match them
     const std::string& from = cfg_.train.init_from;
-    const Tokenizer stored = Tokenizer::from_bytes(read_checkpoint_meta(from).tokenizer_model, from + " (stored tokenizer)");
+    const Tokenizer stored =
+        Tokenizer::from_bytes(read_checkpoint_meta(from).tokenizer_model, from + " (stored tokenizer)");
     data_ = prepare_tokens(cfg_, threads_, &stored);
   } else {
     data_ = prepare_tokens(cfg_, threads_);
@@ -109,10 +117,12 @@ void TrainingRun::build_model() {
   spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}{}",
                model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position,
                cfg_.train.trainable == "wpe" ? " | trainable: the position table only" : "");
-  spdlog::info("AdamW: {} (train.adamw: {}){}", adamw_on_device(cfg_.train, device_)
-                   ? "LibTorch's fused kernel on the device, step counts and clipping there; the host reads at log steps"
-                   : "poslab's fused CPU step", cfg_.train.adamw,
-               device_.is_cuda() ? fmt::format(" | TF32: {}", cfg_.train.tf32 ? "on" : "off") : "");
+  spdlog::info(
+      "AdamW: {} (train.adamw: {}){}",
+      adamw_on_device(cfg_.train, device_)
+          ? "LibTorch's fused kernel on the device, step counts and clipping there; the host reads at log steps"
+          : "poslab's fused CPU step",
+      cfg_.train.adamw, device_.is_cuda() ? fmt::format(" | TF32: {}", cfg_.train.tf32 ? "on" : "off") : "");
   sampler_ = std::make_unique<BatchSampler>(data_.train, cfg_.train.batch_size, cfg_.model.block_size,
                                             static_cast<uint64_t>(cfg_.run.seed));
   split_ = std::make_unique<BatchSplit>(model_, batch_split_ways(cfg_, threads_, device_, comm_.size()));
@@ -125,10 +135,10 @@ void TrainingRun::build_model() {
 void TrainingRun::init_from(const std::string& path) {
   const CheckpointMeta m = load_checkpoint(path, model_, nullptr);
   spdlog::info("weights from {} (step {}{}); optimizer, step, sampler and generator start afresh", path, m.step,
-               cfg_.model.extended_from > 0 ? fmt::format(", its table extended from {} to {} positions by {}",
-                                                          cfg_.model.extended_from, cfg_.model.block_size,
-                                                          cfg_.model.extend_method)
-                                            : "");
+               cfg_.model.extended_from > 0
+                   ? fmt::format(", its table extended from {} to {} positions by {}", cfg_.model.extended_from,
+                                 cfg_.model.block_size, cfg_.model.extend_method)
+                   : "");
 }
 
 // Weights, optimizer, sampler and generator as the checkpoint left them; logs cut back to its step.

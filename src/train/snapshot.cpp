@@ -7,11 +7,11 @@
 #include <map>
 
 #include "analysis/position_token.h"
-#include "data/batches.h"
 #include "analysis/snapshot_hook.h"
+#include "data/batches.h"
+#include "formats/npy.h"
 #include "run/run_files.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -52,12 +52,12 @@ AttentionKernels data_attention(GPT& model, const std::vector<int32_t>& tokens, 
   BatchSampler sampler(tokens, batch_size, static_cast<int>(T), seed);
   auto sum = torch::zeros({nh, T, T}, torch::kFloat64);
   for (int b = 0; b < batches; ++b) {
-    const torch::Tensor idx = sampler.next().first;  // (B, T)
+    const torch::Tensor idx = sampler.next().first;            // (B, T)
     auto x = model->wte(idx.to(model->wte->weight.device()));  // (B, T, C)
     if (model->wpe) x = x + model->wpe->weight.slice(0, 0, T);
     const auto qkv = block->attn->c_attn(block->ln_1(x)).to(torch::kCPU, torch::kFloat64);  // (B, T, 3C)
-    const auto q = qkv.slice(2, 0, C).view({-1, T, nh, hs}).transpose(1, 2);      // (B, nh, T, hs)
-    const auto k = qkv.slice(2, C, 2 * C).view({-1, T, nh, hs}).transpose(1, 2);  // (B, nh, T, hs)
+    const auto q = qkv.slice(2, 0, C).view({-1, T, nh, hs}).transpose(1, 2);                // (B, nh, T, hs)
+    const auto k = qkv.slice(2, C, 2 * C).view({-1, T, nh, hs}).transpose(1, 2);            // (B, nh, T, hs)
     auto s = q.matmul(k.transpose(2, 3)) / std::sqrt(static_cast<double>(hs));
     s = s.masked_fill(future, -std::numeric_limits<double>::infinity());
     sum += torch::softmax(s, -1).sum(0);
@@ -75,9 +75,10 @@ AttentionKernels data_attention(GPT& model, const std::vector<int32_t>& tokens, 
 nlohmann::json model_usage_json(const GPT& model, int64_t step, AttentionKernels* kernels) {
   torch::NoGradGuard no_grad;
   AttentionKernels k = attention_kernels(layer0_attention_weights(model));
-  nlohmann::json j = {{"step", step},
-                      {"attention_kernels", to_json(k)},
-                      {"position_token", to_json(position_token_geometry(model->wte->weight, model->position_table()))}};
+  nlohmann::json j = {
+      {"step", step},
+      {"attention_kernels", to_json(k)},
+      {"position_token", to_json(position_token_geometry(model->wte->weight, model->position_table()))}};
   if (kernels) *kernels = std::move(k);
   return j;
 }

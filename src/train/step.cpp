@@ -39,7 +39,8 @@ torch::Tensor slice_loss(GPT& model, const torch::Tensor& x, const torch::Tensor
 
 // One sum across ranks per step: every gradient, the loss and a stop flag (1 on a rank with a stop request), in
 // Comm's buckets. Returns whether any rank asked to stop.
-bool sum_across_ranks(torch::optim::AdamW& optimizer, torch::Tensor& loss_sum, Comm& comm, const torch::Device& device) {
+bool sum_across_ranks(torch::optim::AdamW& optimizer, torch::Tensor& loss_sum, Comm& comm,
+                      const torch::Device& device) {
   std::vector<torch::Tensor> tensors;
   for (auto& group : optimizer.param_groups())
     for (auto& p : group.params()) {
@@ -295,8 +296,7 @@ StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& 
 }
 
 StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
-                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split,
-                         Comm* comm) {
+                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
   TORCH_CHECK(!micro_batches.empty(), "train_step_on: no micro-batches");
   const int world = comm ? comm->size() : 1;
   const bool bf16 = t.dtype == "bfloat16";
@@ -307,7 +307,8 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   const bool parts = split != nullptr && split->ways() > 1;
   IntraOpThreads one(parts ? 1 : 0);  // see the header
   for (const auto& [x, y] : micro_batches)
-    loss_sum += split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
+    loss_sum +=
+        split ? split->forward_backward(x, y, scale, bf16, device) : slice_loss(model, x, y, scale, bf16, device);
   if (split) split->reduce_grads();
   StepResult r;
   if (world > 1) r.stop = sum_across_ranks(optimizer, loss_sum, *comm, device);

@@ -18,10 +18,10 @@ namespace poslab {
 class DirectPass;
 
 struct StepResult {
-  torch::Tensor loss;       // mean loss, 0-dim (read once for the finiteness check, unless `unread`)
-  double grad_norm = 0;     // global gradient norm before clipping
-  bool finite = true;       // loss and gradient norm are finite; when not, the optimizer did not step
-  bool stop = false;        // many processes: some rank had a stop request (SIGINT / SIGTERM) at the step's sum
+  torch::Tensor loss;    // mean loss, 0-dim (read once for the finiteness check, unless `unread`)
+  double grad_norm = 0;  // global gradient norm before clipping
+  bool finite = true;    // loss and gradient norm are finite; when not, the optimizer did not step
+  bool stop = false;     // many processes: some rank had a stop request (SIGINT / SIGTERM) at the step's sum
   // The step on the device (train.adamw, adamw_on_device): nothing was read back; the norm and whether the step was
   // skipped for a non-finite loss or gradient (1, else 0) are 0-dim tensors on the device, and grad_norm and
   // finite above mean nothing until the caller reads them.
@@ -71,8 +71,8 @@ class BatchSplit {
 
   GPT model_;
   int ways_;
-  std::vector<GPT> replicas_;  // ways - 1 of them; slice 0 runs on the model itself
-  std::vector<std::unique_ptr<Worker>> workers_;  // one per replica
+  std::vector<GPT> replicas_;                        // ways - 1 of them; slice 0 runs on the model itself
+  std::vector<std::unique_ptr<Worker>> workers_;     // one per replica
   std::vector<std::unique_ptr<DirectPass>> direct_;  // per part, made when first used
 };
 

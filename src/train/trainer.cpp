@@ -142,8 +142,9 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
   const double ms = 1000.0 * seconds_since(t0);
   progress_->clear();
   snapshot_seconds_ += ms / 1000.0;
-  const std::string cost = train_steps_run_ > 0
-      ? fmt::format(" = {:.1f}% of a step", 100.0 * ms / (1000.0 * train_seconds_ / train_steps_run_)) : "";
+  const std::string cost = train_steps_run_ > 0 ? fmt::format(" = {:.1f}% of a step",
+                                                              100.0 * ms / (1000.0 * train_seconds_ / train_steps_run_))
+                                                : "";
   spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
 }
 
@@ -183,7 +184,8 @@ void TrainingRun::handle_nonfinite(int64_t step, const StepResult& result) {
   if (cfg_.train.on_nonfinite == "stop")
     throw Error(rdir_ + ": " + what + "; the run stopped, " + latest_path() + " holds the last good checkpoint",
                 "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "
-                "poslab train --resume " + rdir_);
+                "poslab train --resume " +
+                    rdir_);
   spdlog::warn("{}: skipped ({} skipped so far)", what, skipped_steps_);
 }
 
@@ -196,12 +198,15 @@ void TrainingRun::settle_unread() {
   if (skipped == 0) return;
   skipped_steps_ += skipped;
   progress_->clear();
-  const std::string what = fmt::format("{} of steps {}-{}: non-finite loss or gradient, the update skipped on the "
-                                       "device", skipped, from, to);
+  const std::string what = fmt::format(
+      "{} of steps {}-{}: non-finite loss or gradient, the update skipped on the "
+      "device",
+      skipped, from, to);
   if (cfg_.train.on_nonfinite == "stop")
     throw Error(rdir_ + ": " + what + "; the run stopped, " + latest_path() + " holds the last good checkpoint",
                 "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "
-                "poslab train --resume " + rdir_);
+                "poslab train --resume " +
+                    rdir_);
   spdlog::warn("{} ({} skipped so far)", what, skipped_steps_);
 }
 
@@ -217,7 +222,9 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
   progress_->clear();
   spdlog::info("step {} | loss {:.4f} | lr {:.1e} | {:.1f} ms | {} tok/s{}", step, loss, lr,
                1000.0 * interval_seconds_ / interval_steps_, human_rate(tok_s),
-               comm_.size() > 1 ? fmt::format(" | all-reduce {:.1f} ms", 1000.0 * interval_comm_seconds_ / interval_steps_) : "");
+               comm_.size() > 1
+                   ? fmt::format(" | all-reduce {:.1f} ms", 1000.0 * interval_comm_seconds_ / interval_steps_)
+                   : "");
   interval_seconds_ = 0.0;
   interval_comm_seconds_ = 0.0;
   interval_steps_ = 0;
@@ -238,7 +245,8 @@ TrainSummary TrainingRun::finish() {
   s.report_due = writer_ && cfg_.run.report && s.finished && model_->wpe;
   s.train_loss = train_est_;
   s.val_loss = val_est_;
-  s.tokens_per_s = train_seconds_ > 0 ? static_cast<double>(train_steps_run_ * tokens_per_step()) / train_seconds_ : 0.0;
+  s.tokens_per_s =
+      train_seconds_ > 0 ? static_cast<double>(train_steps_run_ * tokens_per_step()) / train_seconds_ : 0.0;
   s.interrupted_by = stop_signal();
   s.skipped_steps = skipped_steps_;
   if (skipped_steps_ > 0) spdlog::warn("{} steps were skipped for non-finite loss or gradient", skipped_steps_);
@@ -252,10 +260,11 @@ TrainSummary TrainingRun::finish() {
   s.allreduce_seconds = step_comm_seconds_;
   s.train_seconds = train_seconds_;
   if (comm_.size() > 1 && train_steps_run_ > 0)
-    spdlog::info("{} processes ({} backend) | gradient all-reduce {:.2f} s = {:.1f} ms per step = {:.1f}% of the "
-                 "training time (waits for the slowest rank included)", comm_.size(), comm_.backend(),
-                 step_comm_seconds_, 1000.0 * step_comm_seconds_ / train_steps_run_,
-                 100.0 * step_comm_seconds_ / train_seconds_);
+    spdlog::info(
+        "{} processes ({} backend) | gradient all-reduce {:.2f} s = {:.1f} ms per step = {:.1f}% of the "
+        "training time (waits for the slowest rank included)",
+        comm_.size(), comm_.backend(), step_comm_seconds_, 1000.0 * step_comm_seconds_ / train_steps_run_,
+        100.0 * step_comm_seconds_ / train_seconds_);
   return s;
 }
 
@@ -296,7 +305,9 @@ TrainSummary train(const TrainRequest& req) {
 
   if (asked_dtype == "auto")
     spdlog::info("train.dtype auto: {}{}", cfg.train.dtype,
-                 cfg.train.dtype == "float32" ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)" : "");
+                 cfg.train.dtype == "float32"
+                     ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)"
+                     : "");
   TrainingRun run(fresh, cfg, rdir, device, threads, comm, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);

@@ -72,28 +72,28 @@ class TrainingRun {
   const int threads_;
   const torch::Device device_;
   Comm& comm_;
-  const bool writer_;         // rank 0: the only one that writes the run folder
+  const bool writer_;  // rank 0: the only one that writes the run folder
   TokenData data_;
   GPT model_{nullptr};
   std::unique_ptr<DeviceAdamW> optimizer_;
   std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<BatchSplit> split_;
   std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0 with run.tensorboard
-  Progress* progress_ = nullptr;  // the loop's progress bar, while the loop runs
+  Progress* progress_ = nullptr;                 // the loop's progress bar, while the loop runs
 
   int64_t start_step_ = 0, finished_at_ = 0;
   double best_val_ = INFINITY;
-  double train_est_ = NAN, val_est_ = NAN;  // the last eval's estimates
-  torch::Tensor last_batch_loss_;           // loss of the last update's batch, read only when needed
-  int64_t skipped_steps_ = 0;               // non-finite steps skipped (train.on_nonfinite: skip)
-  torch::Tensor unread_skips_;              // steps on the device: how many skipped since the last read (0-dim)
+  double train_est_ = NAN, val_est_ = NAN;     // the last eval's estimates
+  torch::Tensor last_batch_loss_;              // loss of the last update's batch, read only when needed
+  int64_t skipped_steps_ = 0;                  // non-finite steps skipped (train.on_nonfinite: skip)
+  torch::Tensor unread_skips_;                 // steps on the device: how many skipped since the last read (0-dim)
   int64_t unread_from_ = -1, unread_to_ = -1;  // ... among these steps
-  double train_seconds_ = 0.0;              // time in training steps only
-  double snapshot_seconds_ = 0.0;           // time writing and analysing snapshots
-  double interval_seconds_ = 0.0;           // since the last log line
-  double interval_comm_seconds_ = 0.0;      // of which in the gradient all-reduce
-  double step_comm_seconds_ = 0.0;          // in the gradient all-reduce, all steps
-  bool stop_seen_ = false;                  // some rank had a stop request (many processes)
+  double train_seconds_ = 0.0;                 // time in training steps only
+  double snapshot_seconds_ = 0.0;              // time writing and analysing snapshots
+  double interval_seconds_ = 0.0;              // since the last log line
+  double interval_comm_seconds_ = 0.0;         // of which in the gradient all-reduce
+  double step_comm_seconds_ = 0.0;             // in the gradient all-reduce, all steps
+  bool stop_seen_ = false;                     // some rank had a stop request (many processes)
   int64_t interval_steps_ = 0;
   int64_t train_steps_run_ = 0;
 };

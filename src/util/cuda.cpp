@@ -93,8 +93,9 @@ torch::Tensor cuda_rng_state() {
 void set_cuda_rng_state(const torch::Tensor& state, const std::string& what) {
   if (!state.defined() || state.numel() == 0 || !torch::cuda::is_available()) return;
   if (state.scalar_type() != torch::kUInt8 || state.dim() != 1 || state.numel() != kCudaRngStateBytes)
-    throw Error(what + ": cuda_rng_state is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) +
-                    " bytes)", "the checkpoint is damaged: resume from another one");
+    throw Error(
+        what + ": cuda_rng_state is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)",
+        "the checkpoint is damaged: resume from another one");
   auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA));
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
@@ -105,7 +106,8 @@ void use_cuda_device(int index) {
   const int count = static_cast<int>(torch::cuda::device_count());
   if (index >= count)
     throw Error("LOCAL_RANK=" + std::to_string(index) + ": this machine has " + std::to_string(count) + " GPU" +
-                    (count == 1 ? "" : "s"), "start at most one process per GPU on each machine (--nproc-per-node)");
+                    (count == 1 ? "" : "s"),
+                "start at most one process per GPU on each machine (--nproc-per-node)");
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
 #else
   (void)index;

@@ -10,8 +10,7 @@ namespace poslab {
 class Error : public std::runtime_error {
  public:
   // what: "<file or key>: <problem>"; hint: one sentence saying what to do (may be empty).
-  explicit Error(const std::string& what, std::string hint = "")
-      : std::runtime_error(what), hint_(std::move(hint)) {}
+  explicit Error(const std::string& what, std::string hint = "") : std::runtime_error(what), hint_(std::move(hint)) {}
   const std::string& hint() const { return hint_; }
 
  private:

@@ -54,8 +54,8 @@ void append_bytes(const std::string& path, const std::string& bytes);
 
 // Crash points, for the tests that end a run at every durable step of its writes (docs/faults.md). Each step the
 // functions above take -- a folder made, a file opened for writing, its body written (an AtomicWriter's first
-// write), each append, each fsync, each rename, each folder fsync -- is a point, numbered from 1 in the order this process reaches them. Set by the environment,
-// read once:
+// write), each append, each fsync, each rename, each folder fsync -- is a point, numbered from 1 in the order this
+// process reaches them. Set by the environment, read once:
 //   POSLAB_CRASH_AT=N      the process ends at point N, before its step, as SIGKILL ends it (raise(SIGKILL): no
 //                          destructor, no flush, no exit handler)
 //   POSLAB_CRASH_TORN=1    with it: when point N writes bytes, the first half of them are written first

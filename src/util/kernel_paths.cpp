@@ -82,8 +82,9 @@ KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base,
     const auto c = std::find_if(kernel_choices().begin(), kernel_choices().end(),
                                 [&](const KernelChoice& k) { return name == k.name; });
     if (eq == std::string::npos || c == kernel_choices().end())
-      throw Error(fmt::format("{} = {}: \"{}\" is not NAME=VALUE with NAME one of {}", what, spec, item, join(names, ", ")),
-                  "use auto, measure, default, libtorch, or e.g. attention=libtorch,bf16_products=float");
+      throw Error(
+          fmt::format("{} = {}: \"{}\" is not NAME=VALUE with NAME one of {}", what, spec, item, join(names, ", ")),
+          "use auto, measure, default, libtorch, or e.g. attention=libtorch,bf16_products=float");
     if (std::find(c->values.begin(), c->values.end(), value) == c->values.end())
       throw Error(fmt::format("{} = {}: {} has no candidate \"{}\"", what, spec, name, value),
                   fmt::format("{} is one of {}", name, join(c->values, ", ")));

@@ -14,8 +14,8 @@ struct KernelPaths {
   // bf16 matrix products under autocast: "onednn" (LibTorch's bf16 kernels) or "float" (operands widened to float,
   // multiplied by the float BLAS, the result rounded to bf16: bf16_products.h).
   std::string bf16_products = "onednn";
-  // causal self-attention: "fused" (poslab's one-op kernel, ops/attention.h) or "libtorch" (scaled_dot_product_attention
-  // on LibTorch 2.x, bmm + masked softmax + bmm on 1.x).
+  // causal self-attention: "fused" (poslab's one-op kernel, ops/attention.h) or "libtorch"
+  // (scaled_dot_product_attention on LibTorch 2.x, bmm + masked softmax + bmm on 1.x).
   std::string attention = "fused";
   // LayerNorm, GELU and the tied head with its cross-entropy: "fused" (poslab's kernels) or "libtorch".
   std::string pointwise = "fused";

@@ -45,8 +45,9 @@ RunLock::RunLock(const std::string& lock_path) : path_(lock_path) {
     std::ifstream(path_) >> pid >> host;
     const bool alive = pid > 0 && host == hostname() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
     if (alive)
-      throw Error(run_dir + ": another trainer (pid " + std::to_string(pid) + ") is using this run folder (" + path_ + ")",
-                  "wait for it to finish or stop it; if no such process runs, delete " + path_);
+      throw Error(
+          run_dir + ": another trainer (pid " + std::to_string(pid) + ") is using this run folder (" + path_ + ")",
+          "wait for it to finish or stop it; if no such process runs, delete " + path_);
     if (host != hostname() && !host.empty())
       throw Error(run_dir + ": locked by pid " + std::to_string(pid) + " on host " + host + " (" + path_ + ")",
                   "if that trainer is gone, delete " + path_);

@@ -1,5 +1,5 @@
-// A run folder's lock file (RunFolder::lock): one trainer per run folder. Holds "pid hostname"; a lock whose process is gone is stale and
-// taken over with a warning.
+// A run folder's lock file (RunFolder::lock): one trainer per run folder. Holds "pid hostname"; a lock whose process is
+// gone is stale and taken over with a warning.
 #pragma once
 
 #include <string>

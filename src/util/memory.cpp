@@ -86,8 +86,8 @@ MemoryRoom memory_room(int processes_here) {
 
 MemoryRoom gpu_memory_room(int64_t free, int64_t total, const std::string& gpu) {
   if (free < 0) return {};
-  return {free, "the free memory of the GPU (" + (gpu.empty() ? std::string("CUDA") : gpu) + ": " +
-                    format_bytes(free) + " of " + format_bytes(total) + " free)"};
+  return {free, "the free memory of the GPU (" + (gpu.empty() ? std::string("CUDA") : gpu) + ": " + format_bytes(free) +
+                    " of " + format_bytes(total) + " free)"};
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -28,7 +28,9 @@ std::string cpu_flags() {
   return "";
 }
 
-bool has_flag(const std::string& flags, const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; }
+bool has_flag(const std::string& flags, const char* f) {
+  return flags.find(std::string(" ") + f + " ") != std::string::npos;
+}
 
 }  // namespace
 

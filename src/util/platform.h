@@ -14,8 +14,8 @@ void ensure_fast_blas(int argc, char** argv);
 
 // glibc's malloc hands tensors above 128 KiB back to the kernel when they are freed, so every training step
 // faults in and zeroes its activations afresh (~15k page faults per default step, 1.1 s of system time per
-// 30 steps, measured; two slice threads then also wait on each other's faults). This keeps freed memory in the process for reuse: allocations up to 32 MiB stay in the heap and
-// the heap is not trimmed.
+// 30 steps, measured; two slice threads then also wait on each other's faults). This keeps freed memory in the process
+// for reuse: allocations up to 32 MiB stay in the heap and the heap is not trimmed.
 void keep_freed_memory();
 
 // The OPENBLAS_CORETYPE this CPU should use ("SkylakeX", "Haswell"), or "" to leave OpenBLAS's own choice.

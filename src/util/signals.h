@@ -7,6 +7,6 @@ namespace poslab {
 
 void install_stop_handlers();
 bool stop_requested();
-int stop_signal();        // the signal received, 0 if none
+int stop_signal();  // the signal received, 0 if none
 
 }  // namespace poslab

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <fstream>
 
-#include "source_paths.h"
 #include "analysis/agreement.h"
 #include "analysis/table_io.h"
+#include "source_paths.h"
 #include "test_tensors.h"
 #include "test_util.h"
 
@@ -20,11 +20,13 @@ using test::error_of;
 using test::gaussian;
 
 // A random orthogonal (d, d) matrix (QR of a Gaussian one).
-torch::Tensor random_rotation(int64_t d, uint64_t seed) { return std::get<0>(torch::linalg_qr(gaussian({d, d}, seed))); }
+torch::Tensor random_rotation(int64_t d, uint64_t seed) {
+  return std::get<0>(torch::linalg_qr(gaussian({d, d}, seed)));
+}
 
 // Rank-3 smooth structure over P positions in d dims plus a little noise: 3 components above the noise floor.
 torch::Tensor planted_pair(int64_t P, int64_t d, uint64_t seed) {
-  const auto t = torch::arange(P, torch::kFloat64).unsqueeze(1) / P;  // (P, 1)
+  const auto t = torch::arange(P, torch::kFloat64).unsqueeze(1) / P;                                // (P, 1)
   const auto basis = torch::cat({torch::sin(2 * M_PI * t), torch::cos(2 * M_PI * t), t - 0.5}, 1);  // (P, 3)
   return basis.matmul(gaussian({3, d}, seed)) + 0.01 * gaussian({P, d}, seed + 1);
 }
@@ -139,8 +141,8 @@ TEST(Agreement, MatchesNumPyOnTwoSeedsOfTheDefaultRun) {
   const auto s1 = read_npy_table(agreement_fixture("runs/default_float32_seed1/wpe_step001500.npy"));
   const auto s1_800 = read_npy_table(agreement_fixture("runs/default_float32_seed1/wpe_step000800.npy"));
   const auto s2 = read_npy_table(agreement_fixture("runs/default_float32_seed2/wpe_step001500.npy"));
-  for (const auto& [name, A, B] : {std::tuple{"seed1_vs_seed2_step1500", s1, s2},
-                                   std::tuple{"seed1_step800_vs_step1500", s1_800, s1}}) {
+  for (const auto& [name, A, B] :
+       {std::tuple{"seed1_vs_seed2_step1500", s1, s2}, std::tuple{"seed1_step800_vs_step1500", s1_800, s1}}) {
     const auto& e = expected.at(name);
     const Agreement g = table_agreement(A, B, "A", "B", e.at("k").get<int>());
     EXPECT_NEAR(g.cka, e.at("cka").get<double>(), 1e-9) << name;

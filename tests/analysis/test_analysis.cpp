@@ -4,13 +4,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/table_io.h"
-#include "util/positions.h"
+#include "source_paths.h"
 #include "util/error.h"
+#include "util/positions.h"
 
 namespace poslab {
 namespace {
@@ -180,11 +180,34 @@ TEST(Analysis, BadTablesAreClearErrors) {
 
 TEST(Analysis, JsonHasTheDocumentedKeys) {
   const auto j = to_json(analyze_table(handbook_table(32, 16, 0), "h"));
-  for (const char* key : {"positions", "dims", "singular_values", "explained_variance", "k50", "k90", "k95", "k99",
-                          "k90_uncentered", "effective_rank", "roy_vetterli_rank", "participation_ratio", "stable_rank",
-                          "adjacent_cosine", "cos_by_offset", "first_difference_energy", "second_difference_energy",
-                          "shuffled", "row_norms", "boundary_outliers", "pc_frequencies", "sinusoid_r2", "circles",
-                          "helix", "periodogram", "strongest_frequencies", "translation_invariance", "monotonicity"})
+  for (const char* key : {"positions",
+                          "dims",
+                          "singular_values",
+                          "explained_variance",
+                          "k50",
+                          "k90",
+                          "k95",
+                          "k99",
+                          "k90_uncentered",
+                          "effective_rank",
+                          "roy_vetterli_rank",
+                          "participation_ratio",
+                          "stable_rank",
+                          "adjacent_cosine",
+                          "cos_by_offset",
+                          "first_difference_energy",
+                          "second_difference_energy",
+                          "shuffled",
+                          "row_norms",
+                          "boundary_outliers",
+                          "pc_frequencies",
+                          "sinusoid_r2",
+                          "circles",
+                          "helix",
+                          "periodogram",
+                          "strongest_frequencies",
+                          "translation_invariance",
+                          "monotonicity"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_TRUE(j["circles"].is_array());  // to_json refuses a scalar metric named as a structure
   EXPECT_TRUE(j["periodogram"].is_array());

@@ -21,7 +21,8 @@ double loop_kernel(const AttentionWeights& w, int64_t h, int64_t i, int64_t j) {
   auto x = [&](int64_t r) {
     std::vector<double> v(C);
     double mean = 0, var = 0;
-    for (int64_t c = 0; c < C; ++c) v[c] = w.table[r][c].item<double>() + w.mean_token[c].item<double>(), mean += v[c] / C;
+    for (int64_t c = 0; c < C; ++c)
+      v[c] = w.table[r][c].item<double>() + w.mean_token[c].item<double>(), mean += v[c] / C;
     for (int64_t c = 0; c < C; ++c) var += (v[c] - mean) * (v[c] - mean) / C;
     for (int64_t c = 0; c < C; ++c)
       v[c] = (v[c] - mean) / std::sqrt(var + w.ln_eps) * w.ln_weight[c].item<double>() + w.ln_bias[c].item<double>();

@@ -4,16 +4,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 
-#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/table_io.h"
+#include "source_paths.h"
 #include "test_tensors.h"
 
 namespace poslab {
@@ -61,7 +61,8 @@ TEST(Frequencies, APlantedHelixIsNamedWithItsPeriodAndShare) {
   const int64_t P = 128, d = 32;
   auto Q = std::get<0>(torch::linalg_qr(test::gaussian({d, 3}, 5)));
   auto pos = torch::arange(P, torch::kFloat64);
-  auto coords = torch::stack({torch::cos(2 * M_PI * pos / 16), torch::sin(2 * M_PI * pos / 16), 3 * (pos / (P - 1) - 0.5)}, 1);
+  auto coords =
+      torch::stack({torch::cos(2 * M_PI * pos / 16), torch::sin(2 * M_PI * pos / 16), 3 * (pos / (P - 1) - 0.5)}, 1);
   const Analysis a = analyze_table(coords.matmul(Q.transpose(0, 1)) + 0.01 * test::gaussian({P, d}, 6), "helix");
   ASSERT_EQ(a.circles.size(), 1u);
   EXPECT_NEAR(a.circles[0].period, 16.0, 0.05);
@@ -81,8 +82,8 @@ TEST(Frequencies, APlantedHelixIsNamedWithItsPeriodAndShare) {
 
 TEST(Frequencies, APlantedCircleWithoutASlowAxisIsACircleAndNoHelix) {
   // cos and sin at a period of 12.5 positions, with a third wave at a period of 7: one circle, no helix
-  const Analysis a = analyze_table(planted_waves(100, 16, {{12.5, 0.0, 1.0}, {12.5, -M_PI / 2, 1.0}, {7.0, 0.3, 0.5}}, 0.001, 9),
-                                   "circle");
+  const Analysis a = analyze_table(
+      planted_waves(100, 16, {{12.5, 0.0, 1.0}, {12.5, -M_PI / 2, 1.0}, {7.0, 0.3, 0.5}}, 0.001, 9), "circle");
   EXPECT_EQ(a.noise.signal_rank, 3);
   ASSERT_EQ(a.circles.size(), 1u);
   EXPECT_NEAR(a.circles[0].period, 12.5, 1e-3);
@@ -104,7 +105,8 @@ TEST(Frequencies, NoiseHasNoCircleNoHelixAndNoOffsetStructure) {
 
 TEST(Frequencies, StrongestFrequenciesFitWhatTheLowestMiss) {
   // all the power at periods of about 6 positions: the 8 lowest frequencies explain little, the 8 strongest nearly all
-  const Analysis a = analyze_table(planted_waves(120, 32, {{6.0, 0.0, 1.0}, {6.0, 1.3, 0.8}, {5.0, 0.4, 0.6}}, 0.01, 7), "fast");
+  const Analysis a =
+      analyze_table(planted_waves(120, 32, {{6.0, 0.0, 1.0}, {6.0, 1.3, 0.8}, {5.0, 0.4, 0.6}}, 0.01, 7), "fast");
   EXPECT_LT(a.sinusoid_r2, 0.1);
   EXPECT_GT(a.sinusoid_r2_strongest, 0.99);
   ASSERT_EQ(a.strongest_frequencies.size(), 8u);

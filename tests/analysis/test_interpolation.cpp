@@ -3,10 +3,10 @@
 
 #include <complex>
 
-#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
+#include "source_paths.h"
 
 using namespace poslab;
 
@@ -133,8 +133,8 @@ TEST(PositionProbe, AgreesWithTheNormalEquationsAtTheChosenPenalty) {
   const auto W = torch::randn({40, 8}, torch::kFloat64).cumsum(0);  // a random walk: some position signal
   const PositionProbe p = position_probe(W);
   ASSERT_TRUE(std::isfinite(p.lambda));
-  const auto pred = ridge_predict(W.slice(0, 0, 40, 2), torch::arange(0, 40, 2, torch::kFloat64), W.slice(0, 1, 40, 2),
-                                  p.lambda);
+  const auto pred =
+      ridge_predict(W.slice(0, 0, 40, 2), torch::arange(0, 40, 2, torch::kFloat64), W.slice(0, 1, 40, 2), p.lambda);
   const auto truth = torch::arange(1, 40, 2, torch::kFloat64);
   EXPECT_NEAR(p.mae, (pred - truth).abs().mean().item<double>(), 1e-8);
   const double ss_tot = (truth - truth.mean()).pow(2).sum().item<double>();

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <fstream>
 
-#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/noise_floor.h"
 #include "analysis/table_io.h"
+#include "source_paths.h"
 
 namespace poslab {
 namespace {
@@ -24,9 +24,9 @@ torch::Tensor planted_signal(int64_t P, int64_t d, int64_t r, double strength, u
   const double n = static_cast<double>(std::max(P - 1, d));
   auto U = torch::randn({P, r}, torch::kFloat64);
   U = std::get<0>(torch::linalg_qr(U - U.mean(0, true)));  // (P, r) orthonormal, columns sum to 0
-  auto V = std::get<0>(torch::linalg_qr(torch::randn({d, r}, torch::kFloat64)));  // (d, r)
+  auto V = std::get<0>(torch::linalg_qr(torch::randn({d, r}, torch::kFloat64)));               // (d, r)
   auto S = (torch::arange(r, torch::kFloat64) / 3 + 1) * strength * std::sqrt(n) * kNoiseStd;  // (r,)
-  return (U * S).matmul(V.transpose(0, 1));  // (P, d)
+  return (U * S).matmul(V.transpose(0, 1));                                                    // (P, d)
 }
 
 // The signal plus N(0, σ²) noise.
@@ -58,7 +58,8 @@ TEST(NoiseFloor, MarchenkoPasturMedianMatchesALargeRandomMatrix) {
 }
 
 // (P, d): square, tall and wide, from 64 to 1024 positions.
-const std::vector<std::pair<int64_t, int64_t>> kShapes = {{64, 64}, {128, 128}, {256, 64}, {64, 256}, {1024, 96}, {48, 1024}};
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {{64, 64},  {128, 128}, {256, 64},
+                                                          {64, 256}, {1024, 96}, {48, 1024}};
 
 TEST(NoiseFloor, PlantedSignalAboveTheDetectionLimitIsRecovered) {
   for (const auto& [P, d] : kShapes)
@@ -68,7 +69,8 @@ TEST(NoiseFloor, PlantedSignalAboveTheDetectionLimitIsRecovered) {
       const torch::Tensor W = signal + random_table(P, d, kNoiseStd, seed + 100);
       const Analysis a = analyze_table(W, "planted");
       EXPECT_EQ(a.noise.signal_rank, r) << P << "x" << d << " rank " << r;
-      EXPECT_NEAR(a.noise.noise_sigma, kNoiseStd, 0.1 * kNoiseStd) << P << "x" << d;  // the median counts the signal too
+      EXPECT_NEAR(a.noise.noise_sigma, kNoiseStd, 0.1 * kNoiseStd)
+          << P << "x" << d;  // the median counts the signal too
       // The share above the floor is the signal's share of the variance, plus the noise along its directions.
       const double oracle = signal.pow(2).sum().item<double>() / (W - W.mean(0, true)).pow(2).sum().item<double>();
       EXPECT_GE(a.noise.signal_share, oracle - 0.02) << P << "x" << d << " rank " << r;
@@ -100,9 +102,9 @@ TEST(NoiseFloor, AgreesWithNumPy) {
   std::ifstream in(dir + "noise_floor_numpy.json");
   ASSERT_TRUE(in) << "missing " << dir << "noise_floor_numpy.json (scripts/noise_floor_numpy.py writes it)";
   const auto j = nlohmann::json::parse(in);
-  for (const auto& [name, rows, expect] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{{"planted_rank3_96x40.npy", ":", "planted_rank3_96x40.npy"},
-                                                                      {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"}}) {
+  for (const auto& [name, rows, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"planted_rank3_96x40.npy", ":", "planted_rank3_96x40.npy"},
+           {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"}}) {
     const torch::Tensor W = select_rows(read_npy_table(dir + name), rows);
     const NoiseFloor nf = analyze_table(W, name).noise;
     const auto& e = j["tables"][expect];

@@ -66,7 +66,7 @@ TEST(Periodicity, PeriodsBetweenBinsAreFound) {
   for (double period : {10.7, 23.3, 37.9}) {
     const CurvePeriod c = curve_period(wave(period, 1.1));
     EXPECT_NEAR(c.period / period, 1.0, 1e-6) << period;  // the least-squares peak of a pure wave is its own
-    EXPECT_LT(c.power_share, 1.0) << period;             // the power leaks into the neighbouring bins
+    EXPECT_LT(c.power_share, 1.0) << period;              // the power leaks into the neighbouring bins
   }
 }
 
@@ -108,7 +108,7 @@ TEST(Periodicity, ALineNoiseOrTwoPeriodsAreNoCircle) {
     for (const auto& c : curves) periods.push_back(curve_period(c));
     return find_circles(curves, std::vector<double>(curves.size(), 0.1), periods);
   };
-  EXPECT_TRUE(circles_of({wave(16), wave(16)}).empty());             // in phase: back and forth on a line
+  EXPECT_TRUE(circles_of({wave(16), wave(16)}).empty());  // in phase: back and forth on a line
   EXPECT_TRUE(circles_of({noise(1), noise(2), noise(3), noise(4)}).empty());
   EXPECT_TRUE(circles_of({wave(16), wave(32, M_PI / 2)}).empty());    // quadrature, but two periods
   EXPECT_TRUE(circles_of({wave(256), wave(256, M_PI / 2)}).empty());  // half a turn: an arc
@@ -138,7 +138,8 @@ TEST(Periodicity, TranslationInvarianceOfToeplitzShuffledAndRandomMatrices) {
   const std::vector<double> random = matrix(P, [&](int, int) { return n(rng); });
   EXPECT_LT(translation_invariance(random.data(), P), 0.1);  // ≈ 2/P: each diagonal explains its own mean
   // A rank-one change along i alone is not explained by offset.
-  const std::vector<double> row_only = matrix(P, [](int i, int j) { return std::exp(-(j - i) / 6.0) * (i < P / 2 ? 1 : 0.2); });
+  const std::vector<double> row_only =
+      matrix(P, [](int i, int j) { return std::exp(-(j - i) / 6.0) * (i < P / 2 ? 1 : 0.2); });
   const double ti = translation_invariance(row_only.data(), P);
   EXPECT_GT(ti, 0.2);
   EXPECT_LT(ti, 0.9);

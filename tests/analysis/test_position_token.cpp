@@ -55,13 +55,16 @@ TEST(PositionToken, CosinesMatchALoopAndKCanBeGiven) {
   double mx = 0, sum = 0;
   for (int64_t a = 0; a < 50; ++a)
     for (int64_t b = 0; b < 20; ++b) {
-      const double c = std::abs((T[a] * W[b]).sum().item<double>() / (T[a].norm().item<double>() * W[b].norm().item<double>()));
+      const double c =
+          std::abs((T[a] * W[b]).sum().item<double>() / (T[a].norm().item<double>() * W[b].norm().item<double>()));
       mx = std::max(mx, c);
       sum += c;
     }
   EXPECT_NEAR(g.max_abs_cosine, mx, 1e-12);
   EXPECT_NEAR(g.mean_abs_cosine, sum / 1000, 1e-12);
-  EXPECT_NE(error_of([&] { position_token_geometry(T, gaussian({20, 8}, 5)); }).find("must be (V, C) and (P, C)"),
+  EXPECT_NE(error_of([&] {
+              position_token_geometry(T, gaussian({20, 8}, 5));
+            }).find("must be (V, C) and (P, C)"),
             std::string::npos);
 }
 

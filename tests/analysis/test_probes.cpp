@@ -5,10 +5,10 @@
 
 #include <fstream>
 
-#include "source_paths.h"
 #include "analysis/analysis.h"
 #include "analysis/probes.h"
 #include "analysis/table_io.h"
+#include "source_paths.h"
 #include "test_tensors.h"
 #include "test_util.h"
 
@@ -21,7 +21,8 @@ TEST(LiteratureProbes, ALineInPositionIsReadExactly) {
   torch::manual_seed(1);
   const int64_t P = 40;
   const auto v = torch::randn({1, 8}, torch::kFloat64);
-  const auto W = torch::arange(P, torch::kFloat64).unsqueeze(1).matmul(v) + 1e-6 * torch::randn({P, 8}, torch::kFloat64);
+  const auto W =
+      torch::arange(P, torch::kFloat64).unsqueeze(1).matmul(v) + 1e-6 * torch::randn({P, 8}, torch::kFloat64);
   const LiteratureProbes p = literature_probes(W, 3);
   EXPECT_EQ(p.folds, 5);
   EXPECT_EQ(p.pairs, P * (P - 1));
@@ -40,13 +41,18 @@ TEST(LiteratureProbes, NoiseIsAtChance) {
 
 TEST(LiteratureProbes, TooFewRowsOrABadOrderAreErrors) {
   torch::manual_seed(3);
-  EXPECT_NE(test::error_of([] { literature_probes(torch::randn({8, 4}, torch::kFloat64), 1); }).find("P >= 10"),
+  EXPECT_NE(test::error_of([] {
+              literature_probes(torch::randn({8, 4}, torch::kFloat64), 1);
+            }).find("P >= 10"),
             std::string::npos);
-  EXPECT_NE(test::error_of([] { literature_probes(torch::randn({12, 4}, torch::kFloat64), std::vector<int64_t>{0, 1}); })
-                .find("every row once"),
+  EXPECT_NE(test::error_of([] {
+              literature_probes(torch::randn({12, 4}, torch::kFloat64), std::vector<int64_t>{0, 1});
+            }).find("every row once"),
             std::string::npos);
   std::vector<int64_t> repeated(12, 0);
-  EXPECT_NE(test::error_of([&] { literature_probes(torch::randn({12, 4}, torch::kFloat64), repeated); }).find("every row once"),
+  EXPECT_NE(test::error_of([&] {
+              literature_probes(torch::randn({12, 4}, torch::kFloat64), repeated);
+            }).find("every row once"),
             std::string::npos);
 }
 
@@ -55,7 +61,8 @@ TEST(LiteratureProbes, MatchNumPyOnARealTableAlsoWhenWiderThanTall) {
   const auto e = nlohmann::json::parse(in);
   const auto rows = e.at("rows").get<std::vector<int64_t>>(), cols = e.at("columns").get<std::vector<int64_t>>();
   const auto W = read_npy_table(probe_fixture("runs/default_float32_seed1/wpe_step001500.npy"))
-                     .slice(0, rows[0], rows[1]).slice(1, cols[0], cols[1]);
+                     .slice(0, rows[0], rows[1])
+                     .slice(1, cols[0], cols[1]);
   const LiteratureProbes p = literature_probes(W, e.at("order").get<std::vector<int64_t>>());
   EXPECT_EQ(p.pairs, e.at("pairs").get<int64_t>());
   EXPECT_DOUBLE_EQ(p.absolute_mae, e.at("absolute_mae").get<double>());

@@ -11,18 +11,17 @@
 namespace poslab {
 namespace {
 
-using test::TempDir;
 using test::raw;
 using test::safetensors;
+using test::TempDir;
 using test::write_text;
 
 TEST(TableIo, SafetensorsF32F16Bf16) {
   TempDir dir;
   auto w = torch::randn({6, 4});
-  write_text(dir / "m.safetensors",
-             safetensors({{"wpe.weight", "F32", {6, 4}, raw<float>(w)},
-                          {"h", "F16", {6, 4}, raw<at::Half>(w.to(torch::kHalf))},
-                          {"b", "BF16", {6, 4}, raw<at::BFloat16>(w.to(torch::kBFloat16))}}));
+  write_text(dir / "m.safetensors", safetensors({{"wpe.weight", "F32", {6, 4}, raw<float>(w)},
+                                                 {"h", "F16", {6, 4}, raw<at::Half>(w.to(torch::kHalf))},
+                                                 {"b", "BF16", {6, 4}, raw<at::BFloat16>(w.to(torch::kBFloat16))}}));
   EXPECT_TRUE(torch::equal(read_safetensors_tensor(dir / "m.safetensors", "wpe.weight"), w.to(torch::kFloat64)));
   EXPECT_TRUE(torch::allclose(read_safetensors_tensor(dir / "m.safetensors", "h"), w.to(torch::kFloat64), 1e-2, 1e-2));
   EXPECT_TRUE(torch::allclose(read_safetensors_tensor(dir / "m.safetensors", "b"), w.to(torch::kFloat64), 2e-2, 2e-2));
@@ -31,7 +30,8 @@ TEST(TableIo, SafetensorsF32F16Bf16) {
 TEST(TableIo, SafetensorsBadInputNamesTheFile) {
   TempDir dir;
   auto w = torch::randn({6, 4});
-  const std::string good = safetensors({{"wpe.weight", "F32", {6, 4}, raw<float>(w)}, {"wte.weight", "F32", {6, 4}, raw<float>(w)}});
+  const std::string good =
+      safetensors({{"wpe.weight", "F32", {6, 4}, raw<float>(w)}, {"wte.weight", "F32", {6, 4}, raw<float>(w)}});
   write_text(dir / "good.safetensors", good);
   auto message = [&](const std::string& file, const std::string& name) {
     try {
@@ -51,7 +51,8 @@ TEST(TableIo, SafetensorsBadInputNamesTheFile) {
   EXPECT_NE(message("short.safetensors", "wpe.weight").find("truncated"), std::string::npos);
   write_text(dir / "tiny.safetensors", "abc");
   EXPECT_NE(message("tiny.safetensors", "wpe.weight").find("truncated"), std::string::npos);
-  write_text(dir / "int.safetensors", safetensors({{"i", "I32", {6, 4}, raw<int32_t>(torch::zeros({6, 4}, torch::kInt32))}}));
+  write_text(dir / "int.safetensors",
+             safetensors({{"i", "I32", {6, 4}, raw<int32_t>(torch::zeros({6, 4}, torch::kInt32))}}));
   EXPECT_NE(message("int.safetensors", "i").find("dtype I32"), std::string::npos);
   write_text(dir / "size.safetensors", safetensors({{"s", "F32", {7, 4}, raw<float>(w)}}));
   EXPECT_NE(message("size.safetensors", "s").find("its shape needs 112"), std::string::npos);

@@ -2,14 +2,14 @@
 
 #include <filesystem>
 
-#include "source_paths.h"
 #include "analysis/baselines.h"
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "analysis/trajectory.h"
+#include "formats/npy.h"
+#include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -40,10 +40,10 @@ torch::Tensor smooth_table(uint64_t seed) {  // low rank and smooth: a slow circ
 TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
   TempDir dir;
   trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
-                 {100, smooth_table(2)},
-                 {200, random_table(64, 32, 0.02, 3)},  // falls back: emergence must be stable
-                 {300, smooth_table(4)},
-                 {400, smooth_table(5)}});
+                       {100, smooth_table(2)},
+                       {200, random_table(64, 32, 0.02, 3)},  // falls back: emergence must be stable
+                       {300, smooth_table(4)},
+                       {400, smooth_table(5)}});
   const auto points = analyze_run(dir / "run");
   ASSERT_EQ(points.size(), 5u);
   EXPECT_EQ(points[0].train_loss, 1.5);
@@ -67,7 +67,8 @@ TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
   EXPECT_EQ(trajectory_json(points).size(), 5u);
   const std::string csv = trajectory_csv(points);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  EXPECT_EQ(csv.rfind("step,train_loss,val_loss,signal_rank,signal_share,noise_sigma,k50,k90", 0), 0u) << csv.substr(0, 80);
+  EXPECT_EQ(csv.rfind("step,train_loss,val_loss,signal_rank,signal_share,noise_sigma,k50,k90", 0), 0u)
+      << csv.substr(0, 80);
 }
 
 TEST(Trajectory, NoiseStaysNoise) {
@@ -90,8 +91,8 @@ TEST(Trajectory, NoiseStaysNoise) {
 TEST(Trajectory, ShuffledStructureIsLowRankButNotSmooth) {
   TempDir dir;
   trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
-                 {100, shuffle_rows(smooth_table(2), 7)},
-                 {200, shuffle_rows(smooth_table(3), 8)}});
+                       {100, shuffle_rows(smooth_table(2), 7)},
+                       {200, shuffle_rows(smooth_table(3), 8)}});
   const Verdict v = judge(analyze_run(dir / "run"));
   EXPECT_EQ(v.outcome, Outcome::not_formed) << v.summary;
   EXPECT_TRUE(v.low_rank) << "shuffling keeps the spectrum";
@@ -104,7 +105,8 @@ TEST(Trajectory, StructureAtStepZeroIsPresentNotEmerged) {
   const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const torch::Tensor gpt2 = select_rows(read_npy_table(path), "1:64");
   const torch::Tensor sinus = synthetic_table("sinusoidal", 128, 128, 0);
-  for (const auto& [name, W] : std::vector<std::pair<std::string, torch::Tensor>>{{"gpt2", gpt2}, {"sinusoidal", sinus}}) {
+  for (const auto& [name, W] :
+       std::vector<std::pair<std::string, torch::Tensor>>{{"gpt2", gpt2}, {"sinusoidal", sinus}}) {
     TempDir dir;
     trajectory_run(dir, {{0, W}, {100, W}, {200, W}});
     const auto points = analyze_run(dir / "run");
@@ -167,8 +169,10 @@ TEST(Trajectory, RealRunsAreJudgedByWhatTheyShow) {
 TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
   // signal share goes 0 -> ~0 -> high -> high: half its change is reached at step 200.
   TempDir dir;
-  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)},
-                 {200, smooth_table(3)}, {300, smooth_table(4)}});
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
+                       {100, random_table(64, 32, 0.02, 2)},
+                       {200, smooth_table(3)},
+                       {300, smooth_table(4)}});
   const auto points = analyze_run(dir / "run");
   const auto hc = half_change_steps(points);
   ASSERT_EQ(hc.size(), headline_metrics().size());

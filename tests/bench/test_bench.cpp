@@ -24,8 +24,9 @@ class BenchOnDevice : public test::OnDevice {};
 // The peak rate is the device's own: a GPU's products are timed between synchronisations, so MFU is not 0.
 TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
   EXPECT_GT(matmul_gflops("float32", 256, 2, device_name()), 0);
-  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
-                                      "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=" + device_name()});
+  const Config cfg =
+      load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                       "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=" + device_name()});
   BenchOptions opt;
   opt.steps = 2;
   opt.warmup = 1;
@@ -41,8 +42,9 @@ POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 // In bf16 on a CPU the report names how the products ran: in float (the kernel path bf16_products=float)
 // or through oneDNN; in float32 the field is empty.
 TEST(Bench, NamesHowBf16ProductsRan) {
-  const std::vector<std::string> tiny = {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
-                                         "train.batch_size=4", "data.tokenizer.vocab_size=50", "run.device=cpu"};
+  const std::vector<std::string> tiny = {"model.n_layer=1",    "model.n_head=2",     "model.n_embd=16",
+                                         "model.block_size=8", "train.batch_size=4", "data.tokenizer.vocab_size=50",
+                                         "run.device=cpu"};
   BenchOptions opt;
   opt.steps = 1;
   opt.warmup = 0;

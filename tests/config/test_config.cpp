@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "source_paths.h"
 #include "config/config.h"
+#include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -52,8 +52,8 @@ TEST(Config, SetOverridesApplyLastAndParseYaml) {
 }
 
 TEST(Config, YamlRoundTripKeepsEveryValue) {
-  Config a = load_config("", {"model.n_embd=96", "model.n_head=3", "train.lr=0.00123", "run.threads=2",
-                              "data.corpus=[x, y]"});
+  Config a =
+      load_config("", {"model.n_embd=96", "model.n_head=3", "train.lr=0.00123", "run.threads=2", "data.corpus=[x, y]"});
   const Config b = config_from_yaml(to_yaml(a), "round-trip");
   EXPECT_EQ(to_yaml(a), to_yaml(b));
   EXPECT_EQ(b.model.n_embd, 96);
@@ -118,29 +118,37 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   EXPECT_NE(error_of([] { load_config("", {"model.dropout=1"}); }).find("model.dropout"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"data.tokenizer.vocab_size=5"}); }).find("vocab_size"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"run.device=tpu"}); }).find("run.device"), std::string::npos);
-  EXPECT_NE(error_of([] { load_config("", {"run.dist_timeout_s=0"}); }).find("run.dist_timeout_s = 0: must be at least 1"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { load_config("", {"run.dist_timeout_s=0"}); }).find("run.dist_timeout_s = 0: must be at least 1"),
+      std::string::npos);
 }
 
 // The keys poslab extend and --init-from write: what a hand-edited config could get wrong.
 TEST(Config, ExtensionAndInitFromKeysAreChecked) {
-  const std::vector<std::string> extended = {"model.block_size=256", "model.extended_from=128", "model.extend_method=cubic"};
+  const std::vector<std::string> extended = {"model.block_size=256", "model.extended_from=128",
+                                             "model.extend_method=cubic"};
   EXPECT_EQ(load_config("", extended).model.extended_from, 128);
   auto with = [&](const std::string& change) {
     std::vector<std::string> o = extended;
     o.push_back(change);
     return error_of([&] { load_config("", o); });
   };
-  EXPECT_NE(with("model.extended_from=256").find("model.extended_from = 256: must be 0 (not extended) or a block_size "
-                                                 "below model.block_size (256)"), std::string::npos);
+  EXPECT_NE(with("model.extended_from=256")
+                .find("model.extended_from = 256: must be 0 (not extended) or a block_size "
+                      "below model.block_size (256)"),
+            std::string::npos);
   EXPECT_NE(with("model.extend_method=spline").find("model.extend_method = spline: must be one of linear, cubic"),
             std::string::npos);
-  EXPECT_NE(with("model.extended_from=0").find("model.extend_method = 'cubic': is set by poslab extend together with "
-                                               "model.extended_from (0): both or neither"), std::string::npos);
-  EXPECT_NE(error_of([] { load_config("", {"train.trainable=mlp"}); }).find("train.trainable = mlp: must be one of all, wpe"),
+  EXPECT_NE(with("model.extended_from=0")
+                .find("model.extend_method = 'cubic': is set by poslab extend together with "
+                      "model.extended_from (0): both or neither"),
             std::string::npos);
-  EXPECT_NE(error_of([] { load_config("", {"train.trainable=wpe", "model.position=sinusoidal"}); })
-                .find("train.trainable = wpe: needs a learned table to train (model.position is sinusoidal)"),
+  EXPECT_NE(
+      error_of([] { load_config("", {"train.trainable=mlp"}); }).find("train.trainable = mlp: must be one of all, wpe"),
+      std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_config("", {"train.trainable=wpe", "model.position=sinusoidal"});
+            }).find("train.trainable = wpe: needs a learned table to train (model.position is sinusoidal)"),
             std::string::npos);
 }
 
@@ -187,8 +195,10 @@ TEST(Config, EveryShippedConfigRunsFromACloneAndListsOnlyWhatDiffers) {
     const Config cfg = load_config(entry.path().string());
     for (const auto& corpus : cfg.data.corpus) {
       const std::filesystem::path p = corpus;
-      if (p.is_relative()) EXPECT_TRUE(std::filesystem::exists(root / p)) << corpus << " is not in the repository";
-      else EXPECT_EQ(corpus.rfind("/usr/share/", 0), 0u) << corpus << " is outside the repository and Debian's packages";
+      if (p.is_relative())
+        EXPECT_TRUE(std::filesystem::exists(root / p)) << corpus << " is not in the repository";
+      else
+        EXPECT_EQ(corpus.rfind("/usr/share/", 0), 0u) << corpus << " is outside the repository and Debian's packages";
     }
     std::vector<std::string> settings;
     leaves(YAML::LoadFile(entry.path().string()), "", settings);
@@ -204,9 +214,10 @@ TEST(Config, EveryShippedConfigRunsFromACloneAndListsOnlyWhatDiffers) {
       }
       EXPECT_NE(alone, defaults) << setting << " only repeats a default";
     }
-    EXPECT_EQ(std::find_if(settings.begin(), settings.end(), [&](const std::string& s) {
-                return s == "run.name=" + entry.path().stem().string();
-              }), settings.end()) << "run.name repeats the file's stem, which is the default name";
+    EXPECT_EQ(std::find_if(settings.begin(), settings.end(),
+                           [&](const std::string& s) { return s == "run.name=" + entry.path().stem().string(); }),
+              settings.end())
+        << "run.name repeats the file's stem, which is the default name";
   }
   EXPECT_GE(configs, 2);
 }

@@ -20,7 +20,11 @@ TEST(Corpus, SanitizeUtf8KeepsValidTextAndReplacesBadBytes) {
 
   std::string bad = std::string("a\xFF") + "b\xC3" + "c\xE0\x80\x80" + "d";  // stray, cut, overlong
   EXPECT_EQ(sanitize_utf8(bad), 5u);
-  EXPECT_EQ(bad, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "d");
+  EXPECT_EQ(bad,
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD"
+            "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+            "d");
   std::string surrogate = "\xED\xA0\x80";
   EXPECT_EQ(sanitize_utf8(surrogate), 3u);
 }
@@ -62,7 +66,9 @@ TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
   }
   write_text(dir / "empty.txt", "");
   write_text(dir / "blank.txt", "  \n\t\n\n");
-  write_text(dir / "bin.dat", std::string("\x7f" "ELF\0\0", 6));
+  write_text(dir / "bin.dat", std::string("\x7f"
+                                          "ELF\0\0",
+                                          6));
   for (const std::string name : {"empty.txt", "blank.txt", "bin.dat"}) {
     try {
       read_corpus({dir / name});
@@ -77,13 +83,13 @@ TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
 TEST(Corpus, WrapLongLines) {
   EXPECT_EQ(wrap_long_lines("short\nlines\n", 10), "short\nlines\n");
   EXPECT_EQ(wrap_long_lines("aaaa bbbb cccc", 10), "aaaa bbbb\ncccc");  // at the last space
-  EXPECT_EQ(wrap_long_lines("abcdefghijkl", 5), "abcde\nfghij\nkl");   // no space: hard cut
-  const std::string euro = "\xE2\x82\xAC\xE2\x82\xAC";                 // two 3-byte characters
+  EXPECT_EQ(wrap_long_lines("abcdefghijkl", 5), "abcde\nfghij\nkl");    // no space: hard cut
+  const std::string euro = "\xE2\x82\xAC\xE2\x82\xAC";                  // two 3-byte characters
   EXPECT_EQ(wrap_long_lines(euro, 4), "\xE2\x82\xAC\n\xE2\x82\xAC");    // never inside a character
 }
 
 TEST(Corpus, ContentHashIsStableAndSensitive) {
-  EXPECT_EQ(content_hash(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
+  EXPECT_EQ(content_hash(""), "cbf29ce484222325");   // FNV-1a 64 offset basis
   EXPECT_EQ(content_hash("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
   EXPECT_NE(content_hash("abc"), content_hash("abd"));
 }

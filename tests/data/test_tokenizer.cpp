@@ -78,7 +78,8 @@ TEST(Tokenizer, EveryByteOfTheCorpusSurvivesTheRoundTrip) {
     all.insert(all.end(), data.val.begin(), data.val.end());
     const std::string back = data.tokenizer.decode(all);
     EXPECT_TRUE(back == corpus) << "first difference at byte "
-                                << std::mismatch(back.begin(), back.end(), corpus.begin(), corpus.end()).first - back.begin();
+                                << std::mismatch(back.begin(), back.end(), corpus.begin(), corpus.end()).first -
+                                       back.begin();
     EXPECT_EQ(data.tokenizer.decode(data.tokenizer.encode(awkward_text())), awkward_text());
   }
 }
@@ -224,7 +225,8 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
 
   // Fewer tokens than one batch (batch 64 x block 16) but more than block_size + 1 per split: windows are
   // drawn with replacement, so training works.
-  write_text(dir / "small.txt", "a tiny corpus of a few dozen characters, enough for two windows.\nand a val tail line here.\n");
+  write_text(dir / "small.txt",
+             "a tiny corpus of a few dozen characters, enough for two windows.\nand a val tail line here.\n");
   Config c = tokenizer_config(dir, "char", 0);
   c.data.corpus = {dir / "small.txt"};
   c.data.val_fraction = 0.3;

@@ -67,9 +67,9 @@ TEST(Comm, SumsEveryTensorAcrossRanksInBuckets) {
     // 2 x 16 MiB of float32 and small tensors of other shapes: more than one 25 MiB bucket, a 0-dim scalar, and a
     // float64 tensor that starts a bucket of its own.
     const int64_t big = 4 << 20;
-    std::vector<torch::Tensor> ts = {torch::full({big}, 1.0f + rank), torch::arange(6, torch::kFloat32).view({2, 3}) * (rank + 1),
-                                     torch::full({big}, -1.0f * rank), torch::full({}, 0.5f),
-                                     torch::full({2}, 1.0 + rank, torch::kFloat64)};
+    std::vector<torch::Tensor> ts = {
+        torch::full({big}, 1.0f + rank), torch::arange(6, torch::kFloat32).view({2, 3}) * (rank + 1),
+        torch::full({big}, -1.0f * rank), torch::full({}, 0.5f), torch::full({2}, 1.0 + rank, torch::kFloat64)};
     comm.sum_(ts, "the test's sum");
     EXPECT_TRUE(torch::equal(ts[0], torch::full({big}, 3.0f)));
     EXPECT_TRUE(torch::equal(ts[1], torch::arange(6, torch::kFloat32).view({2, 3}) * 3)) << ts[1];

@@ -119,13 +119,15 @@ class DistTrain : public ::testing::Test {
   void SetUp() override {
     test::write_text(dir_ / "corpus.txt", test::generated_corpus(2000));
     test::write_text(dir_ / "tiny.yaml",
-                     "run: {out_dir: " + dir_.str() + ", threads: 1, report: false, device: cpu, dist_timeout_s: 10}\n"
-                     "data: {corpus: " + (dir_ / "corpus.txt") + ", cache_dir: " + (dir_ / "cache") +
-                     ", tokenizer: {type: char}}\n"
-                     "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}\n"
-                     "train: {batch_size: 8, max_steps: 6, eval_every: 3, eval_batches: 2, checkpoint_every: 3,\n"
-                     "        log_every: 1, warmup_steps: 2, lr: 0.003}\n"
-                     "snapshot: {every: 3}\n");
+                     "run: {out_dir: " + dir_.str() +
+                         ", threads: 1, report: false, device: cpu, dist_timeout_s: 10}\n"
+                         "data: {corpus: " +
+                         (dir_ / "corpus.txt") + ", cache_dir: " + (dir_ / "cache") +
+                         ", tokenizer: {type: char}}\n"
+                         "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}\n"
+                         "train: {batch_size: 8, max_steps: 6, eval_every: 3, eval_batches: 2, checkpoint_every: 3,\n"
+                         "        log_every: 1, warmup_steps: 2, lr: 0.003}\n"
+                         "snapshot: {every: 3}\n");
   }
   // poslab train tiny.yaml as run `name` with `extra` arguments; its exit code, its output in `name`.log.
   int train(const std::string& name, std::vector<std::string> extra = {}) {
@@ -184,8 +186,9 @@ TEST_F(DistTrain, ACheckpointOfTwoProcessesResumesOnOneAndTheReverse) {
 }
 
 TEST_F(DistTrain, AKilledWorkerStopsTheLauncherWithinTheTimeoutNamingItsRankAndStep) {
-  const pid_t launcher = start_poslab({"train", dir_ / "tiny.yaml", "--set", "run.name=killed", "--set",
-                                       "train.max_steps=100000", "--nproc", "2"}, log("killed"));
+  const pid_t launcher = start_poslab(
+      {"train", dir_ / "tiny.yaml", "--set", "run.name=killed", "--set", "train.max_steps=100000", "--nproc", "2"},
+      log("killed"));
   ASSERT_TRUE(wait_for_text(log("killed"), "step 3 |", std::chrono::seconds(120))) << read_file(log("killed"));
   std::smatch m;
   const std::string started = read_file(log("killed"));
@@ -200,13 +203,15 @@ TEST_F(DistTrain, AKilledWorkerStopsTheLauncherWithinTheTimeoutNamingItsRankAndS
   EXPECT_NE(code, -1) << "the launcher hung after a worker died:\n" << out;
   EXPECT_LT(waited, 10 + 5) << "run.dist_timeout_s is 10";
   EXPECT_TRUE(std::regex_search(out, std::regex("rank 1 \\(pid " + std::to_string(rank1) +
-                                                "\\) was killed by signal 9 \\(Killed\\) at step \\d+"))) << out;
+                                                "\\) was killed by signal 9 \\(Killed\\) at step \\d+")))
+      << out;
   EXPECT_EQ(load_model(latest("killed")).meta.step % 3, 0);  // the last checkpoint is whole
 }
 
 TEST_F(DistTrain, CtrlCOnTheLauncherStopsEveryRankAtOneStepWithOneCheckpoint) {
-  const pid_t launcher = start_poslab({"train", dir_ / "tiny.yaml", "--set", "run.name=stopped", "--set",
-                                       "train.max_steps=100000", "--nproc", "2"}, log("stopped"));
+  const pid_t launcher = start_poslab(
+      {"train", dir_ / "tiny.yaml", "--set", "run.name=stopped", "--set", "train.max_steps=100000", "--nproc", "2"},
+      log("stopped"));
   ASSERT_TRUE(wait_for_text(log("stopped"), "step 3 |", std::chrono::seconds(120))) << read_file(log("stopped"));
   ASSERT_EQ(::kill(launcher, SIGINT), 0);
   const int code = wait_exit(launcher, std::chrono::seconds(60));
@@ -216,7 +221,7 @@ TEST_F(DistTrain, CtrlCOnTheLauncherStopsEveryRankAtOneStepWithOneCheckpoint) {
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(interrupted at step (\d+))"))) << out;
   const int64_t step = std::stoll(m[1]);
   EXPECT_EQ(load_model(latest("stopped")).meta.step, step);  // rank 0's checkpoint is at the step every rank stopped
-  EXPECT_EQ(out.find("error"), std::string::npos) << out;      // no rank failed or waited for another
+  EXPECT_EQ(out.find("error"), std::string::npos) << out;    // no rank failed or waited for another
   // ... and it goes on, here on one process.
   EXPECT_EQ(resume("stopped", {"--set", "train.max_steps=" + std::to_string(step + 2)}), 0)
       << read_file(log("stopped-resume"));
@@ -276,10 +281,12 @@ TEST_F(DistTrain, KilledAtRandomStepsAndResumedOnOneAndTwoProcessesEndsWhereOneP
     ::kill(victim, SIGKILL);
     ++kills;
     std::cout << "start " << attempt << " on " << (two ? 2 : 1) << " process" << (two ? "es" : "") << ": killed "
-              << (!two ? "the process" : target == 0 ? "the launcher" : "rank " + std::to_string(target - 1)) << " after step "
-              << last_logged_step(log(name)) << "\n";
+              << (!two          ? "the process"
+                  : target == 0 ? "the launcher"
+                                : "rank " + std::to_string(target - 1))
+              << " after step " << last_logged_step(log(name)) << "\n";
     EXPECT_NE(wait_exit(pid, std::chrono::seconds(60)), -1) << "the launcher hung after a rank died:\n"
-                                                             << read_file(log(name));
+                                                            << read_file(log(name));
     for (const pid_t r : ranks)  // a killed launcher's ranks stop on their own (SIGTERM from the kernel)
       for (auto end = Clock::now() + std::chrono::seconds(60); alive(r) && Clock::now() < end;)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

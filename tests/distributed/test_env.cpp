@@ -47,8 +47,11 @@ TEST(DistEnv, NoLauncherVariablesIsOneProcess) {
 }
 
 TEST(DistEnv, ReadsTorchrunsVariables) {
-  const DistEnv env = read_dist_env(env_of({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                                            {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"},
+  const DistEnv env = read_dist_env(env_of({{"RANK", "3"},
+                                            {"WORLD_SIZE", "4"},
+                                            {"LOCAL_RANK", "1"},
+                                            {"LOCAL_WORLD_SIZE", "2"},
+                                            {"MASTER_ADDR", "node7"},
                                             {"MASTER_PORT", "29411"}}));
   EXPECT_EQ(env.rank, 3);
   EXPECT_EQ(env.world_size, 4);
@@ -62,18 +65,23 @@ TEST(DistEnv, ReadsTorchrunsVariables) {
 }
 
 TEST(DistEnv, TorchrunsAgentStoreMakesEveryRankAClientUnderItsAttemptPrefix) {
-  const DistEnv env = read_dist_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+  const DistEnv env = read_dist_env(env_of({{"RANK", "0"},
+                                            {"WORLD_SIZE", "2"},
+                                            {"MASTER_ADDR", "127.0.0.1"},
                                             {"TORCHELASTIC_USE_AGENT_STORE", "True"},
                                             {"TORCHELASTIC_RESTART_COUNT", "2"}}));
   EXPECT_TRUE(env.agent_store);
   EXPECT_EQ(env.store_prefix, "/worker/attempt_2");
-  EXPECT_EQ(env.master_port, 29500);  // PyTorch's default
+  EXPECT_EQ(env.master_port, 29500);   // PyTorch's default
   EXPECT_EQ(env.local_world_size, 2);  // no LOCAL_*: all on this machine
 }
 
 TEST(DistEnv, FallsBackToSlurmsVariables) {
-  const DistEnv env = read_dist_env(env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                                            {"SLURM_NTASKS_PER_NODE", "4(x2)"}, {"MASTER_ADDR", "gpu-01"}}));
+  const DistEnv env = read_dist_env(env_of({{"SLURM_PROCID", "5"},
+                                            {"SLURM_NTASKS", "8"},
+                                            {"SLURM_LOCALID", "1"},
+                                            {"SLURM_NTASKS_PER_NODE", "4(x2)"},
+                                            {"MASTER_ADDR", "gpu-01"}}));
   EXPECT_EQ(env.rank, 5);
   EXPECT_EQ(env.world_size, 8);
   EXPECT_EQ(env.local_rank, 1);
@@ -83,8 +91,11 @@ TEST(DistEnv, FallsBackToSlurmsVariables) {
 }
 
 TEST(DistEnv, TorchrunsVariablesWinOverSlurms) {
-  const DistEnv env = read_dist_env(env_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                                            {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  const DistEnv env = read_dist_env(env_of({{"RANK", "1"},
+                                            {"WORLD_SIZE", "2"},
+                                            {"MASTER_ADDR", "127.0.0.1"},
+                                            {"SLURM_PROCID", "0"},
+                                            {"SLURM_NTASKS", "1"}}));
   EXPECT_EQ(env.rank, 1);
   EXPECT_EQ(env.world_size, 2);
 }
@@ -98,22 +109,26 @@ TEST(DistEnv, InconsistentOrMalformedVariablesAreErrorsNamingThem) {
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).find("MASTER_ADDR is not set"), std::string::npos);
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})
-                .find("MASTER_PORT=70000"), std::string::npos);
+                .find("MASTER_PORT=70000"),
+            std::string::npos);
   EXPECT_NE(env_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}).find("MASTER_ADDR is not set (SLURM"),
             std::string::npos);
   EXPECT_NE(env_error({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "h"}}).find("SLURM_PROCID=4"),
             std::string::npos);
-  EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"LOCAL_RANK", "2"},
-                       {"LOCAL_WORLD_SIZE", "2"}}).find("LOCAL_RANK=2 with LOCAL_WORLD_SIZE=2"), std::string::npos);
+  EXPECT_NE(
+      env_error(
+          {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}})
+          .find("LOCAL_RANK=2 with LOCAL_WORLD_SIZE=2"),
+      std::string::npos);
 }
 
 // The rank a failed collective lost, from the peer address in c10d's message and the hosts the ranks gave.
 TEST(DistEnv, TheLostPeerIsNamedByItsAddress) {
   const std::vector<std::string> hosts = {"node-a (10.0.0.1)", "node-b (10.0.0.2)", "node-c (10.0.0.3)",
                                           "node-c (10.0.0.3)"};
-  EXPECT_EQ(lost_peer("[./gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:37032: Connection reset by peer",
-                      hosts, 0),
-            "rank 1 on node-b (10.0.0.2)");
+  EXPECT_EQ(
+      lost_peer("[./gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:37032: Connection reset by peer", hosts, 0),
+      "rank 1 on node-b (10.0.0.2)");
   EXPECT_EQ(lost_peer("[../pair.cc:598] Connection closed by peer [10.0.0.1]:31375", hosts, 2),
             "rank 0 on node-a (10.0.0.1)");
   EXPECT_EQ(lost_peer("Connection closed by peer [10.0.0.3]:1", hosts, 0),
@@ -140,11 +155,13 @@ TEST(DistEnv, FreePortIsAUsablePort) {
   addr.sin_port = htons(static_cast<uint16_t>(port));
   const int server = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(server, 0) << std::strerror(errno);
-  EXPECT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << "port " << port << ": " << std::strerror(errno);
+  EXPECT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
+      << "port " << port << ": " << std::strerror(errno);
   EXPECT_EQ(::listen(server, 1), 0) << std::strerror(errno);
   const int client = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(client, 0) << std::strerror(errno);
-  EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << "port " << port << ": " << std::strerror(errno);
+  EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
+      << "port " << port << ": " << std::strerror(errno);
   ::close(client);
   ::close(server);
 }

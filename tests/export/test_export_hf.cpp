@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "formats/safetensors.h"
 #include "export/export_hf.h"
+#include "formats/safetensors.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
 #include "test_util.h"
@@ -41,7 +41,8 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
             "PreTrainedTokenizerFast");
   // The card: Hugging Face's metadata block, then what the model is, with the table's verdict from the run's snapshots.
   const std::string card = read_file(dir / "hf/README.md");
-  EXPECT_EQ(card.rfind("---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n", 0), 0u) << card;
+  EXPECT_EQ(card.rfind("---\nlibrary_name: transformers\npipeline_tag: text-generation\ntags:\n- poslab\n", 0), 0u)
+      << card;
   EXPECT_NE(card.find("datasets:\n- \"corpus\"\n---\n"), std::string::npos) << card;
   EXPECT_NE(card.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << card;
   EXPECT_NE(card.find("| tokens seen | 512 |"), std::string::npos) << card;
@@ -81,8 +82,8 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
 }
 
 TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {
-  const std::string f = safetensors_file({{"a", "F32", {2, 3}, std::string(24, '\1')}, {"b", "I64", {1}, std::string(8, '\2')}},
-                                         {{"note", "x"}});
+  const std::string f = safetensors_file(
+      {{"a", "F32", {2, 3}, std::string(24, '\1')}, {"b", "I64", {1}, std::string(8, '\2')}}, {{"note", "x"}});
   EXPECT_EQ(f.size() % 8, 0u);  // header padded: the data starts 8-byte aligned
   const auto e = list_safetensors_entries(f, "f");
   EXPECT_EQ(e.at("a").shape, (std::vector<int64_t>{2, 3}));

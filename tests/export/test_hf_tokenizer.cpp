@@ -3,8 +3,8 @@
 // transformers reads the real files and compares them with poslab's ids in tests/export/test_export.sh (the pip leg).
 #include <gtest/gtest.h>
 
-#include "export/hf_tokenizer.h"
 #include "data/tokenizer.h"
+#include "export/hf_tokenizer.h"
 
 namespace poslab {
 namespace {
@@ -17,9 +17,19 @@ SpmModel toy(SpmModel::Kind kind) {
   m.byte_fallback = true;
   m.normalizer = "identity";
   m.add_dummy_prefix = m.remove_extra_whitespaces = false;
-  m.pieces = {{"<unk>", 0, T::unknown}, {kNewlinePiece, 0, T::user_defined}, {"<0x0A>", 0, T::byte},
-              {"ab", -1, T::normal}, {"abc", -2, T::normal}, {"bc", -3, T::normal}, {"a", -4, T::normal},
-              {"b", -5, T::normal}, {"c", -6, T::normal}, {"\xC3\xA9" "a", -1.5f, T::normal}, {"\xC3\xA9", -7, T::normal}};
+  m.pieces = {{"<unk>", 0, T::unknown},
+              {kNewlinePiece, 0, T::user_defined},
+              {"<0x0A>", 0, T::byte},
+              {"ab", -1, T::normal},
+              {"abc", -2, T::normal},
+              {"bc", -3, T::normal},
+              {"a", -4, T::normal},
+              {"b", -5, T::normal},
+              {"c", -6, T::normal},
+              {"\xC3\xA9"
+               "a",
+               -1.5f, T::normal},
+              {"\xC3\xA9", -7, T::normal}};
   return m;
 }
 

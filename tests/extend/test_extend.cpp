@@ -5,10 +5,11 @@
 #include <filesystem>
 
 #include "analysis/table_io.h"
-#include "extend/extend.h"
-#include "load/loaded_model.h"
 #include "config/config.h"
 #include "data/dataset.h"
+#include "extend/extend.h"
+#include "formats/npy.h"
+#include "load/loaded_model.h"
 #include "model/sample.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
@@ -17,7 +18,6 @@
 #include "train/tiny_run.h"
 #include "train/trainer.h"
 #include "util/error.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -60,8 +60,8 @@ TEST(ExtendTable, CubicPassesThroughTheRowsAndIsExactOnLinearTables) {
   // Catmull-Rom at an interior midpoint: (−w_{k−1} + 9 w_k + 9 w_{k+1} − w_{k+2}) / 16.
   const auto mid = (-W[4] + 9 * W[5] + 9 * W[6] - W[7]) / 16;
   EXPECT_TRUE(torch::allclose(out[11], mid, 1e-12, 1e-12));
-  EXPECT_TRUE(torch::allclose(extend_table(linear_table(16, 6), 61, "cubic"), extend_table(linear_table(16, 6), 61, "linear"),
-                              1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(extend_table(linear_table(16, 6), 61, "cubic"),
+                              extend_table(linear_table(16, 6), 61, "linear"), 1e-12, 1e-12));
 }
 
 TEST(ExtendTable, NearestAndCopyMatchTheirDefinitions) {
@@ -141,7 +141,8 @@ TEST_F(ExtendCheckpoint, LoadsSamplesAndEvaluatesAtTheNewLength) {
   EXPECT_TRUE(torch::equal(after.model->position_table(), extend_table(before.model->position_table(), 40, "linear")));
   // The table beside the checkpoint (what the report draws) is the checkpoint's own, in float32.
   EXPECT_EQ(r.table_npy, (fs::path(*dir_ / "base") / "extend" / "40-linear" / "checkpoint.wpe.npy").string());
-  EXPECT_TRUE(torch::equal(read_npy_table(r.table_npy).to(torch::kFloat32), after.model->position_table().to(torch::kFloat32)));
+  EXPECT_TRUE(
+      torch::equal(read_npy_table(r.table_npy).to(torch::kFloat32), after.model->position_table().to(torch::kFloat32)));
   const auto old_params = before.model->named_parameters();
   for (const auto& p : after.model->named_parameters())
     if (p.key() != "wpe.weight") {
@@ -181,8 +182,8 @@ TEST_F(ExtendCheckpoint, InitFromCarriesTheWeightsAndNothingElse) {
   const std::string extended = extend_checkpoint(ext).checkpoint;
 
   TrainRequest req = tiny_run(*dir_, "unused", 6);
-  req.overrides = {"run.out_dir=" + dir_->str(), "run.threads=2", "run.device=cpu", "train.max_steps=6",
-                   "train.trainable=wpe", "train.eval_every=3", "snapshot.every=3"};
+  req.overrides = {"run.out_dir=" + dir_->str(), "run.threads=2",      "run.device=cpu",  "train.max_steps=6",
+                   "train.trainable=wpe",        "train.eval_every=3", "snapshot.every=3"};
   req.init_from = extended;
   const TrainSummary s = train(req);
   EXPECT_EQ(s.run_dir, *dir_ / "base-ext32-copy") << "the extension names the new run";

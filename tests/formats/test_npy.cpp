@@ -3,10 +3,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "formats/npy.h"
 #include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {

@@ -2,8 +2,8 @@
 // sentencepiece itself reports them through the tokenizer; bytes that are not a model are an error naming the file.
 #include <gtest/gtest.h>
 
-#include "formats/spm_model.h"
 #include "data/tokenizer.h"
+#include "formats/spm_model.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -55,7 +55,8 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
 }
 
 TEST(SpmModel, BytesThatAreNotAModelAreAnErrorNamingTheFile) {
-  for (const std::string bad : {std::string(""), std::string("\x0a\x05\x0a\x03", 4), std::string("not a model at all")}) {
+  for (const std::string bad :
+       {std::string(""), std::string("\x0a\x05\x0a\x03", 4), std::string("not a model at all")}) {
     const std::string msg = test::error_of([&] { read_spm_model(bad, "x.model"); });
     EXPECT_NE(msg.find("x.model: not a sentencepiece model"), std::string::npos) << msg;
   }

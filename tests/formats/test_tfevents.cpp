@@ -36,8 +36,13 @@ TEST(TfEvents, AScalarEventIsTheProtobufEncoding) {
   std::string expected = "\x09";
   const double wall = 2.0;
   expected.append(reinterpret_cast<const char*>(&wall), 8);
-  expected += "\x10\xac\x02";                    // 300 = 0b10_0101100 -> 0xac 0x02
-  expected += "\x2a\x0c" "\x0a\x0a" "\x0a\x03" "a/b" "\x15";  // summary(12) value(10) tag(3) simple_value
+  expected += "\x10\xac\x02";  // 300 = 0b10_0101100 -> 0xac 0x02
+  expected +=
+      "\x2a\x0c"
+      "\x0a\x0a"
+      "\x0a\x03"
+      "a/b"
+      "\x15";  // summary(12) value(10) tag(3) simple_value
   const float v = 1.5f;
   expected.append(reinterpret_cast<const char*>(&v), 4);
   EXPECT_EQ(tf_scalar_event(2.0, 300, "a/b", 1.5f), expected);

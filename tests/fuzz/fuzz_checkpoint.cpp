@@ -42,8 +42,8 @@ std::string path_for_this_process() {
 }
 
 torch::Tensor fuzzed_tensor(FuzzedDataProvider& in) {
-  static const torch::ScalarType kTypes[] = {torch::kUInt8, torch::kInt64, torch::kFloat32, torch::kFloat64,
-                                             torch::kBool, torch::kBFloat16, torch::kInt32};
+  static const torch::ScalarType kTypes[] = {torch::kUInt8, torch::kInt64,    torch::kFloat32, torch::kFloat64,
+                                             torch::kBool,  torch::kBFloat16, torch::kInt32};
   const auto type = kTypes[in.ConsumeIntegralInRange<int>(0, 6)];
   std::vector<int64_t> shape(in.ConsumeIntegralInRange<int>(0, 3));
   for (auto& d : shape) d = in.ConsumeIntegralInRange<int64_t>(0, 9);
@@ -86,8 +86,8 @@ void write_structured(FuzzedDataProvider& in, const std::string& path) {
   save_checkpoint(path, model, in.ConsumeBool() ? nullptr : &opt, meta);
 
   // Rewrite the metadata entries: some replaced by fuzzed tensors, some left out.
-  static const char* kKeys[] = {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model",
-                                "sampler_state", "torch_rng_state"};
+  static const char* kKeys[] = {"poslab_format",   "step",          "losses",         "config_yaml",
+                                "tokenizer_model", "sampler_state", "torch_rng_state"};
   torch::serialize::InputArchive original;
   original.load_from(path);
   torch::serialize::OutputArchive ar;

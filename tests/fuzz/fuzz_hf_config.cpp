@@ -19,10 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const nlohmann::json config = poslab::parse_model_config(text, "fuzz/config.json");
     // Every family's table names, with shapes that fit and shapes that do not.
     const std::map<std::string, std::vector<int64_t>> shapes = {
-        {"transformer.wpe.weight", {24, 16}}, {"transformer.h.0.attn.c_attn.weight", {16, 48}},
-        {"model.decoder.embed_positions.weight", {3, 16}}, {"model.encoder.embed_positions.weight", {26, 16}},
-        {"roberta.embeddings.position_embeddings.weight", {26, 16}}, {"embeddings.position_embeddings", {1, 17, 16}},
-        {"vision_model.embeddings.position_embedding.weight", {5, 8}}, {"text_model.embeddings.position_embedding.weight", {1, 8}}};
+        {"transformer.wpe.weight", {24, 16}},
+        {"transformer.h.0.attn.c_attn.weight", {16, 48}},
+        {"model.decoder.embed_positions.weight", {3, 16}},
+        {"model.encoder.embed_positions.weight", {26, 16}},
+        {"roberta.embeddings.position_embeddings.weight", {26, 16}},
+        {"embeddings.position_embeddings", {1, 17, 16}},
+        {"vision_model.embeddings.position_embedding.weight", {5, 8}},
+        {"text_model.embeddings.position_embedding.weight", {1, 8}}};
     const poslab::ModelTables t = poslab::find_position_tables(config, shapes);
     for (const auto& s : t.tables) {
       if (s.positions() < 1 || s.first_row() + s.positions() != s.rows) std::abort();

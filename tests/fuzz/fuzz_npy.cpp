@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <string>
 
-#include "util/error.h"
 #include "formats/npy.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,7 +1,7 @@
 // libFuzzer target: the readers of a run folder's and a sweep folder's files (src/run/run_files.h). The first
 // byte picks the file, the rest is its content; every input must read or give a poslab::Error naming the file,
-// never a crash or another exception; a TensorBoard event file cut for a resume holds whole records only (a JSON or number-parsing error escaping a reader is a bug: the user would
-// see no file name and no fix).
+// never a crash or another exception; a TensorBoard event file cut for a resume holds whole records only (a JSON or
+// number-parsing error escaping a reader is a bug: the user would see no file name and no fix).
 #include <unistd.h>
 
 #include <cstdint>
@@ -10,12 +10,12 @@
 #include <fstream>
 #include <string>
 
+#include "formats/tfevents.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "run/tensorboard_files.h"
-#include "util/fs.h"
-#include "formats/tfevents.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace {
 

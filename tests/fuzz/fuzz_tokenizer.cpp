@@ -1,8 +1,8 @@
 // libFuzzer target: a sentencepiece model read from the cache or from data.tokenizer.model (bytes through the
 // sentencepiece shim, src/data/spm_shim.h), and by poslab itself for the export (src/formats/spm_model.h, then
 // tokenizer.json). Any bytes must give a tokenizer that encodes and decodes a line, or a
-// poslab::Error naming the file — never a crash inside sentencepiece. Seeds: with POSLAB_FUZZ_SEED_DIR set, the target first
-// trains a small char and a small BPE model on a few lines and writes them there (scripts/fuzz.sh does).
+// poslab::Error naming the file — never a crash inside sentencepiece. Seeds: with POSLAB_FUZZ_SEED_DIR set, the target
+// first trains a small char and a small BPE model on a few lines and writes them there (scripts/fuzz.sh does).
 #include <unistd.h>
 
 #include <cstdint>
@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "export/hf_tokenizer.h"
 #include "formats/spm_model.h"
-#include "data/tokenizer.h"
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

@@ -9,7 +9,8 @@ using Shapes = std::map<std::string, std::vector<int64_t>>;
 
 namespace {
 
-ModelTables find(const std::string& model_type, const Shapes& shapes, nlohmann::json config = nlohmann::json::object()) {
+ModelTables find(const std::string& model_type, const Shapes& shapes,
+                 nlohmann::json config = nlohmann::json::object()) {
   if (!model_type.empty()) config["model_type"] = model_type;
   return find_position_tables(config, shapes);
 }
@@ -17,7 +18,8 @@ ModelTables find(const std::string& model_type, const Shapes& shapes, nlohmann::
 }  // namespace
 
 TEST(Families, Gpt2TableFromRowZeroWithItsLayerZeroLayout) {
-  const auto t = find("gpt2", {{"transformer.wpe.weight", {1024, 768}}, {"transformer.wte.weight", {50257, 768}},
+  const auto t = find("gpt2", {{"transformer.wpe.weight", {1024, 768}},
+                               {"transformer.wte.weight", {50257, 768}},
                                {"transformer.h.0.attn.c_attn.weight", {768, 2304}}});
   ASSERT_EQ(t.tables.size(), 1u);
   EXPECT_EQ(t.tables[0].tensor, "transformer.wpe.weight");
@@ -57,7 +59,8 @@ TEST(Families, RobertaFamilyStartsAfterThePaddingRow) {
     EXPECT_NE(t.tables[0].skipped.find("padding_idx"), std::string::npos);
   }
   // Another pad id moves the first position with it.
-  EXPECT_EQ(find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", 3}}).tables[0].offset, 4);
+  EXPECT_EQ(
+      find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", 3}}).tables[0].offset, 4);
   // BERT numbers positions from row 0, and its layout is read when the query map is there.
   const auto bert = find("bert", {{"bert.embeddings.position_embeddings.weight", {512, 768}},
                                   {"bert.embeddings.word_embeddings.weight", {30522, 768}},
@@ -68,7 +71,8 @@ TEST(Families, RobertaFamilyStartsAfterThePaddingRow) {
 }
 
 TEST(Families, VisionTablesDropTheClassRowAndFormAGrid) {
-  const auto vit = find("vit", {{"vit.embeddings.position_embeddings", {1, 197, 768}}}, {{"image_size", 224}, {"patch_size", 16}});
+  const auto vit =
+      find("vit", {{"vit.embeddings.position_embeddings", {1, 197, 768}}}, {{"image_size", 224}, {"patch_size", 16}});
   ASSERT_EQ(vit.tables.size(), 1u);
   EXPECT_EQ(vit.tables[0].class_rows, 1);
   EXPECT_EQ(vit.tables[0].positions(), 196);
@@ -76,8 +80,9 @@ TEST(Families, VisionTablesDropTheClassRowAndFormAGrid) {
   EXPECT_EQ(vit.tables[0].grid_cols, 14);
   EXPECT_EQ(vit.tables[0].role, "vision");
   // CLIP: a text table (a sequence) and a vision table (class row + grid), the vision size in vision_config.
-  const auto clip = find("clip", {{"text_model.embeddings.position_embedding.weight", {77, 512}},
-                                  {"vision_model.embeddings.position_embedding.weight", {50, 768}}},
+  const auto clip = find("clip",
+                         {{"text_model.embeddings.position_embedding.weight", {77, 512}},
+                          {"vision_model.embeddings.position_embedding.weight", {50, 768}}},
                          {{"vision_config", {{"image_size", 224}, {"patch_size", 32}}}});
   ASSERT_EQ(clip.tables.size(), 2u);
   EXPECT_EQ(clip.tables[0].role, "text");
@@ -107,16 +112,18 @@ TEST(Families, ModelsWithoutATableSayWhatTheyUse) {
   EXPECT_TRUE(llama.tables.empty());
   EXPECT_NE(llama.no_table.find("rotary"), std::string::npos);
   EXPECT_NE(find("bloom", {{"word_embeddings.weight", {10, 4}}}).no_table.find("ALiBi"), std::string::npos);
-  EXPECT_NE(find("t5", {{"shared.weight", {10, 4}}}, {{"relative_attention_num_buckets", 32}}).no_table.find("relative"),
-            std::string::npos);
+  EXPECT_NE(
+      find("t5", {{"shared.weight", {10, 4}}}, {{"relative_attention_num_buckets", 32}}).no_table.find("relative"),
+      std::string::npos);
   EXPECT_NE(find("", {{"x", {3, 4}}}).no_table.find("no position table"), std::string::npos);
   EXPECT_NE(tables_text(llama).find("no learned position table: rotary"), std::string::npos);
 }
 
 TEST(Families, OddConfigsAndShapesNeverThrow) {
   // A model_type that is not a string, a pad id that is not a number or past the table, empty and 1-D shapes.
-  EXPECT_NO_THROW(find_position_tables({{"model_type", 3}, {"pad_token_id", "x"}},
-                                       {{"embeddings.position_embeddings.weight", {2, 4}}, {"wpe.weight", {5}}, {"", {}}}));
+  EXPECT_NO_THROW(
+      find_position_tables({{"model_type", 3}, {"pad_token_id", "x"}},
+                           {{"embeddings.position_embeddings.weight", {2, 4}}, {"wpe.weight", {5}}, {"", {}}}));
   const auto t = find("roberta", {{"embeddings.position_embeddings.weight", {2, 4}}}, {{"pad_token_id", 7}});
   EXPECT_EQ(t.tables.at(0).offset, 0);  // the pad row lies past the table: rows as stored
   EXPECT_TRUE(find_position_tables(nullptr, {{"wpe.weight", {0, 4}}}).tables.empty());

@@ -1,13 +1,13 @@
 // A model back from its checkpoint, and the model as its training started (the control of the model-usage numbers).
 #include <gtest/gtest.h>
 
-#include "load/loaded_model.h"
 #include "data/batches.h"
+#include "formats/npy.h"
+#include "load/loaded_model.h"
 #include "test_util.h"
 #include "train/snapshot.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -39,7 +39,8 @@ TEST(LoadedModel, DataAttentionOfOneWindowIsTheKernelOfItsTokensAndPositions) {
   const TrainSummary s = train(tiny_run(dir, "run", 20));
   LoadedModel m = load_model(s.run_dir + "/checkpoints/latest.pt");
   std::vector<int32_t> tokens(500);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 5 + i / 7) % m.tokenizer.vocab_size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<int32_t>((i * 5 + i / 7) % m.tokenizer.vocab_size());
   const AttentionKernels seen = data_attention(m.model, tokens, 1, 1, 3);
   const torch::Tensor idx = BatchSampler(tokens, 1, 16, 3).next().first[0];  // the same window
   AttentionWeights w = layer0_attention_weights(m.model);

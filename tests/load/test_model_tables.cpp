@@ -173,7 +173,8 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   std::string source;
   msg = error_of([&] { model_table(hf("bart"), "", source); });
   EXPECT_NE(msg.find("2 position tables (model.encoder.embed_positions.weight, model.decoder.embed_positions.weight)"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   msg = error_of([&] { model_table(hf("llama"), "", source); });
   EXPECT_NE(msg.find("no learned position table (rotary"), std::string::npos) << msg;
   msg = error_of([&] { model_table(hf("gpt2"), "nope", source); });

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "load/table_source.h"
 #include "config/config.h"
+#include "load/table_source.h"
 #include "model/gpt.h"
 #include "test_safetensors.h"
 #include "test_util.h"

@@ -28,8 +28,8 @@ TEST(GPT, ShapesAndGpt2Names) {
   EXPECT_EQ(model->forward(idx).sizes(), (std::vector<int64_t>{3, 12, 50}));
   EXPECT_EQ(model->forward(idx.slice(1, 0, 5)).sizes(), (std::vector<int64_t>{3, 5, 50}));
   const auto params = model->named_parameters();
-  for (const char* name : {"wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.attn.c_attn.weight",
-                           "h.1.mlp.c_proj.bias", "ln_f.weight"})
+  for (const char* name :
+       {"wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_proj.bias", "ln_f.weight"})
     EXPECT_TRUE(params.contains(name)) << name;
   EXPECT_EQ(params["wpe.weight"].sizes(), (std::vector<int64_t>{12, 32}));
   EXPECT_THROW(model->forward(torch::zeros({1, 13}, torch::kInt64)), c10::Error);
@@ -134,7 +134,8 @@ TEST(GPT, SinusoidalTableIsFixedAndScaledToTheTokens) {
   const double wte_norm = matched->wte->weight.norm(2, 1).mean().item<double>();
   EXPECT_NEAR(wpe_norm, 0.02 * std::sqrt(32.0), 1e-6);
   EXPECT_NEAR(wpe_norm / wte_norm, 1.0, 0.03) << "2000 token rows of 32 N(0, 0.02²) entries";
-  EXPECT_TRUE(torch::allclose(matched->wpe->weight, sinusoidal_table(12, 32).to(torch::kFloat32) * 0.02 * std::sqrt(2.0)));
+  EXPECT_TRUE(
+      torch::allclose(matched->wpe->weight, sinusoidal_table(12, 32).to(torch::kFloat32) * 0.02 * std::sqrt(2.0)));
 }
 
 TEST(GPT, NoBiasMeansNoBiasParameters) {

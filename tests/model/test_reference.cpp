@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "source_paths.h"
-#include "formats/safetensors.h"
 #include "config/config.h"
+#include "formats/safetensors.h"
 #include "model/direct_pass.h"
 #include "model/gpt.h"
 #include "ops/autocast.h"
+#include "source_paths.h"
 #include "test_devices.h"
 #include "train/optim.h"
 #include "train/schedule.h"
@@ -31,17 +31,28 @@ namespace {
 
 // The fixture's model and training settings (scripts/make_reference_fixture.py: CONFIG, TRAIN).
 constexpr int64_t kVocab = 64, kSteps = 10;
-const std::vector<std::string> kSettings = {
-    "model.n_layer=2",       "model.n_head=4",     "model.n_embd=32",        "model.block_size=16",
-    "model.bias=true",       "model.dropout=0",    "model.position=learned", "train.batch_size=4",
-    "train.lr=1e-2",         "train.min_lr=1e-3",  "train.warmup_steps=2",   "train.max_steps=10",
-    "train.weight_decay=0.1", "train.beta1=0.9",   "train.beta2=0.99",       "train.grad_clip=1.0",
-    "train.decay_position_table=true"};
+const std::vector<std::string> kSettings = {"model.n_layer=2",
+                                            "model.n_head=4",
+                                            "model.n_embd=32",
+                                            "model.block_size=16",
+                                            "model.bias=true",
+                                            "model.dropout=0",
+                                            "model.position=learned",
+                                            "train.batch_size=4",
+                                            "train.lr=1e-2",
+                                            "train.min_lr=1e-3",
+                                            "train.warmup_steps=2",
+                                            "train.max_steps=10",
+                                            "train.weight_decay=0.1",
+                                            "train.beta1=0.9",
+                                            "train.beta2=0.99",
+                                            "train.grad_clip=1.0",
+                                            "train.decay_position_table=true"};
 
 // |got - want| <= of_max * max|want| everywhere: relative to the tensor's scale (a tensor's small elements carry
-// the rounding of its large ones through the sums). Float32 differs from PyTorch only by the order of sums (fused kernels, the chunked
-// head, the batch split); bf16 also by where values are rounded to bf16 (poslab's fused LayerNorm, GELU and head
-// round at other points than autocast does), so its tolerances are a few of bf16's ulps (2^-8 = 0.4 %).
+// the rounding of its large ones through the sums). Float32 differs from PyTorch only by the order of sums (fused
+// kernels, the chunked head, the batch split); bf16 also by where values are rounded to bf16 (poslab's fused LayerNorm,
+// GELU and head round at other points than autocast does), so its tolerances are a few of bf16's ulps (2^-8 = 0.4 %).
 struct Tolerance {
   double of_max;
 };
@@ -55,14 +66,15 @@ constexpr Tolerance kBf16Logits{1e-2}, kBf16Grad{6e-2}, kBf16Loss{2e-3}, kBf16No
 // The worst element against a tolerance: where it is and by how much.
 struct Mismatch {
   bool ok = true;
-  double max_abs = 0;       // max |got - want| over all elements
-  double scale = 0;         // max |want|
-  std::string where;        // index of the worst element relative to the tolerance, e.g. "[1, 7, 30]"
+  double max_abs = 0;  // max |got - want| over all elements
+  double scale = 0;    // max |want|
+  std::string where;   // index of the worst element relative to the tolerance, e.g. "[1, 7, 30]"
   double got = 0, want = 0;
   std::string describe(const std::string& name, const Tolerance& tol) const {
-    return fmt::format("{}: max |delta| {:.3g} = {:.2g} x max |want| ({:.3g}); worst at {}: got {:.7g}, PyTorch {:.7g} "
-                       "(tolerance {:.1g} x max |want|)",
-                       name, max_abs, scale > 0 ? max_abs / scale : 0.0, scale, where, got, want, tol.of_max);
+    return fmt::format(
+        "{}: max |delta| {:.3g} = {:.2g} x max |want| ({:.3g}); worst at {}: got {:.7g}, PyTorch {:.7g} "
+        "(tolerance {:.1g} x max |want|)",
+        name, max_abs, scale > 0 ? max_abs / scale : 0.0, scale, where, got, want, tol.of_max);
   }
 };
 
@@ -94,16 +106,17 @@ Mismatch compare(const torch::Tensor& got_in, const torch::Tensor& want_in, cons
   return m;
 }
 
-#define EXPECT_CLOSE(got, want, tol, name)                         \
-  do {                                                             \
-    const Mismatch mm_ = compare((got), (want), (tol));            \
-    EXPECT_TRUE(mm_.ok) << mm_.describe((name), (tol));            \
+#define EXPECT_CLOSE(got, want, tol, name)              \
+  do {                                                  \
+    const Mismatch mm_ = compare((got), (want), (tol)); \
+    EXPECT_TRUE(mm_.ok) << mm_.describe((name), (tol)); \
   } while (0)
 
 // The fixture's tensors by name, read once.
 class Fixture {
  public:
-  Fixture() : path_(poslab::test::source_dir() + "/tests/fixtures/gpt_reference.safetensors"), bytes_(read_file(path_)) {}
+  Fixture()
+      : path_(poslab::test::source_dir() + "/tests/fixtures/gpt_reference.safetensors"), bytes_(read_file(path_)) {}
   torch::Tensor operator[](const std::string& name) const {
     const SafetensorsEntry e = find_safetensors_entry(bytes_, name, path_);
     if (e.dtype != "I64" && e.dtype != "F32")
@@ -177,7 +190,8 @@ void check_forward_backward(const torch::Device& device, const std::string& dtyp
   EXPECT_CLOSE(direct_loss.reshape(1), f[prefix + "loss"], loss_tol, "direct pass: " + prefix + "loss");
   for (const auto& p : direct_model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << "direct pass: " << p.key() << " has no gradient";
-    EXPECT_CLOSE(p.value().grad(), f[prefix + "grad." + p.key()], grad_tol, "direct pass: " + prefix + "grad." + p.key());
+    EXPECT_CLOSE(p.value().grad(), f[prefix + "grad." + p.key()], grad_tol,
+                 "direct pass: " + prefix + "grad." + p.key());
   }
 }
 
@@ -210,7 +224,8 @@ class Reference : public test::OnDevice {
 
   // Every kernel path setting the model can run on the CPU (util/kernel_paths.h), forced whatever the CPU: the
   // defaults, each other candidate of each choice alone, and LibTorch's paths throughout. (float32: the bf16
-  // products choice does nothing; the batch split is each check's own ways.) A GPU runs LibTorch's ops whatever the setting: the defaults only.
+  // products choice does nothing; the batch split is each check's own ways.) A GPU runs LibTorch's ops whatever the
+  // setting: the defaults only.
   std::vector<KernelPaths> paths(const std::string& dtype) const {
     const KernelPaths start = default_kernel_paths(cpu_has_native_bf16());
     std::vector<KernelPaths> out = {start};

@@ -19,10 +19,9 @@ torch::Tensor attention_reference(const torch::Tensor& qkv, int64_t nh) {
   const auto heads = [&](const torch::Tensor& t) { return t.view({B, T, nh, hs}).transpose(1, 2); };
   const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
   const auto mask = torch::ones({T, T}, torch::kBool).triu(1);
-  const auto att = torch::softmax(
-      (torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hs)))
-          .masked_fill(mask, -std::numeric_limits<float>::infinity()),
-      -1);
+  const auto att = torch::softmax((torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hs)))
+                                      .masked_fill(mask, -std::numeric_limits<float>::infinity()),
+                                  -1);
   return torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
 }
 
@@ -138,13 +137,13 @@ TEST(CausalAttention, WithoutGradientGivesTheSameValues) {
   EXPECT_TRUE(torch::equal(causal_attention(qkv, 4), with_grad));
   // A non-contiguous input (every other sequence) is read correctly too.
   const auto wide = torch::randn({4, 80, 3 * 32});
-  EXPECT_TRUE(torch::allclose(causal_attention(wide.slice(0, 0, 4, 2), 4), attention_reference(wide.slice(0, 0, 4, 2), 4),
-                              1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(causal_attention(wide.slice(0, 0, 4, 2), 4),
+                              attention_reference(wide.slice(0, 0, 4, 2), 4), 1e-5, 1e-6));
 }
 
 TEST(CausalAttention, BadShapesAndTypesAreErrors) {
-  EXPECT_THROW(causal_attention(torch::zeros({2, 5, 12}), 5), c10::Error);   // 3C = 12 is not 3 * 5 heads * hs
-  EXPECT_THROW(causal_attention(torch::zeros({5, 12}), 2), c10::Error);      // no batch dimension
+  EXPECT_THROW(causal_attention(torch::zeros({2, 5, 12}), 5), c10::Error);  // 3C = 12 is not 3 * 5 heads * hs
+  EXPECT_THROW(causal_attention(torch::zeros({5, 12}), 2), c10::Error);     // no batch dimension
   EXPECT_THROW(causal_attention(torch::zeros({1, 5, 12}, torch::kFloat64), 2), c10::Error);
   EXPECT_THROW(causal_attention(torch::zeros({1, 5, 12}), 0), c10::Error);
 }
@@ -158,13 +157,12 @@ TEST(GemmRows, EveryTransposeAndRowStrideMatchesTorchMm) {
       const auto a_store = torch::randn({ta ? k : m, 9}), b_store = torch::randn({tb ? n : k, 10});
       const auto a = a_store.slice(1, 0, ta ? m : k), b = b_store.slice(1, 0, tb ? k : n);
       auto c = torch::full({m, 11}, 2.0f);
-      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(),
-                11);
+      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11);
       const auto expect = torch::mm(ta ? a.t() : a, tb ? b.t() : b);
       EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), expect, 1e-5, 1e-6)) << ta << tb;
       EXPECT_TRUE(torch::equal(c.slice(1, n), torch::full({m, 11 - n}, 2.0f)));  // past n: untouched
-      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(),
-                11, /*accumulate=*/true);
+      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11,
+                /*accumulate=*/true);
       EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), 2 * expect, 1e-5, 1e-6)) << ta << tb;
     }
   }

@@ -33,7 +33,8 @@ TEST(Gelu, BFloat16ValueAndGradientMatchTorchGeluInFloatRoundedOnce) {
   const auto ref = torch::gelu(wide);
   ref.backward(up.to(torch::kFloat32));
   // One bf16 rounding of each result: relative error <= 2^-8.
-  EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6)) << (ours.to(torch::kFloat32) - ref).abs().max();
+  EXPECT_TRUE(torch::allclose(ours.to(torch::kFloat32), ref, 1.0 / 256, 1e-6))
+      << (ours.to(torch::kFloat32) - ref).abs().max();
   EXPECT_TRUE(torch::allclose(x.grad().to(torch::kFloat32), wide.grad(), 1.0 / 128, 1e-5))
       << (x.grad().to(torch::kFloat32) - wide.grad()).abs().max();
 }

@@ -36,7 +36,8 @@ TEST(HeadLoss, Float32MatchesTheProductThenTheFusedCrossEntropy) {
 }
 
 TEST(HeadLoss, BFloat16MatchesTheAutocastPathAndScalesWithTheWeight) {
-  const HeadLossGrads a = head_loss_case(true, torch::kBFloat16, 0.25), b = head_loss_case(false, torch::kBFloat16, 0.25);
+  const HeadLossGrads a = head_loss_case(true, torch::kBFloat16, 0.25),
+                      b = head_loss_case(false, torch::kBFloat16, 0.25);
   ASSERT_EQ(a.dx.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(a.dw.scalar_type(), torch::kFloat32);
   EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), 1e-4);

@@ -6,14 +6,14 @@
 
 #include <spdlog/fmt/fmt.h>
 
-#include "source_paths.h"
 #include "analysis/baselines.h"
+#include "formats/npy.h"
 #include "report/gnuplot.h"
 #include "report/report.h"
+#include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -30,7 +30,8 @@ void report_run(const TempDir& dir) {
   for (int step = 0; step <= 300; step += 100) {
     // from noise towards a smooth table
     const double a = step / 300.0;
-    auto W = ((1 - a) * random_table(32, 16, 0.5, step) + a * handbook_table(32, 16, 1)).to(torch::kFloat32).contiguous();
+    auto W =
+        ((1 - a) * random_table(32, 16, 0.5, step) + a * handbook_table(32, 16, 1)).to(torch::kFloat32).contiguous();
     const std::string name = "wpe_step" + std::to_string(step) + ".npy";
     write_text(dir / ("run/snapshots/" + name), npy_bytes(W.data_ptr<float>(), 32, 16));
     index += "{\"step\":" + std::to_string(step) + ",\"file\":\"" + name + "\"}\n";
@@ -74,9 +75,9 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   report_run(dir);
   const ReportResult r = write_run_report(dir / "run");
   EXPECT_EQ(r.index_html, dir / "run/report/index.html");
-  EXPECT_EQ(r.figures, (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset",
-                                                 "periodogram", "principal_components", "helix", "row_norms", "trajectory",
-                                                 "position_loss"}));
+  EXPECT_EQ(r.figures,
+            (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset", "periodogram",
+                                      "principal_components", "helix", "row_norms", "trajectory", "position_loss"}));
   expect_valid_images(dir / "run/report", r.figures);
   expect_links_exist(r.index_html);
   const std::string html = read_file(r.index_html);
@@ -113,8 +114,9 @@ TEST(Report, BaselinesAreTheOnesAnalyzeShows) {
   const size_t row = html.find(rank_row);
   ASSERT_NE(row, std::string::npos);
   const std::string cells = html.substr(row, html.find("</tr>", row) - row);
-  const std::string expected = fmt::format("<td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td>", baselines[0].analysis.effective_rank,
-                                           baselines[1].analysis.effective_rank, baselines[2].analysis.effective_rank);
+  const std::string expected =
+      fmt::format("<td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td>", baselines[0].analysis.effective_rank,
+                  baselines[1].analysis.effective_rank, baselines[2].analysis.effective_rank);
   EXPECT_EQ(cells.substr(cells.size() - expected.size()), expected) << cells;
 }
 
@@ -139,8 +141,8 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   EXPECT_NE(read_file(dir / "helix/helix.gp").find("splot"), std::string::npos);
 
   const auto pos = torch::arange(80, torch::kFloat64) * (2 * M_PI / 10);  // 8 turns of period 10
-  const torch::Tensor circle = torch::cat({torch::stack({torch::cos(pos), torch::sin(pos)}, 1),
-                                           0.001 * random_table(80, 14, 1.0, 4)}, 1);  // (80, 16)
+  const torch::Tensor circle = torch::cat(
+      {torch::stack({torch::cos(pos), torch::sin(pos)}, 1), 0.001 * random_table(80, 14, 1.0, 4)}, 1);  // (80, 16)
   const ReportResult c = write_table_report(circle, "circle", dir / "circle");
   expect_valid_images(dir / "circle", c.figures);
   const std::string gp = read_file(dir / "circle/helix.gp");
@@ -162,7 +164,8 @@ TEST(Report, AVisionTablesReportDrawsItsPatchGrid) {
   expect_valid_images(dir / "grid", r.figures);
   expect_links_exist(r.index_html);
   const std::string html = read_file(r.index_html);
-  EXPECT_NE(html.find("3 × 4 patches. The rows split into a part that depends on the grid row (100.0 %"), std::string::npos);
+  EXPECT_NE(html.find("3 × 4 patches. The rows split into a part that depends on the grid row (100.0 %"),
+            std::string::npos);
   // One map per patch, each 3 rows of 4.
   const std::string maps = read_file(dir / "grid/patch_maps.dat");
   EXPECT_EQ(std::count(maps.begin(), maps.end(), '\n'), 12 * (3 + 2));

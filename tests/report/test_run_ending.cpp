@@ -44,8 +44,10 @@ TEST(RunEnding, UnicodeFollowsTheLocaleAsTheTerminalSeesIt) {
   ::unsetenv("LANG");
   EXPECT_FALSE(terminal_takes_unicode());
   for (int i = 0; i < 3; ++i)
-    if (saved[i]) ::setenv(names[i], keep[i].c_str(), 1);
-    else ::unsetenv(names[i]);
+    if (saved[i])
+      ::setenv(names[i], keep[i].c_str(), 1);
+    else
+      ::unsetenv(names[i]);
 }
 
 TrajectoryPoint point(int64_t step, int rank, double share, double z) {

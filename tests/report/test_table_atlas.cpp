@@ -28,8 +28,8 @@ TEST(TableAtlas, PairsOfAnyWidthOnThePositionsTheyShare) {
   const auto smooth = handbook_table(48, 16, 1);
   const auto wide = handbook_table(48, 24, 2);
   const auto longer = handbook_table(64, 8, 3);
-  const std::vector<NamedTable> tables = {{"smooth", "a.npy", smooth}, {"wide one", "b.npy", wide},
-                                          {"longer", "c.npy", longer}};
+  const std::vector<NamedTable> tables = {
+      {"smooth", "a.npy", smooth}, {"wide one", "b.npy", wide}, {"longer", "c.npy", longer}};
   const std::string page = write_table_atlas(tables, dir / "atlas");
   const auto j = nlohmann::json::parse(read_file(dir / "atlas/atlas.json"));
   ASSERT_EQ(j["tables"].size(), 3u);
@@ -56,7 +56,9 @@ TEST(TableAtlas, PairsOfAnyWidthOnThePositionsTheyShare) {
 
 TEST(TableAtlas, OneTableIsNotAComparison) {
   TempDir dir;
-  const std::string msg = test::error_of([&] { write_table_atlas({{"a", "a.npy", handbook_table(8, 4, 1)}}, dir / "x"); });
+  const std::string msg = test::error_of([&] {
+    write_table_atlas({{"a", "a.npy", handbook_table(8, 4, 1)}}, dir / "x");
+  });
   EXPECT_NE(msg.find("give two tables or more"), std::string::npos) << msg;
 }
 

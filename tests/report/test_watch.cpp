@@ -10,6 +10,7 @@
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/trajectory.h"
+#include "formats/npy.h"
 #include "report/html.h"
 #include "report/watch.h"
 #include "report/watch_page.h"
@@ -17,7 +18,6 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -175,12 +175,18 @@ TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {
   // two heads that attend to the query itself only: local
   const torch::Tensor eye = torch::eye(P, torch::kFloat64).repeat({H, 1});  // (H·P, P)
   write_table(run.snapshot_kernels(0), eye);
-  const nlohmann::json head = {{"kind", "local"},     {"offset_profile", std::vector<double>(P, 0.0)},
-                               {"mass_offset0", 1.0}, {"mass_offset1", 0.0}, {"offset50", 0}, {"offset90", 0},
+  const nlohmann::json head = {{"kind", "local"},       {"offset_profile", std::vector<double>(P, 0.0)},
+                               {"mass_offset0", 1.0},   {"mass_offset1", 0.0},
+                               {"offset50", 0},         {"offset90", 0},
                                {"uniform_offset50", 9}, {"decay_length", nullptr}};
-  const nlohmann::json geometry = {{"k", 1}, {"principal_angles_degrees", {80.0}}, {"mean_token_variance_ratio", 0.1},
-                                   {"mean_token_spectrum_quantile", 0.7}, {"max_abs_cosine", 0.1}};
-  nlohmann::json usage = {{"step", 0}, {"attention_kernels", {{"heads", {head, head}}}}, {"position_token", geometry},
+  const nlohmann::json geometry = {{"k", 1},
+                                   {"principal_angles_degrees", {80.0}},
+                                   {"mean_token_variance_ratio", 0.1},
+                                   {"mean_token_spectrum_quantile", 0.7},
+                                   {"max_abs_cosine", 0.1}};
+  nlohmann::json usage = {{"step", 0},
+                          {"attention_kernels", {{"heads", {head, head}}}},
+                          {"position_token", geometry},
                           {"data_attention", {{"heads", {head, head}}}}};
   usage["data_attention"]["heads"][1]["kind"] = "sink";
   write_file_atomic(run.snapshot_usage(0), usage.dump());
@@ -217,7 +223,8 @@ TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {
 
   write_table(run.snapshot_kernels(0), torch::eye(P, torch::kFloat64));  // one head's worth
   const std::string msg = error_of([&] { watch_data(dir.str(), points); });
-  EXPECT_NE(msg.find(run.snapshot_kernels(0) + ": shape (20, 20) where (40, 20) was expected"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(run.snapshot_kernels(0) + ": shape (20, 20) where (40, 20) was expected"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("delete it"), std::string::npos) << msg;
 }
 
@@ -269,7 +276,8 @@ TEST(Watch, ASnapshotOfAnotherShapeIsNamed) {
   const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
   write_table(RunFolder(dir.str()).snapshot(100), random_table(16, 8, 0.02, 2));
   const std::string msg = error_of([&] { watch_data(dir.str(), points); });
-  EXPECT_NE(msg.find("wpe_step000100.npy: shape (16, 8) differs from the first snapshot's (20, 8)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("wpe_step000100.npy: shape (16, 8) differs from the first snapshot's (20, 8)"), std::string::npos)
+      << msg;
 }
 
 TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
@@ -292,9 +300,10 @@ TEST(WatchPage, TheSeedsPageEmbedsItsDataAndNeedsASeedWithFrames) {
   EXPECT_NE(page.find("<title>poslab: v&lt;1&gt;: the seeds side by side</title>"), std::string::npos);
   EXPECT_NE(page.find("const Panels ="), std::string::npos);  // panels.js, shared with the watch page
   EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of seeds_page.html left unfilled";
-  for (const nlohmann::json& bad : {nlohmann::json{{"seeds", nlohmann::json::array()}},
-                                    nlohmann::json{{"seeds", {{{"seed", 1}, {"data", {{"frames", nlohmann::json::array()}}}}}}},
-                                    nlohmann::json::array()}) {
+  for (const nlohmann::json& bad :
+       {nlohmann::json{{"seeds", nlohmann::json::array()}},
+        nlohmann::json{{"seeds", {{{"seed", 1}, {"data", {{"frames", nlohmann::json::array()}}}}}}},
+        nlohmann::json::array()}) {
     const std::string msg = error_of([&] { seeds_html("t", "s", bad); });
     EXPECT_NE(msg.find("seeds page: no seed with snapshots to show"), std::string::npos) << bad.dump();
   }

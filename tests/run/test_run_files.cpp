@@ -140,7 +140,8 @@ TEST(RunFiles, DamagedOrMissingSnapshotIndexIsNamed) {
   EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), run.snapshot_index() + ":2: no snapshot file name");
   write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"../../etc/passwd\"}\n");
   EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), "is not a file name inside snapshots/");
-  write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 1, \"fi\n{\"step\": 2, \"file\": \"b.npy\"}\n");
+  write_text(run.snapshot_index(),
+             "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 1, \"fi\n{\"step\": 2, \"file\": \"b.npy\"}\n");
   EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), run.snapshot_index() + ":2: not a snapshot record");
 }
 
@@ -155,7 +156,8 @@ TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
       std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
   truncate_logs_after(run, 100);
   spdlog::set_default_logger(previous);
-  EXPECT_HAS(log.str(), run.metrics() + ": its last line was cut short (10 bytes, a crash while it was written): left out");
+  EXPECT_HAS(log.str(),
+             run.metrics() + ": its last line was cut short (10 bytes, a crash while it was written): left out");
   EXPECT_EQ(log.str().find(run.snapshot_index()), std::string::npos) << log.str();
   // Step 100's record goes (the resumed run writes it again after step 100's update); its snapshot stays.
   EXPECT_EQ(read_file(run.metrics()), "{\"step\":0}\n");
@@ -201,12 +203,17 @@ TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
   EXPECT_FALSE(read_snapshot_usage(run, 100).has_value());
   const std::string path = run.snapshot_usage(100);
   EXPECT_EQ(path, dir / "snapshots/model_step000100.json");
-  const nlohmann::json head = {{"kind", "local"},     {"offset_profile", {1, 0}}, {"mass_offset0", 0.9},
-                               {"mass_offset1", 0.1}, {"offset50", 0},            {"offset90", 1},
-                               {"uniform_offset50", 1}, {"decay_length", nullptr}, {"mass_first", 0.5}};
-  const nlohmann::json geometry = {{"k", 2}, {"principal_angles_degrees", {80.0, 85.0}}, {"mean_token_variance_ratio", 0.1},
-                                   {"mean_token_spectrum_quantile", 0.7}, {"max_abs_cosine", nullptr}};
-  const nlohmann::json good = {{"step", 100}, {"attention_kernels", {{"heads", {head}}}}, {"position_token", geometry},
+  const nlohmann::json head = {
+      {"kind", "local"}, {"offset_profile", {1, 0}}, {"mass_offset0", 0.9},     {"mass_offset1", 0.1}, {"offset50", 0},
+      {"offset90", 1},   {"uniform_offset50", 1},    {"decay_length", nullptr}, {"mass_first", 0.5}};
+  const nlohmann::json geometry = {{"k", 2},
+                                   {"principal_angles_degrees", {80.0, 85.0}},
+                                   {"mean_token_variance_ratio", 0.1},
+                                   {"mean_token_spectrum_quantile", 0.7},
+                                   {"max_abs_cosine", nullptr}};
+  const nlohmann::json good = {{"step", 100},
+                               {"attention_kernels", {{"heads", {head}}}},
+                               {"position_token", geometry},
                                {"data_attention", {{"heads", {head}}}}};
   write_text(path, good.dump());
   ASSERT_TRUE(read_snapshot_usage(run, 100).has_value());
@@ -227,7 +234,9 @@ TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
              path + ": no attention_kernels.heads list");
   EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"]["heads"][0].erase("offset_profile"); }),
              "a head of attention_kernels without its kind and offset_profile");
-  EXPECT_HAS(damaged([](auto& j) { j["attention_kernels"]["heads"][0]["offset_profile"] = {1, "x"}; }),
+  EXPECT_HAS(damaged([](auto& j) {
+               j["attention_kernels"]["heads"][0]["offset_profile"] = {1, "x"};
+             }),
              "without its kind and offset_profile (a list of numbers)");
   EXPECT_HAS(damaged([](auto& j) { j["data_attention"]["heads"][0]["offset50"] = "7"; }),
              "a head of data_attention has no offset50 (a number or null)");
@@ -237,7 +246,8 @@ TEST(RunFiles, SnapshotUsageAbsentIsNoneAndDamageIsNamed) {
              "a mass_first that is not a number");
   EXPECT_HAS(damaged([](auto& j) { j.erase("position_token"); }),
              path + ": no position_token object with k and principal_angles_degrees");
-  EXPECT_HAS(damaged([](auto& j) { j["position_token"].erase("max_abs_cosine"); }), "position_token has no max_abs_cosine");
+  EXPECT_HAS(damaged([](auto& j) { j["position_token"].erase("max_abs_cosine"); }),
+             "position_token has no max_abs_cosine");
   nlohmann::json no_text = good;  // a run without text windows
   no_text.erase("data_attention");
   write_text(path, no_text.dump());

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 
+#include "formats/tfevents.h"
 #include "run/run_files.h"
 #include "run/tensorboard_files.h"
 #include "source_paths.h"
 #include "test_util.h"
 #include "util/fs.h"
-#include "formats/tfevents.h"
 
 namespace poslab {
 namespace {
@@ -63,7 +63,8 @@ TEST(TensorboardFiles, EventsReadBackAsWritten) {
 // A file TensorBoard's own writer made (PyTorch's SummaryWriter, tests/fixtures/README.md): read back, and cut for a
 // resume at step 20 as poslab cuts its own.
 TEST(TensorboardFiles, AFileSummaryWriterWroteReadsAndCuts) {
-  const std::string bytes = read_file(test::source_dir() + "/tests/fixtures/tensorboard/events.out.tfevents.summarywriter");
+  const std::string bytes =
+      read_file(test::source_dir() + "/tests/fixtures/tensorboard/events.out.tfevents.summarywriter");
   const TfEventFile f = read_tf_events(bytes);
   EXPECT_EQ(f.valid, bytes.size());
   ASSERT_EQ(f.events.size(), 12u);  // the file version, then 11 scalars
@@ -128,8 +129,8 @@ TEST(TensorboardFiles, AResumeCutsWhatItWritesAgainAndStartsANewFile) {
     EXPECT_EQ(fs::path(log.events_path()).filename(), "events.out.tfevents.0002.poslab");
     log.add({{4, "loss/batch", 2.5}});
   }
-  EXPECT_EQ(scalars_of(run), (S{{0, "table/k90"}, {0, "loss/val"}, {2, "loss/batch"}, {4, "table/k90"},
-                                {4, "loss/batch"}}));
+  EXPECT_EQ(scalars_of(run),
+            (S{{0, "table/k90"}, {0, "loss/val"}, {2, "loss/batch"}, {4, "table/k90"}, {4, "loss/batch"}}));
 
   // Resumed from step 2: the index loses step 4, and so does the projector's config.
   truncate_logs_after(run, 2);

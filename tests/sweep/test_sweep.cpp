@@ -7,18 +7,18 @@
 #include <map>
 #include <set>
 
-#include "source_paths.h"
 #include "analysis/agreement.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
+#include "formats/npy.h"
 #include "report/compare.h"
 #include "run/run_folder.h"
+#include "source_paths.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/lock.h"
-#include "formats/npy.h"
 
 namespace poslab {
 namespace {
@@ -36,13 +36,16 @@ class SweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
     test::write_text(dir_ / "corpus.txt", test::generated_corpus(2000));
-    test::write_text(dir_ / "configs/base.yaml",
-                     "run: {out_dir: " + (dir_ / "runs") + ", threads: 1, report: false, device: cpu}\n"
-                     "data: {corpus: " + (dir_ / "corpus.txt") + ", cache_dir: " + (dir_ / "cache") +
-                     ", tokenizer: {type: char}}\n"
-                     "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}\n"
-                     "train: {batch_size: 8, max_steps: 6, eval_every: 3, eval_batches: 2, checkpoint_every: 3, log_every: 3}\n"
-                     "snapshot: {every: 3}\n");
+    test::write_text(
+        dir_ / "configs/base.yaml",
+        "run: {out_dir: " + (dir_ / "runs") +
+            ", threads: 1, report: false, device: cpu}\n"
+            "data: {corpus: " +
+            (dir_ / "corpus.txt") + ", cache_dir: " + (dir_ / "cache") +
+            ", tokenizer: {type: char}}\n"
+            "model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 16}\n"
+            "train: {batch_size: 8, max_steps: 6, eval_every: 3, eval_batches: 2, checkpoint_every: 3, log_every: 3}\n"
+            "snapshot: {every: 3}\n");
   }
   // A sweep file in configs/sweeps/ with `body` after its base line; returns its path.
   std::string sweep_file(const std::string& body, const std::string& name = "tiny.yaml") {
@@ -100,7 +103,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   const std::string sweep = dir_ / "runs/tiny";
   std::map<std::string, std::string> before;  // the finished runs' checkpoints and metrics, byte for byte
   for (const std::string run : {"position-learned/seed-1", "position-none/seed-1"})
-    for (const std::string f : {"checkpoints/latest.pt", "metrics.jsonl"}) before[run + "/" + f] = slurp(sweep + "/" + run + "/" + f);
+    for (const std::string f : {"checkpoints/latest.pt", "metrics.jsonl"})
+      before[run + "/" + f] = slurp(sweep + "/" + run + "/" + f);
   s = run_sweep(file, {});
   EXPECT_EQ(s.done_before, 2);
   EXPECT_EQ(s.resumed, 1);
@@ -147,7 +151,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(c.agreement[0].pairs, 1);
   {
     auto table = [&](int seed) {
-      const NpyArray a = read_npy(sweep + "/position-learned/seed-" + std::to_string(seed) + "/snapshots/wpe_step000006.npy");
+      const NpyArray a =
+          read_npy(sweep + "/position-learned/seed-" + std::to_string(seed) + "/snapshots/wpe_step000006.npy");
       return torch::tensor(a.data, torch::kFloat64).view({a.shape[0], a.shape[1]});
     };
     const Agreement g = table_agreement(table(1), table(2), "seed 1", "seed 2");
@@ -160,7 +165,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
     ASSERT_EQ(row.half_change.size(), headline_metrics().size()) << row.variant;
     if (row.variant != "position-learned") continue;
     std::vector<std::vector<HalfChange>> per_run;
-    for (int seed : {1, 2}) per_run.push_back(half_change_steps(analyze_run(sweep + "/" + row.variant + "/seed-" + std::to_string(seed))));
+    for (int seed : {1, 2})
+      per_run.push_back(half_change_steps(analyze_run(sweep + "/" + row.variant + "/seed-" + std::to_string(seed))));
     for (size_t k = 0; k < row.half_change.size(); ++k) {
       std::vector<double> steps;
       for (const auto& hc : per_run) steps.push_back(hc[k].step ? static_cast<double>(*hc[k].step) : NAN);
@@ -190,7 +196,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
 
 // A sweep of fixed tables and none has no learned table to draw: its comparison shows the losses alone.
 TEST_F(SweepTest, ASweepWithoutLearnedTablesIsComparedByItsLosses) {
-  const SweepSummary s = run_sweep(sweep_file("seeds: [1]\ngrid:\n  model.position: [sinusoidal, none]\n", "fixed.yaml"), {});
+  const SweepSummary s =
+      run_sweep(sweep_file("seeds: [1]\ngrid:\n  model.position: [sinusoidal, none]\n", "fixed.yaml"), {});
   EXPECT_EQ(s.finished, 2);
   const Comparison c = compare_runs({dir_ / "runs/fixed"});
   ASSERT_EQ(c.rows.size(), 2u);
@@ -203,7 +210,8 @@ TEST_F(SweepTest, ASweepWithoutLearnedTablesIsComparedByItsLosses) {
 
 // The trainer leaves the report to its caller: a sweep writes each finished run's report when run.report is set.
 TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
-  const std::string file = sweep_file("seeds: [1]\nset: {run.report: true}\nvariants: [{name: a, set: {}}, {name: b, set: {}}]\n", "rep.yaml");
+  const std::string file = sweep_file(
+      "seeds: [1]\nset: {run.report: true}\nvariants: [{name: a, set: {}}, {name: b, set: {}}]\n", "rep.yaml");
   SweepOptions one;
   one.max_runs = 1;
   const SweepSummary s = run_sweep(file, one);
@@ -250,7 +258,8 @@ TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
 }
 
 TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
-  EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"),
+            std::string::npos);
   EXPECT_NE(sweep_error("grid: {model.n_layer: [1]}\n").find("bad.yaml: seeds: missing"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: []\n").find("seeds: expected a non-empty list"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);

@@ -47,7 +47,7 @@ TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) 
   const KernelPaths start = autograd_paths(true);  // onednn, fused, fused, threads, autograd
   const std::string S = ",batch_split=threads,step=autograd", N = ",batch_split=none,step=autograd";
   FakeTimer t;
-  t.ms["bf16_products=float,attention=fused,pointwise=fused" + S] = 9.9;      // 1 % faster: noise, not taken
+  t.ms["bf16_products=float,attention=fused,pointwise=fused" + S] = 9.9;  // 1 % faster: noise, not taken
   t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + S] = 9.0;
   t.ms["bf16_products=onednn,attention=fused,pointwise=fused" + N] = 11.0;
   // the fastest, though neither of its changes from start is faster alone: a search one choice at a time misses it
@@ -108,8 +108,11 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
   const auto runs = [](const KernelPaths& p) { return p.step != "direct" || p.bf16_products == "onednn"; };
   r = search_kernel_paths(autograd_paths(false), b.timer(), {"batch_split"}, 0.03, 0, runs);
   EXPECT_EQ(b.timed.size(), 18u);  // (2 x 4 under autograd + the one direct combination), twice
-  for (const auto& s : b.timed) EXPECT_EQ(s.find("bf16_products=float,attention=fused,pointwise=fused,"
-                                                 "batch_split=threads,step=direct"), std::string::npos) << s;
+  for (const auto& s : b.timed)
+    EXPECT_EQ(s.find("bf16_products=float,attention=fused,pointwise=fused,"
+                     "batch_split=threads,step=direct"),
+              std::string::npos)
+        << s;
   EXPECT_EQ(to_string(r.chosen),
             "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct");
 }
@@ -176,7 +179,8 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   lucky.ms = all_paths_at(13);
   lucky.ms[start_s] = 10;
   lucky.ms[torch_s] = 12;
-  const std::string lucky_s = "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd";
+  const std::string lucky_s =
+      "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd";
   lucky.ms[lucky_s] = 10.5;      // truly 5 % slower than start,
   lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell once: 8.4 ms, the lower of its two
   r = search_kernel_paths(start, lucky.timer(), {"step"});
@@ -254,7 +258,10 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   EXPECT_EQ(kernel_paths().pointwise, "libtorch");
   EXPECT_EQ(kernel_paths().step, "autograd");  // LibTorch's pointwise ops: the direct step cannot run them
   set_kernel_paths(before);
-  if (env) setenv("POSLAB_KERNELS", saved_env.c_str(), 1); else unsetenv("POSLAB_KERNELS");
+  if (env)
+    setenv("POSLAB_KERNELS", saved_env.c_str(), 1);
+  else
+    unsetenv("POSLAB_KERNELS");
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include "config/config.h"
 #include "model/gpt.h"
+#include "test_devices.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
-#include "test_devices.h"
 #include "train/optim.h"
 #include "util/cuda.h"
 #include "util/error.h"
@@ -114,8 +114,10 @@ void replace_entry(const std::string& path, const std::string& key, const torch:
                         "sampler_state", "torch_rng_state", "cuda_rng_state"}) {
     torch::Tensor t;
     in.read(k, t);
-    if (k != key) out.write(k, t);
-    else if (value.defined()) out.write(k, value);
+    if (k != key)
+      out.write(k, t);
+    else if (value.defined())
+      out.write(k, value);
   }
   out.save_to(path);  // sub-archives (model, optimizer) cannot be copied: read_checkpoint_meta needs none
 }
@@ -254,7 +256,8 @@ TEST(Checkpoint, ParameterOfAnotherDtypeAndDamagedOptimizerStateAreErrorsNamingT
   GPT fresh(cfg.model, 30);
   std::string msg = load_error(dir / "dtype.pt", fresh, nullptr);
   EXPECT_NE(msg.find("parameter ln_f.weight is Double [16] in the checkpoint, the model expects Float [16]"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 
   {
     GPT model(cfg.model, 30);
@@ -296,9 +299,8 @@ std::string second_save_error(const std::string& path, const std::function<void(
 TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
   TempDir dir;
   // The temporary file cannot be created (a folder stands in its way; root ignores permission bits).
-  const std::string msg = second_save_error(dir / "latest.pt", [](const std::string& tmp) {
-    std::filesystem::create_directories(tmp);
-  });
+  const std::string msg =
+      second_save_error(dir / "latest.pt", [](const std::string& tmp) { std::filesystem::create_directories(tmp); });
   ASSERT_FALSE(msg.empty()) << "expected an error";
   EXPECT_NE(msg.find(dir / "latest.pt"), std::string::npos) << msg;
   EXPECT_NE(msg.find("previous checkpoint is intact"), std::string::npos) << msg;
@@ -309,9 +311,8 @@ TEST(Checkpoint, FailedWriteNamesThePathAndKeepsThePreviousFile) {
 TEST(Checkpoint, DiskFullNamesThePathAndKeepsThePreviousFile) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent";
   TempDir dir;
-  const std::string msg = second_save_error(dir / "latest.pt", [](const std::string& tmp) {
-    std::filesystem::create_symlink("/dev/full", tmp);
-  });
+  const std::string msg = second_save_error(
+      dir / "latest.pt", [](const std::string& tmp) { std::filesystem::create_symlink("/dev/full", tmp); });
   ASSERT_FALSE(msg.empty()) << "expected an error";
   EXPECT_NE(msg.find(dir / "latest.pt: cannot write checkpoint: No space left on device"), std::string::npos) << msg;
   EXPECT_NE(msg.find("previous checkpoint is intact"), std::string::npos) << msg;

@@ -82,7 +82,8 @@ TEST_P(DeviceAdamWOnDevice, AskedForWhereItCannotRunItSaysWhy) {
 // the device step (the norm, the clip and the update on the device). The same parameters to float rounding (the
 // clip multiplies there and divides here), the same norms, and the step counts in AdamW's state once saved.
 TEST_P(DeviceAdamWOnDevice, FollowsPoslabsStepWithClipping) {
-  if (!unsupported_.empty()) GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
+  if (!unsupported_.empty())
+    GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
   const TrainConfig t = device_step_train_config();
   torch::manual_seed(3);
   GPT a(device_step_model(), 20), b(device_step_model(), 20);
@@ -109,7 +110,8 @@ TEST_P(DeviceAdamWOnDevice, FollowsPoslabsStepWithClipping) {
   for (size_t i = 0; i < names.size(); ++i) {
     const torch::Tensor pa = a->parameters()[i], pb = b->parameters()[i].cpu();
     // atol 1e-6 as in Optim.FusedStepMatchesLibTorchsAdamWWithClipping: a wrong update is off by ~lr = 3e-3.
-    EXPECT_TRUE(torch::allclose(pa, pb, 1e-5, 1e-6)) << names[i] << " max |diff| " << (pa - pb).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(pa, pb, 1e-5, 1e-6))
+        << names[i] << " max |diff| " << (pa - pb).abs().max().item<double>();
   }
   torch::serialize::OutputArchive archive;
   opt_b->save(archive);  // writes the device's step counts into the state
@@ -118,7 +120,8 @@ TEST_P(DeviceAdamWOnDevice, FollowsPoslabsStepWithClipping) {
 
 // A step flagged as skipped (a non-finite loss or norm) changes no parameter, moment or step count.
 TEST_P(DeviceAdamWOnDevice, ASkippedStepChangesNothing) {
-  if (!unsupported_.empty()) GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
+  if (!unsupported_.empty())
+    GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
   const TrainConfig t = device_step_train_config();
   torch::manual_seed(5);
   GPT model(device_step_model(), 20);
@@ -154,7 +157,8 @@ TEST_P(DeviceAdamWOnDevice, ASkippedStepChangesNothing) {
 // Saved after 3 steps and loaded into a fresh optimizer (and model), the next 3 steps equal the uninterrupted
 // optimizer's bit for bit: the counts travel through AdamWParamState::step.
 TEST_P(DeviceAdamWOnDevice, ItsStateResumesBitForBit) {
-  if (!unsupported_.empty()) GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
+  if (!unsupported_.empty())
+    GTEST_SKIP() << "no fused AdamW in this LibTorch (" << unsupported_ << "): the pip leg runs it";
   const TrainConfig t = device_step_train_config();
   torch::manual_seed(7);
   GPT a(device_step_model(), 20), b(device_step_model(), 20);

@@ -38,7 +38,7 @@ TEST(Evaluate, PerPositionLossHasBlockSizeEntriesAndAgreesWithTheMean) {
   const double mean = std::accumulate(r.by_position.begin(), r.by_position.end(), 0.0) / 12;
   EXPECT_NEAR(r.loss, mean, 1e-12);
   EXPECT_NEAR(r.loss, estimate_loss(model, tokens, 3, 4, 11, false, cpu), 1e-5);  // same windows, same loss
-  EXPECT_NEAR(r.loss, std::log(30.0), 0.2);  // an untrained model is near uniform
+  EXPECT_NEAR(r.loss, std::log(30.0), 0.2);                                       // an untrained model is near uniform
   EXPECT_TRUE(model->is_training()) << "the previous mode is restored";
   EXPECT_NE(eval_seed(5, "val"), eval_seed(5, "train"));
 }

@@ -109,8 +109,10 @@ TEST(MemoryNeed, AGpuThatCannotHoldTheRunStopsNamingItsFreeMemory) {
   const MemoryNeed need = training_memory_need(cfg, 50257);
   EXPECT_EQ(need.parameters, 124439808);  // GPT-2 small's count (wte 38.6M + wpe 0.8M + 12 blocks of 7.1M + ln_f)
   EXPECT_NEAR(static_cast<double>(need.total()), 11.7e9, 0.1e9);
-  EXPECT_NO_THROW(check_training_fits(cfg, 50257, 1, gpu_memory_room(137'000'000'000, 150'000'000'000, "NVIDIA H200"), true));
-  const MemoryRoom a100 = gpu_memory_room(8'000'000'000, 85'000'000'000, "NVIDIA A100-SXM4-80GB (sm_80, 108 SMs, 79.2 GiB)");
+  EXPECT_NO_THROW(
+      check_training_fits(cfg, 50257, 1, gpu_memory_room(137'000'000'000, 150'000'000'000, "NVIDIA H200"), true));
+  const MemoryRoom a100 =
+      gpu_memory_room(8'000'000'000, 85'000'000'000, "NVIDIA A100-SXM4-80GB (sm_80, 108 SMs, 79.2 GiB)");
   try {
     check_training_fits(cfg, 50257, 1, a100, true);
     FAIL() << "expected an error";
@@ -118,7 +120,9 @@ TEST(MemoryNeed, AGpuThatCannotHoldTheRunStopsNamingItsFreeMemory) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("training needs at least 12 GB"), std::string::npos) << msg;
     EXPECT_NE(msg.find("but the GPU has 8.0 GB, the free memory of the GPU (NVIDIA A100-SXM4-80GB (sm_80, 108 SMs, "
-                       "79.2 GiB): 8.0 GB of 85 GB free)"), std::string::npos) << msg;
+                       "79.2 GiB): 8.0 GB of 85 GB free)"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(e.hint().find("the activations do not fit"), std::string::npos) << e.hint();
     EXPECT_NE(e.hint().find("nvidia-smi"), std::string::npos) << e.hint();
   }

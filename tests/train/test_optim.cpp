@@ -10,7 +10,9 @@
 namespace poslab {
 namespace {
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 ModelConfig small_model(const std::string& position = "learned") {
   ModelConfig m;
@@ -60,11 +62,14 @@ TEST(Optim, GroupsCarryTheirWeightDecayAndLr) {
   t.weight_decay = 0.25;
   auto opt = make_optimizer(model, t);
   ASSERT_EQ(opt->param_groups().size(), 2u);
-  auto wd = [&](size_t i) { return static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[i].options()).weight_decay(); };
+  auto wd = [&](size_t i) {
+    return static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[i].options()).weight_decay();
+  };
   EXPECT_DOUBLE_EQ(wd(0), 0.25);
   EXPECT_DOUBLE_EQ(wd(1), 0.0);
   set_optimizer_hparams(*opt, 0.123, t);
-  for (auto& g : opt->param_groups()) EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(g.options()).lr(), 0.123);
+  for (auto& g : opt->param_groups())
+    EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(g.options()).lr(), 0.123);
 }
 
 TEST(Optim, DecayShrinksAZeroGradientWeight) {
@@ -114,8 +119,7 @@ TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
     EXPECT_TRUE(torch::allclose(a->parameters()[i], b->parameters()[i], 1e-5, 1e-6)) << a->named_parameters().keys()[i];
   // The moments live where LibTorch keeps them: a checkpoint of either optimizer has the same state.
   for (const auto& p : b->parameters()) {
-    const auto& st = static_cast<torch::optim::AdamWParamState&>(
-        *opt_b->state().at(optimizer_state_key(p)));
+    const auto& st = static_cast<torch::optim::AdamWParamState&>(*opt_b->state().at(optimizer_state_key(p)));
     EXPECT_EQ(st.step(), 5);
   }
 }

@@ -16,8 +16,8 @@ TEST(Schedule, WarmupThenCosineToMinLr) {
   t.max_steps = 1100;
   EXPECT_DOUBLE_EQ(lr_at(0, t), 1e-3 * 1 / 101);
   EXPECT_DOUBLE_EQ(lr_at(49, t), 1e-3 * 50 / 101);
-  EXPECT_DOUBLE_EQ(lr_at(100, t), 1e-3);                              // peak right after warmup
-  EXPECT_NEAR(lr_at(600, t), 1e-4 + 0.5 * (1e-3 - 1e-4), 1e-12);      // halfway: cos(pi/2) = 0
+  EXPECT_DOUBLE_EQ(lr_at(100, t), 1e-3);                          // peak right after warmup
+  EXPECT_NEAR(lr_at(600, t), 1e-4 + 0.5 * (1e-3 - 1e-4), 1e-12);  // halfway: cos(pi/2) = 0
   EXPECT_NEAR(lr_at(350, t), 1e-4 + 0.5 * (1 + std::cos(M_PI / 4)) * 9e-4, 1e-12);
   EXPECT_DOUBLE_EQ(lr_at(1100, t), 1e-4);
   EXPECT_DOUBLE_EQ(lr_at(5000, t), 1e-4);

@@ -7,12 +7,12 @@
 #include "config/config.h"
 #include "data/batches.h"
 #include "model/gpt.h"
-#include "train/optim.h"
-#include "train/step.h"
-#include "util/kernel_paths.h"
-#include "util/error.h"
 #include "test_util.h"
 #include "train/device_adamw.h"
+#include "train/optim.h"
+#include "train/step.h"
+#include "util/error.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {
@@ -190,12 +190,12 @@ TEST(Step, BatchSplitReportsAWorkersErrorAndKeepsWorking) {
 
 TEST(Step, BatchSplitWaysFollowTheConfig) {
   Config cfg = pinned_config();
-  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 2);                 // auto: one slice per thread
+  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 2);  // auto: one slice per thread
   cfg.run.batch_split = 3;
   EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 3);
   cfg.run.batch_split = 0;
   cfg.model.dropout = 0.1;
-  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 1);                 // dropout: one generator, no split
+  EXPECT_EQ(batch_split_ways(cfg, 2, torch::kCPU), 1);  // dropout: one generator, no split
   EXPECT_THROW(load_config("", {"run.batch_split=2", "model.dropout=0.1"}), Error);
   EXPECT_THROW(load_config("", {"run.batch_split=64", "train.batch_size=32"}), Error);
   EXPECT_THROW(load_config("", {"run.batch_split=0"}), Error);

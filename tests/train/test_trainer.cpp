@@ -10,16 +10,16 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "formats/npy.h"
 #include "run/run_files.h"
 #include "test_devices.h"
 #include "test_util.h"
-#include "train/tiny_run.h"
 #include "train/checkpoint.h"
 #include "train/device_adamw.h"
+#include "train/tiny_run.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "formats/npy.h"
 #include "util/platform.h"
 
 namespace poslab {
@@ -163,9 +163,11 @@ TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
     EXPECT_NE(paths.find("step=direct"), std::string::npos) << paths;
     EXPECT_NE(paths.find("batch_split=threads"), std::string::npos) << paths;
   }
-  if (env) setenv("POSLAB_KERNELS", saved.c_str(), 1); else unsetenv("POSLAB_KERNELS");
+  if (env)
+    setenv("POSLAB_KERNELS", saved.c_str(), 1);
+  else
+    unsetenv("POSLAB_KERNELS");
 }
-
 
 TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   TempDir dir;
@@ -225,11 +227,12 @@ TEST(Trainer, ResumeErrors) {
 TEST(Trainer, OneTrainerPerRunFolder) {
   TempDir dir;
   std::filesystem::create_directories(dir / "busy");
-  test::write_text(dir / "busy/lock", std::to_string(::getpid()) + " " + [] {
-    char h[256] = {0};
-    ::gethostname(h, sizeof h - 1);
-    return std::string(h);
-  }() + "\n");
+  test::write_text(
+      dir / "busy/lock", std::to_string(::getpid()) + " " + [] {
+        char h[256] = {0};
+        ::gethostname(h, sizeof h - 1);
+        return std::string(h);
+      }() + "\n");
   try {
     train(tiny_run(dir, "busy", 3));
     FAIL() << "expected an error";
@@ -301,7 +304,8 @@ TEST_P(TrainerOnDevice, TheStepOnTheDeviceResumesBitForBitAndReadsItsSkips) {
   nan.overrides.push_back("model.wpe_init_std=1e300");  // an infinite position table: NaN from the first step
   const std::string msg = test::error_of([&] { train(nan); });
   EXPECT_NE(msg.find("1 of steps 0-0: non-finite loss or gradient, the update skipped on the device"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("train.on_nonfinite: skip"), std::string::npos) << msg;
   TrainRequest skip = request("skip", 4);
   skip.overrides.push_back("model.wpe_init_std=1e300");
@@ -323,7 +327,8 @@ TEST(Trainer, ControlsTrainToo) {
   s.overrides.push_back("train.dtype=bfloat16");
   const TrainSummary sum = train(s);
   EXPECT_TRUE(std::isfinite(sum.val_loss));
-  EXPECT_EQ(read_npy(dir / "sin/snapshots/wpe_step000000.npy").data, read_npy(dir / "sin/snapshots/wpe_step000010.npy").data);
+  EXPECT_EQ(read_npy(dir / "sin/snapshots/wpe_step000000.npy").data,
+            read_npy(dir / "sin/snapshots/wpe_step000010.npy").data);
 }
 
 // A resumed run keeps its own tokenizer, even when poslab would train another one today (here: the cached
@@ -349,7 +354,8 @@ TEST(Trainer, ResumeKeepsItsTokenizerAndNoticesAChangedCorpus) {
   TrainRequest resume;
   resume.resume_dir = dir / "keep";
   EXPECT_EQ(train(resume).steps, 10);
-  const Config stored = config_from_yaml(read_checkpoint_meta(dir / "keep/checkpoints/latest.pt").config_yaml, "stored");
+  const Config stored =
+      config_from_yaml(read_checkpoint_meta(dir / "keep/checkpoints/latest.pt").config_yaml, "stored");
   EXPECT_EQ(stored.data.tokenizer.type, "char");
 
   TrainRequest again = tiny_run(dir, "changed", 10);
@@ -378,7 +384,8 @@ TEST(Trainer, AutoDtypeIsStoredAsTheDtypeThatRan) {
   train(r);
   const std::string ran = resolve_dtype("auto", "cpu");
   EXPECT_EQ(load_config(dir / "auto/config.yaml").train.dtype, ran);
-  const Config stored = config_from_yaml(read_checkpoint_meta(dir / "auto/checkpoints/latest.pt").config_yaml, "stored");
+  const Config stored =
+      config_from_yaml(read_checkpoint_meta(dir / "auto/checkpoints/latest.pt").config_yaml, "stored");
   EXPECT_EQ(stored.train.dtype, ran);
 }
 

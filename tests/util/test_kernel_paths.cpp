@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "util/kernel_paths.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {

@@ -92,8 +92,8 @@ std::vector<torch::Tensor> fused_ops_once() {
   const int64_t B = 4, T = 64, C = 128, V = 97;
   const auto x = torch::randn({B * T, C}).requires_grad_(true);
   const auto w = (1 + 0.1 * torch::randn({C})).requires_grad_(true), b = (0.1 * torch::randn({C})).requires_grad_(true);
-  const auto h = fused_layer_norm(x, w, b, 1e-5, true).view({B, T, C});  // bf16
-  const auto qkv = torch::cat({h, h.flip(2), h * 0.5}, 2);                  // (B, T, 3C)
+  const auto h = fused_layer_norm(x, w, b, 1e-5, true).view({B, T, C});      // bf16
+  const auto qkv = torch::cat({h, h.flip(2), h * 0.5}, 2);                   // (B, T, 3C)
   const auto r = residual_add(x.view({B, T, C}), causal_attention(qkv, 4));  // float + bf16
   const auto g = poslab::gelu(r.to(torch::kBFloat16));
   const auto p = causal_softmax(g.view({B, T, 2, T}).select(2, 0).contiguous(), 0.3);  // (B, T, T) scores

@@ -30,7 +30,8 @@ TEST(Platform, KeepFreedMemoryServesLargeBlocksFromTheHeap) {
 TEST(Platform, AutoDtypeIsBf16OnlyWhereItIsNative) {
   std::ifstream in("/proc/cpuinfo");
   const std::string cpuinfo((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const bool native = cpuinfo.find(" avx512_bf16") != std::string::npos || cpuinfo.find(" amx_bf16") != std::string::npos;
+  const bool native =
+      cpuinfo.find(" avx512_bf16") != std::string::npos || cpuinfo.find(" amx_bf16") != std::string::npos;
   EXPECT_EQ(cpu_has_native_bf16(), native);
   EXPECT_EQ(resolve_dtype("auto", "cpu"), native ? "bfloat16" : "float32");
   EXPECT_EQ(resolve_dtype("auto", "cuda"), "bfloat16");
