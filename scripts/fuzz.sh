@@ -28,7 +28,7 @@ declare -A sources=(
     src/run/sweep_index.cpp src/run/run_folder.cpp src/run/tensorboard_files.cpp src/formats/tfevents.cpp"
   [sweep]="src/sweep/sweep_file.cpp"
   [tokenizer]="src/data/tokenizer.cpp src/formats/spm_model.cpp src/export/hf_tokenizer.cpp"
-  [kernel_cache]="src/train/kernel_cache.cpp"
+  [kernel_cache]="src/tune/kernel_cache.cpp"
   [checkpoint]="src/train/checkpoint.cpp"
 )
 # shellcheck disable=SC2086

@@ -12,7 +12,7 @@
 
 namespace poslab {
 
-class BatchSplit;  // train/step.h
+class BatchSplit;  // model/batch_split.h
 
 // The seed of the fixed eval windows of a split ("train" or "val"): training's evals and poslab eval agree.
 inline uint64_t eval_seed(int64_t run_seed, const std::string& split) {
@@ -22,7 +22,7 @@ inline uint64_t eval_seed(int64_t run_seed, const std::string& split) {
 // Mean loss over `batches` random windows (same windows for the same seed), in eval mode without grad;
 // the model's previous train/eval mode is restored. With a shard of a world of N, this rank scores its rows of
 // every window batch and returns its part of the mean: the N ranks' parts add up to the whole mean.
-// With a batch split (train/step.h) on the CPU, each batch is scored through it: its slices in parallel threads,
+// With a batch split (model/batch_split.h) on the CPU, each batch is scored through it: its slices in parallel threads,
 // each by the whole-model forward where that can run.
 double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
                      bool bf16, const torch::Device& device, const Shard& shard = {}, BatchSplit* split = nullptr);

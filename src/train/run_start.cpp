@@ -11,8 +11,8 @@
 
 #include "data/tokenizer.h"
 #include "run/run_files.h"
-#include "train/kernel_choice.h"
 #include "train/optim.h"
+#include "tune/kernel_choice.h"
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/platform.h"

@@ -1,6 +1,6 @@
 // Where poslab has more than one implementation of a piece of the model on the CPU, which one runs. Each choice
 // has poslab's own kernel and LibTorch's ops (what PyTorch runs) as candidates, so that the all-LibTorch setting is
-// PyTorch's own path; train/autotune.h times them on the model's real shapes and picks the fastest, and a config
+// PyTorch's own path; tune/autotune.h times them on the model's real shapes and picks the fastest, and a config
 // key or POSLAB_KERNELS forces them (tests, A/B runs). Every setting computes the same model: the whole-model
 // reference tests pass on each.
 #pragma once
@@ -20,7 +20,7 @@ struct KernelPaths {
   // LayerNorm, GELU and the tied head with its cross-entropy: "fused" (poslab's kernels) or "libtorch".
   std::string pointwise = "fused";
   // a batch cut into slices trained in parallel threads, one intra-op thread each ("threads": run.batch_split's
-  // ways, train/step.h), or whole with every intra-op thread on each op ("none": what PyTorch does).
+  // ways, model/batch_split.h), or whole with every intra-op thread on each op ("none": what PyTorch does).
   std::string batch_split = "threads";
   // the training step's forward and backward: "direct" (the whole model written out on buffers allocated once,
   // model/direct_pass.h: CPU runs without dropout, float32, or bf16 with bf16_products=onednn; poslab's fused

@@ -1,4 +1,4 @@
-// libFuzzer target: the kernel-path cache (CACHE/kernel_paths.json, train/kernel_cache.h) as a run reads it at start.
+// libFuzzer target: the kernel-path cache (CACHE/kernel_paths.json, tune/kernel_cache.h) as a run reads it at start.
 // Any bytes must give the entry or nothing (a damaged cache is a warning and a new measurement), never a crash or
 // an exception. The entry read is the one under "k" (the seeds use that key).
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "train/kernel_cache.h"
+#include "tune/kernel_cache.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = [] {

@@ -1,4 +1,4 @@
-#include "train/pass_timer.h"
+#include "tune/pass_timer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

@@ -11,11 +11,11 @@
 #include <string>
 
 #include "config/config.h"
+#include "model/batch_split.h"
 #include "model/gpt.h"
-#include "train/autotune_search.h"
-#include "train/kernel_cache.h"
-#include "train/pass_timer.h"
-#include "train/step.h"
+#include "tune/autotune_search.h"
+#include "tune/kernel_cache.h"
+#include "tune/pass_timer.h"
 #include "util/kernel_paths.h"
 
 namespace poslab {

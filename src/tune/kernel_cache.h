@@ -1,5 +1,5 @@
 // The kernel-path cache: cache_dir/kernel_paths.json, {key: {paths, timings: [{paths, ms, rounds}], date}}, so that
-// the next run with the same key (CPU, LibTorch, build, device, dtype, shape: train/autotune.h) starts at once;
+// the next run with the same key (CPU, LibTorch, build, device, dtype, shape: tune/autotune.h) starts at once;
 // and a tuning as JSON, in the same form.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "train/autotune_search.h"
+#include "tune/autotune_search.h"
 
 namespace poslab {
 

@@ -1,4 +1,4 @@
-#include "train/kernel_choice.h"
+#include "tune/kernel_choice.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 
 #include "run/run_files.h"
 #include "run/run_folder.h"
-#include "train/autotune.h"
+#include "tune/autotune.h"
 #include "util/kernel_paths.h"
 
 namespace poslab {

@@ -1,4 +1,4 @@
-// Choosing the kernel paths by measurement (train/autotune.h): the search with known timings times every
+// Choosing the kernel paths by measurement (tune/autotune.h): the search with known timings times every
 // combination (LibTorch's own paths among them) and picks the fastest beyond the noise margin, and its run-off
 // undoes a choice that the machine's drift made; a run's choice is forced by run.kernels or
 // POSLAB_KERNELS, and a measured one is cached, read back, and measured over when the cache is damaged.
@@ -13,8 +13,8 @@
 
 #include "model/gpt.h"
 #include "test_util.h"
-#include "train/autotune.h"
 #include "train/step.h"
+#include "tune/autotune.h"
 #include "util/fs.h"
 
 namespace poslab {

@@ -1,4 +1,4 @@
-#include "train/autotune_search.h"
+#include "tune/autotune_search.h"
 
 #include <spdlog/fmt/fmt.h>
 

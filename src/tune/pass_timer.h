@@ -1,12 +1,12 @@
-// The search's timer (train/autotune_search.h) on the model itself: forward + backward passes of a fixed batch.
+// The search's timer (tune/autotune_search.h) on the model itself: forward + backward passes of a fixed batch.
 #pragma once
 
 #include <torch/torch.h>
 
 #include "config/config.h"
+#include "model/batch_split.h"
 #include "model/gpt.h"
-#include "train/autotune_search.h"
-#include "train/step.h"
+#include "tune/autotune_search.h"
 
 namespace poslab {
 

@@ -1,6 +1,6 @@
 // The search for the fastest kernel paths (util/kernel_paths.h) given a timer: every combination of the free
 // choices timed in two sweeps, then a run-off of the finalists in interleaved rounds. Pure logic: tests give it a
-// timer with known timings; train/pass_timer.h times the model itself.
+// timer with known timings; tune/pass_timer.h times the model itself.
 #pragma once
 
 #include <functional>

@@ -9,13 +9,13 @@
 
 #include "config/config.h"
 #include "distributed/comm.h"
+#include "model/batch_split.h"
 #include "model/gpt.h"
-#include "train/step.h"
 
 namespace poslab {
 
 // A resumed run goes on with the paths it started with (unless POSLAB_KERNELS says otherwise); a new run chooses
-// them (measured, cached or forced: train/autotune.h) and records them in the run folder `rdir`. With many
+// them (measured, cached or forced: tune/autotune.h) and records them in the run folder `rdir`. With many
 // processes rank 0 chooses and the others read its record. Sets kernel_paths(); `split` is made whole (one way)
 // when batch_split=none was chosen.
 void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Config& cfg, GPT& model,

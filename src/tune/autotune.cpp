@@ -1,4 +1,4 @@
-#include "train/autotune.h"
+#include "tune/autotune.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,4 @@
-#include "train/kernel_cache.h"
+#include "tune/kernel_cache.h"
 
 #include <spdlog/spdlog.h>
 
