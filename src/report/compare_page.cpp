@@ -74,7 +74,7 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
     f.data[file] = d;
     plots += fmt::format(
         "{}'{}' using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc {} notitle, "
-        "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {}",
+        "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {} noenhanced",
         plots.empty() ? "" : ", ", file, i + 1, file, i + 1, gp_quote(variants[i]));
   }
   const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +

@@ -123,8 +123,9 @@ Figure loss_by_position_figure(const std::string& name, const std::string& capti
     std::string d = "# position loss\n";
     for (size_t i = 0; i < c.loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(c.loss[i]));
     f.data[file] = d;
-    plots += fmt::format("{}'{}' using 1:2 with lines lw {} lc rgb '{}'{} title {}", plots.empty() ? "" : ", ", file,
-                         c.dashed ? 1.5 : 2, c.colour, c.dashed ? " dt 2" : "", gp_quote(c.label));
+    plots +=
+        fmt::format("{}'{}' using 1:2 with lines lw {} lc rgb '{}'{} title {} noenhanced", plots.empty() ? "" : ", ",
+                    file, c.dashed ? 1.5 : 2, c.colour, c.dashed ? " dt 2" : "", gp_quote(c.label));
   }
   f.script = both_formats(
       name,

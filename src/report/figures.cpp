@@ -141,7 +141,7 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
       }
     }
     f.data[file] = d;
-    body += fmt::format("  set title {}\n  plot '{}' matrix with image notitle\n", quote(s.label), file);
+    body += fmt::format("  set title {} noenhanced\n  plot '{}' matrix with image notitle\n", quote(s.label), file);
   }
   if (tables.size() > 1) body += "  unset multiplot\n";
   body += "  set autoscale xy\n  set size noratio\n";

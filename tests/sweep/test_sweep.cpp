@@ -189,6 +189,8 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/periodogram.png"));
+  // A variant's name is its text in the key ("block_size-256" is no subscript).
+  EXPECT_NE(slurp(dir_ / "compare/periodogram.gp").find("title 'position-learned' noenhanced"), std::string::npos);
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_translation_invariance.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
