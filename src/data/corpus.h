@@ -19,9 +19,6 @@ struct Corpus {
 // by U+FFFD and counted. Throws poslab::Error for a missing path or when no text remains.
 Corpus read_corpus(const std::vector<std::string>& paths);
 
-// Replaces every byte that is not part of a valid UTF-8 sequence by U+FFFD; returns how many.
-size_t sanitize_utf8(std::string& text);
-
 // True when the first 8 KiB of `head` contain a NUL byte.
 bool looks_binary(const std::string& head);
 

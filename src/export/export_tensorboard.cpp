@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -26,7 +25,7 @@ TensorboardExport export_tensorboard(const std::string& run_dir, const std::stri
   TensorboardExport r;
   r.dir = dir;
   make_dirs(dir);
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = tf_wall_time();
   std::vector<TbScalar> scalars;
   for (const MetricsRecord& m : metrics) {
     const std::vector<TbScalar> s = metrics_scalars(m);

@@ -1,34 +1,10 @@
 #include "formats/spm_model.h"
 
-#include <cstdint>
-
 #include "formats/proto_wire.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace poslab {
-
-namespace {
-
-// Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool is_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
-}
-
-}  // namespace
 
 SpmModel read_spm_model(const std::string& b, const std::string& source) {
   using proto::for_each_field;
@@ -71,7 +47,7 @@ SpmModel read_spm_model(const std::string& b, const std::string& source) {
     throw Error(source + ": not a sentencepiece model (its bytes are not a ModelProto with pieces)",
                 "pass a .model file written by sentencepiece");
   for (size_t i = 0; i < m.pieces.size(); ++i)
-    if (!is_utf8(m.pieces[i].piece))
+    if (std::string piece = m.pieces[i].piece; sanitize_utf8(piece) > 0)
       throw Error(source + ": piece " + std::to_string(i) + " of the sentencepiece model is not UTF-8 text",
                   "pass a .model file written by sentencepiece");
   return m;

@@ -1,6 +1,7 @@
 #include "formats/tfevents.h"
 
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "formats/proto_wire.h"
@@ -93,6 +94,10 @@ TfEventFile read_tf_events(const std::string& b) {
   }
   f.valid = p;
   return f;
+}
+
+double tf_wall_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 uint32_t crc32c(const void* data, size_t n) {

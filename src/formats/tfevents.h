@@ -16,6 +16,9 @@ uint32_t masked_crc32c(const void* data, size_t n);
 // One TFRecord: the framing around `bytes`.
 std::string tf_record(const std::string& bytes);
 
+// Now, as an Event's wall_time: seconds since the Unix epoch.
+double tf_wall_time();
+
 // An Event's bytes: the first of a file (file_version "brain.Event:2"), or one scalar at a step.
 std::string tf_file_version_event(double wall_time);
 std::string tf_scalar_event(double wall_time, int64_t step, const std::string& tag, float value);

@@ -29,14 +29,11 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
       "them): mend or delete that line";
   std::vector<MetricsRecord> out;
   for (const auto& [line, j] : json_lines(path, "a metrics record", hint)) {
-    MetricsRecord r;
-    r.step = integer_key(path, line, j, "step", hint);
-    r.loss = number_key(path, line, j, "loss", hint);
-    r.train_loss = number_key(path, line, j, "train_loss", hint);
-    r.val_loss = number_key(path, line, j, "val_loss", hint);
-    r.lr = number_key(path, line, j, "lr", hint);
-    r.tokens_per_s = number_key(path, line, j, "tokens_per_s", hint);
-    r.eval = j.contains("val_loss");
+    // The step and each number checked (an error names the file, line and key), then read as the trainer's are.
+    integer_key(path, line, j, "step", hint);
+    for (const char* key : {"loss", "train_loss", "val_loss", "lr", "tokens_per_s"})
+      number_key(path, line, j, key, hint);
+    const MetricsRecord r = metrics_record(j);
     out.push_back(r);
   }
   return out;

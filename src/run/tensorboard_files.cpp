@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -20,8 +19,6 @@ namespace {
 
 constexpr const char* kEventsPrefix = "events.out.tfevents.";
 constexpr const char* kEventsSuffix = ".poslab";
-
-double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 bool is_table_tag(const std::string& tag) { return tag.rfind("table/", 0) == 0; }
 
@@ -121,12 +118,12 @@ TensorboardLog::TensorboardLog(const RunFolder& run) : run_(run), dir_(run.tenso
   for (const std::string& path : event_files(dir_))
     last = std::max(last, event_file_number(fs::path(path).filename().string()));
   events_path_ = (fs::path(dir_) / fmt::format("{}{:04d}{}", kEventsPrefix, last + 1, kEventsSuffix)).string();
-  append_bytes(events_path_, tf_record(tf_file_version_event(wall_now())));
+  append_bytes(events_path_, tf_record(tf_file_version_event(tf_wall_time())));
   if (run_.has_snapshots()) write_projector_config();
 }
 
 void TensorboardLog::add(const std::vector<TbScalar>& scalars) {
-  const std::string bytes = scalar_events(scalars, wall_now());
+  const std::string bytes = scalar_events(scalars, tf_wall_time());
   if (!bytes.empty()) append_bytes(events_path_, bytes);
 }
 
