@@ -60,6 +60,7 @@ struct TrainConfig {
   int warmup_steps = 100;
   double weight_decay = 0.1;
   bool decay_position_table = true;  // put wpe in the decayed group (nanoGPT, llm.c)
+  double position_lr_scale = 1.0;    // wpe's learning rate is lr × this (an AdamW group of its own when not 1)
   double beta1 = 0.9;
   double beta2 = 0.99;
   double grad_clip = 1.0;             // max global grad norm; 0 = off

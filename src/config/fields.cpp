@@ -113,6 +113,7 @@ const std::vector<ConfigField>& config_fields() {
       POSLAB_FIELD(int, "integer", train.warmup_steps),
       POSLAB_FIELD(double, "number", train.weight_decay),
       POSLAB_FIELD(bool, "true | false", train.decay_position_table),
+      POSLAB_FIELD(double, "number", train.position_lr_scale),
       POSLAB_FIELD(double, "number", train.beta1),
       POSLAB_FIELD(double, "number", train.beta2),
       POSLAB_FIELD(double, "number", train.grad_clip),

@@ -2,6 +2,7 @@
 // value came from and what to change.
 #include "config/config.h"
 
+#include <cmath>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -90,6 +91,12 @@ void validate(const Config& c) {
   check.one_of("train.trainable", c.train.trainable, {"all", "wpe"});
   if (c.train.trainable == "wpe" && c.model.position != "learned")
     check.fail("train.trainable", "wpe", "needs a learned table to train (model.position is " + c.model.position + ")");
+  if (!(c.train.position_lr_scale > 0.0 && std::isfinite(c.train.position_lr_scale)))
+    check.fail("train.position_lr_scale", str(c.train.position_lr_scale),
+               "must be a number above 0 (1: lr as the rest)");
+  else if (c.train.position_lr_scale != 1.0 && c.model.position != "learned")
+    check.fail("train.position_lr_scale", str(c.train.position_lr_scale),
+               "scales a learned table's learning rate; model.position is " + c.model.position + ": leave it at 1");
   if (c.train.batch_size < 1) check.fail("train.batch_size", str(c.train.batch_size), "must be at least 1");
   if (c.train.grad_accum < 1) check.fail("train.grad_accum", str(c.train.grad_accum), "must be at least 1");
   if (c.run.batch_split > 1 && c.model.dropout > 0)

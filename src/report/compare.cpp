@@ -68,8 +68,12 @@ double run_value(const ComparedRun& r, const std::string& key) {
   if (key == "val_loss") return r.val_loss;
   if (key == "train_loss") return r.train_loss;
   if (r.points.empty()) return NAN;
-  for (const Metric& m : headline_metrics())
-    if (key == m.key) return m.value(r.points.back().analysis);
+  for (const Metric& m : scalar_metrics())
+    if (key == m.key) {
+      const double v = m.value(r.points.back().analysis);
+      // No circle or helix: a share of 0, so that a variant's mean counts the runs without one.
+      return std::isnan(v) && (key == "circle_share" || key == "helix_share") ? 0.0 : v;
+    }
   return NAN;
 }
 
@@ -136,6 +140,14 @@ void pool_row(VariantRow& row, const std::vector<ComparedRun>& runs, const std::
     for (size_t k = 0; k < hc.size(); ++k) half[k].push_back(hc[k].step ? static_cast<double>(*hc[k].step) : NAN);
     for (const auto& b : r.points.back().analysis.boundary) row.boundary_outliers += b.outlier ? 1 : 0;
   }
+  for (const auto& key : form_metric_keys()) {
+    std::vector<double> v;
+    for (size_t i : row.runs) v.push_back(run_value(runs[i], key));
+    row.form_keys.push_back(key);
+    row.form.push_back(pooled(v));
+  }
+  for (size_t i : row.runs)
+    if (!runs[i].points.empty() && !runs[i].points.back().analysis.circles.empty()) ++row.circled;
   row.emerged_from = pooled(emerged_at);
   for (const Metric& m : headline_metrics()) row.half_keys.push_back(m.key);
   for (const auto& v : half) row.half_change.push_back(pooled(v));
@@ -181,6 +193,13 @@ std::vector<AgreementCell> seed_agreement(const Comparison& c) {
 
 }  // namespace
 
+const std::vector<std::string>& form_metric_keys() {
+  static const std::vector<std::string> keys = {"circle_count",         "circle_period",       "circle_share",
+                                                "helix_share",          "top_component_share", "pc1_period",
+                                                "sinusoid_r2_strongest"};
+  return keys;
+}
+
 Comparison compare_runs(const std::vector<std::string>& dirs) {
   Comparison c;
   c.runs = read_runs(dirs);
@@ -200,6 +219,8 @@ std::string comparison_csv(const Comparison& c) {
   for (const auto& k : c.rows.front().keys) h += "," + k + "_mean," + k + "_sd";
   h += ",emerged,judged,emerged_from_mean,emerged_from_sd,boundary_outliers,present";
   for (const auto& k : c.rows.front().half_keys) h += "," + k + "_half_step_mean," + k + "_half_step_sd";
+  h += ",circled";
+  for (const auto& k : c.rows.front().form_keys) h += "," + k + "_mean," + k + "_sd";
   h += "\n";
   for (const auto& row : c.rows) {
     h += row.variant + "," + std::to_string(row.runs.size());
@@ -207,6 +228,8 @@ std::string comparison_csv(const Comparison& c) {
     h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, gp_number(row.emerged_from.mean),
                      gp_number(row.emerged_from.sd), row.boundary_outliers, row.present);
     for (const auto& s : row.half_change) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
+    h += "," + std::to_string(row.circled);
+    for (const auto& s : row.form) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
     h += "\n";
   }
   return h;
@@ -228,6 +251,10 @@ nlohmann::json comparison_json(const Comparison& c) {
     for (size_t k = 0; k < row.keys.size(); ++k)
       r["metrics"][row.keys[k]] = {
           {"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
+    r["circled"] = row.circled;
+    for (size_t k = 0; k < row.form_keys.size(); ++k)
+      r["form"][row.form_keys[k]] = {
+          {"mean", value(row.form[k].mean)}, {"sd", value(row.form[k].sd)}, {"n", row.form[k].n}};
     for (size_t i : row.runs) {
       const auto& run = c.runs[i];
       r["runs"].push_back(

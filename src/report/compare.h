@@ -43,7 +43,15 @@ struct VariantRow {
   std::vector<std::string> half_keys;  // the headline metrics
   std::vector<Stat> half_change;       // per headline metric: its half-change step over the judged runs
   int boundary_outliers = 0;           // summed over the runs' last snapshots
+  std::vector<std::string> form_keys;  // the table's form at the last snapshot: form_metric_keys()
+  std::vector<Stat> form;              // one per form key, over the judged runs
+  int circled = 0;                     // judged runs whose last table holds at least one circle
 };
+
+// The keys of the table's form that compare pools beside the headline metrics: circle_count, circle_period,
+// circle_share, helix_share, top_component_share, pc1_period, sinusoid_r2_strongest (analysis/metric_list.h). A
+// table without a circle or helix counts a share of 0; circle_period pools the runs that have one.
+const std::vector<std::string>& form_metric_keys();
 
 // How alike two variants' final tables are up to rotation and scale (analysis/agreement.h), over every pair of
 // runs with tables of the same shape: within a variant the pairs of its seeds (a == b), between two variants every
@@ -67,7 +75,8 @@ struct Comparison {
 Comparison compare_runs(const std::vector<std::string>& dirs);
 
 // The table: one line per variant; columns "variant,runs,<key>_mean,<key>_sd,...,emerged,judged,emerged_from_mean,
-// emerged_from_sd,boundary_outliers,present,<metric>_half_step_mean,<metric>_half_step_sd,...".
+// emerged_from_sd,boundary_outliers,present,<metric>_half_step_mean,<metric>_half_step_sd,...,circled,
+// <form key>_mean,<form key>_sd,...".
 std::string comparison_csv(const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
 

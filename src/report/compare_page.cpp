@@ -209,6 +209,35 @@ std::string variants_table(const Comparison& c) {
   return t + "</table></div>\n";
 }
 
+// The table's form at the last snapshot (periods, circles, helix): form_metric_keys(), mean ± sd over the seeds.
+std::string form_table(const Comparison& c) {
+  bool any = false;
+  for (const auto& row : c.rows) any = any || row.judged > 0;
+  if (!any) return "";
+  std::vector<const Metric*> metrics;
+  for (const auto& key : form_metric_keys())
+    for (const Metric& m : scalar_metrics())
+      if (m.key == key) metrics.push_back(&m);
+  std::string t =
+      "<h3>The table's form: circles, helix, periods</h3>\n<p>At each run's last snapshot (docs/analysis.md, "
+      "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
+      "noise floor in quadrature at one period), then mean ± sd over the seeds; a run without a circle or helix "
+      "counts a share of 0, and the circle's period is pooled over the runs that have one. A period of twice the "
+      "table's rows or more is a ramp or a half wave.</p>\n<div class=\"wide\"><table class=\"compare\">\n"
+      "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>";
+  for (const Metric* m : metrics)
+    t += "<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>";
+  t += "</tr>\n";
+  for (const auto& row : c.rows) {
+    if (row.judged == 0) continue;
+    t += fmt::format("<tr><td>{}</td><td>{} of {}</td>", html_escape(row.variant), row.circled, row.judged);
+    for (size_t k = 0; k < row.form.size(); ++k)  // a count's mean over seeds has a decimal
+      t += "<td>" + format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format) + "</td>";
+    t += "</tr>\n";
+  }
+  return t + "</table></div>\n";
+}
+
 // When each headline metric moved: its half-change step, mean ± sd over the seeds.
 std::string half_change_table(const Comparison& c) {
   std::string t = "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th>";
@@ -294,6 +323,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   const std::vector<Figure> figures = comparison_figures(c);
   std::string top(assets::kComparePageHtml);
   fill_line(top, "<!--POSLAB_VARIANTS-->", variants_table(c) + write_seeds_pages(c, out_dir));
+  fill_line(top, "<!--POSLAB_FORM-->", form_table(c));
   fill_line(top, "<!--POSLAB_HALF_CHANGE-->", half_change_table(c));
   fill_line(top, "<!--POSLAB_AGREEMENT-->", agreement_section(c));
   fill_line(top, "<!--POSLAB_RUNS-->", runs_list(c));

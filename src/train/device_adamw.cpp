@@ -33,7 +33,9 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
   for (const auto& group : param_groups()) total += group.params().size();
   if (steps_.size() != total) steps_.assign(total, Steps{});
   size_t index = 0;
-  for (auto& group : param_groups()) {
+  if (lrs_.size() != param_groups().size()) lrs_.assign(param_groups().size(), torch::Tensor());
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    auto& group = param_groups()[g];
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "DeviceAdamW: amsgrad is not supported");
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, counts;
@@ -52,9 +54,10 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
       counts.push_back(steps.count);
     }
     if (params.empty()) continue;
-    if (!lr_.defined() || lr_.device() != params[0].device())
-      lr_ = torch::empty({}, params[0].options().dtype(torch::kFloat32));
-    lr_.fill_(lr);  // on a GPU, a queued fill: no wait
+    torch::Tensor& group_lr = lrs_[g];
+    if (!group_lr.defined() || group_lr.device() != params[0].device())
+      group_lr = torch::empty({}, params[0].options().dtype(torch::kFloat32));
+    group_lr.fill_(lr * (g < lr_scales_.size() ? lr_scales_[g] : 1.0));  // on a GPU, a queued fill: no wait
     // The counts the kernel reads are this step's; a skipped step adds 0 (the kernel then changes nothing).
     if (skip.defined())
       torch::_foreach_add_(counts, std::vector<torch::Tensor>(counts.size(), 1 - skip));
@@ -63,7 +66,7 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
     std::optional<torch::Tensor> scale, found_inf;
     if (grad_scale.defined()) scale = grad_scale;
     if (skip.defined()) found_inf = skip;
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, counts, lr_, std::get<0>(o.betas()),
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, counts, group_lr, std::get<0>(o.betas()),
                       std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, scale,
                       found_inf);
   }

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace poslab {
@@ -22,10 +23,15 @@ class DeviceAdamW : public torch::optim::AdamW {
   static std::string unsupported(const torch::Device& device);
 
   // One step of every parameter that has a gradient, each group with its options' betas, eps and weight decay, at
-  // learning rate `lr`: the gradient divided by grad_scale first (undefined: 1; the caller's clipping), and the
-  // whole step skipped where skip is 1 (parameters, moments and step counts unchanged). grad_scale and skip:
-  // 0-dim float32 tensors on the parameters' device. The gradients are left divided.
+  // learning rate `lr` times the group's lr scale (set_lr_scales; 1 where unset): the gradient divided by grad_scale
+  // first (undefined: 1; the caller's clipping), and the whole step skipped where skip is 1 (parameters, moments and
+  // step counts unchanged). grad_scale and skip: 0-dim float32 tensors on the parameters' device. The gradients are
+  // left divided.
   void device_step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& skip);
+
+  // Each group's learning rate as a multiple of device_step's `lr`, in param_groups' order (make_optimizer: wpe's
+  // own group at train.position_lr_scale).
+  void set_lr_scales(std::vector<double> scales) { lr_scales_ = std::move(scales); }
 
   // The step counts written into the state first (one read from the device per parameter).
   void save(torch::serialize::OutputArchive& archive) const override;
@@ -40,8 +46,9 @@ class DeviceAdamW : public torch::optim::AdamW {
   };
   void write_steps_into_state() const;
 
-  std::vector<Steps> steps_;  // per parameter, in param_groups' order
-  torch::Tensor lr_;          // 0-dim float32 on the parameters' device
+  std::vector<Steps> steps_;        // per parameter, in param_groups' order
+  std::vector<double> lr_scales_;   // per group; 1 past its end
+  std::vector<torch::Tensor> lrs_;  // per group: 0-dim float32 on the parameters' device
 };
 
 }  // namespace poslab

@@ -18,11 +18,16 @@ void set_trainable(GPT& model, const std::string& trainable) {
   for (auto& p : model->named_parameters()) p.value().requires_grad_(p.key() == "wpe.weight");
 }
 
-ParamGroups split_param_groups(const GPT& model, bool decay_position_table) {
+ParamGroups split_param_groups(const GPT& model, bool decay_position_table, bool own_position_group) {
   ParamGroups g;
   for (const auto& p : model->named_parameters()) {
     if (!p.value().requires_grad()) continue;
     const bool is_wpe = p.key() == "wpe.weight";
+    if (is_wpe && own_position_group) {
+      g.position_names.push_back(p.key());
+      g.position.push_back(p.value());
+      continue;
+    }
     const bool decay = is_wpe ? decay_position_table : p.value().dim() >= 2;
     (decay ? g.decay_names : g.no_decay_names).push_back(p.key());
     (decay ? g.decay : g.no_decay).push_back(p.value());
@@ -30,16 +35,22 @@ ParamGroups split_param_groups(const GPT& model, bool decay_position_table) {
   return g;
 }
 
+bool position_has_own_group(const TrainConfig& t) { return t.position_lr_scale != 1.0; }
+
 std::unique_ptr<DeviceAdamW> make_optimizer(const GPT& model, const TrainConfig& t) {
-  const ParamGroups g = split_param_groups(model, t.decay_position_table);
-  auto options = [&](double wd) {
+  const ParamGroups g = split_param_groups(model, t.decay_position_table, position_has_own_group(t));
+  auto options = [&](double lr, double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
+        torch::optim::AdamWOptions(lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(g.decay, options(t.weight_decay));
-  groups.emplace_back(g.no_decay, options(0.0));
-  return std::make_unique<DeviceAdamW>(groups, torch::optim::AdamWOptions(t.lr));
+  groups.emplace_back(g.decay, options(t.lr, t.weight_decay));
+  groups.emplace_back(g.no_decay, options(t.lr, 0.0));
+  if (position_has_own_group(t))
+    groups.emplace_back(g.position, options(t.lr * t.position_lr_scale, t.decay_position_table ? t.weight_decay : 0.0));
+  auto optimizer = std::make_unique<DeviceAdamW>(groups, torch::optim::AdamWOptions(t.lr));
+  if (position_has_own_group(t)) optimizer->set_lr_scales({1.0, 1.0, t.position_lr_scale});
+  return optimizer;
 }
 
 bool adamw_on_device(const TrainConfig& t, const torch::Device& device) {
@@ -95,8 +106,9 @@ void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfi
   auto& groups = opt.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) {
     auto& o = static_cast<torch::optim::AdamWOptions&>(groups[i].options());
-    o.lr(lr);
-    o.weight_decay(i == 0 ? t.weight_decay : 0.0);
+    const bool position = i == 2;  // wpe's own group (make_optimizer)
+    o.lr(position ? lr * t.position_lr_scale : lr);
+    o.weight_decay(i == 0 || (position && t.decay_position_table) ? t.weight_decay : 0.0);
     o.betas({t.beta1, t.beta2});
   }
 }

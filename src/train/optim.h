@@ -17,18 +17,23 @@
 namespace poslab {
 
 struct ParamGroups {
-  std::vector<std::string> decay_names, no_decay_names;
-  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<std::string> decay_names, no_decay_names, position_names;
+  std::vector<torch::Tensor> decay, no_decay, position;  // position: wpe alone, when it has a group of its own
 };
 
 // train.trainable: "all" leaves every parameter as the model made it; "wpe" freezes all but the position table.
 void set_trainable(GPT& model, const std::string& trainable);
 
-// Trainable parameters only (a fixed sinusoidal wpe is left out). wpe follows train.decay_position_table.
-ParamGroups split_param_groups(const GPT& model, bool decay_position_table);
+// Trainable parameters only (a fixed sinusoidal wpe is left out). wpe follows train.decay_position_table, or goes
+// into `position` alone with own_position_group.
+ParamGroups split_param_groups(const GPT& model, bool decay_position_table, bool own_position_group = false);
 
-// Group 0 decays with train.weight_decay, group 1 has weight decay 0. LibTorch's AdamW, which can also step on the
-// parameters' device (train/device_adamw.h).
+// Whether wpe gets an AdamW group of its own: a learning rate other than the rest's (train.position_lr_scale).
+bool position_has_own_group(const TrainConfig& t);
+
+// Group 0 decays with train.weight_decay, group 1 has weight decay 0, and group 2, where position_has_own_group,
+// holds wpe with lr × train.position_lr_scale (decayed as train.decay_position_table says). LibTorch's AdamW, which
+// can also step on the parameters' device (train/device_adamw.h).
 std::unique_ptr<DeviceAdamW> make_optimizer(const GPT& model, const TrainConfig& t);
 
 // Whether the step's clip and AdamW run on the parameters' device with no read back to the host (DeviceAdamW)
@@ -48,7 +53,8 @@ OptimizerStateKey optimizer_state_key(const torch::Tensor& param);
 // A parameter's AdamW state, made as AdamW::step makes it on the parameter's first step (step 0, zero moments).
 torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& param);
 
-// Sets the lr of every group, and restores each group's weight decay (LibTorch 1.13's load does not).
+// Sets the lr of every group (group 2's scaled by train.position_lr_scale), and restores each group's weight decay
+// (LibTorch 1.13's load does not).
 void set_optimizer_hparams(torch::optim::AdamW& opt, double lr, const TrainConfig& t);
 
 // Global gradient norm of the optimizer's parameters (L2 over all of them), in one pass per parameter.

@@ -150,6 +150,17 @@ TEST(Config, ExtensionAndInitFromKeysAreChecked) {
               load_config("", {"train.trainable=wpe", "model.position=sinusoidal"});
             }).find("train.trainable = wpe: needs a learned table to train (model.position is sinusoidal)"),
             std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_config("", {"train.position_lr_scale=0"});
+            }).find("train.position_lr_scale = 0: must be a number above 0 (1: lr as the rest)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"train.position_lr_scale=-2"}); }).find("train.position_lr_scale = -2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_config("", {"train.position_lr_scale=10", "model.position=none"});
+            }).find("train.position_lr_scale = 10: scales a learned table's learning rate; model.position is none"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(load_config("", {"train.position_lr_scale=10"}).train.position_lr_scale, 10.0);
 }
 
 TEST(Config, MalformedFilesAndOverrides) {

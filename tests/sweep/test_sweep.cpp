@@ -194,6 +194,43 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_translation_invariance.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
+
+  // The table's form, pooled: these 6-step tables hold no circle (shares count as 0, the period pools no run)...
+  for (const auto& row : c.rows) {
+    ASSERT_EQ(row.form_keys, form_metric_keys()) << row.variant;
+    const bool learned = row.variant == "position-learned";
+    EXPECT_EQ(row.circled, 0) << row.variant;
+    EXPECT_EQ(row.form[0].n, learned ? 2 : 0) << "circle_count of " << row.variant;
+    if (learned) {
+      EXPECT_EQ(row.form[0].mean, 0.0);
+      EXPECT_EQ(row.form[2].mean, 0.0) << "circle_share";
+      EXPECT_EQ(row.form[1].n, 0) << "circle_period";
+    }
+  }
+  // ...until seed 2's last table is replaced by rows on a circle of period 8 (two turns over the 16 rows).
+  const std::string last = sweep + "/position-learned/seed-2/snapshots/wpe_step000006.npy";
+  const torch::Tensor angle = torch::arange(16, torch::kFloat64) * (2 * M_PI / 8);
+  torch::Tensor circle = 0.01 * torch::randn({16, 32}, torch::TensorOptions().dtype(torch::kFloat64));
+  circle.select(1, 0) += torch::cos(angle);
+  circle.select(1, 1) += torch::sin(angle);
+  circle = circle.to(torch::kFloat32).contiguous();
+  test::write_text(last, npy_bytes(circle.data_ptr<float>(), 16, 32));
+  const Analysis planted = analyze_table(circle.to(torch::kFloat64), "planted");
+  ASSERT_EQ(planted.circles.size(), 1u) << "the planted table is a circle to the analysis";
+  const Comparison with_circle = compare_runs({sweep});
+  const VariantRow& learned = with_circle.rows[0];
+  ASSERT_EQ(learned.variant, "position-learned");
+  EXPECT_EQ(learned.circled, 1);
+  EXPECT_DOUBLE_EQ(learned.form[0].mean, 0.5) << "circle_count: 1 and 0";
+  EXPECT_EQ(learned.form[1].n, 1) << "circle_period: the one run with a circle";
+  EXPECT_NEAR(learned.form[1].mean, 8.0, 0.1);
+  EXPECT_DOUBLE_EQ(learned.form[2].mean, planted.circles[0].explained / 2) << "circle_share: its share and 0";
+  EXPECT_EQ(comparison_json(with_circle)["variants"][0]["circled"].get<int>(), 1);
+  EXPECT_NE(comparison_csv(with_circle).find(",circled,circle_count_mean,circle_count_sd,circle_period_mean"),
+            std::string::npos);
+  const std::string form_page = slurp(write_comparison(with_circle, dir_ / "compare_circle"));
+  EXPECT_NE(form_page.find("<td>position-learned</td><td>1 of 2</td><td>0.5 ± 0.7</td>"), std::string::npos)
+      << "the form table: a circle in 1 of 2 runs, circle count 0.5 ± 0.7";
 }
 
 // A sweep of fixed tables and none has no learned table to draw: its comparison shows the losses alone.

@@ -72,6 +72,60 @@ TEST(Optim, GroupsCarryTheirWeightDecayAndLr) {
     EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(g.options()).lr(), 0.123);
 }
 
+// train.position_lr_scale puts wpe in a third group whose learning rate follows the schedule times the scale, and
+// whose decay follows train.decay_position_table; at 1, the two groups as before.
+TEST(Optim, PositionTableGetsAGroupOfItsOwnWithItsLrScale) {
+  GPT model(small_model(), 20);
+  TrainConfig t;
+  t.weight_decay = 0.25;
+  EXPECT_EQ(make_optimizer(model, t)->param_groups().size(), 2u);
+  t.position_lr_scale = 10;
+  const ParamGroups g = split_param_groups(model, true, /*own_position_group=*/true);
+  EXPECT_EQ(g.position_names, std::vector<std::string>{"wpe.weight"});
+  EXPECT_FALSE(has(g.decay_names, "wpe.weight"));
+  EXPECT_FALSE(has(g.no_decay_names, "wpe.weight"));
+  for (const bool decayed : {true, false}) {
+    t.decay_position_table = decayed;
+    auto opt = make_optimizer(model, t);
+    ASSERT_EQ(opt->param_groups().size(), 3u);
+    set_optimizer_hparams(*opt, 0.002, t);
+    const auto& o = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[2].options());
+    EXPECT_TRUE(opt->param_groups()[2].params()[0].is_same(model->wpe->weight));
+    EXPECT_DOUBLE_EQ(o.lr(), 0.02);
+    EXPECT_DOUBLE_EQ(o.weight_decay(), decayed ? 0.25 : 0.0);
+    EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[0].options()).lr(), 0.002);
+  }
+}
+
+// Adam's first step moves each weight by lr * g / (|g| + eps): with the same gradients, the table moves 4x as far at
+// scale 4 and every other weight exactly as far, through poslab's fused step as through LibTorch's.
+TEST(Optim, PositionLrScaleMultipliesTheTablesStep) {
+  TrainConfig t;
+  t.weight_decay = 0.0;
+  t.lr = 1e-3;
+  torch::manual_seed(5);
+  GPT a(small_model(), 20), b(small_model(), 20), c(small_model(), 20);
+  copy_parameters(a, b);
+  copy_parameters(a, c);
+  TrainConfig scaled = t;
+  scaled.position_lr_scale = 4;
+  auto opt_a = make_optimizer(a, t), opt_b = make_optimizer(b, scaled), opt_c = make_optimizer(c, scaled);
+  const auto wpe0 = a->wpe->weight.detach().clone(), wte0 = a->wte->weight.detach().clone();
+  const auto idx = torch::randint(0, 20, {4, 8}, torch::kLong);
+  for (GPT* m : {&a, &b, &c}) GPTImpl::loss((*m)->forward(idx), idx.roll(1, 1)).backward();
+  for (auto* opt : {opt_a.get(), opt_b.get(), opt_c.get()})
+    set_optimizer_hparams(*opt, t.lr, opt == opt_a.get() ? t : scaled);
+  fused_adamw_step(*opt_a, 1.0);
+  fused_adamw_step(*opt_b, 1.0);
+  opt_c->step();  // LibTorch's own step reads the same groups
+  const auto step_a = a->wpe->weight.detach() - wpe0;
+  EXPECT_GT(step_a.abs().max().item<double>(), 0.5 * t.lr) << "the table has a gradient";
+  for (GPT* m : {&b, &c}) {
+    EXPECT_TRUE(torch::allclose((*m)->wpe->weight.detach() - wpe0, 4 * step_a, 1e-4, 1e-8));
+    EXPECT_TRUE(torch::allclose((*m)->wte->weight.detach() - wte0, a->wte->weight.detach() - wte0, 1e-5, 1e-9));
+  }
+}
+
 TEST(Optim, DecayShrinksAZeroGradientWeight) {
   // AdamW's decoupled decay: with zero gradients, a decayed weight shrinks by lr * wd, a no-decay one stays.
   GPT model(small_model(), 20);
