@@ -330,7 +330,8 @@ TEST(ExampleSweeps, EveryShippedSweepLoads) {
     EXPECT_GE(s.variants.size(), 2u);
     names.insert(entry.path().stem().string());
   }
-  for (const char* name : {"position", "decay", "block_size", "init_scale", "default_seeds"})
+  for (const char* name : {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus",
+                           "circles_shakespeare", "circles_small", "circles_table_lr", "circles_dropout"})
     EXPECT_EQ(names.count(name), 1u) << "configs/sweeps/" << name << ".yaml (the docs' results come from it)";
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include "data/dataset.h"
 #include "formats/npy.h"
 #include "run/run_files.h"
+#include "source_paths.h"
 #include "test_devices.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
@@ -313,6 +315,36 @@ TEST_P(TrainerOnDevice, TheStepOnTheDeviceResumesBitForBitAndReadsItsSkips) {
   const TrainSummary s = train(skip);
   EXPECT_TRUE(s.finished);
   EXPECT_EQ(s.skipped_steps, 4);
+}
+
+// configs/circles.yaml, a few steps on a generated corpus: its shape trains, its table with 10x the others' learning
+// rate, snapshotted and analysed.
+TEST(Trainer, TheCirclesConfigTrainsAFewSteps) {
+  TempDir dir;
+  test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
+  TrainRequest r;
+  r.config_path = (fs::path(test::source_dir()) / "configs/circles.yaml").string();
+  r.overrides = {"run.out_dir=" + dir.str(),
+                 "run.report=false",
+                 "run.device=cpu",
+                 "run.tensorboard=false",
+                 "data.corpus=" + (dir / "corpus.txt"),
+                 "data.cache_dir=" + (dir / "cache"),
+                 "data.tokenizer.type=char",
+                 "train.max_steps=4",
+                 "train.eval_every=2",
+                 "train.eval_batches=1",
+                 "snapshot.every=2"};
+  const TrainSummary sum = train(r);
+  EXPECT_TRUE(sum.finished);
+  EXPECT_TRUE(std::isfinite(sum.val_loss));
+  const Config cfg = load_config((fs::path(sum.run_dir) / "config.yaml").string());
+  EXPECT_EQ(cfg.run.name, "circles");
+  EXPECT_EQ(cfg.model.position, "learned");
+  EXPECT_GT(cfg.train.position_lr_scale, 1.0);
+  const NpyArray last = read_npy(fs::path(sum.run_dir) / "snapshots/wpe_step000004.npy");
+  EXPECT_EQ(last.shape[0], cfg.model.block_size);
+  EXPECT_TRUE(fs::is_regular_file(fs::path(sum.run_dir) / "snapshots/wpe_step000004.json")) << "its analysis";
 }
 
 TEST(Trainer, ControlsTrainToo) {
