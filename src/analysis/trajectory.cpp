@@ -81,6 +81,7 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
   v.low_rank_from = stable_from(low_rank);
   v.smooth_from = stable_from(smooth);
   v.present_from = stable_from(present);
+  v.circle_from = stable_from([](const Analysis& a) { return !a.circles.empty(); });
   v.low_rank = v.low_rank_from.has_value();
   v.smooth = v.smooth_from.has_value();
   const TrajectoryPoint& first = points.front();
@@ -122,6 +123,16 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
           order_words(aL), 100 * t.min_signal_share, from(v.low_rank_from), t.smooth_z, from(v.smooth_from));
       break;
     }
+  }
+  if (v.circle_from) {
+    const Circle& c = last.analysis.circles.front();
+    v.summary += fmt::format(
+        " A circle from step {}: at step {}, components {} and {} turn in quadrature with a period of {:.1f} "
+        "positions ({:.1f} % of the variance){}.",
+        *v.circle_from, last.step, c.first, c.second, c.period, 100 * c.explained,
+        last.analysis.helix ? fmt::format(", a helix with component {} ({:.1f} %)", last.analysis.helix->slow,
+                                          100 * last.analysis.helix->explained)
+                            : std::string());
   }
   return v;
 }
@@ -171,6 +182,7 @@ nlohmann::json verdict_json(const Verdict& v, const std::vector<TrajectoryPoint>
       {"low_rank_from", opt(v.low_rank_from)},
       {"smooth", v.smooth},
       {"smooth_from", opt(v.smooth_from)},
+      {"circle_from", opt(v.circle_from)},
       {"thresholds", {{"min_signal_share", v.thresholds.min_signal_share}, {"smooth_z", v.thresholds.smooth_z}}},
       {"summary", v.summary}};
   if (!points.empty()) {

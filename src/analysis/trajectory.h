@@ -41,6 +41,7 @@ struct Verdict {
   bool low_rank = false, smooth = false, emerged = false;  // stably to the last snapshot (emerged: outcome == emerged)
   bool present_at_start = false;                           // low rank and smooth at the first snapshot
   std::optional<int64_t> low_rank_from, smooth_from, present_from, emerged_from;
+  std::optional<int64_t> circle_from;  // the table holds a circle (analysis/periodicity.h) from this step to the end
   VerdictThresholds thresholds;
   std::string summary;  // one or two sentences with the numbers that carry the outcome
 };

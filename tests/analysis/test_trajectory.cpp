@@ -71,6 +71,41 @@ TEST(Trajectory, VerdictNeedsStableStructureAgainstInitAndShuffle) {
       << csv.substr(0, 80);
 }
 
+// A table that turns twice round a circle over its rows: the verdict says from which step it holds one to the end.
+TEST(Trajectory, TheVerdictSaysFromWhichStepTheTableHoldsACircle) {
+  auto circle = [](uint64_t seed) {  // period 32 over 64 rows: two turns
+    auto ang = torch::arange(64, torch::kFloat64) * (2 * M_PI / 32);
+    auto W = torch::zeros({64, 32}, torch::kFloat64);
+    W.select(1, 0).copy_(torch::cos(ang));
+    W.select(1, 1).copy_(torch::sin(ang));
+    return W + random_table(64, 32, 0.01, seed);
+  };
+  TempDir dir;
+  trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)},
+                       {100, circle(2)},
+                       {200, smooth_table(3)},  // smooth, but half a turn: no circle, so the circle counts from 300
+                       {300, circle(4)},
+                       {400, circle(5)}});
+  const auto points = analyze_run(dir / "run");
+  ASSERT_EQ(points.back().analysis.circles.size(), 1u);
+  EXPECT_TRUE(points[2].analysis.circles.empty());
+  const Verdict v = judge(points);
+  ASSERT_TRUE(v.circle_from.has_value());
+  EXPECT_EQ(*v.circle_from, 300);
+  EXPECT_NE(v.summary.find(" A circle from step 300: at step 400, components 1 and 2 turn in quadrature with a "
+                           "period of 32.0 positions"),
+            std::string::npos)
+      << v.summary;
+  EXPECT_EQ(verdict_json(v, points)["circle_from"], 300);
+  // A run without one says nothing of circles.
+  TempDir none;
+  trajectory_run(none, {{0, random_table(64, 32, 0.02, 1)}, {100, smooth_table(2)}});
+  const Verdict w = judge(analyze_run(none / "run"));
+  EXPECT_FALSE(w.circle_from.has_value());
+  EXPECT_EQ(w.summary.find("circle"), std::string::npos) << w.summary;
+  EXPECT_TRUE(verdict_json(w)["circle_from"].is_null());
+}
+
 TEST(Trajectory, NoiseStaysNoise) {
   TempDir dir;
   trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)}});
