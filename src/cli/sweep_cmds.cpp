@@ -119,7 +119,12 @@ int run_compare(const CompareArgs& a) {
                               ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
                                             row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
                               : std::string());
-    if (row.judged > 0) line += fmt::format(" | a circle in {} of {}", row.circled, row.judged);
+    if (row.judged > 0)
+      line += fmt::format(" | a circle in {} of {}{}", row.circled, row.judged,
+                          row.circle_from.n > 0
+                              ? fmt::format(" (from step {:.0f}{})", row.circle_from.mean,
+                                            row.circle_from.n > 1 ? fmt::format(" ± {:.0f}", row.circle_from.sd) : "")
+                              : std::string());
     for (const AgreementCell& cell : c.agreement)
       if (cell.a == row.variant && cell.b == row.variant)
         line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{})", cell.cka.mean,

@@ -146,8 +146,13 @@ void pool_row(VariantRow& row, const std::vector<ComparedRun>& runs, const std::
     row.form_keys.push_back(key);
     row.form.push_back(pooled(v));
   }
-  for (size_t i : row.runs)
+  std::vector<double> circle_from;
+  for (size_t i : row.runs) {
     if (!runs[i].points.empty() && !runs[i].points.back().analysis.circles.empty()) ++row.circled;
+    if (runs[i].verdict && runs[i].verdict->circle_from)
+      circle_from.push_back(static_cast<double>(*runs[i].verdict->circle_from));
+  }
+  row.circle_from = pooled(circle_from);
   row.emerged_from = pooled(emerged_at);
   for (const Metric& m : headline_metrics()) row.half_keys.push_back(m.key);
   for (const auto& v : half) row.half_change.push_back(pooled(v));
@@ -219,7 +224,7 @@ std::string comparison_csv(const Comparison& c) {
   for (const auto& k : c.rows.front().keys) h += "," + k + "_mean," + k + "_sd";
   h += ",emerged,judged,emerged_from_mean,emerged_from_sd,boundary_outliers,present";
   for (const auto& k : c.rows.front().half_keys) h += "," + k + "_half_step_mean," + k + "_half_step_sd";
-  h += ",circled";
+  h += ",circled,circle_from_mean,circle_from_sd";
   for (const auto& k : c.rows.front().form_keys) h += "," + k + "_mean," + k + "_sd";
   h += "\n";
   for (const auto& row : c.rows) {
@@ -228,7 +233,8 @@ std::string comparison_csv(const Comparison& c) {
     h += fmt::format(",{},{},{},{},{},{}", row.emerged, row.judged, gp_number(row.emerged_from.mean),
                      gp_number(row.emerged_from.sd), row.boundary_outliers, row.present);
     for (const auto& s : row.half_change) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
-    h += "," + std::to_string(row.circled);
+    h +=
+        "," + std::to_string(row.circled) + "," + gp_number(row.circle_from.mean) + "," + gp_number(row.circle_from.sd);
     for (const auto& s : row.form) h += "," + gp_number(s.mean) + "," + gp_number(s.sd);
     h += "\n";
   }
@@ -252,6 +258,7 @@ nlohmann::json comparison_json(const Comparison& c) {
       r["metrics"][row.keys[k]] = {
           {"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
     r["circled"] = row.circled;
+    r["circle_from"] = {{"mean", value(row.circle_from.mean)}, {"sd", value(row.circle_from.sd)}};
     for (size_t k = 0; k < row.form_keys.size(); ++k)
       r["form"][row.form_keys[k]] = {
           {"mean", value(row.form[k].mean)}, {"sd", value(row.form[k].sd)}, {"n", row.form[k].n}};

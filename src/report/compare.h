@@ -46,6 +46,7 @@ struct VariantRow {
   std::vector<std::string> form_keys;  // the table's form at the last snapshot: form_metric_keys()
   std::vector<Stat> form;              // one per form key, over the judged runs
   int circled = 0;                     // judged runs whose last table holds at least one circle
+  Stat circle_from;                    // over those runs: the step from which every snapshot holds one
 };
 
 // The keys of the table's form that compare pools beside the headline metrics: circle_count, circle_period,
@@ -76,7 +77,7 @@ Comparison compare_runs(const std::vector<std::string>& dirs);
 
 // The table: one line per variant; columns "variant,runs,<key>_mean,<key>_sd,...,emerged,judged,emerged_from_mean,
 // emerged_from_sd,boundary_outliers,present,<metric>_half_step_mean,<metric>_half_step_sd,...,circled,
-// <form key>_mean,<form key>_sd,...".
+// circle_from_mean,circle_from_sd,<form key>_mean,<form key>_sd,...".
 std::string comparison_csv(const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
 

@@ -221,16 +221,19 @@ std::string form_table(const Comparison& c) {
   std::string t =
       "<h3>The table's form: circles, helix, periods</h3>\n<p>At each run's last snapshot (docs/analysis.md, "
       "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
-      "noise floor in quadrature at one period), then mean ± sd over the seeds; a run without a circle or helix "
+      "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run without a "
+      "circle or helix "
       "counts a share of 0, and the circle's period is pooled over the runs that have one. A period of twice the "
       "table's rows or more is a ramp or a half wave.</p>\n<div class=\"wide\"><table class=\"compare\">\n"
-      "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>";
+      "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>"
+      "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>";
   for (const Metric* m : metrics)
     t += "<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>";
   t += "</tr>\n";
   for (const auto& row : c.rows) {
     if (row.judged == 0) continue;
-    t += fmt::format("<tr><td>{}</td><td>{} of {}</td>", html_escape(row.variant), row.circled, row.judged);
+    t += fmt::format("<tr><td>{}</td><td>{} of {}</td><td>{}</td>", html_escape(row.variant), row.circled, row.judged,
+                     format_stat(row.circle_from, "{:.0f}"));
     for (size_t k = 0; k < row.form.size(); ++k)  // a count's mean over seeds has a decimal
       t += "<td>" + format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format) + "</td>";
     t += "</tr>\n";

@@ -225,11 +225,14 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(learned.form[1].n, 1) << "circle_period: the one run with a circle";
   EXPECT_NEAR(learned.form[1].mean, 8.0, 0.1);
   EXPECT_DOUBLE_EQ(learned.form[2].mean, planted.circles[0].explained / 2) << "circle_share: its share and 0";
+  EXPECT_EQ(learned.circle_from.n, 1);
+  EXPECT_EQ(learned.circle_from.mean, 6.0) << "seed 2's circle: at its last snapshot only";
   EXPECT_EQ(comparison_json(with_circle)["variants"][0]["circled"].get<int>(), 1);
-  EXPECT_NE(comparison_csv(with_circle).find(",circled,circle_count_mean,circle_count_sd,circle_period_mean"),
+  EXPECT_NE(comparison_csv(with_circle)
+                .find(",circled,circle_from_mean,circle_from_sd,circle_count_mean,circle_count_sd,circle_period_mean"),
             std::string::npos);
   const std::string form_page = slurp(write_comparison(with_circle, dir_ / "compare_circle"));
-  EXPECT_NE(form_page.find("<td>position-learned</td><td>1 of 2</td><td>0.5 ± 0.7</td>"), std::string::npos)
+  EXPECT_NE(form_page.find("<td>position-learned</td><td>1 of 2</td><td>6</td><td>0.5 ± 0.7</td>"), std::string::npos)
       << "the form table: a circle in 1 of 2 runs, circle count 0.5 ± 0.7";
 }
 
