@@ -333,8 +333,9 @@ TEST(ExampleSweeps, EveryShippedSweepLoads) {
     EXPECT_GE(s.variants.size(), 2u);
     names.insert(entry.path().stem().string());
   }
-  for (const char* name : {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus",
-                           "circles_shakespeare", "circles_small", "circles_table_lr", "circles_dropout"})
+  for (const char* name :
+       {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus", "circles_shakespeare",
+        "circles_small", "circles_table_lr", "circles_dropout", "circles_block_size"})
     EXPECT_EQ(names.count(name), 1u) << "configs/sweeps/" << name << ".yaml (the docs' results come from it)";
 }
 
