@@ -71,7 +71,7 @@
       if (!finite.length) continue;
       const v = vals[k];
       if (v !== null && isFinite(v)) {  // the step's value beside the curve's name, on its line
-        const text = "= " + Number(v).toPrecision(3), x = labelEnd + 6, y = labelY;
+        const text = "= " + (Number.isInteger(v) ? String(v) : Number(v).toPrecision(3)), x = labelEnd + 6, y = labelY;
         ctx.fillStyle = "#b5651d";
         ctx.fillText(text, x, y);
         // its offset below the name's baseline, its gap after the name, the room left on its right (in pixels)
