@@ -113,18 +113,14 @@ int run_compare(const CompareArgs& a) {
     for (size_t k = 0; k < row.keys.size() && k < 2; ++k)
       line += fmt::format(" | {} {:.4f}{}", row.keys[k], row.stats[k].mean,
                           row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
+    // " (from step 433 ± 58)": the mean step over the runs where it happened
+    auto from_step = [](const Stat& s) {
+      if (s.n == 0) return std::string();
+      return fmt::format(" (from step {:.0f}{})", s.mean, s.n > 1 ? fmt::format(" ± {:.0f}", s.sd) : "");
+    };
     if (row.judged > 0)
-      line += fmt::format(" | emerged {} of {}{}", row.emerged, row.judged,
-                          row.emerged_from.n > 0
-                              ? fmt::format(" (from step {:.0f}{})", row.emerged_from.mean,
-                                            row.emerged_from.n > 1 ? fmt::format(" ± {:.0f}", row.emerged_from.sd) : "")
-                              : std::string());
-    if (row.judged > 0)
-      line += fmt::format(" | a circle in {} of {}{}", row.circled, row.judged,
-                          row.circle_from.n > 0
-                              ? fmt::format(" (from step {:.0f}{})", row.circle_from.mean,
-                                            row.circle_from.n > 1 ? fmt::format(" ± {:.0f}", row.circle_from.sd) : "")
-                              : std::string());
+      line += fmt::format(" | emerged {} of {}{} | a circle in {} of {}{}", row.emerged, row.judged,
+                          from_step(row.emerged_from), row.circled, row.judged, from_step(row.circle_from));
     for (const AgreementCell& cell : c.agreement)
       if (cell.a == row.variant && cell.b == row.variant)
         line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{})", cell.cka.mean,
