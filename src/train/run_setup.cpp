@@ -1,5 +1,6 @@
 #include "train/run_setup.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -89,8 +90,18 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
+  const double stored_scale = cfg.train.position_lr_scale;
   for (const auto& o : req.overrides) apply_override(cfg, o);
   validate(cfg);
+  // A scale other than 1 gives the table an AdamW group of its own (train/optim.h): the checkpoint's optimizer
+  // state has one group fewer or more than the resumed run's would.
+  if ((stored_scale != 1.0) != (cfg.train.position_lr_scale != 1.0))
+    throw Error(latest + ": train.position_lr_scale " + fmt::format("{}", stored_scale) + " in the checkpoint vs " +
+                    fmt::format("{}", cfg.train.position_lr_scale) +
+                    ": 1 and any other value keep the table's optimizer state in different groups",
+                "resume with a scale that is 1 where the run's is 1 and not 1 where it is not, or start a new run "
+                "from its weights: poslab train CONFIG --init-from " +
+                    latest);
   return cfg;
 }
 

@@ -221,6 +221,23 @@ TEST(Trainer, ResumeErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_embd 32 in the checkpoint vs 64"), std::string::npos) << e.what();
   }
+  // The table's own learning-rate group cannot appear or vanish on resume (the optimizer state's groups), and the
+  // run folder is left as it was.
+  r.overrides = {"train.position_lr_scale=10"};
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string config_before = text_of(dir / "done/config.yaml");
+  try {
+    train(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.position_lr_scale 1 in the checkpoint vs 10"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.hint().find("--init-from"), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(text_of(dir / "done/config.yaml"), config_before);
   // Extending a finished run with more steps works.
   r.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(r).steps, 8);
