@@ -107,17 +107,17 @@ int run_compare(const CompareArgs& a) {
     out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";
   }
   const Comparison c = compare_runs(a.dirs);
+  // " (from step 433 ± 58)": the mean step over the runs where it happened
+  auto from_step = [](const Stat& s) {
+    if (s.n == 0) return std::string();
+    return fmt::format(" (from step {:.0f}{})", s.mean, s.n > 1 ? fmt::format(" ± {:.0f}", s.sd) : "");
+  };
   for (const auto& row : c.rows) {
     std::string line =
         row.variant + " (" + std::to_string(row.runs.size()) + " run" + (row.runs.size() == 1 ? "" : "s") + ")";
     for (size_t k = 0; k < row.keys.size() && k < 2; ++k)
       line += fmt::format(" | {} {:.4f}{}", row.keys[k], row.stats[k].mean,
                           row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
-    // " (from step 433 ± 58)": the mean step over the runs where it happened
-    auto from_step = [](const Stat& s) {
-      if (s.n == 0) return std::string();
-      return fmt::format(" (from step {:.0f}{})", s.mean, s.n > 1 ? fmt::format(" ± {:.0f}", s.sd) : "");
-    };
     if (row.judged > 0)
       line += fmt::format(" | emerged {} of {}{} | a circle in {} of {}{}", row.emerged, row.judged,
                           from_step(row.emerged_from), row.circled, row.judged, from_step(row.circle_from));

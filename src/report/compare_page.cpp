@@ -221,10 +221,10 @@ std::string form_table(const Comparison& c) {
   std::string t =
       "<h3>The table's form: circles, helix, periods</h3>\n<p>At each run's last snapshot (docs/analysis.md, "
       "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
-      "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run without a "
-      "circle or helix "
-      "counts a share of 0, and the circle's period is pooled over the runs that have one. A period of twice the "
-      "table's rows or more is a ramp or a half wave.</p>\n<div class=\"wide\"><table class=\"compare\">\n"
+      "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run "
+      "without a circle or helix counts a share of 0, and the circle's period is pooled over the runs that have "
+      "one. A period of twice the table's rows or more is a ramp or a half wave.</p>\n"
+      "<div class=\"wide\"><table class=\"compare\">\n"
       "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>"
       "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>";
   for (const Metric* m : metrics)

@@ -224,11 +224,7 @@ TEST(Trainer, ResumeErrors) {
   // The table's own learning-rate group cannot appear or vanish on resume (the optimizer state's groups), and the
   // run folder is left as it was.
   r.overrides = {"train.position_lr_scale=10"};
-  auto text_of = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string config_before = text_of(dir / "done/config.yaml");
+  const std::string config_before = read_file(dir / "done/config.yaml");
   try {
     train(r);
     FAIL() << "expected an error";
@@ -237,7 +233,7 @@ TEST(Trainer, ResumeErrors) {
         << e.what();
     EXPECT_NE(e.hint().find("--init-from"), std::string::npos) << e.hint();
   }
-  EXPECT_EQ(text_of(dir / "done/config.yaml"), config_before);
+  EXPECT_EQ(read_file(dir / "done/config.yaml"), config_before);
   // Extending a finished run with more steps works.
   r.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(r).steps, 8);
