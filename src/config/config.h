@@ -112,4 +112,12 @@ std::string to_yaml(const Config& cfg);
 // All valid dotted keys, in order (for error messages and docs).
 std::vector<std::string> config_keys();
 
+// A key whose value differs between two configs, each value as to_yaml writes it.
+struct ConfigChange {
+  std::string key, from, to;
+};
+
+// Every key, in section order, whose value in `to` differs from its value in `from`.
+std::vector<ConfigChange> config_changes(const Config& from, const Config& to);
+
 }  // namespace poslab

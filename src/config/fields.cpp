@@ -152,6 +152,21 @@ std::vector<std::string> config_keys() {
   return keys;
 }
 
+std::vector<ConfigChange> config_changes(const Config& from, const Config& to) {
+  const auto text = [](const ConfigField& f, const Config& c) {
+    YAML::Emitter e;
+    e << YAML::Flow;  // a list on one line: [a, b]
+    f.emit(c, e);
+    return std::string(e.c_str());
+  };
+  std::vector<ConfigChange> changes;
+  for (const auto& f : config_fields()) {
+    std::string a = text(f, from), b = text(f, to);
+    if (a != b) changes.push_back({f.key, std::move(a), std::move(b)});
+  }
+  return changes;
+}
+
 std::string to_yaml(const Config& cfg) {
   YAML::Emitter e;
   e << YAML::BeginMap;

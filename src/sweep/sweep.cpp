@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "config/config.h"
 #include "report/report.h"
@@ -59,6 +60,42 @@ SweepIndex sweep_index(const Sweep& sweep, const std::vector<SweepRun>& runs, co
   return index;
 }
 
+// The key of each "key=value".
+std::set<std::string> assigned_keys(const std::vector<std::string>& sets) {
+  std::set<std::string> keys;
+  for (const std::string& o : sets) keys.insert(o.substr(0, o.find('=')));
+  return keys;
+}
+
+// A key that says how a run is carried out (threads, device, kernel paths, its report, the token cache's place), not
+// what it trains: a sweep's runs may differ there.
+bool is_how_it_runs(const std::string& key) {
+  return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir";
+}
+
+// A run trained by an earlier call (its latest checkpoint holds the config it trains with) against the config the
+// sweep file and its base give it now: a key that differs, other than those --set changes for this call and those
+// of how it runs, means the base or the sweep file changed since, and the sweep's runs would not share their
+// settings. An error before anything is written; `cli_keys` are the keys of --set.
+void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::string& checkpoint, const Config& now,
+                              const std::set<std::string>& cli_keys) {
+  const Config trained = config_from_yaml(read_checkpoint_meta(checkpoint).config_yaml, checkpoint);
+  std::vector<ConfigChange> changes;
+  for (ConfigChange& c : config_changes(trained, now))
+    if (cli_keys.count(c.key) == 0 && !is_how_it_runs(c.key)) changes.push_back(std::move(c));
+  if (changes.empty()) return;
+  std::string what;
+  for (size_t i = 0; i < changes.size() && i < 3; ++i)
+    what += (i == 0 ? "" : ", ") + changes[i].key + " " + changes[i].from + " in the run, " + changes[i].to + " now";
+  if (changes.size() > 3) what += " (and " + std::to_string(changes.size() - 3) + " keys more)";
+  throw Error("sweep " + sweep.name + ": " + r.run_dir + " trained with other settings than " + sweep.file +
+                  (sweep.base.empty() ? "" : " and its base " + sweep.base) + " give it now: " + what +
+                  "; the sweep's runs would not share their settings",
+              "put the file back as it was when the run trained; or sweep the new settings into a folder of their "
+              "own (another name: in the sweep file); --set KEY=VALUE changes every run of one call (--set "
+              "train.max_steps=N extends them)");
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
@@ -68,6 +105,16 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   SweepSummary sum;
   sum.dir = sweep_dir(sweep, opt.sets);
   sum.runs = static_cast<int>(runs.size());
+  // Every run's config as the sweep file and its base give it now: the runs trained afresh in this call read these,
+  // not the base again, so that an edit of the base while the sweep trains does not reach half its runs.
+  std::vector<Config> configs;
+  const std::set<std::string> cli_keys = assigned_keys(opt.sets);
+  for (const SweepRun& r : runs) {
+    configs.push_back(load_config(sweep.base, r.overrides));
+    const std::string latest = RunFolder(r.run_dir).latest_checkpoint();
+    std::error_code ec;
+    if (fs::is_regular_file(latest, ec)) check_settings_unchanged(sweep, r, latest, configs.back(), cli_keys);
+  }
   make_dirs(sum.dir);
   write_sweep_index(sum.dir, sweep_index(sweep, runs, opt.sets, sum.dir));
 
@@ -76,7 +123,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   std::vector<std::string> failed;
   for (size_t i = 0; i < runs.size(); ++i) {
     const SweepRun& r = runs[i];
-    const Config cfg = load_config(sweep.base, r.overrides);
+    const Config& cfg = configs[i];
     const std::string latest = RunFolder(r.run_dir).latest_checkpoint();
     std::error_code ec;
     const bool started = fs::is_regular_file(latest, ec);
@@ -104,10 +151,12 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     TrainRequest req;
     req.overrides = r.overrides;
     req.stop_at = opt.stop_at;
-    if (started)
+    if (started) {
       req.resume_dir = r.run_dir;
-    else
+    } else {
       req.config_path = sweep.base;
+      req.config_yaml = to_yaml(cfg);
+    }
     const auto t0 = Clock::now();
     TrainSummary s;
     try {

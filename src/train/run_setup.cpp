@@ -77,7 +77,14 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     return cfg;
   }
   if (req.resume_dir.empty()) {
-    Config cfg = load_config(req.config_path, req.overrides);
+    Config cfg;
+    if (req.config_yaml.empty()) {
+      cfg = load_config(req.config_path, req.overrides);
+    } else {
+      cfg = config_from_yaml(req.config_yaml, req.config_path + " (as resolved when the sweep started)");
+      for (const auto& o : req.overrides) apply_override(cfg, o);
+      validate(cfg);
+    }
     check_init_from(cfg);
     return cfg;
   }

@@ -67,6 +67,24 @@ TEST(Config, YamlRoundTripKeepsEveryValue) {
   }
 }
 
+// The keys whose values differ, in section order, each value as to_yaml writes it; none between a config and itself.
+TEST(Config, ChangesNameEachKeyThatDiffersWithBothValues) {
+  const Config a = load_config("", {"model.n_embd=96", "model.n_head=3", "data.corpus=[x, y]"});
+  EXPECT_TRUE(config_changes(a, a).empty());
+  EXPECT_TRUE(config_changes(a, config_from_yaml(to_yaml(a), "round-trip")).empty());
+  const Config b = load_config("", {"model.n_embd=48", "model.n_head=3", "data.corpus=[x]", "train.lr=0.002"});
+  const std::vector<ConfigChange> c = config_changes(a, b);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].key, "data.corpus");
+  EXPECT_EQ(c[0].from, "[x, y]");
+  EXPECT_EQ(c[0].to, "[x]");
+  EXPECT_EQ(c[1].key, "model.n_embd");
+  EXPECT_EQ(c[1].from, "96");
+  EXPECT_EQ(c[1].to, "48");
+  EXPECT_EQ(c[2].key, "train.lr");
+  EXPECT_EQ(c[2].to, "0.002");
+}
+
 TEST(Config, UnknownKeyNamesKeyAndFile) {
   TempDir dir;
   write_text(dir / "bad.yaml", "model:\n  n_layers: 2\n");

@@ -5,18 +5,21 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "analysis/agreement.h"
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
+#include "config/config.h"
 #include "formats/npy.h"
 #include "report/compare.h"
 #include "run/run_folder.h"
 #include "source_paths.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/lock.h"
 
@@ -289,6 +292,53 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   EXPECT_EQ(read_jsonl(run + "/snapshots/index.jsonl").size(), 3u);  // steps 0, 3, 6: none twice
 }
 
+// A sweep's runs share their settings: a run trained by an earlier call with other settings than the files give it
+// now is an error naming the run and the key, before anything is trained or written; --set's keys may differ (that
+// is how a call extends every run); and a run trained afresh reads the config the sweep resolved at its start, not
+// the base again (an edit of the base while a sweep trains reaches none of its runs).
+TEST_F(SweepTest, ARunTrainedWithOtherSettingsThanTheFilesGiveNowIsAnError) {
+  const std::string file =
+      sweep_file("seeds: [1]\nvariants: [{name: a, set: {}}, {name: b, set: {}}, {name: c, set: {}}]\n", "edit.yaml");
+  SweepOptions one;
+  one.max_runs = 1;
+  run_sweep(file, one);  // run a, with the base's 32 channels
+  const std::string base = slurp(dir_ / "configs/base.yaml");
+  // How a run is carried out (here its threads) may change between calls; what it trains may not.
+  const std::string threads = std::regex_replace(base, std::regex("threads: 1"), "threads: 2");
+  ASSERT_NE(threads, base);
+  test::write_text(dir_ / "configs/base.yaml", threads);
+  EXPECT_EQ(run_sweep(file, one).trained, 1);  // run b
+  const std::string edited = std::regex_replace(threads, std::regex("n_embd: 32"), "n_embd: 16");
+  ASSERT_NE(edited, base);
+  test::write_text(dir_ / "configs/base.yaml", edited);
+  try {
+    run_sweep(file, {});
+    FAIL() << "a base changed since run a trained was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("edit/a/seed-1 trained with other settings"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.n_embd 32 in the run, 16 now"), std::string::npos) << what;
+    EXPECT_NE(std::string(e.hint()).find("another name:"), std::string::npos) << e.hint();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "runs/edit/c")) << "run c was trained with the new settings";
+
+  test::write_text(dir_ / "configs/base.yaml", base);
+  SweepOptions longer;
+  longer.sets = {"train.max_steps=9"};
+  const SweepSummary s = run_sweep(file, longer);
+  EXPECT_EQ(s.resumed, 2);
+  EXPECT_EQ(s.trained, 1);
+  EXPECT_EQ(s.finished, 3);
+
+  // A fresh run of a sweep: the config as the sweep resolved it, whatever its base file says by then.
+  TrainRequest req;
+  req.config_path = dir_ / "configs/base.yaml";
+  req.config_yaml = to_yaml(load_config(req.config_path, {"run.name=fixed"}));
+  test::write_text(dir_ / "configs/base.yaml", edited);
+  const TrainSummary t = train(req);
+  EXPECT_EQ(load_config(RunFolder(t.run_dir).config()).model.n_embd, 32);
+}
+
 TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
   const Stat s = pooled({1.0, 2.0, 6.0, NAN});
   EXPECT_EQ(s.n, 3);
@@ -333,9 +383,9 @@ TEST(ExampleSweeps, EveryShippedSweepLoads) {
     EXPECT_GE(s.variants.size(), 2u);
     names.insert(entry.path().stem().string());
   }
-  for (const char* name :
-       {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus", "circles_shakespeare",
-        "circles_small", "circles_table_lr", "circles_dropout", "circles_block_size"})
+  for (const char* name : {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus",
+                           "circles_shakespeare", "circles_small", "circles_table_lr", "circles_dropout",
+                           "circles_block_size", "circles_longer", "circles_model"})
     EXPECT_EQ(names.count(name), 1u) << "configs/sweeps/" << name << ".yaml (the docs' results come from it)";
 }
 
