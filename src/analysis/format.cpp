@@ -163,10 +163,12 @@ std::string summary_text(const Analysis& a) {
                            circles.empty() ? "" : " | ", c.first, c.second, c.period, 100 * c.explained, c.circularity);
   s += fmt::format("  circles       {}\n",
                    circles.empty() ? std::string("none among the components above the noise floor") : circles);
-  if (a.helix)
-    s += fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} (period {:.1f}): {:.1f}% of the variance\n",
-                     a.helix->circle.first, a.helix->circle.second, a.helix->circle.period, a.helix->slow,
-                     a.helix->slow_period, 100 * a.helix->explained);
+  if (a.helix)  // a slow component at half a cycle or less over the table (a ramp) reads "≥ 2P", as above
+    s +=
+        fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} (period {}{:.1f}): {:.1f}% of the variance\n",
+                    a.helix->circle.first, a.helix->circle.second, a.helix->circle.period, a.helix->slow,
+                    a.helix->slow_period >= 2.0 * static_cast<double>(a.positions) - 1e-6 ? "≥" : "",
+                    a.helix->slow_period, 100 * a.helix->explained);
   std::string strongest;
   for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
     strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);

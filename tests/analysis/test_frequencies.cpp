@@ -72,6 +72,8 @@ TEST(Frequencies, APlantedHelixIsNamedWithItsPeriodAndShare) {
   EXPECT_GT(a.helix->explained, 0.98);
   const std::string text = summary_text(a);
   EXPECT_NE(text.find("helix         PC"), std::string::npos) << text;
+  // the ramp: half a cycle over the table at most, the longest period the search names (2P), read as a bound
+  EXPECT_NE(text.find("along PC1 (period ≥256.0)"), std::string::npos) << text;
   const auto j = to_json(a);
   ASSERT_TRUE(j["circles"].is_array());
   EXPECT_EQ(j["circles"].size(), 1u);
