@@ -72,10 +72,14 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
       d += fmt::format("{} {} {} {}\n", gp_number(bands[i].x[k]), gp_number(bands[i].mean[k]),
                        gp_number(bands[i].lo[k]), gp_number(bands[i].hi[k]));
     f.data[file] = d;
+    // gnuplot's line colours repeat after 8: each further 8 variants draw with another dash and point
+    const size_t group = i / 8;
+    constexpr int kPoints[] = {7, 5, 9, 13};
     plots += fmt::format(
         "{}'{}' using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc {} notitle, "
-        "'{}' using 1:2 with linespoints lw 2 pt 7 ps 0.5 lc {} title {} noenhanced",
-        plots.empty() ? "" : ", ", file, i + 1, file, i + 1, gp_quote(variants[i]));
+        "'{}' using 1:2 with linespoints lw 2 dt {} pt {} ps {} lc {} title {} noenhanced",
+        plots.empty() ? "" : ", ", file, i % 8 + 1, file, group % 4 + 1, kPoints[group % 4], group == 0 ? 0.5 : 0.8,
+        i % 8 + 1, gp_quote(variants[i]));
   }
   const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +
                            "\n  set key outside right top\n  set grid\n" + extra + "  plot " + plots + "\n";

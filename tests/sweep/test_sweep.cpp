@@ -194,6 +194,18 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/periodogram.png"));
   // A variant's name is its text in the key ("block_size-256" is no subscript).
   EXPECT_NE(slurp(dir_ / "compare/periodogram.gp").find("title 'position-learned' noenhanced"), std::string::npos);
+  // gnuplot's colours repeat after 8 lines: the 9th variant on, each group of 8 draws with its own dash and point.
+  Comparison many = c;
+  while (many.rows.size() < 10) {
+    VariantRow row = c.rows[0];  // position-learned: a table, so a periodogram
+    row.variant = "v-" + std::to_string(many.rows.size() + 1);
+    many.rows.push_back(row);
+  }
+  write_comparison(many, dir_ / "compare10");
+  const std::string gp = slurp(dir_ / "compare10/periodogram.gp");
+  EXPECT_NE(gp.find("dt 1 pt 7 ps 0.5 lc 1 title 'position-learned'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("dt 2 pt 5 ps 0.8 lc 1 title 'v-9'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("dt 2 pt 5 ps 0.8 lc 2 title 'v-10'"), std::string::npos) << gp;
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_translation_invariance.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
@@ -385,7 +397,7 @@ TEST(ExampleSweeps, EveryShippedSweepLoads) {
   }
   for (const char* name : {"position", "decay", "block_size", "init_scale", "default_seeds", "circles_corpus",
                            "circles_shakespeare", "circles_small", "circles_table_lr", "circles_dropout",
-                           "circles_block_size", "circles_longer", "circles_model"})
+                           "circles_block_size", "circles_longer", "circles_model", "circles_rows"})
     EXPECT_EQ(names.count(name), 1u) << "configs/sweeps/" << name << ".yaml (the docs' results come from it)";
 }
 
