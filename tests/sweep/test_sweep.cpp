@@ -323,6 +323,7 @@ TEST_F(SweepTest, ARunTrainedWithOtherSettingsThanTheFilesGiveNowIsAnError) {
   const std::string edited = std::regex_replace(threads, std::regex("n_embd: 32"), "n_embd: 16");
   ASSERT_NE(edited, base);
   test::write_text(dir_ / "configs/base.yaml", edited);
+  fs::remove(dir_ / "runs/edit/sweep.json");
   try {
     run_sweep(file, {});
     FAIL() << "a base changed since run a trained was accepted";
@@ -333,6 +334,7 @@ TEST_F(SweepTest, ARunTrainedWithOtherSettingsThanTheFilesGiveNowIsAnError) {
     EXPECT_NE(std::string(e.hint()).find("another name:"), std::string::npos) << e.hint();
   }
   EXPECT_FALSE(fs::exists(dir_ / "runs/edit/c")) << "run c was trained with the new settings";
+  EXPECT_FALSE(fs::exists(dir_ / "runs/edit/sweep.json")) << "the refused call wrote the sweep's index";
 
   test::write_text(dir_ / "configs/base.yaml", base);
   SweepOptions longer;
