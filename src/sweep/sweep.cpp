@@ -77,9 +77,9 @@ bool is_how_it_runs(const std::string& key) {
 // sweep file and its base give it now: a key that differs, other than those --set changes for this call and those
 // of how it runs, means the base or the sweep file changed since, and the sweep's runs would not share their
 // settings. An error before anything is written; `cli_keys` are the keys of --set.
-void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::string& checkpoint, const Config& now,
-                              const std::set<std::string>& cli_keys) {
-  const Config trained = config_from_yaml(read_checkpoint_meta(checkpoint).config_yaml, checkpoint);
+void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::string& checkpoint,
+                              const CheckpointMeta& meta, const Config& now, const std::set<std::string>& cli_keys) {
+  const Config trained = config_from_yaml(meta.config_yaml, checkpoint);
   std::vector<ConfigChange> changes;
   for (ConfigChange& c : config_changes(trained, now))
     if (cli_keys.count(c.key) == 0 && !is_how_it_runs(c.key)) changes.push_back(std::move(c));
@@ -108,12 +108,17 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   // Every run's config as the sweep file and its base give it now: the runs trained afresh in this call read these,
   // not the base again, so that an edit of the base while the sweep trains does not reach half its runs.
   std::vector<Config> configs;
+  std::vector<int64_t> steps;  // each run's step at its latest checkpoint, -1 for none yet
   const std::set<std::string> cli_keys = assigned_keys(opt.sets);
   for (const SweepRun& r : runs) {
     configs.push_back(load_config(sweep.base, r.overrides));
     const std::string latest = RunFolder(r.run_dir).latest_checkpoint();
     std::error_code ec;
-    if (fs::is_regular_file(latest, ec)) check_settings_unchanged(sweep, r, latest, configs.back(), cli_keys);
+    steps.push_back(-1);
+    if (!fs::is_regular_file(latest, ec)) continue;
+    const CheckpointMeta meta = read_checkpoint_meta(latest);
+    check_settings_unchanged(sweep, r, latest, meta, configs.back(), cli_keys);
+    steps.back() = meta.step;
   }
   make_dirs(sum.dir);
   write_sweep_index(sum.dir, sweep_index(sweep, runs, opt.sets, sum.dir));
@@ -124,10 +129,9 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const SweepRun& r = runs[i];
     const Config& cfg = configs[i];
-    const std::string latest = RunFolder(r.run_dir).latest_checkpoint();
+    const int64_t at = steps[i];
+    const bool started = at >= 0;
     std::error_code ec;
-    const bool started = fs::is_regular_file(latest, ec);
-    const int64_t at = started ? read_checkpoint_meta(latest).step : -1;
     if (started && at >= cfg.train.max_steps) {
       ++sum.done_before;
       ++sum.finished;
