@@ -10,10 +10,12 @@ Prints tokens/s of each, the ratios poslab / peer, and whether they agree (loss 
 
 Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium|gpt2]
            [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]
+           [--poslab-set=KEY=VALUE ...]
        (default 5 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two
        dtypes; --device: where both train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it,
        eager and compiled, and GPT-2 small's shape as a fifth config); --poslab: the binary, default build/poslab; --peers: which PyTorch to run, default all three
-       where installed)
+       where installed; --poslab-set: a setting of poslab's alone, e.g. train.cuda_graph=true, named in the table's
+       first line)
 """
 import json
 import os
@@ -110,8 +112,11 @@ if "OPENBLAS_CORETYPE" not in env:  # what poslab picks for itself, so that both
         "SkylakeX" if "avx512f" in open("/proc/cpuinfo").read() else "Haswell")
 
 ROUNDS = 1 if quick else 5
+POSLAB_SETS = []  # --poslab-set=KEY=VALUE: a setting of poslab's alone (train.cuda_graph=true), its peers unchanged
 for a in sys.argv[1:]:
-    if a.startswith("--rounds="):
+    if a.startswith("--poslab-set="):
+        POSLAB_SETS.append(a.split("=", 1)[1])
+    elif a.startswith("--rounds="):
         ROUNDS = int(a.split("=", 1)[1])
     elif a.startswith("--only="):
         names = [c[0] for c in CASES]
@@ -124,7 +129,8 @@ for a in sys.argv[1:]:
         DTYPES = [a.split("=", 1)[1]]
     elif a != "--quick" and not a.startswith(("--poslab=", "--device=", "--peers=")):
         sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|wide|medium] "
-                 "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]")
+                 "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled] "
+                 "[--poslab-set=KEY=VALUE]")
 
 
 def run_round(config, sets, steps, warmup, dtype):
@@ -133,7 +139,7 @@ def run_round(config, sets, steps, warmup, dtype):
         args = [POSLAB, "bench", os.path.join(ROOT, config), "--steps", str(steps), "--warmup", str(warmup),
                 "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false",
                 "--set", "run.device=" + DEVICE]
-        for s in sets:
+        for s in sets + POSLAB_SETS:
             args += ["--set", s]
         ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
         refs = []
@@ -178,7 +184,8 @@ for name, config, sets, steps, warmup in CASES:
                   file=sys.stderr, flush=True)
 
 where = f"GPU {ours.get('gpu', '')}" if DEVICE == "cuda" else f"threads {ours['threads']} (batch split {ours.get('batch_split', 1)}), {ours['blas']}"
-print(f"{where}; poslab on LibTorch {ours.get('libtorch', '?')}, kernel paths {ours.get('kernel_paths', {}).get('chosen', '?')}; "
+print(f"{where}; poslab on LibTorch {ours.get('libtorch', '?')}, kernel paths {ours.get('kernel_paths', {}).get('chosen', '?')}"
+      f"{''.join(', ' + s for s in POSLAB_SETS)}; "
       f"median of {ROUNDS} rounds")
 print("peers: " + "; ".join(f"{p['peer']} = PyTorch {p['torch']}" for p in rows[0]["peers"]))
 print(f"{'config':<8} {'dtype':<9} {'poslab tok/s':>12} {'MFU':>6}  " +

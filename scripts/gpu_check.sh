@@ -2,8 +2,9 @@
 # The GPU check: on a machine with a GPU and PyTorch but no package registry, build poslab against that PyTorch's
 # LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU and GPT-2 small's shape
 # (configs/gpt2_small.yaml) for 300 steps, stop the default run halfway and resume it (bit for bit against the
-# uninterrupted run), and compare tokens/s with the same model in PyTorch's Python on the
-# same GPU. Prints one summary (also written to $OUT/gpu_check.txt
+# uninterrupted run), time the step captured as a CUDA graph against the eager step (train.cuda_graph; poslab bench
+# at two shapes and dtypes, the losses compared bit for bit), and compare tokens/s with the same model in PyTorch's
+# Python on the same GPU (poslab with the graph where it ran). Prints one summary (also written to $OUT/gpu_check.txt
 # when OUT is set). About 6 minutes on one H200 (16 cores) without the GPT-2-shape run, whose 300 steps are not yet
 # timed on a GPU (--gpt2-steps sets them).
 #
@@ -282,9 +283,47 @@ else
   tests_ok=NO
 fi
 
+# --- the step as a CUDA graph (train.cuda_graph) against the eager step --------------------------------------
+# poslab bench with the graph off and on, the default and the wide shape (bench_vs_pytorch.py's), float32 and bf16:
+# tokens/s of each and whether every step's loss is the same bit for bit. Where every case runs, the comparison
+# with PyTorch below runs poslab with the graph.
+graph_ok=yes
+if [ "$cpu" = 1 ]; then
+  note "CUDA graph: not run (--cpu: a graph needs a GPU)"
+  graph_ok=no
+else
+  t0=$SECONDS
+  note "CUDA graph against the eager step (poslab bench, 30 timed steps):"
+  for shape in default wide; do
+    shape_sets=()
+    [ "$shape" = wide ] && shape_sets=(--set model.n_layer=4 --set model.n_embd=256 --set model.block_size=256 --set train.batch_size=8)
+    for dtype in float32 bfloat16; do
+      for graph in false true; do
+        build-gpu/poslab bench configs/default.yaml --steps 30 --json - --set run.device=cuda --set "train.dtype=$dtype" \
+          "${shape_sets[@]}" --set "train.cuda_graph=$graph" >"$work/bench_$graph.json" 2>"$work/bench_$graph.log" ||
+          { tail -5 "$work/bench_$graph.log" >&2; graph_ok=NO; }
+      done
+      line=$("$py" - "$work/bench_false.json" "$work/bench_true.json" <<'EOF2' || echo "FAILED (see above)"
+import json, sys
+off, on = (json.load(open(p)) for p in sys.argv[1:])
+same = "equal" if off["losses"] == on["losses"] else "DIFFER"
+print(f"eager {off['tokens_per_s']:.0f} tok/s, graph {on['tokens_per_s']:.0f} tok/s "
+      f"({on['tokens_per_s'] / off['tokens_per_s']:.2f}x; {off['ms_per_step']:.2f} -> {on['ms_per_step']:.2f} ms a step); "
+      f"losses {same}")
+EOF2
+)
+      note "  $shape $dtype: $line"
+      case "$line" in *DIFFER*|FAILED*) graph_ok=NO ;; esac
+    done
+  done
+  note "  ($((SECONDS - t0)) s)"
+  [ "$graph_ok" = NO ] && tests_ok=NO
+fi
+
 # --- against PyTorch's Python on the same device ----------------------------------------------------------
 t0=$SECONDS
 cmp_args=(--poslab=build-gpu/poslab "--device=$device" --rounds=1)
+[ "$graph_ok" = yes ] && cmp_args+=(--poslab-set=train.cuda_graph=true)
 [ "$cpu" = 1 ] && cmp_args+=(--quick --only=default)
 if "$py" scripts/bench_vs_pytorch.py "${cmp_args[@]}" >"$work/compare.txt" 2>"$work/compare.log"; then
   compare_ok=yes

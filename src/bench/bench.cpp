@@ -18,6 +18,7 @@
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/step.h"
+#include "train/step_graph.h"
 #include "tune/autotune.h"
 #include "util/cuda.h"
 #include "util/fs.h"
@@ -100,7 +101,7 @@ struct StepTimes {
 
 // opt.warmup + opt.steps updates (t.max_steps of them), the timed ones under LibTorch's profiler when asked.
 StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                    BatchSplit& split, const torch::Device& device, const BenchOptions& opt) {
+                    BatchSplit& split, const torch::Device& device, const BenchOptions& opt, StepGraph* graph) {
   StepTimes out;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   // Timed from the first step after warmup to the end of the last, one wait for a GPU at each end: steps queue on
@@ -114,7 +115,9 @@ StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sa
         profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
       t0 = Clock::now();
     }
-    losses.push_back(train_step(model, optimizer, sampler, t, lr_at(s, t), device, &split).loss);
+    const double lr = lr_at(s, t);
+    losses.push_back(graph ? graph->step(sampler, lr).loss
+                           : train_step(model, optimizer, sampler, t, lr, device, &split).loss);
   }
   if (device.is_cuda()) torch::cuda::synchronize();
   out.timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -159,7 +162,9 @@ nlohmann::json config_json(const Config& cfg, int64_t vocab, int max_steps, int 
 
 }  // namespace
 
-nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
+nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
+  BenchOptions opt = options;  // a CUDA graph's capture is not timed: it comes after its eager steps, in the warmup
+  if (config.train.cuda_graph) opt.warmup = std::max(opt.warmup, StepGraph::kEagerSteps + 1);
   const int threads = apply_threads(config.run.threads);
   const std::string device_name = resolve_device(config.run.device);
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
@@ -169,6 +174,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   }
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
+  check_cuda_graph(cfg, device, 1);  // before anything is measured
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
   const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
@@ -186,7 +192,9 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
   auto split = std::make_unique<BatchSplit>(model, batch_split_ways(cfg, threads, device));
   const KernelTuning tuning = choose_kernel_paths(model, *split, cfg, device, threads);
   if (batch_split_of(split->ways()) != split->ways()) split = std::make_unique<BatchSplit>(model, 1);
-  const StepTimes run = run_steps(model, *optimizer, sampler, t, *split, device, opt);
+  std::unique_ptr<StepGraph> graph;
+  if (cfg.train.cuda_graph) graph = std::make_unique<StepGraph>(model, *optimizer, t, device, split.get());
+  const StepTimes run = run_steps(model, *optimizer, sampler, t, *split, device, opt, graph.get());
   const double analysis_ms = snapshot_analysis_ms(model);
 
   const int64_t tokens_per_step =
@@ -210,6 +218,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& opt) {
       {"batch_split", split->ways()},
       {"adamw", adamw_on_device(cfg.train, device) ? "fused on the device" : "poslab"},
       {"tf32", device.is_cuda() && cfg.train.tf32},
+      {"cuda_graph", graph != nullptr},
       {"kernel_paths", to_json(tuning)},
       {"steps", opt.steps},
       {"warmup", opt.warmup},

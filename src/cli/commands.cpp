@@ -136,7 +136,8 @@ int run_bench_command(const BenchArgs& a) {
   const nlohmann::json j = run_bench(load_config(a.config, a.sets), a.options);
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   const std::string gpu = j["gpu"].get<std::string>();
-  out << fmt::format("{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu);
+  out << fmt::format("{}{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu,
+                     j["cuda_graph"].get<bool>() ? " (the step as a CUDA graph)" : "");
   out << fmt::format(
       "{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
       "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",

@@ -70,6 +70,7 @@ struct TrainConfig {
                                       // kernel, or LibTorch's fused kernel on the device with no host read; auto =
                                       // fused on CUDA, poslab on the CPU
   bool tf32 = false;                  // CUDA: float32 products in TF32 (faster; not bit-comparable to float32)
+  bool cuda_graph = false;            // CUDA: the step captured once as a CUDA graph and replayed (train/step_graph.h)
   int eval_every = 250;
   int eval_batches = 20;
   int checkpoint_every = 500;

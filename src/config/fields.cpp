@@ -121,6 +121,7 @@ const std::vector<ConfigField>& config_fields() {
       POSLAB_FIELD(std::string, "stop | skip", train.on_nonfinite),
       POSLAB_FIELD(std::string, "auto | poslab | fused", train.adamw),
       POSLAB_FIELD(bool, "true | false", train.tf32),
+      POSLAB_FIELD(bool, "true | false", train.cuda_graph),
       POSLAB_FIELD(int, "integer", train.eval_every),
       POSLAB_FIELD(int, "integer", train.eval_batches),
       POSLAB_FIELD(int, "integer", train.checkpoint_every),

@@ -67,10 +67,10 @@ std::set<std::string> assigned_keys(const std::vector<std::string>& sets) {
   return keys;
 }
 
-// A key that says how a run is carried out (threads, device, kernel paths, its report, the token cache's place), not
-// what it trains: a sweep's runs may differ there.
+// A key that says how a run is carried out (threads, device, kernel paths, its report, the token cache's place, the
+// step as a CUDA graph: the same numbers), not what it trains: a sweep's runs may differ there.
 bool is_how_it_runs(const std::string& key) {
-  return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir";
+  return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir" || key == "train.cuda_graph";
 }
 
 // A run trained by an earlier call (its latest checkpoint holds the config it trains with) against the config the

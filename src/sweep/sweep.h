@@ -72,8 +72,8 @@ struct SweepSummary {
 // Writes RUN_OUT/NAME/sweep.json (the sweep file's text, the variants, the runs) first. Every run's config is
 // resolved once, at the start: an edit of the base while the sweep trains reaches none of this call's runs, and a run
 // trained by an earlier call with other settings than the files give it now (a key other than --set's and those of
-// how a run is carried out: run.* but its seed, data.cache_dir) is a poslab::Error naming the run and the keys,
-// before anything is written.
+// how a run is carried out: run.* but its seed, data.cache_dir, train.cuda_graph) is a poslab::Error naming the run and
+// the keys, before anything is written.
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt);
 
 }  // namespace poslab

@@ -25,7 +25,19 @@ std::string DeviceAdamW::unsupported(const torch::Device& device) {
 #endif
 }
 
-void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& skip) {
+void DeviceAdamW::set_lr(double lr) {
+  if (lrs_.size() != param_groups().size()) lrs_.assign(param_groups().size(), torch::Tensor());
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const auto& params = param_groups()[g].params();
+    if (params.empty()) continue;
+    torch::Tensor& group_lr = lrs_[g];
+    if (!group_lr.defined() || group_lr.device() != params[0].device())
+      group_lr = torch::empty({}, params[0].options().dtype(torch::kFloat32));
+    group_lr.fill_(lr * (g < lr_scales_.size() ? lr_scales_[g] : 1.0));  // on a GPU, a queued fill: no wait
+  }
+}
+
+void DeviceAdamW::device_step(const torch::Tensor& grad_scale, const torch::Tensor& skip) {
   RECORD_FUNCTION("poslab::device_adamw_step", std::vector<c10::IValue>());
 #if POSLAB_FUSED_ADAMW
   torch::NoGradGuard no_grad;
@@ -33,7 +45,7 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
   for (const auto& group : param_groups()) total += group.params().size();
   if (steps_.size() != total) steps_.assign(total, Steps{});
   size_t index = 0;
-  if (lrs_.size() != param_groups().size()) lrs_.assign(param_groups().size(), torch::Tensor());
+  TORCH_CHECK(lrs_.size() == param_groups().size(), "DeviceAdamW: device_step before set_lr");
   for (size_t g = 0; g < param_groups().size(); ++g) {
     auto& group = param_groups()[g];
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
@@ -54,10 +66,9 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
       counts.push_back(steps.count);
     }
     if (params.empty()) continue;
-    torch::Tensor& group_lr = lrs_[g];
-    if (!group_lr.defined() || group_lr.device() != params[0].device())
-      group_lr = torch::empty({}, params[0].options().dtype(torch::kFloat32));
-    group_lr.fill_(lr * (g < lr_scales_.size() ? lr_scales_[g] : 1.0));  // on a GPU, a queued fill: no wait
+    const torch::Tensor& group_lr = lrs_[g];
+    TORCH_CHECK(group_lr.defined() && group_lr.device() == params[0].device(),
+                "DeviceAdamW: the learning rate is not on the parameters' device (set_lr after a move)");
     // The counts the kernel reads are this step's; a skipped step adds 0 (the kernel then changes nothing).
     if (skip.defined())
       torch::_foreach_add_(counts, std::vector<torch::Tensor>(counts.size(), 1 - skip));
@@ -71,7 +82,7 @@ void DeviceAdamW::device_step(double lr, const torch::Tensor& grad_scale, const 
                       found_inf);
   }
 #else
-  (void)lr, (void)grad_scale, (void)skip;
+  (void)grad_scale, (void)skip;
   TORCH_CHECK(false, unsupported(torch::kCPU));
 #endif
 }

@@ -1,7 +1,7 @@
 // AdamW whose step can run where the parameters are, with nothing read back to the host: LibTorch's multi-tensor
 // kernel (at::_fused_adamw_, LibTorch 2.4 and later, on CPU and CUDA), each parameter's step count, the learning
 // rate, the clipping scale and the skip flag being tensors on the parameters' device. On a GPU the host then only
-// queues work; a CUDA graph could replay the step without freezing the counts.
+// queues work, and a CUDA graph replays the step without freezing the counts or the rate (train/step_graph.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -27,7 +27,16 @@ class DeviceAdamW : public torch::optim::AdamW {
   // first (undefined: 1; the caller's clipping), and the whole step skipped where skip is 1 (parameters, moments and
   // step counts unchanged). grad_scale and skip: 0-dim float32 tensors on the parameters' device. The gradients are
   // left divided.
-  void device_step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& skip);
+  void device_step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& skip) {
+    set_lr(lr);
+    device_step(grad_scale, skip);
+  }
+  // The same step at the learning rates set_lr wrote last. A CUDA graph captures this one: the rates are then its
+  // inputs, written before each replay (a fill captured in the graph would replay the capture's rate).
+  void device_step(const torch::Tensor& grad_scale, const torch::Tensor& skip);
+  // Writes each group's learning rate, `lr` times the group's scale, into its tensor on the parameters' device (a
+  // queued fill on a GPU: no wait).
+  void set_lr(double lr);
 
   // Each group's learning rate as a multiple of device_step's `lr`, in param_groups' order (make_optimizer: wpe's
   // own group at train.position_lr_scale).

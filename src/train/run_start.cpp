@@ -129,6 +129,11 @@ void TrainingRun::build_model() {
   spdlog::info("batch split: {} way{} (run.batch_split: {})", split_->ways(), split_->ways() == 1 ? "" : "s",
                cfg_.run.batch_split == 0 ? "auto" : std::to_string(cfg_.run.batch_split));
   choose_run_kernel_paths(rdir_, resuming_, cfg_, model_, split_, device_, threads_, comm_);
+  if (cfg_.train.cuda_graph) {
+    graph_ = std::make_unique<StepGraph>(model_, *optimizer_, cfg_.train, device_, split_.get());
+    spdlog::info("step: a CUDA graph (train.cuda_graph), captured after {} eager steps and replayed",
+                 StepGraph::kEagerSteps);
+  }
 }
 
 // A new run from another run's weights: nothing else of that checkpoint (optimizer, step, sampler, RNG).

@@ -42,41 +42,26 @@ void drop_grads(torch::optim::AdamW& optimizer) {
 // The norm, clip and AdamW on the device, nothing read back: the clip as the kernel's grad_scale, the division by
 // max(1, (norm + 1e-6) / grad_clip) (clip_grad_norm_'s factor min(1, grad_clip / (norm + 1e-6)) inverted), and a
 // non-finite loss or norm as its skip flag.
-void step_on_device(DeviceAdamW& optimizer, const TrainConfig& t, double lr, StepResult& r) {
+void step_on_device(DeviceAdamW& optimizer, const TrainConfig& t, std::optional<double> lr, StepResult& r) {
   r.unread = true;
   r.device_norm = grad_norm_on_device(optimizer);
   if (!r.device_norm.defined()) r.device_norm = torch::zeros_like(r.loss);
   r.device_skipped = torch::logical_not(torch::isfinite(r.device_norm) & torch::isfinite(r.loss)).to(torch::kFloat32);
   torch::Tensor scale;
   if (t.grad_clip > 0) scale = torch::clamp_min((r.device_norm + 1e-6) / t.grad_clip, 1.0);
-  optimizer.device_step(lr, scale, r.device_skipped);
+  if (lr) optimizer.set_lr(*lr);
+  optimizer.device_step(scale, r.device_skipped);
 }
 
-}  // namespace
-
-int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes) {
-  if (device.is_cuda()) return 1;
-  const int ways = cfg.run.batch_split > 0 ? cfg.run.batch_split : (cfg.model.dropout > 0 ? 1 : threads);
-  return std::max(1, std::min(ways, cfg.train.batch_size / std::max(1, processes)));
-}
-
-StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
-                      double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
-  const Shard shard = comm ? comm->shard() : Shard{};
-  std::vector<Batch> micro_batches;
-  for (int micro = 0; micro < t.grad_accum; ++micro) {
-    const auto [x, y] = sampler.next();  // every rank draws the whole batch: the sampler stays the same on all
-    micro_batches.push_back(to_device({shard.of(x), shard.of(y)}, device));
-  }
-  return train_step_on(model, optimizer, micro_batches, t, lr, device, split, comm);
-}
-
-StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
-                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
+// train_step_on's update; without `lr`, the step on the device at the rates DeviceAdamW::set_lr wrote last.
+StepResult step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
+                   const TrainConfig& t, std::optional<double> lr, const torch::Device& device, BatchSplit* split,
+                   Comm* comm) {
   TORCH_CHECK(!micro_batches.empty(), "train_step_on: no micro-batches");
+  TORCH_CHECK(lr || adamw_on_device(t, device), "train_step_on: a step without its rate runs on the device only");
   const int world = comm ? comm->size() : 1;
   const bool bf16 = t.dtype == "bfloat16";
-  set_optimizer_hparams(optimizer, lr, t);
+  if (lr) set_optimizer_hparams(optimizer, *lr, t);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   // Each rank's share of the batch weighs 1 / world of it (equal shares): the sum over ranks is the batch mean.
   const double scale = 1.0 / (static_cast<double>(micro_batches.size()) * world);
@@ -107,6 +92,35 @@ StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::
   }
   drop_grads(optimizer);
   return r;
+}
+
+}  // namespace
+
+int batch_split_ways(const Config& cfg, int threads, const torch::Device& device, int processes) {
+  if (device.is_cuda()) return 1;
+  const int ways = cfg.run.batch_split > 0 ? cfg.run.batch_split : (cfg.model.dropout > 0 ? 1 : threads);
+  return std::max(1, std::min(ways, cfg.train.batch_size / std::max(1, processes)));
+}
+
+StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
+                      double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
+  const Shard shard = comm ? comm->shard() : Shard{};
+  std::vector<Batch> micro_batches;
+  for (int micro = 0; micro < t.grad_accum; ++micro) {
+    const auto [x, y] = sampler.next();  // every rank draws the whole batch: the sampler stays the same on all
+    micro_batches.push_back(to_device({shard.of(x), shard.of(y)}, device));
+  }
+  return train_step_on(model, optimizer, micro_batches, t, lr, device, split, comm);
+}
+
+StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
+                         const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split, Comm* comm) {
+  return step_on(model, optimizer, micro_batches, t, lr, device, split, comm);
+}
+
+StepResult train_step_at_set_lr(GPT& model, DeviceAdamW& optimizer, const std::vector<Batch>& micro_batches,
+                                const TrainConfig& t, const torch::Device& device, BatchSplit* split) {
+  return step_on(model, optimizer, micro_batches, t, std::nullopt, device, split, nullptr);
 }
 
 }  // namespace poslab

@@ -13,6 +13,7 @@
 #include "distributed/comm.h"
 #include "model/batch_split.h"
 #include "model/gpt.h"
+#include "train/device_adamw.h"
 
 namespace poslab {
 
@@ -51,5 +52,11 @@ StepResult train_step(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& 
 StepResult train_step_on(GPT& model, torch::optim::AdamW& optimizer, const std::vector<Batch>& micro_batches,
                          const TrainConfig& t, double lr, const torch::Device& device, BatchSplit* split = nullptr,
                          Comm* comm = nullptr);
+
+// The same update on one process, the step on the device, at the learning rates optimizer.set_lr wrote last: the
+// step a CUDA graph captures (train/step_graph.h), whose rate is then an input written before each replay.
+// set_optimizer_hparams (train/optim.h) is the caller's too.
+StepResult train_step_at_set_lr(GPT& model, DeviceAdamW& optimizer, const std::vector<Batch>& micro_batches,
+                                const TrainConfig& t, const torch::Device& device, BatchSplit* split = nullptr);
 
 }  // namespace poslab

@@ -24,6 +24,7 @@
 #include "train/run_setup.h"
 #include "train/schedule.h"
 #include "train/snapshot.h"
+#include "train/step_graph.h"
 #include "train/training_run.h"
 #include "util/cuda.h"
 #include "util/error.h"
@@ -152,8 +153,9 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
 void TrainingRun::update(int64_t step, double lr, nlohmann::json& record) {
   const auto t0 = Clock::now();
   const double comm_before = comm_.seconds();
-  const StepResult result = train_step(model_, *optimizer_, *sampler_, cfg_.train, lr, device_, split_.get(),
-                                       comm_.size() > 1 ? &comm_ : nullptr);
+  const StepResult result = graph_ ? graph_->step(*sampler_, lr)
+                                   : train_step(model_, *optimizer_, *sampler_, cfg_.train, lr, device_, split_.get(),
+                                                comm_.size() > 1 ? &comm_ : nullptr);
   stop_seen_ = stop_seen_ || result.stop;
   interval_comm_seconds_ += comm_.seconds() - comm_before;
   step_comm_seconds_ += comm_.seconds() - comm_before;
@@ -288,7 +290,8 @@ TrainSummary train(const TrainRequest& req) {
   // stops here.
   check_training_fits(cfg, cfg.data.tokenizer.type == "char" ? 256 : cfg.data.tokenizer.vocab_size, env.world_size,
                       device.is_cuda() ? cuda_memory_room() : memory_room(env.local_world_size), device.is_cuda());
-  adamw_on_device(cfg.train, device);  // train.adamw fused where it cannot run stops here too
+  adamw_on_device(cfg.train, device);             // train.adamw fused where it cannot run stops here too
+  check_cuda_graph(cfg, device, env.world_size);  // and train.cuda_graph
   // --resume of a folder whose run wrote no checkpoint: it starts again there, from step 0, its logs emptied.
   const bool restart = restarts_in_place(req);
   const bool resuming = !req.resume_dir.empty() && !restart;

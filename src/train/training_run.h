@@ -22,6 +22,7 @@
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step.h"
+#include "train/step_graph.h"
 #include "train/trainer.h"
 #include "util/signals.h"
 
@@ -78,6 +79,7 @@ class TrainingRun {
   std::unique_ptr<DeviceAdamW> optimizer_;
   std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<BatchSplit> split_;
+  std::unique_ptr<StepGraph> graph_;             // train.cuda_graph
   std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0 with run.tensorboard
   Progress* progress_ = nullptr;                 // the loop's progress bar, while the loop runs
 

@@ -112,6 +112,16 @@ void expect_same_runs(const std::string& full, const std::string& resumed, int s
   EXPECT_EQ(read_jsonl(resumed + "/snapshots/index.jsonl").size(), read_jsonl(full + "/snapshots/index.jsonl").size());
 }
 
+// `r` stopped at step `stop_at` (as if interrupted), then resumed from its folder to its end.
+void train_stopped_and_resumed(TrainRequest r, int64_t stop_at) {
+  r.stop_at = stop_at;
+  const TrainSummary stopped = train(r);
+  EXPECT_FALSE(stopped.finished);
+  TrainRequest resume;
+  resume.resume_dir = stopped.run_dir;
+  EXPECT_TRUE(train(resume).finished);
+}
+
 // On a GPU, dropout draws from the CUDA generator, whose state the checkpoint keeps too.
 TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
   TempDir dir;
@@ -154,12 +164,7 @@ TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
       return r;
     };
     train(request("full"));
-    TrainRequest part = request("part");
-    part.stop_at = 17;
-    EXPECT_FALSE(train(part).finished);
-    TrainRequest resume;
-    resume.resume_dir = dir / "part";
-    EXPECT_TRUE(train(resume).finished);
+    train_stopped_and_resumed(request("part"), 17);
     expect_same_runs(dir / "full", dir / "part", 30);
     const std::string paths = read_file(dir / "part/kernel_paths.json");
     EXPECT_NE(paths.find("step=direct"), std::string::npos) << paths;
@@ -307,12 +312,7 @@ TEST_P(TrainerOnDevice, TheStepOnTheDeviceResumesBitForBitAndReadsItsSkips) {
     return;
   }
   train(request("full", 30));
-  TrainRequest part = request("part", 30);
-  part.stop_at = 17;
-  EXPECT_FALSE(train(part).finished);
-  TrainRequest resume;
-  resume.resume_dir = dir / "part";
-  EXPECT_TRUE(train(resume).finished);
+  train_stopped_and_resumed(request("part", 30), 17);
   expect_same_runs(dir / "full", dir / "part", 30);
 
   TrainRequest nan = request("nan", 4);
@@ -328,6 +328,32 @@ TEST_P(TrainerOnDevice, TheStepOnTheDeviceResumesBitForBitAndReadsItsSkips) {
   const TrainSummary s = train(skip);
   EXPECT_TRUE(s.finished);
   EXPECT_EQ(s.skipped_steps, 4);
+}
+
+// The step as a CUDA graph (train.cuda_graph): on a GPU a run trains as the eager step does, bit for bit, and a run
+// stopped and resumed (its first steps after the resume eager again, then captured anew) equals them; elsewhere the
+// key is an error naming the device, before anything is written.
+TEST_P(TrainerOnDevice, ACudaGraphTrainsAsTheEagerStepAndResumesBitForBit) {
+  TempDir dir;
+  auto request = [&](const char* name, int steps, bool graph) {
+    TrainRequest r = tiny_run(dir, name, steps);  // train.adamw auto: fused on a GPU
+    r.overrides.push_back("run.device=" + device_name());
+    r.overrides.push_back(graph ? "train.cuda_graph=true" : "train.cuda_graph=false");
+    return r;
+  };
+  if (!is_cuda()) {
+    const std::string msg = test::error_of([&] { train(request("cpu", 4, true)); });
+    EXPECT_NE(msg.find("train.cuda_graph = true: a CUDA graph runs on a GPU (run.device: cuda), not on cpu"),
+              std::string::npos)
+        << msg;
+    EXPECT_FALSE(fs::exists(dir / "cpu")) << "stopped before anything was written";
+    return;
+  }
+  train(request("eager", 30, false));
+  train(request("graph", 30, true));
+  expect_same_runs(dir / "eager", dir / "graph", 30);
+  train_stopped_and_resumed(request("part", 30, true), 17);
+  expect_same_runs(dir / "eager", dir / "part", 30);
 }
 
 // configs/circles.yaml, a few steps on a generated corpus: its shape trains, its table with 10x the others' learning
