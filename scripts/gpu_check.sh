@@ -299,7 +299,9 @@ else
     [ "$shape" = wide ] && shape_sets=(--set model.n_layer=4 --set model.n_embd=256 --set model.block_size=256 --set train.batch_size=8)
     for dtype in float32 bfloat16; do
       for graph in false true; do
-        build-gpu/poslab bench configs/default.yaml --steps 30 --json - --set run.device=cuda --set "train.dtype=$dtype" \
+        # the same warm-up steps both ways (a graph's capture comes after its 3 eager steps, in the warm-up): the same
+        # losses, one for each step, bit for bit
+        build-gpu/poslab bench configs/default.yaml --steps 30 --warmup 4 --json - --set run.device=cuda --set "train.dtype=$dtype" \
           "${shape_sets[@]}" --set "train.cuda_graph=$graph" >"$work/bench_$graph.json" 2>"$work/bench_$graph.log" ||
           { tail -5 "$work/bench_$graph.log" >&2; graph_ok=NO; }
       done

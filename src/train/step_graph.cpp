@@ -13,8 +13,11 @@
 #if POSLAB_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <torch/cuda.h>
 #endif
 
 namespace poslab {
@@ -146,6 +149,10 @@ void StepGraph::capture(const std::vector<Batch>& micro_batches) {
   }
 #if POSLAB_WITH_CUDA
   graph_->cuda = std::make_unique<at::cuda::CUDAGraph>();
+  // The eager steps' activations, cached by the allocator, go back to the GPU first: while a capture is under way
+  // the allocator releases nothing, and the graph's own pool needs a step's worth again (as torch.cuda.graph does).
+  torch::cuda::synchronize(device_.index());
+  c10::cuda::CUDACachingAllocator::emptyCache();
   try {
     out_ = graph_->on_side_stream(device_, [&] {
       graph_->cuda->capture_begin();
@@ -154,6 +161,15 @@ void StepGraph::capture(const std::vector<Batch>& micro_batches) {
       return r;
     });
   } catch (const std::exception& e) {
+    // A capture cut short by an error is ended, so that the stream (and, in CUDA's global capture mode, every
+    // thread's CUDA calls) work again and the error below is what the user sees.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (graph_->stream && cudaStreamIsCapturing(graph_->stream->stream(), &status) == cudaSuccess &&
+        status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(graph_->stream->stream(), &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+    }
     throw Error(std::string("train.cuda_graph: the training step could not be captured as a CUDA graph: ") + e.what(),
                 "resume the run without it: poslab train --resume RUN_DIR --set train.cuda_graph=false");
   }
