@@ -82,12 +82,13 @@ else
 fi
 [ -n "${4:-}" ] && [ "$4" != - ] && last=$4
 stride=${5:-1}
+case "$stride" in 2) nth=2nd ;; 3) nth=3rd ;; *) nth=${stride}th ;; esac
 # The report (run mode): ~46 files written after the training, each through 5 points; every 11th of them is crashed at
 # (11 and 5 share no factor: each kind of point in turn), and the report must be whole after the resume.
 report_from=$(grep -n -m1 "/report/" "$tmp/points.log" | cut -d: -f1)
 report_from=${report_from:-$((total + 1))}
 report_stride=11
-echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every ${stride}th")$([ "$report_from" -le "$total" ] && echo ", the report's from $report_from every ${report_stride}th")"
+echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every $nth")$([ "$report_from" -le "$total" ] && echo ", the report's from $report_from every ${report_stride}th")"
 
 # same_run A B: the snapshots (every table and the index), the metrics records and TensorBoard's scalars and
 # projector files, bit for bit but for the speed figures (the machine's, not the model's); B's last checkpoint at the
@@ -153,6 +154,6 @@ for n in $(seq "$first" "$stride" "$last"); do
     fi
   done
 done
-echo "$mode: crash points $first-$last of $total$([ "$stride" != 1 ] && echo " (every ${stride}th)"), each a crash and a resume, in $(( $(date +%s) - t_start )) s"
+echo "$mode: crash points $first-$last of $total$([ "$stride" != 1 ] && echo " (every $nth)"), each a crash and a resume, in $(( $(date +%s) - t_start )) s"
 echo "crash_points_$mode: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
