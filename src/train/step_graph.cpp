@@ -33,9 +33,7 @@ std::string cuda_graph_unsupported(const Config& cfg, const torch::Device& devic
   if (cfg.train.adamw == "poslab")
     return "train.adamw is poslab, whose step reads the gradient norm on the host; a graph needs the step on the "
            "device (train.adamw: auto or fused)";
-  const std::string why = DeviceAdamW::unsupported(device);
-  if (!why.empty()) return why;
-  return "";
+  return DeviceAdamW::unsupported(device);  // "" where LibTorch's fused AdamW runs
 }
 
 void check_cuda_graph(const Config& cfg, const torch::Device& device, int processes) {
