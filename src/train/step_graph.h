@@ -8,9 +8,10 @@
 // after each replay, so that a step's result is not overwritten by the next.
 //
 // The first kEagerSteps steps run as usual (they create AdamW's state and the libraries' workspaces, which a
-// capture must find made); the next is captured and replayed; every later one replays. The steps give the same
-// numbers either way (the same kernels on the same values): a resumed run, whose first steps are again eager,
-// matches the uninterrupted one.
+// capture must find made); the next is captured and replayed; every later one replays. A replay runs the eager
+// step's kernels on the same values, so the numbers are the same either way and a resumed run, whose first steps
+// are again eager, matches the uninterrupted one: Devices/StepGraphOnDevice and TrainerOnDevice check it, on a GPU
+// in their CUDA cases.
 #pragma once
 
 #include <torch/torch.h>
