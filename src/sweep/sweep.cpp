@@ -67,12 +67,6 @@ std::set<std::string> assigned_keys(const std::vector<std::string>& sets) {
   return keys;
 }
 
-// A key that says how a run is carried out (threads, device, kernel paths, its report, the token cache's place, the
-// step as a CUDA graph: the same numbers), not what it trains: a sweep's runs may differ there.
-bool is_how_it_runs(const std::string& key) {
-  return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir" || key == "train.cuda_graph";
-}
-
 // A run trained by an earlier call (its latest checkpoint holds the config it trains with) against the config the
 // sweep file and its base give it now: a key that differs, other than those --set changes for this call and those
 // of how it runs, means the base or the sweep file changed since, and the sweep's runs would not share their
@@ -82,7 +76,7 @@ void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::
   const Config trained = config_from_yaml(meta.config_yaml, checkpoint);
   std::vector<ConfigChange> changes;
   for (ConfigChange& c : config_changes(trained, now))
-    if (cli_keys.count(c.key) == 0 && !is_how_it_runs(c.key)) changes.push_back(std::move(c));
+    if (cli_keys.count(c.key) == 0 && !says_how_a_run_runs(c.key)) changes.push_back(std::move(c));
   if (changes.empty()) return;
   std::string what;
   for (size_t i = 0; i < changes.size() && i < 3; ++i)
@@ -97,6 +91,10 @@ void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::
 }
 
 }  // namespace
+
+bool says_how_a_run_runs(const std::string& key) {
+  return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir" || key == "train.cuda_graph";
+}
 
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   using Clock = std::chrono::steady_clock;

@@ -71,9 +71,12 @@ struct SweepSummary {
 // one resumed, the others trained afresh. A stop signal ends the sweep after the current run's checkpoint.
 // Writes RUN_OUT/NAME/sweep.json (the sweep file's text, the variants, the runs) first. Every run's config is
 // resolved once, at the start: an edit of the base while the sweep trains reaches none of this call's runs, and a run
-// trained by an earlier call with other settings than the files give it now (a key other than --set's and those of
-// how a run is carried out: run.* but its seed, data.cache_dir, train.cuda_graph) is a poslab::Error naming the run and
-// the keys, before anything is written.
+// trained by an earlier call with other settings than the files give it now (a key other than --set's and those
+// says_how_a_run_runs names) is a poslab::Error naming the run and the keys, before anything is written.
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt);
+
+// Whether a config key says how a run is carried out, not what it trains (run.* but its seed, data.cache_dir,
+// train.cuda_graph: the same numbers either way): a sweep's runs may differ there between calls.
+bool says_how_a_run_runs(const std::string& key);
 
 }  // namespace poslab

@@ -99,7 +99,6 @@ StepResult StepGraph::step_on(const std::vector<Batch>& micro_batches, double lr
   optimizer_.set_lr(lr);                      // the graph's input
   if (steps_ == kEagerSteps + 1) capture(micro_batches);
   copy_in(micro_batches);
-  ++replays_;
   if (emulated_) {  // the step again, its outputs written into the same tensors, as a replay writes them
     const StepResult r = graph_->step();
     if (!out_.loss.defined()) {

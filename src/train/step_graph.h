@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,7 @@ class StepGraph {
   // The same on the given micro-batches (on the host or the device; their shapes must stay those of the first).
   StepResult step_on(const std::vector<Batch>& micro_batches, double lr);
 
-  int64_t replays() const { return replays_; }
+  int64_t replays() const { return std::max<int64_t>(0, steps_ - kEagerSteps); }
 
  private:
   struct Graph;  // the CUDA graph and its stream (CUDA builds), or the emulation's step
@@ -74,7 +75,7 @@ class StepGraph {
   std::unique_ptr<Graph> graph_;
   std::vector<torch::Tensor> batches_;  // per micro-batch, (2, B, T) int64 on the device: x and y
   StepResult out_;                      // the captured step's outputs (loss, norm, skip), rewritten by each replay
-  int64_t steps_ = 0, replays_ = 0;
+  int64_t steps_ = 0;                   // steps taken, the eager ones included
 };
 
 }  // namespace poslab

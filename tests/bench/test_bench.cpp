@@ -76,5 +76,18 @@ TEST(Bench, ReportsFiguresAndExportsForTheReference) {
     EXPECT_TRUE(std::filesystem::exists(dir / ("export/" + std::string(f)))) << f;
 }
 
+// train.cuda_graph where there is no GPU: an error naming the key before anything is measured or exported.
+TEST(Bench, ACudaGraphWithoutAGpuIsAnErrorBeforeAnythingRuns) {
+  test::TempDir dir;
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=4", "run.device=cpu", "train.cuda_graph=true"});
+  BenchOptions opt;
+  opt.steps = 1;
+  opt.export_dir = dir / "export";
+  const std::string msg = test::error_of([&] { run_bench(cfg, opt); });
+  EXPECT_NE(msg.find("train.cuda_graph = true: a CUDA graph runs on a GPU"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(dir / "export")) << "nothing exported";
+}
+
 }  // namespace
 }  // namespace poslab

@@ -388,6 +388,14 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
 }
 
 // The example sweeps load: every variant's config is valid, each has at least 3 seeds and 2 variants.
+// The keys a sweep's runs may differ in between calls: how a run is carried out, never what it trains.
+TEST(Sweep, RunsMayDifferInHowTheyRunNotInWhatTheyTrain) {
+  for (const char* key : {"run.threads", "run.device", "run.kernels", "data.cache_dir", "train.cuda_graph"})
+    EXPECT_TRUE(says_how_a_run_runs(key)) << key;
+  for (const char* key : {"run.seed", "train.tf32", "train.adamw", "model.n_embd", "data.corpus"})
+    EXPECT_FALSE(says_how_a_run_runs(key)) << key;
+}
+
 TEST(ExampleSweeps, EveryShippedSweepLoads) {
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(fs::path(poslab::test::source_dir()) / "configs" / "sweeps")) {
