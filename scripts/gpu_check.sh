@@ -309,9 +309,14 @@ else
 import json, sys
 off, on = (json.load(open(p)) for p in sys.argv[1:])
 same = "equal" if off["losses"] == on["losses"] else "DIFFER"
+# the attention kernel chosen (kernel path sdpa) and each candidate's ms per forward + backward
+k = off["kernel_paths"]
+kernels = ", ".join(r["paths"].split("sdpa=")[-1] + (" cannot run" if "unavailable" in r else f" {r['ms']:.2f}")
+                    for r in k["timings"])
 print(f"eager {off['tokens_per_s']:.0f} tok/s, graph {on['tokens_per_s']:.0f} tok/s "
       f"({on['tokens_per_s'] / off['tokens_per_s']:.2f}x; {off['ms_per_step']:.2f} -> {on['ms_per_step']:.2f} ms a step); "
-      f"losses {same}")
+      f"losses {same}; attention {k['chosen'].split('sdpa=')[-1]} ({k.get('sdpa_kernel', '?')} kernel"
+      f"{'; ms: ' + kernels if kernels else ''})")
 EOF2
 )
       note "  $shape $dtype: $line"

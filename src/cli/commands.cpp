@@ -146,14 +146,21 @@ int run_bench_command(const BenchArgs& a) {
       j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(), j["snapshot_analysis_ms"].get<double>(),
       100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
-  out << fmt::format("kernel paths: {} ({})\n", k["chosen"].get<std::string>(), k["how"].get<std::string>());
+  out << fmt::format("kernel paths: {} ({}){}\n", k["chosen"].get<std::string>(), k["how"].get<std::string>(),
+                     k.contains("sdpa_kernel") ? fmt::format(" | attention: scaled_dot_product_attention's {} kernel",
+                                                             k["sdpa_kernel"].get<std::string>())
+                                               : "");
   size_t width = 0;  // the longest paths' text: the times line up
   for (const auto& row : k["timings"]) width = std::max(width, row["paths"].get<std::string>().size());
   for (const auto& row : k["timings"])
-    out << fmt::format("  {:<{}} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(), width,
-                       row["ms"].get<double>(),
-                       row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
-                       row["paths"] == k["chosen"] ? "  <- chosen" : "");
+    if (row.contains("unavailable"))
+      out << fmt::format("  {:<{}} cannot run here: {}\n", row["paths"].get<std::string>(), width,
+                         row["unavailable"].get<std::string>());
+    else
+      out << fmt::format("  {:<{}} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(), width,
+                         row["ms"].get<double>(),
+                         row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
+                         row["paths"] == k["chosen"] ? "  <- chosen" : "");
   if (a.json == "-")
     std::cout << j.dump(2) << "\n";
   else if (!a.json.empty())

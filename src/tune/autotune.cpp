@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "model/direct_pass.h"
+#include "util/cuda.h"
 #include "util/platform.h"
+#include "util/sdpa_backend.h"
 
 namespace poslab {
 namespace {
@@ -31,6 +33,23 @@ std::string this_build() {
   return fmt::format("build {:x}-{:x}", size, static_cast<uint64_t>(time.time_since_epoch().count()));
 }
 
+// Whether the model's attention calls scaled_dot_product_attention under `p` (model/gpt.h): LibTorch 2.x, on a GPU,
+// or on the CPU with LibTorch's attention or with dropout.
+bool runs_sdpa(const KernelPaths& p, const Config& cfg, const torch::Device& device) {
+  return TORCH_VERSION_MAJOR >= 2 && (device.is_cuda() || p.attention == "libtorch" || cfg.model.dropout > 0);
+}
+
+// The kernel scaled_dot_product_attention runs at the model's shape under the flags set now: q, k, v as the model
+// makes them ((B, nh, T, hs) views of (B, T, nh, hs)), in the dtype autocast gives them, needing gradients.
+std::string sdpa_kernel_at(const Config& cfg, const torch::Device& device) {
+  const ModelConfig& m = cfg.model;
+  const auto dtype = cfg.train.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
+  const torch::Tensor q = torch::empty({cfg.train.batch_size, m.block_size, m.n_head, m.n_embd / m.n_head},
+                                       torch::TensorOptions().dtype(dtype).device(device).requires_grad(true))
+                              .transpose(1, 2);  // (B, nh, T, hs)
+  return sdpa_backend_for(q, q, q);
+}
+
 }  // namespace
 
 int batch_split_of(int ways) { return kernel_paths().batch_split == "none" ? 1 : ways; }
@@ -40,10 +59,10 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
   const ModelConfig& m = cfg.model;
   static const std::string build = this_build();
   return fmt::format(
-      "{} | LibTorch {} | poslab {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}",
-      cpu_description(), TORCH_VERSION, build, device, dtype, m.n_layer, m.n_head, m.n_embd, m.block_size, vocab,
-      cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
-      m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "");
+      "{} | LibTorch {} | poslab {} | {} {} | layers {} heads {} embd {} block {} vocab {} batch {} threads {}{}{}{}",
+      device == "cuda" ? cuda_device_summary() : cpu_description(), TORCH_VERSION, build, device, dtype, m.n_layer,
+      m.n_head, m.n_embd, m.block_size, vocab, cfg.train.batch_size, threads, m.bias ? "" : " no-bias",
+      m.dropout > 0 ? fmt::format(" dropout {}", m.dropout) : "", device == "cuda" && cfg.train.tf32 ? " tf32" : "");
 }
 
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
@@ -66,12 +85,17 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                  no_direct(t.chosen));
     t.chosen.step = "autograd";
   }
-  t.key =
-      kernel_tuning_key(cfg, model->wte->weight.size(0), threads, device.is_cuda() ? "cuda" : "cpu", cfg.train.dtype);
+  if (const std::string why = sdpa_backend_unavailable(t.chosen.sdpa, device.is_cuda()); !why.empty()) {
+    spdlog::warn("kernel paths: {} = {} asks for sdpa={}, but {}: this run lets LibTorch pick (sdpa=auto)", what, spec,
+                 t.chosen.sdpa, why);
+    t.chosen.sdpa = "auto";
+  }
+  const std::string where = device.is_cuda() ? "cuda" : "cpu";
+  t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, where, cfg.train.dtype);
   if (!kernel_spec_measures(spec)) {
     t.how = fmt::format("{} = {}", what, spec);
-  } else if (device.is_cuda()) {
-    t.how = "not measured on a GPU (the choices are the CPU's)";
+  } else if (device.is_cuda() && TORCH_VERSION_MAJOR < 2) {
+    t.how = "nothing to measure on a GPU with LibTorch " TORCH_VERSION " (the choices are the CPU's)";
   } else {
     const std::string cache = kernel_cache_path(cfg);
     std::optional<KernelTuning> cached = spec == "auto" ? read_kernel_cache(cache, t.key) : std::nullopt;
@@ -80,21 +104,34 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<std::string> fixed;
-      if (cfg.train.dtype != "bfloat16") fixed.push_back("bf16_products");
-      if (split.ways() == 1 || cfg.run.batch_split != 0) fixed.push_back("batch_split");
-      KernelPaths onednn = defaults;
-      onednn.bf16_products = "onednn";
-      if (!no_direct(bf16 ? onednn : defaults).empty()) fixed.push_back("step");
+      if (device.is_cuda()) {  // on a GPU the model runs LibTorch's ops: the attention kernel is the one choice
+        for (const KernelChoice& c : kernel_choices())
+          if (std::string(c.name) != "sdpa") fixed.push_back(c.name);
+      } else {
+        if (cfg.train.dtype != "bfloat16") fixed.push_back("bf16_products");
+        if (split.ways() == 1 || cfg.run.batch_split != 0) fixed.push_back("batch_split");
+        KernelPaths onednn = defaults;
+        onednn.bf16_products = "onednn";
+        if (!no_direct(bf16 ? onednn : defaults).empty()) fixed.push_back("step");
+        fixed.push_back("sdpa");  // LibTorch's pick on the CPU
+      }
       t = search_kernel_paths(defaults, model_pass_timer(model, split, cfg, device), fixed, 0.03, 3,
-                              [&](const KernelPaths& p) { return p.step != "direct" || no_direct(p).empty(); });
-      t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, "cpu", cfg.train.dtype);
+                              [&](const KernelPaths& p) {
+                                return (p.step != "direct" || no_direct(p).empty()) &&
+                                       sdpa_backend_unavailable(p.sdpa, device.is_cuda()).empty();
+                              });
+      t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, where, cfg.train.dtype);
       t.how = fmt::format("measured in {:.1f} s",
                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       write_kernel_cache(cache, t);
     }
   }
   set_kernel_paths(t.chosen);
-  spdlog::info("kernel paths: {} ({})", to_string(t.chosen), t.how);
+  if (runs_sdpa(t.chosen, cfg, device)) t.sdpa_kernel = sdpa_kernel_at(cfg, device);
+  spdlog::info("kernel paths: {} ({}){}", to_string(t.chosen), t.how,
+               t.sdpa_kernel.empty()
+                   ? ""
+                   : fmt::format(" | attention: scaled_dot_product_attention's {} kernel", t.sdpa_kernel));
   if (!t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
   return t;
 }

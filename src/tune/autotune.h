@@ -21,15 +21,19 @@
 namespace poslab {
 
 // The key of the cache: "CPU | LibTorch version | poslab build | device dtype | n_layer n_head n_embd block vocab batch
-// threads" (the build: the running executable's size and time, so that a rebuilt poslab measures again).
+// threads" (the build: the running executable's size and time, so that a rebuilt poslab measures again); on a GPU
+// the GPU in place of the CPU, and TF32 when on.
 std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, const std::string& device,
                               const std::string& dtype);
 
 // The paths for a run: POSLAB_KERNELS when set, else run.kernels. "default", "libtorch" and NAME=VALUE specs are
 // used as they are; "auto" takes the cache's entry for the key, or measures and stores it; "measure" always
-// measures. On a GPU nothing is measured (the choices are the CPU's). A damaged cache is named in a warning and
-// measured over, never an error. Sets kernel_paths() and logs what was chosen, how, and the timings. The caller
-// makes its batch split whole when batch_split=none was chosen (batch_split_of).
+// measures. On a GPU the one choice measured is the attention kernel (sdpa; the others are the CPU's), each of
+// LibTorch's kernels that takes the model's shape and dtype timed against LibTorch's own pick. A forced choice
+// that cannot run here (step=direct on a GPU, sdpa=efficient on the CPU) is a warning, and the run takes what can.
+// A damaged cache is named in a warning and measured over, never an error. Sets kernel_paths() and logs what was
+// chosen, how, and the timings. The caller makes its batch split whole when batch_split=none was chosen
+// (batch_split_of).
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
                                  int threads);
 

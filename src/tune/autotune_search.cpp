@@ -34,7 +34,11 @@ void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_pa
     std::vector<double> round(n);
     for (size_t i = 0; i < n; ++i) {
       const size_t f = (i + static_cast<size_t>(r)) % n;
-      round[f] = time(finalists[f]);
+      try {
+        round[f] = time(finalists[f]);
+      } catch (const KernelPathUnavailable&) {
+        round[f] = INFINITY;  // ran in the sweeps, failed now (the GPU's memory, say): not the winner
+      }
     }
     for (size_t f = 0; f < n; ++f) {
       ms[f].push_back(round[f]);
@@ -94,16 +98,28 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
   // sweep's best) is not timed again.
   constexpr double kLoser = 1.5;
   std::vector<double> ms(all.size(), INFINITY);
-  for (size_t i = 0; i < all.size(); ++i) ms[i] = time(all[i]);
+  std::vector<std::string> unavailable(all.size());
+  const auto time_or_why = [&](size_t i) {
+    try {
+      return time(all[i]);
+    } catch (const KernelPathUnavailable& e) {
+      if (i == 0) throw;  // start: the run's own paths
+      unavailable[i] = e.what();
+      return double(INFINITY);
+    }
+  };
+  for (size_t i = 0; i < all.size(); ++i) ms[i] = time_or_why(i);
   const double first_best = *std::min_element(ms.begin(), ms.end());
   for (size_t i = all.size(); i-- > 0;)
-    if (ms[i] <= kLoser * first_best) ms[i] = std::min(ms[i], time(all[i]));
+    if (ms[i] <= kLoser * first_best) ms[i] = std::min(ms[i], time_or_why(i));
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!unavailable[i].empty()) ms[i] = INFINITY;
   KernelTuning out;
   out.chosen = start;
   out.how = "measured";
   size_t fastest = 0;
   for (size_t i = 0; i < all.size(); ++i) {
-    out.timings.push_back({all[i], ms[i]});
+    out.timings.push_back({all[i], ms[i], 0, unavailable[i]});
     if (ms[i] < ms[fastest]) fastest = i;
   }
   if (ms[fastest] < ms[0] * (1.0 - margin)) out.chosen = all[fastest];  // all[0] is start
@@ -121,13 +137,18 @@ std::string tuning_text(const KernelTuning& t) {
   size_t width = 0;  // the longest paths' text: the times line up
   for (const PathTiming& p : t.timings) width = std::max(width, to_string(p.paths).size());
   std::string s;
-  for (const PathTiming& p : t.timings)
+  for (const PathTiming& p : t.timings) {
+    if (!p.unavailable.empty()) {
+      s += fmt::format("  {:<{}} cannot run here: {}\n", to_string(p.paths), width, p.unavailable);
+      continue;
+    }
     s += fmt::format("  {:<{}} {:8.2f} ms{}{}{}\n", to_string(p.paths), width, p.ms,
                      p.rounds > 0 ? fmt::format(" (median of {} interleaved rounds)", p.rounds) : "",
                      std::isfinite(chosen_ms) && p.paths != t.chosen
                          ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))
                          : "",
                      p.paths == t.chosen ? "  <- chosen" : "");
+  }
   return s;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,9 @@ namespace poslab {
 
 struct PathTiming {
   KernelPaths paths;
-  double ms = 0;   // median ms of one forward + backward of the whole batch
-  int rounds = 0;  // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
+  double ms = 0;            // median ms of one forward + backward of the whole batch (infinite: cannot run)
+  int rounds = 0;           // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
+  std::string unavailable;  // why these paths cannot run this model here ("" when they ran)
 };
 
 struct KernelTuning {
@@ -22,10 +24,16 @@ struct KernelTuning {
   std::string how;  // "measured", "cached (…)", "forced by POSLAB_KERNELS", "run.kernels = default", …
   std::vector<PathTiming> timings;  // the candidates timed, in the order timed (empty unless measured now or cached)
   std::string key;                  // the cache key: CPU, LibTorch, device, dtype, shape
+  std::string sdpa_kernel;  // the kernel scaled_dot_product_attention runs at the run's shape, where the model calls it
 };
 
-// Milliseconds per forward + backward with the given paths (injected so that tests can give known timings).
+// Milliseconds per forward + backward with the given paths (injected so that tests can give known timings). A
+// timer throws KernelPathUnavailable for paths that cannot run the model here (a GPU's attention kernel that does
+// not take its dtype or head size, say), saying why in one line.
 using PathTimer = std::function<double(const KernelPaths&)>;
+struct KernelPathUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Every combination of the choices' candidates is timed in two sweeps, `start` (poslab's defaults) first in the
 // first and last in the second (where within 1.5 times the first sweep's best), and keeps the lower of its times;
@@ -40,7 +48,8 @@ using PathTimer = std::function<double(const KernelPaths&)>;
 // can reverse a comparison of two candidates timed one after the other. A finalist replaces the choice when faster
 // by more than `margin`; the finalists' ms become their medians over the rounds.
 // `runs` says which combinations the run can take (kernel_paths_combine when empty; the bf16 direct step needs
-// bf16_products=onednn, say): the others are not timed.
+// bf16_products=onednn, say): the others are not timed. A combination whose timing throws KernelPathUnavailable is
+// kept among the timings with its reason and an infinite time, and never chosen; `start` must run.
 KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time, const std::vector<std::string>& fixed,
                                  double margin = 0.03, int runoff_rounds = 3,
                                  const std::function<bool(const KernelPaths&)>& runs = {});

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -20,7 +21,11 @@ namespace fs = std::filesystem;
 nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
   nlohmann::json j = nlohmann::json::array();
   for (const PathTiming& t : timings) {
-    nlohmann::json row = {{"paths", to_string(t.paths)}, {"ms", t.ms}};
+    nlohmann::json row = {{"paths", to_string(t.paths)}};
+    if (t.unavailable.empty())
+      row["ms"] = t.ms;
+    else
+      row["unavailable"] = t.unavailable;  // no time: JSON has no infinity
     if (t.rounds > 0) row["rounds"] = t.rounds;
     j.push_back(row);
   }
@@ -40,9 +45,11 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
     KernelTuning t;
     t.key = key;
     t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
-    for (const auto& row : e.at("timings"))
+    for (const auto& row : e.at("timings")) {
+      const std::string why = row.value("unavailable", std::string());
       t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
-                           row.at("ms").get<double>(), row.value("rounds", 0)});
+                           why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0), why});
+    }
     t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
     return t;
   } catch (const std::exception& e) {
@@ -74,7 +81,10 @@ void write_kernel_cache(const std::string& path, const KernelTuning& t) {
 }
 
 nlohmann::json to_json(const KernelTuning& t) {
-  return {{"chosen", to_string(t.chosen)}, {"how", t.how}, {"key", t.key}, {"timings", timings_json(t.timings)}};
+  nlohmann::json j = {
+      {"chosen", to_string(t.chosen)}, {"how", t.how}, {"key", t.key}, {"timings", timings_json(t.timings)}};
+  if (!t.sdpa_kernel.empty()) j["sdpa_kernel"] = t.sdpa_kernel;
+  return j;
 }
 
 }  // namespace poslab

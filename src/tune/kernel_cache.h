@@ -1,6 +1,6 @@
-// The kernel-path cache: cache_dir/kernel_paths.json, {key: {paths, timings: [{paths, ms, rounds}], date}}, so that
-// the next run with the same key (CPU, LibTorch, build, device, dtype, shape: tune/autotune.h) starts at once;
-// and a tuning as JSON, in the same form.
+// The kernel-path cache: cache_dir/kernel_paths.json, {key: {paths, timings: [{paths, ms | unavailable, rounds}],
+// date}}, so that the next run with the same key (CPU, LibTorch, build, device, dtype, shape: tune/autotune.h) starts
+// at once; and a tuning as JSON, in the same form.
 #pragma once
 
 #include <nlohmann/json.hpp>

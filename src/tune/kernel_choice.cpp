@@ -17,6 +17,7 @@ namespace {
 KernelPaths recorded_base(const std::string& record) {
   KernelPaths base = kernel_paths();
   if (record.find("step=") == std::string::npos) base.step = "autograd";
+  if (record.find("sdpa=") == std::string::npos) base.sdpa = "auto";  // LibTorch's pick, as such a run had
   return base;
 }
 

@@ -2,12 +2,17 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <torch/cuda.h>
+
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "util/cuda.h"
 #include "util/kernel_paths.h"
+#include "util/sdpa_backend.h"
 
 namespace poslab {
 namespace {
@@ -32,6 +37,18 @@ class KeepCpuRng {
   torch::Tensor state_;
 };
 
+// The same for the GPU's generator (dropout on the GPU draws from it).
+class KeepCudaRng {
+ public:
+  explicit KeepCudaRng(bool cuda) : state_(cuda ? cuda_rng_state() : torch::Tensor()) {}
+  ~KeepCudaRng() { set_cuda_rng_state(state_, "the kernel-path timer's saved generator state"); }
+  KeepCudaRng(const KeepCudaRng&) = delete;
+  KeepCudaRng& operator=(const KeepCudaRng&) = delete;
+
+ private:
+  torch::Tensor state_;
+};
+
 }  // namespace
 
 PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device, int warmup,
@@ -45,14 +62,26 @@ PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, con
   return [&model, &split, whole, x, y, bf16, device, warmup, reps](const KernelPaths& paths) {
     KernelPathsGuard guard(paths);
     KeepCpuRng keep_rng;
+    KeepCudaRng keep_cuda_rng(device.is_cuda());
     if (paths.batch_split == "none" && split.ways() > 1 && !*whole) *whole = std::make_unique<BatchSplit>(model, 1);
     BatchSplit& s = paths.batch_split == "none" && split.ways() > 1 ? **whole : split;
     IntraOpThreads one(s.ways() > 1 ? 1 : 0);  // as train_step_on keeps it for the whole step
     std::vector<double> ms;
     for (int r = 0; r < warmup + reps; ++r) {
+      if (device.is_cuda()) torch::cuda::synchronize();  // a GPU's queue empty before and after the timed pass
       const auto t0 = std::chrono::steady_clock::now();
-      s.forward_backward(x, y, 1.0, bf16, device);
-      s.reduce_grads();
+      TorchWarnings warned;  // a kernel that declines the call says why in a warning, then the call fails
+      try {
+        s.forward_backward(x, y, 1.0, bf16, device);
+        s.reduce_grads();
+        if (device.is_cuda()) torch::cuda::synchronize();
+      } catch (const c10::Error& e) {
+        model->zero_grad();
+        std::string why = std::string(e.what_without_backtrace()) + "\n" + warned.text();  // on one line
+        while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+        for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at)) why.replace(at, 1, "; ");
+        throw KernelPathUnavailable(why);
+      }
       const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       model->zero_grad();
       if (r >= warmup) ms.push_back(dt);

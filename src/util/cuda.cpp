@@ -77,7 +77,9 @@ void set_cuda_tf32(bool on) {
 
 void make_cuda_deterministic() {
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  // Strict: with warn_only, the attention kernels' backward (flash, memory-efficient) take their faster
+  // non-deterministic algorithm and only warn; strict, they take their deterministic one.
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   at::globalContext().setDeterministicFillUninitializedMemory(false);  // no NaN fill of every new tensor
 #endif

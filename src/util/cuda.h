@@ -47,7 +47,8 @@ torch::Tensor cuda_rng_state();
 void set_cuda_rng_state(const torch::Tensor& state, const std::string& what);
 
 // Makes a run on a GPU repeat itself bit for bit (so a resumed run matches the uninterrupted one): LibTorch's
-// deterministic algorithms (a warning, not an error, for an op that has none) and cuBLAS's fixed workspace
+// deterministic algorithms, strictly (an op that has none is an error naming it; warn-only mode would let the
+// attention kernels' backward run their non-deterministic algorithms) and cuBLAS's fixed workspace
 // (CUBLAS_WORKSPACE_CONFIG=:4096:8, unless set). Call before the first CUDA op; it costs little at poslab's sizes.
 void make_cuda_deterministic();
 

@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/platform.h"
+#include "util/sdpa_backend.h"
 
 namespace poslab {
 namespace {
@@ -31,12 +32,16 @@ const std::vector<KernelChoice>& kernel_choices() {
       {"pointwise", {"fused", "libtorch"}, &KernelPaths::pointwise},
       {"batch_split", {"threads", "none"}, &KernelPaths::batch_split},
       {"step", {"direct", "autograd"}, &KernelPaths::step},
+      {"sdpa", {"auto", "flash", "efficient", "cudnn", "math"}, &KernelPaths::sdpa},
   };
   return choices;
 }
 
 const KernelPaths& kernel_paths() { return current(); }
-void set_kernel_paths(const KernelPaths& p) { current() = p; }
+void set_kernel_paths(const KernelPaths& p) {
+  current() = p;
+  set_sdpa_backend(p.sdpa);
+}
 
 KernelPaths default_kernel_paths(bool cpu_has_bf16) {
   KernelPaths p;

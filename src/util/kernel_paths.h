@@ -27,10 +27,15 @@ struct KernelPaths {
   // kernels throughout, so it needs attention=fused and pointwise=fused) or "autograd" (the modules' forward,
   // LibTorch's autograd backward).
   std::string step = "direct";
+  // which of LibTorch's scaled_dot_product_attention kernels may run where the model calls it (on a GPU always,
+  // on the CPU with attention=libtorch; LibTorch 2.x): "auto" (LibTorch picks per call, PyTorch's default), or
+  // "flash", "efficient", "cudnn", "math" alone (util/sdpa_backend.h). Measured on a GPU; "auto" on the CPU unless
+  // forced.
+  std::string sdpa = "auto";
 
   bool operator==(const KernelPaths& o) const {
     return bf16_products == o.bf16_products && attention == o.attention && pointwise == o.pointwise &&
-           batch_split == o.batch_split && step == o.step;
+           batch_split == o.batch_split && step == o.step && sdpa == o.sdpa;
   }
   bool operator!=(const KernelPaths& o) const { return !(*this == o); }
 };
@@ -43,7 +48,8 @@ struct KernelChoice {
 };
 const std::vector<KernelChoice>& kernel_choices();
 
-// The paths the model runs now (process-wide; set before training or benchmarking starts).
+// The paths the model runs now (process-wide; set before training or benchmarking starts). Setting them also sets
+// LibTorch's flags for the sdpa choice (set_sdpa_backend).
 const KernelPaths& kernel_paths();
 void set_kernel_paths(const KernelPaths& p);
 

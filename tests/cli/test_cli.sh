@@ -89,7 +89,7 @@ fi
 small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set model.block_size=64 --set "data.cache_dir=$tmp/kcache")
 if env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" --json "$tmp/k1.json" >"$tmp/out" 2>"$tmp/err" &&
    cat "$tmp/out" "$tmp/err" >"$tmp/k1.txt" &&
-   grep -Eq "^kernel paths: bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+,step=[a-z]+ \(measured in" "$tmp/k1.txt" &&
+   grep -Eq "^kernel paths: bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+,step=[a-z]+,sdpa=[a-z]+ \(measured in" "$tmp/k1.txt" &&
    [ "$(grep -c " ms per forward + backward" "$tmp/k1.txt")" -ge 3 ] && grep -q '"timings"' "$tmp/k1.json" &&
    env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" >"$tmp/out" 2>"$tmp/err" &&
    cat "$tmp/out" "$tmp/err" | grep -q "^kernel paths: .* (cached ("; then

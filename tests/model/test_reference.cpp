@@ -25,6 +25,7 @@
 #include "util/fs.h"
 #include "util/kernel_paths.h"
 #include "util/platform.h"
+#include "util/sdpa_backend.h"
 
 namespace poslab {
 namespace {
@@ -225,14 +226,22 @@ class Reference : public test::OnDevice {
   // Every kernel path setting the model can run on the CPU (util/kernel_paths.h), forced whatever the CPU: the
   // defaults, each other candidate of each choice alone, and LibTorch's paths throughout. (float32: the bf16
   // products choice does nothing; the batch split is each check's own ways.) A GPU runs LibTorch's ops whatever the
-  // setting: the defaults only.
+  // setting: there the defaults, and each of scaled_dot_product_attention's kernels (sdpa) that takes the model's
+  // attention in this dtype; on the CPU those kernels run under LibTorch's attention.
   std::vector<KernelPaths> paths(const std::string& dtype) const {
     const KernelPaths start = default_kernel_paths(cpu_has_native_bf16());
     std::vector<KernelPaths> out = {start};
+    KernelPaths sdpa = start;
+    if (!is_cuda()) sdpa.attention = "libtorch", sdpa.step = "autograd";
+    for (const char* v : {"flash", "efficient", "cudnn", "math"}) {
+      sdpa.sdpa = v;
+      if (sdpa_backend_unavailable(v, is_cuda()).empty() && sdpa_takes(sdpa, dtype)) out.push_back(sdpa);
+    }
     if (is_cuda()) return out;
     for (const KernelChoice& c : kernel_choices()) {
-      if (dtype != "bfloat16" && std::string(c.name) == "bf16_products") continue;
-      if (std::string(c.name) == "batch_split") continue;  // the training checks run each split themselves
+      const std::string name = c.name;
+      if (dtype != "bfloat16" && name == "bf16_products") continue;
+      if (name == "batch_split" || name == "sdpa") continue;  // each check runs each split; sdpa: above
       for (const std::string& v : c.values)
         if (v != start.*c.field) {
           KernelPaths p = start;
@@ -243,6 +252,19 @@ class Reference : public test::OnDevice {
     }
     if (std::find(out.begin(), out.end(), libtorch_kernel_paths()) == out.end()) out.push_back(libtorch_kernel_paths());
     return out;
+  }
+
+  // Whether scaled_dot_product_attention has a kernel under p's sdpa for the reference model's q, k, v.
+  bool sdpa_takes(const KernelPaths& p, const std::string& dtype) const {
+    const Config cfg = reference_config(dtype);
+    const int64_t B = cfg.train.batch_size, T = cfg.model.block_size, nh = cfg.model.n_head;
+    KernelPathsGuard guard(p);
+    const auto opts = torch::TensorOptions()
+                          .dtype(dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32)
+                          .device(device())
+                          .requires_grad(true);
+    const torch::Tensor q = torch::empty({B, T, nh, cfg.model.n_embd / nh}, opts).transpose(1, 2);  // (B, nh, T, hs)
+    return sdpa_backend_for(q, q, q) != "none";
   }
 };
 

@@ -5,16 +5,23 @@
 #include <gtest/gtest.h>
 #include <spdlog/fmt/fmt.h>
 
+#include <torch/version.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "model/gpt.h"
+#include "run/run_files.h"
+#include "run/run_folder.h"
 #include "test_util.h"
 #include "train/step.h"
 #include "tune/autotune.h"
+#include "tune/kernel_choice.h"
 #include "util/fs.h"
 
 namespace poslab {
@@ -45,14 +52,14 @@ KernelPaths autograd_paths(bool cpu_has_bf16) {
 
 TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) {
   const KernelPaths start = autograd_paths(true);  // onednn, fused, fused, threads, autograd
-  const std::string S = ",batch_split=threads,step=autograd", N = ",batch_split=none,step=autograd";
+  const std::string S = ",batch_split=threads,step=autograd,sdpa=auto", N = ",batch_split=none,step=autograd,sdpa=auto";
   FakeTimer t;
   t.ms["bf16_products=float,attention=fused,pointwise=fused" + S] = 9.9;  // 1 % faster: noise, not taken
   t.ms["bf16_products=onednn,attention=libtorch,pointwise=fused" + S] = 9.0;
   t.ms["bf16_products=onednn,attention=fused,pointwise=fused" + N] = 11.0;
   // the fastest, though neither of its changes from start is faster alone: a search one choice at a time misses it
   t.ms["bf16_products=float,attention=fused,pointwise=libtorch" + N] = 8.5;
-  KernelTuning r = search_kernel_paths(start, t.timer(), {"step"}, 0.03, /*runoff_rounds=*/0);
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"step", "sdpa"}, 0.03, /*runoff_rounds=*/0);
   EXPECT_EQ(to_string(r.chosen), "bf16_products=float,attention=fused,pointwise=libtorch" + N);
   ASSERT_EQ(t.timed.size(), 32u);  // 2 x 2 x 2 x 2, in two sweeps: start first, then the same backwards
   EXPECT_EQ(t.timed[0], to_string(start));
@@ -67,12 +74,13 @@ TEST(Autotune, TheSearchTimesEveryCombinationAndKeepsTheFastestBeyondTheMargin) 
   // all within the margin of start: start stays
   FakeTimer near;
   near.ms["bf16_products=onednn,attention=libtorch,pointwise=libtorch" + N] = 9.8;
-  r = search_kernel_paths(start, near.timer(), {"step"}, 0.03, 0);
+  r = search_kernel_paths(start, near.timer(), {"step", "sdpa"}, 0.03, 0);
   EXPECT_EQ(r.chosen, start);
 
   // fixed choices are not varied and keep the start's value, in LibTorch's paths too; all equal: the defaults stay
   FakeTimer f32;
-  r = search_kernel_paths(autograd_paths(false), f32.timer(), {"bf16_products", "batch_split", "step"}, 0.03, 0);
+  r = search_kernel_paths(autograd_paths(false), f32.timer(), {"bf16_products", "batch_split", "step", "sdpa"}, 0.03,
+                          0);
   for (const auto& s : f32.timed) {
     EXPECT_NE(s.find("bf16_products=float"), std::string::npos) << s;
     EXPECT_NE(s.find("batch_split=threads"), std::string::npos) << s;
@@ -89,7 +97,7 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
   ASSERT_EQ(start.step, "direct");
   FakeTimer t;
   t.ms[to_string(start)] = 12.0;  // slower than autograd's fused paths (10 ms): not taken
-  KernelTuning r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split", "sdpa"}, 0.03, 0);
   // attention x pointwise under autograd (4), and the one direct combination, twice
   EXPECT_EQ(t.timed.size(), 10u);
   for (const auto& s : t.timed) {
@@ -99,14 +107,14 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
   }
   EXPECT_EQ(r.chosen.step, "autograd");
   t.ms[to_string(start)] = 8.0;
-  r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split"}, 0.03, 0);
+  r = search_kernel_paths(start, t.timer(), {"bf16_products", "batch_split", "sdpa"}, 0.03, 0);
   EXPECT_EQ(r.chosen, start);
 
   // bf16, where the direct step needs the products through oneDNN: the run's `runs` keeps the others out
   FakeTimer b;
-  b.ms["bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct"] = 7.0;
+  b.ms["bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct,sdpa=auto"] = 7.0;
   const auto runs = [](const KernelPaths& p) { return p.step != "direct" || p.bf16_products == "onednn"; };
-  r = search_kernel_paths(autograd_paths(false), b.timer(), {"batch_split"}, 0.03, 0, runs);
+  r = search_kernel_paths(autograd_paths(false), b.timer(), {"batch_split", "sdpa"}, 0.03, 0, runs);
   EXPECT_EQ(b.timed.size(), 18u);  // (2 x 4 under autograd + the one direct combination), twice
   for (const auto& s : b.timed)
     EXPECT_EQ(s.find("bf16_products=float,attention=fused,pointwise=fused,"
@@ -114,7 +122,7 @@ TEST(Autotune, TheDirectStepIsTimedOnlyWithTheKernelsItRuns) {
               std::string::npos)
         << s;
   EXPECT_EQ(to_string(r.chosen),
-            "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct");
+            "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct,sdpa=auto");
 }
 
 // A machine whose speed drifts: a path's k-th timing is its true time times drift[path][k] (1 when not listed).
@@ -140,14 +148,16 @@ std::map<std::string, double> all_paths_at(double ms) {
     for (const char* a : {"fused", "libtorch"})
       for (const char* p : {"fused", "libtorch"})
         for (const char* s : {"threads", "none"})
-          m[fmt::format("bf16_products={},attention={},pointwise={},batch_split={},step=autograd", b, a, p, s)] = ms;
+          m[fmt::format("bf16_products={},attention={},pointwise={},batch_split={},step=autograd,sdpa=auto", b, a, p,
+                        s)] = ms;
   return m;
 }
 
 TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosersOut) {
   const KernelPaths start = autograd_paths(true);  // onednn, fused, fused, threads, autograd
   const std::string start_s = to_string(start), torch_s = to_string(libtorch_kernel_paths());
-  const std::string none_s = "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=none,step=autograd";
+  const std::string none_s =
+      "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=none,step=autograd,sdpa=auto";
   DriftingTimer t;
   t.ms = all_paths_at(13);  // slower than start by more than 25 %: not finalists
   t.ms[start_s] = 10;
@@ -156,7 +166,7 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   t.drift[none_s] = {1.4, 1.5};  // but both sweeps time it in slow spells: 11.9 ms at best
   for (const std::string& f : {start_s, torch_s, none_s})
     t.drift[f].resize(4, 1.0), t.drift[f][3] = 1.3;  // the run-off's round 2 runs slow as a whole
-  KernelTuning r = search_kernel_paths(start, t.timer(), {"step"});
+  KernelTuning r = search_kernel_paths(start, t.timer(), {"step", "sdpa"});
   EXPECT_EQ(to_string(r.chosen), none_s);
   ASSERT_EQ(t.timed.size(), 32u + 3u * 3u);  // the search, then 3 rounds of 3 finalists
   // finalists: the search's choice (start), LibTorch's paths (always), batch_split=none (11.9 ms: within 25 %)
@@ -180,14 +190,70 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
   lucky.ms[start_s] = 10;
   lucky.ms[torch_s] = 12;
   const std::string lucky_s =
-      "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd";
+      "bf16_products=onednn,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd,sdpa=auto";
   lucky.ms[lucky_s] = 10.5;      // truly 5 % slower than start,
   lucky.drift[lucky_s] = {0.8};  // but timed in a fast spell once: 8.4 ms, the lower of its two
-  r = search_kernel_paths(start, lucky.timer(), {"step"});
+  r = search_kernel_paths(start, lucky.timer(), {"step", "sdpa"});
   // the second sweep times only those within 1.5 times the first sweep's best (8.4): lucky, start, LibTorch's;
   // the run-off's finalists are the same three
   EXPECT_EQ(lucky.timed.size(), 16u + 3u + 3u * 3u);
   EXPECT_EQ(r.chosen, start);
+}
+
+// A candidate that cannot run here (a GPU's attention kernel that does not take the dtype) is kept with its reason,
+// timed once, never chosen, and cached as such; the run's own start must run.
+TEST(Autotune, APathThatCannotRunIsNamedWithWhyAndNeverChosen) {
+  KernelPaths start = autograd_paths(true);
+  std::vector<std::string> fixed;  // the sdpa choice alone, as on a GPU
+  for (const KernelChoice& c : kernel_choices())
+    if (std::string(c.name) != "sdpa") fixed.push_back(c.name);
+  const auto with_sdpa = [&](const char* v) {
+    KernelPaths p = start;
+    p.sdpa = v;
+    return to_string(p);
+  };
+  FakeTimer t;
+  t.ms[with_sdpa("efficient")] = 8.0;
+  t.ms[with_sdpa("math")] = 30.0;
+  const PathTimer timer = [&](const KernelPaths& p) {
+    if (p.sdpa == "flash") {
+      t.timed.push_back(to_string(p));
+      throw KernelPathUnavailable("No available kernel.; Flash attention supports dtypes fp16 and bf16");
+    }
+    return t.timer()(p);
+  };
+  KernelTuning r = search_kernel_paths(start, timer, fixed, 0.03, 0);
+  EXPECT_EQ(r.chosen.sdpa, "efficient");
+  EXPECT_EQ(std::count(t.timed.begin(), t.timed.end(), with_sdpa("flash")), 1);  // not timed again
+  ASSERT_EQ(r.timings.size(), 5u);                                               // auto, flash, efficient, cudnn, math
+  const auto flash = std::find_if(r.timings.begin(), r.timings.end(), [](auto& p) { return p.paths.sdpa == "flash"; });
+  EXPECT_TRUE(std::isinf(flash->ms));
+  EXPECT_EQ(flash->unavailable, "No available kernel.; Flash attention supports dtypes fp16 and bf16");
+  const std::string text = tuning_text(r);
+  const size_t line = text.find(with_sdpa("flash") + " ");
+  ASSERT_NE(line, std::string::npos) << text;
+  const std::string flash_line = text.substr(line, text.find('\n', line) - line);
+  EXPECT_NE(flash_line.find(" cannot run here: No available kernel.; Flash attention supports dtypes fp16 and bf16"),
+            std::string::npos)
+      << text;
+
+  // cached as it was measured: the reason kept, no time (JSON has no infinity)
+  TempDir dir;
+  r.key = "a key";
+  write_kernel_cache(dir / "kernel_paths.json", r);
+  EXPECT_NE(read_file(dir / "kernel_paths.json").find("\"unavailable\""), std::string::npos);
+  const std::optional<KernelTuning> back = read_kernel_cache(dir / "kernel_paths.json", "a key");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->chosen, r.chosen);
+  ASSERT_EQ(back->timings.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(back->timings[i].unavailable, r.timings[i].unavailable);
+    EXPECT_EQ(back->timings[i].ms, r.timings[i].ms);
+  }
+
+  // the run's own paths failing is the run's error
+  const PathTimer start_fails = [](const KernelPaths&) -> double { throw KernelPathUnavailable("out of memory"); };
+  EXPECT_THROW(search_kernel_paths(start, start_fails, fixed, 0.03, 0), KernelPathUnavailable);
 }
 
 Config autotune_config(const TempDir& dir) {
@@ -200,6 +266,62 @@ Config autotune_config(const TempDir& dir) {
   c.train.dtype = "float32";
   c.data.cache_dir = dir / "cache";
   return c;
+}
+
+// The timer on the model: paths whose pass fails in LibTorch (here a GPU's attention kernel alone, on the CPU) throw
+// KernelPathUnavailable with LibTorch's reason on one line, and leave the model as they found it.
+TEST(Autotune, TheTimerSaysWhyAPathCannotRunAndLeavesTheModelAsItWas) {
+  TempDir dir;
+  const Config cfg = autotune_config(dir);
+  GPT model(cfg.model, 64);
+  BatchSplit split(model, 1);
+  const PathTimer timer = model_pass_timer(model, split, cfg, torch::Device(torch::kCPU));
+  KernelPaths p = autograd_paths(false);
+  p.attention = "libtorch";
+  EXPECT_GT(timer(p), 0.0);
+  p.sdpa = "efficient";
+  if (TORCH_VERSION_MAJOR < 2) {  // LibTorch 1.x's attention is bmm + softmax + bmm: no kernel to refuse it
+    EXPECT_GT(timer(p), 0.0);
+    return;
+  }
+  try {
+    timer(p);
+    ADD_FAILURE() << "sdpa=efficient ran on the CPU";
+  } catch (const KernelPathUnavailable& e) {
+    const std::string why = e.what();
+    EXPECT_NE(why.find("No viable backend for scaled_dot_product_attention"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  for (const auto& w : model->parameters()) EXPECT_FALSE(w.grad().defined() && w.grad().abs().sum().item<double>() > 0);
+  EXPECT_EQ(kernel_paths().sdpa, "auto");  // the paths and LibTorch's flags put back
+  p.sdpa = "math";
+  EXPECT_GT(timer(p), 0.0);
+}
+
+// A resumed run goes on with the paths its folder records; a record from before a choice existed reads as the one
+// path there was then (no step: autograd's; no sdpa: LibTorch's pick), whatever the paths are now.
+TEST(Autotune, AResumedRunTakesItsRecordAndWhatTheRecordLeavesOutIsWhatThereWas) {
+  TempDir dir;
+  const char* env = std::getenv("POSLAB_KERNELS");
+  const std::string saved_env = env ? env : "";
+  unsetenv("POSLAB_KERNELS");
+  const KernelPaths before = kernel_paths();
+  const Config cfg = autotune_config(dir);
+  GPT model(cfg.model, 64);
+  auto split = std::make_unique<BatchSplit>(model, 1);
+  Comm one;
+  make_dirs(dir / "run");
+  write_kernel_record(RunFolder(dir / "run"),
+                      "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads", "measured");
+  KernelPaths now = before;
+  now.sdpa = "math";
+  now.step = "direct";
+  set_kernel_paths(now);
+  choose_run_kernel_paths(dir / "run", /*resuming=*/true, cfg, model, split, torch::Device(torch::kCPU), 1, one);
+  EXPECT_EQ(to_string(kernel_paths()),
+            "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd,sdpa=auto");
+  set_kernel_paths(before);
+  if (!saved_env.empty()) setenv("POSLAB_KERNELS", saved_env.c_str(), 1);
 }
 
 TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
@@ -251,6 +373,14 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   cfg.run.kernels = "step=direct";
   cfg.train.dtype = "float32";
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.step, "direct");
+  // a GPU's attention kernel asked for on the CPU: LibTorch picks (a warning says so); the CPU's own kernel is taken
+  cfg.run.kernels = "attention=libtorch,sdpa=efficient";
+  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).chosen.sdpa, "auto");
+  cfg.run.kernels = "attention=libtorch,sdpa=math";
+  t = choose_kernel_paths(model, split, cfg, cpu, 1);
+  EXPECT_EQ(t.chosen.sdpa, TORCH_VERSION_MAJOR >= 2 ? "math" : "auto");
+  EXPECT_EQ(t.sdpa_kernel, TORCH_VERSION_MAJOR >= 2 ? "math" : "");  // the kernel the model's attention runs
+  cfg.run.kernels = "step=direct";
 
   setenv("POSLAB_KERNELS", "pointwise=libtorch", 1);  // the environment wins over run.kernels
   t = choose_kernel_paths(model, split, cfg, cpu, 1);

@@ -21,7 +21,8 @@ TEST(KernelPaths, DefaultsFollowTheCpuAndLibtorchIsPyTorchsPath) {
   EXPECT_EQ(default_kernel_paths(true).batch_split, "threads");
   EXPECT_EQ(default_kernel_paths(false).step, "direct");
   const KernelPaths t = libtorch_kernel_paths();
-  EXPECT_EQ(to_string(t), "bf16_products=onednn,attention=libtorch,pointwise=libtorch,batch_split=none,step=autograd");
+  EXPECT_EQ(to_string(t),
+            "bf16_products=onednn,attention=libtorch,pointwise=libtorch,batch_split=none,step=autograd,sdpa=auto");
   for (const KernelChoice& c : kernel_choices()) {
     EXPECT_GE(c.values.size(), 2u) << c.name;
     // LibTorch's own path is a candidate of every choice
@@ -36,7 +37,8 @@ TEST(KernelPaths, SpecsSetNamedChoicesOnTheBaseAndNameWhatIsWrong) {
   EXPECT_EQ(parse_kernel_paths("libtorch", base, "k"), libtorch_kernel_paths());
   const KernelPaths p = parse_kernel_paths("attention=libtorch, bf16_products=float", base, "k");
   // LibTorch's attention: the step is autograd's (the direct step runs poslab's kernels only)
-  EXPECT_EQ(to_string(p), "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd");
+  EXPECT_EQ(to_string(p),
+            "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd,sdpa=auto");
   EXPECT_EQ(parse_kernel_paths(to_string(p), base, "k"), p);  // what the log prints parses back
   EXPECT_TRUE(kernel_spec_measures("auto"));
   EXPECT_TRUE(kernel_spec_measures("measure"));
