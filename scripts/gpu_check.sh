@@ -3,8 +3,9 @@
 # LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU and GPT-2 small's shape
 # (configs/gpt2_small.yaml) for 300 steps, stop the default run halfway and resume it (bit for bit against the
 # uninterrupted run), time the step captured as a CUDA graph against the eager step (train.cuda_graph; poslab bench
-# at two shapes and dtypes, the losses compared bit for bit), and compare tokens/s with the same model in PyTorch's
-# Python on the same GPU (poslab with the graph where it ran). Prints one summary (also written to $OUT/gpu_check.txt
+# at two shapes and dtypes, the losses compared bit for bit, with the attention kernel each chose), profile GPT-2
+# small's step by GPU kernel (Kineto), and compare tokens/s with the same model in PyTorch's Python on the same GPU
+# (poslab with the graph where it ran). Prints one summary (also written to $OUT/gpu_check.txt
 # when OUT is set). About 6 minutes on one H200 (16 cores) without the GPT-2-shape run, whose 300 steps are not yet
 # timed on a GPU (--gpt2-steps sets them).
 #
@@ -325,6 +326,29 @@ EOF2
   done
   note "  ($((SECONDS - t0)) s)"
   [ "$graph_ok" = NO ] && tests_ok=NO
+fi
+
+# --- where GPT-2 small's step spends the GPU's time ---------------------------------------------------------
+# poslab bench of configs/gpt2_small.yaml in bf16 under Kineto (--profile): every kernel the GPU ran in 3 steps, summed
+# by kernel (scripts/profile_table.py), the table that says which of poslab's ops a fused CUDA kernel would pay for.
+# The trace comes back gzipped as $OUT/gpt2_trace.json.gz (chrome://tracing, ui.perfetto.dev).
+if [ "$cpu" = 1 ]; then
+  note "GPT-2 small's profile: not run (--cpu: one step takes minutes on a CPU)"
+else
+  t0=$SECONDS
+  if build-gpu/poslab bench configs/gpt2_small.yaml --steps 3 --warmup 3 --set run.device=cuda --set train.dtype=bfloat16 \
+       --profile "$work/gpt2_trace.json" >"$work/gpt2_profile.out" 2>"$work/gpt2_profile.log" &&
+     "$py" scripts/profile_table.py "$work/gpt2_trace.json" 20 >"$work/gpt2_profile.txt"; then
+    note "GPT-2 small's step on $device, bf16, by GPU kernel (3 steps under Kineto, $((SECONDS - t0)) s):"
+    while IFS= read -r line; do note "  $line"; done < <(sed -n '/^GPU kernel/,$p' "$work/gpt2_profile.txt")
+    if [ -n "${OUT:-}" ]; then
+      cp "$work/gpt2_profile.txt" "$OUT/gpt2_profile.txt"
+      gzip -c "$work/gpt2_trace.json" >"$OUT/gpt2_trace.json.gz"
+    fi
+  else
+    tail -5 "$work/gpt2_profile.log" >&2
+    note "GPT-2 small's profile on $device: FAILED (see above)"
+  fi
 fi
 
 # --- against PyTorch's Python on the same device ----------------------------------------------------------

@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <torch/csrc/autograd/profiler_legacy.h>
-
 #include "analysis/snapshot_hook.h"
+#include "bench/trace_profile.h"
 #include "data/batches.h"
 #include "formats/npy.h"
 #include "model/gpt.h"
@@ -21,6 +20,7 @@
 #include "train/step_graph.h"
 #include "tune/autotune.h"
 #include "util/cuda.h"
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
 
@@ -103,7 +103,7 @@ struct StepTimes {
 StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sampler, const TrainConfig& t,
                     BatchSplit& split, const torch::Device& device, const BenchOptions& opt, StepGraph* graph) {
   StepTimes out;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  std::unique_ptr<TraceProfile> profile;
   // Timed from the first step after warmup to the end of the last, one wait for a GPU at each end: steps queue on
   // it back to back, as in training (the step on the device reads nothing back; losses are read after).
   std::vector<torch::Tensor> losses;
@@ -111,8 +111,7 @@ StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sa
   for (int s = 0; s < t.max_steps; ++s) {
     if (s == opt.warmup) {
       if (device.is_cuda()) torch::cuda::synchronize();
-      if (!opt.profile_path.empty())
-        profile = std::make_unique<torch::autograd::profiler::RecordProfile>(opt.profile_path);
+      if (!opt.profile_path.empty()) profile = std::make_unique<TraceProfile>(opt.profile_path, device.is_cuda());
       t0 = Clock::now();
     }
     const double lr = lr_at(s, t);
@@ -175,6 +174,15 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   check_cuda_graph(cfg, device, 1);  // before anything is measured
+  if (!opt.profile_path.empty()) {   // the trace's file can be written: known now, not after the steps
+    try {
+      write_file_atomic(opt.profile_path, "");
+    } catch (const Error& e) {
+      throw Error(
+          "poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" + e.what() + ")",
+          "give --profile a file in a folder that exists and is writable");
+    }
+  }
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
   const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));

@@ -72,11 +72,16 @@ std::string sdpa_backend_for(const at::Tensor& q, const at::Tensor& k, const at:
   TorchWarnings quiet;  // a GPU's kernels say why each declines: not for this question's asker
   try {
     switch (static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true))) {
-      case at::SDPBackend::flash_attention: return "flash";
-      case at::SDPBackend::efficient_attention: return "efficient";
-      case at::SDPBackend::cudnn_attention: return "cudnn";
-      case at::SDPBackend::math: return "math";
-      default: return "none";
+      case at::SDPBackend::flash_attention:
+        return "flash";
+      case at::SDPBackend::efficient_attention:
+        return "efficient";
+      case at::SDPBackend::cudnn_attention:
+        return "cudnn";
+      case at::SDPBackend::math:
+        return "math";
+      default:
+        return "none";
     }
   } catch (const c10::Error&) {
     return "none";

@@ -84,6 +84,36 @@ if "$poslab" bench configs/default.yaml --steps 1 --warmup 0 --set model.n_layer
 else
   failed=$((failed + 1)); echo "FAIL bench"; cat "$tmp/err"
 fi
+# bench --profile writes LibTorch's trace of the timed steps and scripts/profile_table.py sums it by op; a trace
+# from a GPU also holds the GPU's kernels (Kineto's "kernel" events), summed in a table of their own: two of that
+# form are added to this CPU's trace to check that table. A trace that cannot be written is an error up front.
+if "$poslab" bench configs/default.yaml --steps 1 --warmup 0 --set model.n_layer=1 --profile "$tmp/trace.json" \
+     >/dev/null 2>"$tmp/err" &&
+   python3 scripts/profile_table.py "$tmp/trace.json" 5 >"$tmp/table" 2>>"$tmp/err" &&
+   grep -Eq "^aten::(mm|addmm) +[0-9.]+ +[0-9.]+% " "$tmp/table" && grep -Eq "^total +[0-9.]+$" "$tmp/table" &&
+   ! grep -q "GPU kernel" "$tmp/table" &&
+   python3 - "$tmp/trace.json" "$tmp/gpu.json" <<'EOF' &&
+import json, sys
+trace = json.load(open(sys.argv[1]))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+t0 = min(float(e["ts"]) for e in events if e.get("ph") == "X")
+gelu = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&)>"
+for i, (name, dur) in enumerate([(gelu, 30), ("sm90_xmma_gemm_bf16bf16_bf16f32", 70), (gelu, 30)]):
+    events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": t0 + 100 * i, "dur": dur})
+json.dump(trace, open(sys.argv[2], "w"))
+EOF
+   python3 scripts/profile_table.py "$tmp/gpu.json" 5 >"$tmp/gtable" 2>>"$tmp/err" &&
+   grep -Eq "^vectorized_elementwise_kernel<4, GeluCUDAKernelImpl\(TensorIteratorBase&\)> +0\.06 +46\.2% +2$" "$tmp/gtable" &&
+   grep -Eq "^sm90_xmma_gemm_bf16bf16_bf16f32 +0\.07 +53\.8% +1$" "$tmp/gtable" &&
+   grep -Eq "^total \(the GPU busy\) +0\.13$" "$tmp/gtable" &&
+   [ "$(grep -c "^aten::" "$tmp/gtable")" = "$(grep -c "^aten::" "$tmp/table")" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL bench --profile"; cat "$tmp/err" "$tmp/table" "$tmp/gtable" 2>/dev/null
+fi
+expect_error "bench --profile into a missing folder" \
+  "bench --profile .*/none/trace.json: the trace cannot be written there" \
+  bench configs/default.yaml --steps 1 --profile "$tmp/none/trace.json"
 # bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
 # time, and a second bench of the same shape reads the measurement from the cache.
 small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set model.block_size=64 --set "data.cache_dir=$tmp/kcache")
