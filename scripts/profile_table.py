@@ -3,14 +3,16 @@
 subtracted), its share, total time (nested ops included: poslab's own scopes such as poslab::optimizer_step),
 calls. Only the main thread's ops (and autograd's device threads' with Kineto) are recorded: with run.batch_split > 1
 the other slices run unprofiled. A trace from a GPU (Kineto, LibTorch 2.x) also holds every kernel the GPU ran: a
-second table sums them by kernel, with their time on the device and its share of the GPU's busy time.
+second table sums them by kernel, with their time on the device and its share of all kernels' time.
 Usage: scripts/profile_table.py FILE [ROWS]"""
 import collections
 import json
 import sys
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's events on the device's streams
-NOT_OPS = {"Trace", "gpu_user_annotation"}  # the profiler's own span; annotations mirrored on the GPU's timeline
+# the profiler's own span; annotations mirrored on the GPU's timeline; the CUDA API's calls on the host (a launch
+# counts in the op that launched it, and the wait for the GPU at the end of the timed steps in no op)
+NOT_OPS = {"Trace", "gpu_user_annotation", "cuda_runtime", "cuda_driver"}
 
 if len(sys.argv) < 2:
     sys.exit("usage: scripts/profile_table.py TRACE.json [ROWS]")
@@ -52,7 +54,7 @@ for name, us in self_us.most_common(rows):
     print(f"{name[:60]:<60} {us / 1000:>9.1f} {100 * us / total:>5.1f}% {total_us[name] / 1000:>9.1f} {calls[name]:>6}")
 print(f"{'total':<60} {total / 1000:>9.1f}")
 if gpu_us:
-    busy = sum(gpu_us.values())
+    busy = sum(gpu_us.values())  # kernels on several streams at once each count
     print()
     # a kernel's name is its C++ signature: what tells two apart (the functor of an elementwise kernel, a GEMM's
     # tile shape) comes after the common prefixes, which are cut
@@ -63,4 +65,4 @@ if gpu_us:
     print(f"{'GPU kernel':<100} {'ms':>9} {'share':>6} {'calls':>6}")
     for name, us in gpu_us.most_common(rows):
         print(f"{short(name):<100} {us / 1000:>9.2f} {100 * us / busy:>5.1f}% {gpu_calls[name]:>6}")
-    print(f"{'total (the GPU busy)':<100} {busy / 1000:>9.2f}")
+    print(f"{'total kernel time':<100} {busy / 1000:>9.2f}")

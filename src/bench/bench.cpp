@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "analysis/snapshot_hook.h"
 #include "bench/trace_profile.h"
 #include "data/batches.h"
@@ -174,14 +176,12 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   check_cuda_graph(cfg, device, 1);  // before anything is measured
-  if (!opt.profile_path.empty()) {   // the trace's file can be written: known now, not after the steps
-    try {
-      write_file_atomic(opt.profile_path, "");
-    } catch (const Error& e) {
-      throw Error(
-          "poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" + e.what() + ")",
-          "give --profile a file in a folder that exists and is writable");
-    }
+  if (!opt.profile_path.empty()) {   // the trace's folder can be written: known now, not after the steps
+    const fs::path folder = fs::absolute(opt.profile_path).parent_path();
+    if (!fs::is_directory(folder) || access(folder.c_str(), W_OK) != 0)
+      throw Error("poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" +
+                      folder.string() + (fs::is_directory(folder) ? " is not writable)" : " is not a folder)"),
+                  "give --profile a file in a folder that exists and is writable");
   }
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
   const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;

@@ -37,15 +37,13 @@ TraceProfile::~TraceProfile() {
   delete state_;
 }
 
-std::string TraceProfile::what(bool cuda) { return cuda ? "Kineto: CPU ops and GPU kernels" : "Kineto: CPU ops"; }
 #else
 struct TraceProfile::State {
   torch::autograd::profiler::RecordProfile record;
 };
 
 TraceProfile::TraceProfile(const std::string& path, bool cuda) : state_(new State{path}) {}
-TraceProfile::~TraceProfile() { delete state_; }  // RecordProfile writes the trace as it goes
-std::string TraceProfile::what(bool cuda) { return "legacy: CPU ops"; }
+TraceProfile::~TraceProfile() { delete state_; }  // RecordProfile writes the trace when destroyed
 #endif
 
 }  // namespace poslab

@@ -15,9 +15,6 @@ class TraceProfile {
   TraceProfile(const TraceProfile&) = delete;
   TraceProfile& operator=(const TraceProfile&) = delete;
 
-  // What the trace holds, one line: "Kineto: CPU ops and GPU kernels", "Kineto: CPU ops", "legacy: CPU ops".
-  static std::string what(bool cuda);
-
  private:
   struct State;
   State* state_;

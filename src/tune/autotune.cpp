@@ -52,6 +52,23 @@ std::string sdpa_kernel_at(const Config& cfg, const torch::Device& device) {
 
 }  // namespace
 
+KernelPaths with_runnable_sdpa(KernelPaths p, const Config& cfg, const torch::Device& device, const std::string& what) {
+  if (p.sdpa == "auto") return p;
+  std::string why = sdpa_backend_unavailable(p.sdpa, device.is_cuda());
+  if (why.empty() && runs_sdpa(p, cfg, device)) {
+    KernelPathsGuard asked(p);
+    if (sdpa_kernel_at(cfg, device) == "none")
+      why = fmt::format("it takes no attention of this run's ({}, head size {})", cfg.train.dtype,
+                        cfg.model.n_embd / cfg.model.n_head);
+  }
+  if (!why.empty()) {
+    spdlog::warn("kernel paths: {} asks for sdpa={}, but {}: this run lets LibTorch pick (sdpa=auto)", what, p.sdpa,
+                 why);
+    p.sdpa = "auto";
+  }
+  return p;
+}
+
 int batch_split_of(int ways) { return kernel_paths().batch_split == "none" ? 1 : ways; }
 
 std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, const std::string& device,
@@ -85,11 +102,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                  no_direct(t.chosen));
     t.chosen.step = "autograd";
   }
-  if (const std::string why = sdpa_backend_unavailable(t.chosen.sdpa, device.is_cuda()); !why.empty()) {
-    spdlog::warn("kernel paths: {} = {} asks for sdpa={}, but {}: this run lets LibTorch pick (sdpa=auto)", what, spec,
-                 t.chosen.sdpa, why);
-    t.chosen.sdpa = "auto";
-  }
+  t.chosen = with_runnable_sdpa(t.chosen, cfg, device, what + " = " + spec);
   const std::string where = device.is_cuda() ? "cuda" : "cpu";
   t.key = kernel_tuning_key(cfg, model->wte->weight.size(0), threads, where, cfg.train.dtype);
   if (!kernel_spec_measures(spec)) {

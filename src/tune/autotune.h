@@ -37,6 +37,12 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
                                  int threads);
 
+// p, its sdpa choice kept where this device and LibTorch can run it for cfg's attention (util/sdpa_backend.h: the
+// kernel exists here, and takes the model's q, k, v at cfg's shape and dtype), else "auto", with a warning naming
+// `what` (the spec or the record that asked for it). A forced choice, a resumed run's record and rank 0's record
+// all pass through it: the run never stops at its first forward for want of an attention kernel.
+KernelPaths with_runnable_sdpa(KernelPaths p, const Config& cfg, const torch::Device& device, const std::string& what);
+
 // The ways to cut a batch into under the current kernel paths: `ways`, or 1 for batch_split=none.
 int batch_split_of(int ways);
 

@@ -27,39 +27,55 @@ void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_pa
       finalists.push_back(p.paths);
   if (finalists.size() < 2) return;
   // Each round times every finalist once, starting one further along each round; within a round the machine's
-  // drift touches all of them alike, so each is judged by its time relative to the choice's in the same round.
+  // drift touches all of them alike, so each is judged by its time relative to the choice's in the same round. A
+  // finalist that fails in a round (it ran in the sweeps: the GPU's memory, say) is out, its reason kept.
   const size_t n = finalists.size();
   std::vector<std::vector<double>> ms(n), ratio(n);
+  std::vector<std::string> failed(n);
   for (int r = 0; r < rounds; ++r) {
-    std::vector<double> round(n);
+    std::vector<double> round(n, INFINITY);
     for (size_t i = 0; i < n; ++i) {
       const size_t f = (i + static_cast<size_t>(r)) % n;
+      if (!failed[f].empty()) continue;
       try {
         round[f] = time(finalists[f]);
-      } catch (const KernelPathUnavailable&) {
-        round[f] = INFINITY;  // ran in the sweeps, failed now (the GPU's memory, say): not the winner
+      } catch (const KernelPathUnavailable& e) {
+        failed[f] = e.what();
       }
     }
     for (size_t f = 0; f < n; ++f) {
+      if (!failed[f].empty()) continue;
       ms[f].push_back(round[f]);
-      ratio[f].push_back(round[f] / round[0]);
+      if (failed[0].empty()) ratio[f].push_back(round[f] / round[0]);
     }
   }
   size_t winner = 0;
-  double winner_ratio = 1.0;
-  for (size_t f = 1; f < n; ++f) {
-    const double r = median_ms(ratio[f]);
-    if (r < winner_ratio * (1.0 - margin)) {
-      winner = f;
-      winner_ratio = r;
+  if (failed[0].empty()) {
+    double winner_ratio = 1.0;
+    for (size_t f = 1; f < n; ++f) {
+      const double r = median_ms(ratio[f]);
+      if (failed[f].empty() && r < winner_ratio * (1.0 - margin)) {
+        winner = f;
+        winner_ratio = r;
+      }
     }
+  } else {  // the choice itself failed: the fastest of the others that ran every round
+    for (size_t f = 1; f < n; ++f)
+      if (failed[f].empty() && (winner == 0 || median_ms(ms[f]) < median_ms(ms[winner]))) winner = f;
+    if (winner == 0) throw KernelPathUnavailable(failed[0]);  // every finalist failed: nothing runs here
   }
   t.chosen = finalists[winner];
   for (size_t f = 0; f < n; ++f) {
     auto it =
         std::find_if(t.timings.begin(), t.timings.end(), [&](const PathTiming& p) { return p.paths == finalists[f]; });
-    it->ms = median_ms(ms[f]);
-    it->rounds = rounds;
+    if (!failed[f].empty()) {
+      it->ms = INFINITY;
+      it->unavailable = failed[f];
+      it->rounds = 0;
+    } else {
+      it->ms = median_ms(ms[f]);
+      it->rounds = rounds;
+    }
   }
 }
 

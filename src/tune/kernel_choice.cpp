@@ -29,9 +29,10 @@ void apply_split_choice(GPT& model, std::unique_ptr<BatchSplit>& split) {
 }
 
 // A rank other than 0 takes rank 0's record, once rank 0 wrote it; on another machine it keeps its own paths.
-void take_rank0_paths(const RunFolder& run) {
+void take_rank0_paths(const RunFolder& run, const Config& cfg, const torch::Device& device) {
   if (const auto rec = read_kernel_record(run)) {
-    set_kernel_paths(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()));
+    set_kernel_paths(with_runnable_sdpa(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()), cfg, device,
+                                        "rank 0's record " + run.kernel_paths()));
     spdlog::info("kernel paths: {} (rank 0's, {})", to_string(kernel_paths()), run.kernel_paths());
   } else {
     spdlog::warn("kernel paths: rank 0's record {} is not on this machine; this rank keeps {}", run.kernel_paths(),
@@ -47,7 +48,8 @@ void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Confi
   const bool forced = std::getenv("POSLAB_KERNELS") != nullptr && *std::getenv("POSLAB_KERNELS") != '\0';
   if (resuming && !forced) {
     if (const auto rec = read_kernel_record(run)) {
-      set_kernel_paths(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()));
+      set_kernel_paths(with_runnable_sdpa(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()), cfg,
+                                          device, "the run's record " + run.kernel_paths()));
       spdlog::info("kernel paths: {} (as the run started, {})", to_string(kernel_paths()), run.kernel_paths());
       apply_split_choice(model, split);
       return;
@@ -59,7 +61,7 @@ void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Confi
   }
   if (comm.size() > 1) {
     comm.barrier("waiting for rank 0's kernel paths");
-    if (!comm.is_main()) take_rank0_paths(run);
+    if (!comm.is_main()) take_rank0_paths(run, cfg, device);
   }
   apply_split_choice(model, split);
 }

@@ -68,13 +68,15 @@ PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, con
     IntraOpThreads one(s.ways() > 1 ? 1 : 0);  // as train_step_on keeps it for the whole step
     std::vector<double> ms;
     for (int r = 0; r < warmup + reps; ++r) {
-      if (device.is_cuda()) torch::cuda::synchronize();  // a GPU's queue empty before and after the timed pass
-      const auto t0 = std::chrono::steady_clock::now();
       TorchWarnings warned;  // a kernel that declines the call says why in a warning, then the call fails
+      double dt = 0;
       try {
+        if (device.is_cuda()) torch::cuda::synchronize();  // a GPU's queue empty before and after the timed pass
+        const auto t0 = std::chrono::steady_clock::now();
         s.forward_backward(x, y, 1.0, bf16, device);
         s.reduce_grads();
         if (device.is_cuda()) torch::cuda::synchronize();
+        dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       } catch (const c10::Error& e) {
         model->zero_grad();
         std::string why = std::string(e.what_without_backtrace()) + "\n" + warned.text();  // on one line
@@ -82,7 +84,6 @@ PathTimer model_pass_timer(GPT& model, BatchSplit& split, const Config& cfg, con
         for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at)) why.replace(at, 1, "; ");
         throw KernelPathUnavailable(why);
       }
-      const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       model->zero_grad();
       if (r >= warmup) ms.push_back(dt);
     }

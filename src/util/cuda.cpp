@@ -75,7 +75,19 @@ void set_cuda_tf32(bool on) {
   at::globalContext().setAllowTF32CuDNN(on);
 }
 
+std::string cublas_workspace_problem(const char* value) {
+  if (value == nullptr) return "";
+  const std::string v = value;
+  if (v == ":4096:8" || v == ":16:8") return "";
+  return fmt::format(
+      "CUBLAS_WORKSPACE_CONFIG={}: a run on a GPU is deterministic (so that a resumed run repeats the "
+      "uninterrupted one), and cuBLAS is deterministic only with :4096:8 or :16:8",
+      v);
+}
+
 void make_cuda_deterministic() {
+  if (const std::string why = cublas_workspace_problem(std::getenv("CUBLAS_WORKSPACE_CONFIG")); !why.empty())
+    throw Error(why, "unset CUBLAS_WORKSPACE_CONFIG (poslab sets :4096:8), or set it to :4096:8 or :16:8");
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   // Strict: with warn_only, the attention kernels' backward (flash, memory-efficient) take their faster
   // non-deterministic algorithm and only warn; strict, they take their deterministic one.

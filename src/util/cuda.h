@@ -49,8 +49,11 @@ void set_cuda_rng_state(const torch::Tensor& state, const std::string& what);
 // Makes a run on a GPU repeat itself bit for bit (so a resumed run matches the uninterrupted one): LibTorch's
 // deterministic algorithms, strictly (an op that has none is an error naming it; warn-only mode would let the
 // attention kernels' backward run their non-deterministic algorithms) and cuBLAS's fixed workspace
-// (CUBLAS_WORKSPACE_CONFIG=:4096:8, unless set). Call before the first CUDA op; it costs little at poslab's sizes.
+// (CUBLAS_WORKSPACE_CONFIG=:4096:8, or :16:8 when set so; any other value set is a poslab::Error, since every cuBLAS
+// product would fail under the strict mode). Call before the first CUDA op; it costs little at poslab's sizes.
 void make_cuda_deterministic();
+// Why a value of CUBLAS_WORKSPACE_CONFIG (null: unset) cannot make cuBLAS deterministic, "" when it can.
+std::string cublas_workspace_problem(const char* value);
 
 // Makes GPU `index` the current one (a distributed run's LOCAL_RANK), so that its generator, its streams and
 // torch::kCUDA mean that GPU. Throws poslab::Error when there is no such GPU; a no-op in a CPU-only build.

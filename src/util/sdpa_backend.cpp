@@ -64,6 +64,10 @@ std::string sdpa_backend_unavailable(const std::string& name, bool cuda) {
   if (TORCH_VERSION_MAJOR < 2) return "LibTorch " TORCH_VERSION " has no scaled_dot_product_attention (2.x has)";
   if (name == "cudnn" && !kHasCudnnFlag) return "cuDNN's attention needs LibTorch 2.4 or newer, not " TORCH_VERSION;
   if (!cuda && (name == "efficient" || name == "cudnn")) return "the " + name + " kernel runs on a GPU only";
+  const auto& ctx = at::globalContext();
+  if (name == "cudnn" && ctx.deterministicAlgorithms() && !ctx.deterministicAlgorithmsWarnOnly())
+    return "cuDNN's attention has no deterministic backward, and a GPU run is deterministic (so that it resumes bit "
+           "for bit)";
   return "";
 }
 

@@ -19,8 +19,9 @@ namespace poslab {
 void set_sdpa_backend(const std::string& name);
 
 // Why `name` cannot run on a GPU (`cuda`) or the CPU with this LibTorch, "" when it may: efficient and cudnn run on
-// a GPU only, cudnn needs LibTorch 2.4, and LibTorch 1.x has no scaled_dot_product_attention. Whether a kernel
-// takes a given shape and dtype is known only by calling it (the measurement does).
+// a GPU only, cudnn needs LibTorch 2.4 and is refused under LibTorch's strict deterministic mode (a GPU run's,
+// util/cuda.h), and LibTorch 1.x has no scaled_dot_product_attention. Whether a kernel takes a given shape and
+// dtype, sdpa_backend_for says.
 std::string sdpa_backend_unavailable(const std::string& name, bool cuda);
 
 // The kernel LibTorch picks now for causal attention on q, k, v (B, nh, T, hs) without dropout, under the flags

@@ -251,6 +251,25 @@ TEST(Autotune, APathThatCannotRunIsNamedWithWhyAndNeverChosen) {
     EXPECT_EQ(back->timings[i].ms, r.timings[i].ms);
   }
 
+  // a finalist that ran in the sweeps and fails in the run-off is out, its reason kept; so is the choice itself
+  for (const char* fails : {"efficient", "auto"}) {
+    SCOPED_TRACE(std::string("failing in the run-off: sdpa=") + fails);
+    FakeTimer late;
+    late.ms[with_sdpa("efficient")] = 8.0;
+    late.ms[with_sdpa("cudnn")] = 9.0;
+    std::map<std::string, int> visits;
+    const PathTimer fails_late = [&](const KernelPaths& p) {
+      if (p.sdpa == fails && ++visits[to_string(p)] > 2) throw KernelPathUnavailable("out of memory");
+      return late.timer()(p);
+    };
+    r = search_kernel_paths(start, fails_late, fixed, 0.03, 3);
+    EXPECT_EQ(r.chosen.sdpa, std::string(fails) == "efficient" ? "cudnn" : "efficient");
+    for (const PathTiming& p : r.timings) {
+      EXPECT_EQ(p.unavailable.empty(), p.paths.sdpa != fails) << to_string(p.paths);
+      EXPECT_EQ(std::isinf(p.ms), p.paths.sdpa == fails) << to_string(p.paths);
+    }
+  }
+
   // the run's own paths failing is the run's error
   const PathTimer start_fails = [](const KernelPaths&) -> double { throw KernelPathUnavailable("out of memory"); };
   EXPECT_THROW(search_kernel_paths(start, start_fails, fixed, 0.03, 0), KernelPathUnavailable);
@@ -320,6 +339,14 @@ TEST(Autotune, AResumedRunTakesItsRecordAndWhatTheRecordLeavesOutIsWhatThereWas)
   choose_run_kernel_paths(dir / "run", /*resuming=*/true, cfg, model, split, torch::Device(torch::kCPU), 1, one);
   EXPECT_EQ(to_string(kernel_paths()),
             "bf16_products=float,attention=libtorch,pointwise=fused,batch_split=threads,step=autograd,sdpa=auto");
+  // a record of a kernel this device cannot run (a GPU run's, resumed on the CPU): LibTorch picks, a warning says so
+  write_kernel_record(RunFolder(dir / "run"), "attention=libtorch,step=autograd,sdpa=efficient", "measured");
+  choose_run_kernel_paths(dir / "run", /*resuming=*/true, cfg, model, split, torch::Device(torch::kCPU), 1, one);
+  EXPECT_EQ(kernel_paths().attention, "libtorch");
+  EXPECT_EQ(kernel_paths().sdpa, "auto");
+  write_kernel_record(RunFolder(dir / "run"), "attention=libtorch,step=autograd,sdpa=math", "measured");
+  choose_run_kernel_paths(dir / "run", /*resuming=*/true, cfg, model, split, torch::Device(torch::kCPU), 1, one);
+  EXPECT_EQ(kernel_paths().sdpa, TORCH_VERSION_MAJOR >= 2 ? "math" : "auto");  // one it can run: kept
   set_kernel_paths(before);
   if (!saved_env.empty()) setenv("POSLAB_KERNELS", saved_env.c_str(), 1);
 }

@@ -59,6 +59,19 @@ TEST(SdpaBackend, TheKernelsADeviceOrALibTorchCannotRunAreNamedWithWhy) {
   EXPECT_EQ(sdpa_backend_unavailable("efficient", true), "");
   const bool cudnn = TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 4;
   EXPECT_EQ(sdpa_backend_unavailable("cudnn", true).empty(), cudnn) << sdpa_backend_unavailable("cudnn", true);
+  // a GPU run's strict deterministic mode: LibTorch refuses cuDNN's attention there, and poslab says so up front
+  auto& ctx = at::globalContext();
+  const bool was = ctx.deterministicAlgorithms(), was_warn_only = ctx.deterministicAlgorithmsWarnOnly();
+  ctx.setDeterministicAlgorithms(true, /*warn_only=*/false);
+  const std::string strict = sdpa_backend_unavailable("cudnn", true);
+  ctx.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  const std::string warn_only = sdpa_backend_unavailable("cudnn", true);
+  ctx.setDeterministicAlgorithms(was, was_warn_only);
+  if (cudnn) {
+    EXPECT_NE(strict.find("no deterministic backward"), std::string::npos) << strict;
+    EXPECT_EQ(warn_only, "");
+  }
+  EXPECT_EQ(sdpa_backend_unavailable("flash", true), "");
 }
 
 TEST(SdpaBackend, WarningsAreKeptWhileAskedAndPrintedAgainAfter) {
