@@ -11,8 +11,9 @@ import sys
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's events on the device's streams
 # the profiler's own span; annotations mirrored on the GPU's timeline; the CUDA API's calls on the host (a launch
-# counts in the op that launched it, and the wait for the GPU at the end of the timed steps in no op)
-NOT_OPS = {"Trace", "gpu_user_annotation", "cuda_runtime", "cuda_driver"}
+# counts in the op that launched it, and the wait for the GPU at the end of the timed steps in no op); Kineto's own
+# overhead (its buffer requests)
+NOT_OPS = {"Trace", "gpu_user_annotation", "cuda_runtime", "cuda_driver", "overhead"}
 
 if len(sys.argv) < 2:
     sys.exit("usage: scripts/profile_table.py TRACE.json [ROWS]")

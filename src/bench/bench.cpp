@@ -176,11 +176,17 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   check_cuda_graph(cfg, device, 1);  // before anything is measured
-  if (!opt.profile_path.empty()) {   // the trace's folder can be written: known now, not after the steps
-    const fs::path folder = fs::absolute(opt.profile_path).parent_path();
-    if (!fs::is_directory(folder) || access(folder.c_str(), W_OK) != 0)
-      throw Error("poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" +
-                      folder.string() + (fs::is_directory(folder) ? " is not writable)" : " is not a folder)"),
+  if (!opt.profile_path.empty()) {   // the trace's file can be written: known now, not after the steps
+    const fs::path file = fs::absolute(opt.profile_path), folder = file.parent_path();
+    std::string why;
+    if (!fs::path(opt.profile_path).has_filename() || fs::is_directory(file))
+      why = "a folder, not a file";
+    else if (!fs::is_directory(folder))
+      why = folder.string() + " is not a folder";
+    else if (access(folder.c_str(), W_OK | X_OK) != 0)
+      why = folder.string() + " is not writable";
+    if (!why.empty())
+      throw Error("poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" + why + ")",
                   "give --profile a file in a folder that exists and is writable");
   }
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.

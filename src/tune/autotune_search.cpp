@@ -75,6 +75,7 @@ void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_pa
     } else {
       it->ms = median_ms(ms[f]);
       it->rounds = rounds;
+      it->unavailable.clear();  // LibTorch's paths, a finalist always, may have failed in the sweeps and run now
     }
   }
 }

@@ -100,20 +100,28 @@ t0 = min(float(e["ts"]) for e in events if e.get("ph") == "X")
 gelu = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&)>"
 for i, (name, dur) in enumerate([(gelu, 30), ("sm90_xmma_gemm_bf16bf16_bf16f32", 70), (gelu, 30)]):
     events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": t0 + 100 * i, "dur": dur})
+    # the host's CUDA API calls and the final wait: not ops
+    events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                   "ts": t0 - 50 + 5 * i, "dur": 3})
+events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": t0 - 30,
+               "dur": 9e6})
 json.dump(trace, open(sys.argv[2], "w"))
 EOF
    python3 scripts/profile_table.py "$tmp/gpu.json" 5 >"$tmp/gtable" 2>>"$tmp/err" &&
    grep -Eq "^vectorized_elementwise_kernel<4, GeluCUDAKernelImpl\(TensorIteratorBase&\)> +0\.06 +46\.2% +2$" "$tmp/gtable" &&
    grep -Eq "^sm90_xmma_gemm_bf16bf16_bf16f32 +0\.07 +53\.8% +1$" "$tmp/gtable" &&
    grep -Eq "^total kernel time +0\.13$" "$tmp/gtable" &&
-   [ "$(grep -c "^aten::" "$tmp/gtable")" = "$(grep -c "^aten::" "$tmp/table")" ]; then
+   [ "$(grep -c "^aten::" "$tmp/gtable")" = "$(grep -c "^aten::" "$tmp/table")" ] &&
+   ! grep -q "^cuda" "$tmp/gtable" && [ "$(grep "^total " "$tmp/gtable" | head -1)" = "$(grep "^total " "$tmp/table")" ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL bench --profile"; cat "$tmp/err" "$tmp/table" "$tmp/gtable" 2>/dev/null
 fi
 expect_error "bench --profile into a missing folder" \
-  "bench --profile .*/none/trace.json: the trace cannot be written there" \
+  "bench --profile .*/none/trace.json: the trace cannot be written there \\(.*/none is not a folder\\)" \
   bench configs/default.yaml --steps 1 --profile "$tmp/none/trace.json"
+expect_error "bench --profile given a folder" "bench --profile .*: the trace cannot be written there \\(a folder" \
+  bench configs/default.yaml --steps 1 --profile "$tmp/"
 # bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
 # time, and a second bench of the same shape reads the measurement from the cache.
 small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set model.block_size=64 --set "data.cache_dir=$tmp/kcache")
