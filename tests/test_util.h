@@ -42,6 +42,32 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// An environment variable set (or, with nullptr, unset) for a scope, then put back as it was, whatever the test did.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* was = std::getenv(name);
+    had_ = was != nullptr;
+    if (had_) saved_ = was;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), saved_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, saved_;
+  bool had_ = false;
+};
+
 // "what | hint" of the poslab::Error that f throws; a test failure (and "") when it throws none.
 template <typename F>
 std::string error_of(F&& f) {

@@ -39,8 +39,8 @@ bool runs_sdpa(const KernelPaths& p, const Config& cfg, const torch::Device& dev
   return TORCH_VERSION_MAJOR >= 2 && (device.is_cuda() || p.attention == "libtorch" || cfg.model.dropout > 0);
 }
 
-// The kernel scaled_dot_product_attention runs at the model's shape under the flags set now: q, k, v as the model
-// makes them ((B, nh, T, hs) views of (B, T, nh, hs)), in the dtype autocast gives them, needing gradients.
+}  // namespace
+
 std::string sdpa_kernel_at(const Config& cfg, const torch::Device& device) {
   const ModelConfig& m = cfg.model;
   const auto dtype = cfg.train.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
@@ -49,8 +49,6 @@ std::string sdpa_kernel_at(const Config& cfg, const torch::Device& device) {
                               .transpose(1, 2);  // (B, nh, T, hs)
   return sdpa_backend_for(q, q, q);
 }
-
-}  // namespace
 
 KernelPaths with_runnable_sdpa(KernelPaths p, const Config& cfg, const torch::Device& device, const std::string& what) {
   if (p.sdpa == "auto") return p;

@@ -37,6 +37,11 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
                                  int threads);
 
+// The kernel scaled_dot_product_attention runs for cfg's model on `device` under the flags set now (kernel_paths()'s
+// sdpa): q, k, v as the model makes them ((B, nh, T, hs) views of (B, T, nh, hs)), in the dtype autocast gives them,
+// needing gradients; "none" when no allowed kernel takes them (util/sdpa_backend.h).
+std::string sdpa_kernel_at(const Config& cfg, const torch::Device& device);
+
 // p, its sdpa choice kept where this device and LibTorch can run it for cfg's attention (util/sdpa_backend.h: the
 // kernel exists here, and takes the model's q, k, v at cfg's shape and dtype), else "auto", with a warning naming
 // `what` (the spec or the record that asked for it). A forced choice, a resumed run's record and rank 0's record

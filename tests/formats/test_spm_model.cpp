@@ -31,7 +31,9 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
     for (const SpmPiece& p : m.pieces) {
       bytes_seen += p.type == SpmPiece::Type::byte;
       normal += p.type == SpmPiece::Type::normal;
-      if (p.type == SpmPiece::Type::byte) EXPECT_EQ(p.piece.rfind("<0x", 0), 0u) << p.piece;
+      if (p.type == SpmPiece::Type::byte) {
+        EXPECT_EQ(p.piece.rfind("<0x", 0), 0u) << p.piece;
+      }
     }
     EXPECT_EQ(bytes_seen, 256) << type;
     EXPECT_EQ(normal + bytes_seen + 2, tok.vocab_size()) << type;
@@ -55,7 +57,7 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
 }
 
 TEST(SpmModel, BytesThatAreNotAModelAreAnErrorNamingTheFile) {
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string(""), std::string("\x0a\x05\x0a\x03", 4), std::string("not a model at all")}) {
     const std::string msg = test::error_of([&] { read_spm_model(bad, "x.model"); });
     EXPECT_NE(msg.find("x.model: not a sentencepiece model"), std::string::npos) << msg;

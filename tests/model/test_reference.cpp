@@ -22,6 +22,7 @@
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/step.h"
+#include "tune/autotune.h"
 #include "util/fs.h"
 #include "util/kernel_paths.h"
 #include "util/platform.h"
@@ -256,15 +257,8 @@ class Reference : public test::OnDevice {
 
   // Whether scaled_dot_product_attention has a kernel under p's sdpa for the reference model's q, k, v.
   bool sdpa_takes(const KernelPaths& p, const std::string& dtype) const {
-    const Config cfg = reference_config(dtype);
-    const int64_t B = cfg.train.batch_size, T = cfg.model.block_size, nh = cfg.model.n_head;
     KernelPathsGuard guard(p);
-    const auto opts = torch::TensorOptions()
-                          .dtype(dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32)
-                          .device(device())
-                          .requires_grad(true);
-    const torch::Tensor q = torch::empty({B, T, nh, cfg.model.n_embd / nh}, opts).transpose(1, 2);  // (B, nh, T, hs)
-    return sdpa_backend_for(q, q, q) != "none";
+    return sdpa_kernel_at(reference_config(dtype), device()) != "none";
   }
 };
 

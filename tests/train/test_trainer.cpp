@@ -151,9 +151,8 @@ POSLAB_ON_EVERY_DEVICE(TrainerOnDevice);
 // The whole-model step resumes bit for bit too, in float32 and in bf16 (the products through oneDNN, which it needs),
 // with the batch cut in 2 slices; the run folder records that it ran the direct step.
 TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
-  const char* env = std::getenv("POSLAB_KERNELS");  // the tests' main sets "default"; these runs force the paths
-  const std::string saved = env ? env : "";
-  setenv("POSLAB_KERNELS", "bf16_products=onednn,step=direct", 1);
+  // the tests' main sets "default"; these runs force the paths
+  test::ScopedEnv forced("POSLAB_KERNELS", "bf16_products=onednn,step=direct");
   for (const char* dtype : {"float32", "bfloat16"}) {
     SCOPED_TRACE(dtype);
     TempDir dir;
@@ -170,10 +169,6 @@ TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
     EXPECT_NE(paths.find("step=direct"), std::string::npos) << paths;
     EXPECT_NE(paths.find("batch_split=threads"), std::string::npos) << paths;
   }
-  if (env)
-    setenv("POSLAB_KERNELS", saved.c_str(), 1);
-  else
-    unsetenv("POSLAB_KERNELS");
 }
 
 TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {

@@ -321,9 +321,7 @@ TEST(Autotune, TheTimerSaysWhyAPathCannotRunAndLeavesTheModelAsItWas) {
 // path there was then (no step: autograd's; no sdpa: LibTorch's pick), whatever the paths are now.
 TEST(Autotune, AResumedRunTakesItsRecordAndWhatTheRecordLeavesOutIsWhatThereWas) {
   TempDir dir;
-  const char* env = std::getenv("POSLAB_KERNELS");
-  const std::string saved_env = env ? env : "";
-  unsetenv("POSLAB_KERNELS");
+  test::ScopedEnv no_forced_paths("POSLAB_KERNELS", nullptr);  // the tests' main sets it
   const KernelPaths before = kernel_paths();
   const Config cfg = autotune_config(dir);
   GPT model(cfg.model, 64);
@@ -348,15 +346,12 @@ TEST(Autotune, AResumedRunTakesItsRecordAndWhatTheRecordLeavesOutIsWhatThereWas)
   choose_run_kernel_paths(dir / "run", /*resuming=*/true, cfg, model, split, torch::Device(torch::kCPU), 1, one);
   EXPECT_EQ(kernel_paths().sdpa, TORCH_VERSION_MAJOR >= 2 ? "math" : "auto");  // one it can run: kept
   set_kernel_paths(before);
-  if (!saved_env.empty()) setenv("POSLAB_KERNELS", saved_env.c_str(), 1);
 }
 
 TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   TempDir dir;
   // these cases set run.kernels: POSLAB_KERNELS (which the tests' main sets) is put aside for them
-  const char* env = std::getenv("POSLAB_KERNELS");
-  const std::string saved_env = env ? env : "";
-  unsetenv("POSLAB_KERNELS");
+  test::ScopedEnv no_forced_paths("POSLAB_KERNELS", nullptr);
   const KernelPaths before = kernel_paths();
   Config cfg = autotune_config(dir);
   GPT model(cfg.model, 64);
@@ -415,10 +410,6 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   EXPECT_EQ(kernel_paths().pointwise, "libtorch");
   EXPECT_EQ(kernel_paths().step, "autograd");  // LibTorch's pointwise ops: the direct step cannot run them
   set_kernel_paths(before);
-  if (env)
-    setenv("POSLAB_KERNELS", saved_env.c_str(), 1);
-  else
-    unsetenv("POSLAB_KERNELS");
 }
 
 }  // namespace
