@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,11 +36,15 @@ double number_key(const std::string& path, int line, const nlohmann::json& j, co
 // A whole JSON file.
 nlohmann::json parse_json_file(const std::string& path, const std::string& hint);
 
-// A required key of a JSON object, of type T.
+// A required key of a JSON object, of type T. An integer T takes a JSON integer only: nlohmann's conversion of a
+// fraction (or of 1e300) to an integer would round it silently (or overflow: undefined behaviour).
 template <typename T>
 T key_of(const std::string& path, const nlohmann::json& j, const char* key, const std::string& hint) {
   if (!j.is_object() || !j.contains(key)) throw Error(fmt::format("{}: no \"{}\"", path, key), hint);
   try {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      if (!j[key].is_number_integer())
+        throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, j[key].dump()), hint);
     return j[key].get<T>();
   } catch (const nlohmann::json::exception&) {
     throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, j[key].dump()), hint);

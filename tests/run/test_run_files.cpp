@@ -318,6 +318,13 @@ TEST(RunFiles, ExtensionInfoRoundTripsAndDamageIsNamed) {
   EXPECT_HAS(error_of([&] { read_extension_info(path); }), path + ": \"to\" is \"256\"");
   write_text(path, "{\"from\": 128, \"to\": 64, \"method\": \"copy\", \"checkpoint\": \"x.pt\"}");
   EXPECT_HAS(error_of([&] { read_extension_info(path); }), "from 128 to 64");
+  // a number where an integer belongs: named, never converted (1e300 overflowed: a fuzzer's find)
+  for (const char* step : {"1e300", "2.5"}) {
+    write_text(path, std::string("{\"from\": 128, \"to\": 256, \"method\": \"copy\", \"checkpoint\": \"x.pt\", "
+                                 "\"source_step\": ") +
+                         step + "}");
+    EXPECT_HAS(error_of([&] { read_extension_info(path); }), path + ": \"source_step\" is ");
+  }
   EXPECT_TRUE(extension_infos_of(RunFolder(dir / "no-run")).empty());
 }
 
