@@ -115,16 +115,27 @@ for t in checkpoint tokenizer; do
   POSLAB_FUZZ_SEED_DIR="$out/seeds/$t" ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -runs=0 "$out/seeds/$t" >/dev/null 2>&1
 done
 
+# Two targets at a time (each runs on one core); their lines print in order when all have run.
+run() {
+  local t=$1 seeds=tests/fuzz/seeds/$1
+  mkdir -p "$out/corpus/$t"
+  [ -d "$seeds" ] || seeds=$out/seeds/$t
+  ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/" "$out/corpus/$t" "$seeds" >"$out/fuzz_$t.log" 2>&1
+  echo $? >"$out/fuzz_$t.rc"
+}
+pids=()
+for t in "${targets[@]}"; do
+  run "$t" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+wait
 total=0
 crashes=0
 for t in "${targets[@]}"; do
-  mkdir -p "$out/corpus/$t"
-  seeds=tests/fuzz/seeds/$t
-  [ -d "$seeds" ] || seeds=$out/seeds/$t
   log="$out/fuzz_$t.log"
-  ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$out/" "$out/corpus/$t" "$seeds" >"$log" 2>&1
-  rc=$?
+  rc=$(cat "$out/fuzz_$t.rc" 2>/dev/null || echo 1)
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   [ -n "$runs" ] || runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
   runs=${runs:-0}

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/platform.h"
 
 namespace poslab::test {
 
@@ -46,7 +47,7 @@ class TempDir {
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* was = std::getenv(name);
+    const char* was = environment_value(name);  // not getenv: it answers for two unset OpenBLAS variables
     had_ = was != nullptr;
     if (had_) saved_ = was;
     if (value)

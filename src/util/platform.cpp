@@ -1,10 +1,13 @@
 #include "util/platform.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -19,27 +22,90 @@ namespace poslab {
 
 namespace {
 
-// The CPU's feature flags from /proc/cpuinfo, space-separated with a space at both ends ("" when unknown).
-std::string cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) return " " + line.substr(line.find(':') + 1) + " ";
-  return "";
+// /proc/cpuinfo's first "flags" line into buf as " flag flag ... " (a space at both ends; "" when unreadable). Plain
+// system calls and no allocation: it also runs inside OpenBLAS's initialiser, before the C++ library's (getenv below).
+void read_cpu_flags(char* buf, size_t cap) {
+  buf[0] = '\0';
+  char text[32768];
+  const int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  size_t n = 0;
+  for (ssize_t got = 1; got > 0 && n + 1 < sizeof text; n += static_cast<size_t>(got > 0 ? got : 0))
+    got = read(fd, text + n, sizeof text - 1 - n);
+  close(fd);
+  text[n] = '\0';
+  const char* line = std::strncmp(text, "flags", 5) == 0 ? text : std::strstr(text, "\nflags");
+  if (line == nullptr) return;
+  const char* colon = std::strchr(line + 1, ':');
+  const char* end = colon == nullptr ? nullptr : std::strchr(colon, '\n');
+  if (end == nullptr) return;  // cut short
+  const size_t len = std::min(static_cast<size_t>(end - colon - 1), cap - 3);
+  buf[0] = ' ';
+  std::memcpy(buf + 1, colon + 1, len);
+  buf[len + 1] = ' ';
+  buf[len + 2] = '\0';
 }
 
-bool has_flag(const std::string& flags, const char* f) {
-  return flags.find(std::string(" ") + f + " ") != std::string::npos;
+bool has_flag(const char* flags, const char* f) {  // flags as read_cpu_flags gives them
+  const size_t len = std::strlen(f);
+  for (const char* at = std::strstr(flags, f); at != nullptr; at = std::strstr(at + 1, f))
+    if (at > flags && at[-1] == ' ' && at[len] == ' ') return true;
+  return false;
+}
+
+bool has_flag(const std::string& flags, const char* f) { return has_flag(flags.c_str(), f); }
+
+}  // namespace
+
+const char* environment_value(const char* name) {
+  const size_t n = std::strlen(name);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  return nullptr;
+}
+
+namespace {
+
+// The OPENBLAS_CORETYPE for a CPU with these flags, nullptr to leave OpenBLAS's own choice.
+const char* coretype_for(const char* flags) {
+  auto has = [&](const char* f) { return has_flag(flags, f); };
+  if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) return "SkylakeX";
+  if (has("avx2") && has("fma")) return "Haswell";
+  return nullptr;
+}
+
+std::string cpu_flags() {
+  char flags[8192];
+  read_cpu_flags(flags, sizeof flags);
+  return flags;
+}
+
+bool blas_env_left_alone() {
+  const char* no = environment_value("POSLAB_NO_REEXEC");
+  return no != nullptr && std::strcmp(no, "1") == 0;
+}
+
+// What getenv gives for an OpenBLAS variable the environment leaves unset: the core type for this CPU, and one
+// thread (OpenBLAS's own pool spins between calls and fights LibTorch's pool for the same cores: measured here, one
+// BLAS thread made fp32 training of the default model 1.29x faster and bf16 1.15x; docs/results.md, "Speed").
+// nullptr for any other name, and for both when POSLAB_NO_REEXEC=1.
+const char* blas_default(const char* name) {
+  static const char* const core = [] {
+    char flags[8192];
+    read_cpu_flags(flags, sizeof flags);
+    return coretype_for(flags);
+  }();
+  if (std::strncmp(name, "OPENBLAS_", 9) != 0 || blas_env_left_alone()) return nullptr;
+  if (std::strcmp(name, "OPENBLAS_CORETYPE") == 0) return core;
+  if (std::strcmp(name, "OPENBLAS_NUM_THREADS") == 0) return "1";
+  return nullptr;
 }
 
 }  // namespace
 
 std::string preferred_openblas_coretype() {
-  const std::string flags = cpu_flags();
-  auto has = [&](const char* f) { return has_flag(flags, f); };
-  if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) return "SkylakeX";
-  if (has("avx2") && has("fma")) return "Haswell";
-  return "";
+  const char* core = coretype_for(cpu_flags().c_str());
+  return core == nullptr ? "" : core;
 }
 
 std::string cpu_description() {
@@ -72,21 +138,21 @@ std::string resolve_dtype(const std::string& dtype, const std::string& device) {
 
 void ensure_fast_blas(int argc, char** argv) {
   (void)argc;
-  if (const char* no = std::getenv("POSLAB_NO_REEXEC"); no != nullptr && std::string(no) == "1") return;
-  bool changed = false;
-  const std::string core = preferred_openblas_coretype();
-  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && !core.empty()) {
-    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-    changed = true;
-  }
-  // OpenBLAS's own thread pool spins between calls and fights LibTorch's pool for the same cores: measured
-  // here, one BLAS thread made fp32 training of the default model 1.29x faster and bf16 1.15x (scripts in
-  // docs/results.md, "Speed"). Only at start-up does this variable keep the pool from being created.
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    changed = true;
-  }
-  if (!changed) return;
+  if (blas_env_left_alone()) return;
+  // Did OpenBLAS take the values getenv gave it? (It may read its variables some other way in another build.)
+  using CoreFn = char* (*)();
+  using ThreadsFn = int (*)();
+  auto corename = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  auto threads = reinterpret_cast<ThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (corename == nullptr || threads == nullptr) return;  // not OpenBLAS: MKL inside PyTorch's LibTorch
+  const char* core = blas_default("OPENBLAS_CORETYPE");
+  const bool core_missed =
+      environment_value("OPENBLAS_CORETYPE") == nullptr && core != nullptr && strcasecmp(corename(), core) != 0;
+  const bool threads_missed = environment_value("OPENBLAS_NUM_THREADS") == nullptr && threads() != 1;
+  if (!core_missed && !threads_missed) return;
+  // It did not: put them in the environment and start again, once, so that OpenBLAS starts with them.
+  if (environment_value("OPENBLAS_CORETYPE") == nullptr && core != nullptr) setenv("OPENBLAS_CORETYPE", core, 1);
+  if (environment_value("OPENBLAS_NUM_THREADS") == nullptr) setenv("OPENBLAS_NUM_THREADS", "1", 1);
   setenv("POSLAB_NO_REEXEC", "1", 1);  // never loop
   execv("/proc/self/exe", argv);
   // execv failed: carry on with OpenBLAS's own choices.
@@ -159,3 +225,14 @@ std::string resolve_device(const std::string& device, const std::string& key) {
 }
 
 }  // namespace poslab
+
+// getenv for the whole process, in place of the C library's: an executable's definition comes first in the dynamic
+// loader's lookup, so OpenBLAS's initialiser, which runs before main and reads its variables once, calls this one. It
+// answers as the C library does, but for the OpenBLAS variables the environment leaves unset, which get poslab's
+// values (blas_default). Setting them in main and re-executing the program to have OpenBLAS read them cost a second
+// start of LibTorch, ~0.8 s a command on a 2-core AMD EPYC with Debian's LibTorch; ensure_fast_blas checks that
+// OpenBLAS took them. Child processes inherit the environment as it is.
+extern "C" char* getenv(const char* name) {
+  if (const char* v = poslab::environment_value(name)) return const_cast<char*>(v);
+  return const_cast<char*>(poslab::blas_default(name));
+}

@@ -7,10 +7,15 @@ namespace poslab {
 
 // OpenBLAS misdetects these virtual CPUs (as Prescott: ~25 GFLOP/s instead of ~150) unless
 // OPENBLAS_CORETYPE is set before the library loads, and its thread pool competes with LibTorch's unless
-// OPENBLAS_NUM_THREADS=1. When they are unset, this sets them (SkylakeX with AVX-512, Haswell with AVX2)
-// and re-executes the program once, so users never sit on the slow path. Values the user set win;
-// POSLAB_NO_REEXEC=1 turns it off.
+// OPENBLAS_NUM_THREADS=1. An executable that links platform.cpp answers OpenBLAS's getenv with these values
+// (SkylakeX with AVX-512, Haswell with AVX2; one thread) where the environment leaves them unset, so OpenBLAS
+// starts with them and LibTorch starts once. This checks that OpenBLAS took them; had it not, it sets them and
+// re-executes the program once, so users never sit on the slow path. Values the user set win; POSLAB_NO_REEXEC=1
+// leaves OpenBLAS to its own choices.
 void ensure_fast_blas(int argc, char** argv);
+
+// The variable as the process's environment holds it, nullptr when absent: getenv without poslab's OpenBLAS values.
+const char* environment_value(const char* name);
 
 // glibc's malloc hands tensors above 128 KiB back to the kernel when they are freed, so every training step
 // faults in and zeroes its activations afresh (~15k page faults per default step, 1.1 s of system time per

@@ -8,8 +8,6 @@ poslab=$1
 src=$2
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
-# Each call starts LibTorch once: OpenBLAS's variables set as poslab would set them (tests/cli/test_cli.sh checks that).
-export OPENBLAS_NUM_THREADS=1 POSLAB_NO_REEXEC=1
 cd "$src" || exit 2
 # float32 and 2 eval batches keep the runs quick on any CPU (without AVX512-BF16 or AMX, bf16 is no faster).
 quick=(--set train.dtype=float32 --set train.eval_batches=2)

@@ -6,8 +6,6 @@ poslab=$1
 src=$2
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
-# Each call starts LibTorch once: OpenBLAS's variables set as poslab would set them (tests/cli/test_cli.sh checks that).
-export OPENBLAS_NUM_THREADS=1 POSLAB_NO_REEXEC=1
 cd "$src" || exit 2
 
 # Hugging Face model folders (tests/fixtures/hf, written by transformers): every table on its positions, in text and

@@ -19,17 +19,16 @@ set -u
 poslab=$1
 mode=${2:?run, sweep or nproc}
 first=${3:-1}
-tb_scalars="$(cd "$(dirname "$0")" && pwd)/tb_scalars.py"
+here="$(cd "$(dirname "$0")" && pwd)"
+tb_scalars=$here/tb_scalars.py checkpoint_state=$here/checkpoint_state.py
+# The interpreter itself: a version manager's python3 (pyenv's shim, a shell script) costs ~0.15 s a call, and each
+# point calls it three times.
+python=$(python3 -c 'import sys; print(sys.executable)') || { echo "FAIL python3 does not start"; exit 1; }
 tmp=$(mktemp -d)
 trap '[ -n "${POSLAB_CRASH_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
 export POSLAB_KERNELS=default POSLAB_NO_MEMORY_CHECK=1
 unset POSLAB_CRASH_AT POSLAB_CRASH_TORN POSLAB_CRASH_LOG
 t_start=$(date +%s)
-# Each call starts LibTorch once, not twice: the OpenBLAS core type poslab would choose, set before it starts
-# (src/util/platform.cpp re-executes itself to set it otherwise).
-coretype=$("$poslab" --version 2>/dev/null | sed -n 's/.*OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')
-[ -n "$coretype" ] && export OPENBLAS_CORETYPE=$coretype
-export OPENBLAS_NUM_THREADS=1 POSLAB_NO_REEXEC=1
 # A command in a child shell, so that its death by SIGKILL is its exit status 137, not a line from this shell.
 quietly() { bash -c '"$@"; exit $?' _ "$@"; }
 give_up() { echo "FAIL $1"; [ -n "${2:-}" ] && tail -20 "$2"; echo "crash_points_$mode: 0 passed, 1 failed"; exit 1; }
@@ -91,8 +90,10 @@ report_stride=11
 echo "$mode: $total crash points ($(cut -d' ' -f2 "$tmp/points.log" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')); crashing at $first-$last$([ "$stride" != 1 ] && echo ", every $nth")$([ "$report_from" -le "$total" ] && echo ", the report's from $report_from every ${report_stride}th")"
 
 # same_run A B: the snapshots (every table and the index), the metrics records and TensorBoard's scalars and
-# projector files, bit for bit but for the speed figures (the machine's, not the model's); B's last checkpoint at the
-# last step.
+# projector files, bit for bit but for the speed figures (the machine's, not the model's); the last and the best
+# checkpoints, every value in them bit for bit (the step, weights, AdamW's moments and step counts, the sampler's and
+# the generator's states) but the config, which names the run's folder (checkpoint_state.py reads them without
+# starting LibTorch: a poslab process would cost as much as the crash).
 same_run() {
   local a=$1 b=$2 f
   for f in $(cd "$a" && ls snapshots/*.npy snapshots/index.jsonl); do
@@ -103,14 +104,17 @@ same_run() {
        <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
     { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
   if [ -d "$a/tensorboard" ]; then  # every scalar once, in order, over the event files of each start
-    diff <(python3 "$tb_scalars" "$a/tensorboard" tokens_per_s) <(python3 "$tb_scalars" "$b/tensorboard" tokens_per_s) \
+    [ -f "$a/tensorboard.scalars" ] || "$python" "$tb_scalars" "$a/tensorboard" tokens_per_s >"$a/tensorboard.scalars"
+    diff "$a/tensorboard.scalars" <("$python" "$tb_scalars" "$b/tensorboard" tokens_per_s) \
       >"$tmp/diff" || { echo "differs: tensorboard's scalars"; head -6 "$tmp/diff"; return 1; }
     for f in $(cd "$a/tensorboard" && ls *.tsv projector_config.pbtxt); do
       cmp -s "$a/tensorboard/$f" "$b/tensorboard/$f" || { echo "differs: tensorboard/$f"; return 1; }
     done
   fi
-  "$poslab" inspect "$b/checkpoints/latest.pt" 2>/dev/null | grep -Eq "^step +4 " ||
-    { echo "the last checkpoint is not at step 4"; return 1; }
+  for f in latest best; do
+    "$python" "$checkpoint_state" "$a/checkpoints/$f.pt" "$b/checkpoints/$f.pt" config_yaml >"$tmp/diff" 2>&1 ||
+      { echo "differs: checkpoints/$f.pt"; head -4 "$tmp/diff"; return 1; }
+  done
   # The report, where the uninterrupted run wrote one and the resume was to: the same files, its page last.
   if [ -d "$a/report" ] && [ "${n:-0}" -ge "${report_from:-0}" ]; then
     [ -f "$b/report/index.html" ] || { echo "no report/index.html"; return 1; }
@@ -122,6 +126,10 @@ same_work() {
   for r in $runs; do same_run "$1/$r" "$2/$r" || { echo "  in $r"; return 1; }; done
 }
 msg=$(same_work "$tmp/ref" "$tmp/warm") || give_up "two uninterrupted starts differ: $msg"
+# The checkpoints' comparison sees a difference: the two starts' configs name different folders.
+r=${runs%% *}
+"$python" "$checkpoint_state" "$tmp/ref/$r/checkpoints/latest.pt" "$tmp/warm/$r/checkpoints/latest.pt" |
+  grep -q "^differs: config_yaml" || give_up "checkpoint_state.py found the two starts' configs equal"
 
 passed=0 failed=0
 for n in $(seq "$first" "$stride" "$last"); do

@@ -1,6 +1,8 @@
-// The allocator setting poslab applies at start-up.
+// What poslab sets up at start-up: OpenBLAS's variables (answered through getenv) and the allocator.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <strings.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -8,10 +10,52 @@
 #include <iterator>
 #include <string>
 
+#include "test_util.h"
 #include "util/platform.h"
 
 namespace poslab {
 namespace {
+
+// Where the environment leaves OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS unset, getenv answers with poslab's values
+// (what OpenBLAS's initialiser reads before main); a value set wins, POSLAB_NO_REEXEC=1 leaves them unanswered, and
+// every other name is the environment's.
+TEST(Platform, GetenvAnswersTheUnsetOpenBlasVariablesWithPoslabsValues) {
+  test::ScopedEnv core("OPENBLAS_CORETYPE", nullptr), threads("OPENBLAS_NUM_THREADS", nullptr),
+      no("POSLAB_NO_REEXEC", nullptr);
+  EXPECT_EQ(environment_value("OPENBLAS_CORETYPE"), nullptr);
+  const std::string preferred = preferred_openblas_coretype();
+  if (preferred.empty()) {
+    EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  } else {
+    EXPECT_STREQ(std::getenv("OPENBLAS_CORETYPE"), preferred.c_str());
+  }
+  EXPECT_STREQ(std::getenv("OPENBLAS_NUM_THREADS"), "1");
+  EXPECT_EQ(std::getenv("OPENBLAS_VERBOSE"), nullptr);  // only those two
+  {
+    test::ScopedEnv set("OPENBLAS_NUM_THREADS", "3");
+    EXPECT_STREQ(std::getenv("OPENBLAS_NUM_THREADS"), "3");
+  }
+  {
+    test::ScopedEnv off("POSLAB_NO_REEXEC", "1");
+    EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+    EXPECT_EQ(std::getenv("OPENBLAS_NUM_THREADS"), nullptr);
+  }
+  test::ScopedEnv other("POSLAB_TEST_VARIABLE", "a=b");
+  EXPECT_STREQ(std::getenv("POSLAB_TEST_VARIABLE"), "a=b");
+  EXPECT_EQ(std::getenv("POSLAB_TEST_VARIABL"), nullptr);
+  EXPECT_EQ(std::getenv("POSLAB_TEST_VARIABLE_"), nullptr);
+}
+
+// This process's OpenBLAS started with the core type getenv gave it, poslab's or the one the environment names (that
+// the program starts once for it, not twice, the cli test counts with strace).
+TEST(Platform, OpenBlasStartedWithTheCoreTypeGetenvGave) {
+  using CoreFn = char* (*)();
+  auto corename = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (corename == nullptr) GTEST_SKIP() << "this LibTorch's BLAS is not OpenBLAS (" << blas_summary() << ")";
+  const char* wanted = std::getenv("OPENBLAS_CORETYPE");
+  if (wanted == nullptr) GTEST_SKIP() << "no core type asked for (POSLAB_NO_REEXEC=1, or a CPU without AVX2)";
+  EXPECT_EQ(strcasecmp(corename(), wanted), 0) << corename() << " against " << wanted;
+}
 
 // glibc serves a block above its mmap threshold (128 KiB by default) with its own mapping, returned to the
 // kernel when freed; after keep_freed_memory() a 16 MiB block (two slices' logits) comes from the heap.
