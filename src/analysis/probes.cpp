@@ -29,18 +29,39 @@ double absolute_probe(const torch::Tensor& W, const std::vector<int64_t>& order,
   return err / static_cast<double>(P);
 }
 
-// Logistic regression, min ½‖w‖² + Σ log(1 + exp(−s_k (x_kᵀw + b))), b unpenalised, by Newton's method.
-torch::Tensor fit_logistic(const torch::Tensor& X, const torch::Tensor& t) {  // X (n, p), t (n,) in {0, 1}
-  const int64_t p = X.size(1);
-  const auto Xb = torch::cat({X, torch::ones({X.size(0), 1}, torch::kFloat64)}, 1);  // (n, p + 1)
-  auto reg = torch::ones({p + 1}, torch::kFloat64);
-  reg[p] = 0;  // the intercept
-  auto w = torch::zeros({p + 1}, torch::kFloat64);
+// Logistic regression on pair features x_k = [w_{a_k}; w_{b_k}] (rows of W), min ½‖β‖² + Σ log(1 + exp(−s_k (x_kᵀβ +
+// c))) with the intercept c unpenalised, by Newton's method; returns (β, c), 2d + 1 values. The (n, 2d) features are
+// never formed: with β = (u; v), x_kᵀβ = (W u)_{a_k} + (W v)_{b_k}, and the sums over pairs in the gradient and the
+// Hessian gather by row — the Hessian's blocks are Wᵀ diag(Σ_{k: a_k = i} s_k) W, Wᵀ S W (S_ij: the sum over pairs (i,
+// j)) and Wᵀ diag(Σ_{k: b_k = j} s_k) W. A step costs O(P²d + Pd²) rather than O(n d²): ~100x less for a 128-row
+// table's 4,000 pairs.
+torch::Tensor fit_pair_logistic(const torch::Tensor& W, const torch::Tensor& a, const torch::Tensor& b,
+                                const torch::Tensor& t) {  // W (P, d) float64; a, b (n,) rows; t (n,) in {0, 1}
+  const int64_t P = W.size(0), d = W.size(1);
+  const auto opts = W.options();
+  auto reg = torch::ones({2 * d + 1}, opts);
+  reg[2 * d] = 0;  // the intercept
+  auto w = torch::zeros({2 * d + 1}, opts);
+  const auto Wt = W.transpose(0, 1);
+  const auto cell = a * P + b;                                            // pair (i, j)'s place in S, row-major
+  auto gather = [&](const torch::Tensor& rows, const torch::Tensor& x) {  // (P,): the sum of x over pairs by row
+    return torch::zeros({P}, opts).index_add_(0, rows, x);
+  };
   for (int it = 0; it < 50; ++it) {
-    const auto prob = torch::sigmoid(Xb.matmul(w));
-    const auto grad = reg * w + Xb.transpose(0, 1).matmul(prob - t);
-    const auto H = torch::diag(reg) + (Xb.transpose(0, 1) * (prob * (1 - prob))).matmul(Xb) +
-                   1e-12 * torch::eye(p + 1, torch::kFloat64);
+    const auto u = w.slice(0, 0, d), v = w.slice(0, d, 2 * d), c = w.slice(0, 2 * d);
+    const auto z = W.mv(u).index_select(0, a) + W.mv(v).index_select(0, b) + c;
+    const auto prob = torch::sigmoid(z);
+    const auto r = prob - t, s = prob * (1 - prob);
+    const auto grad = reg * w + torch::cat({Wt.mv(gather(a, r)), Wt.mv(gather(b, r)), r.sum().view({1})});
+    const auto sa = gather(a, s), sb = gather(b, s);
+    const auto S = torch::zeros({P * P}, opts).index_add_(0, cell, s).view({P, P});
+    const auto Wsa = Wt.mv(sa).unsqueeze(1), Wsb = Wt.mv(sb).unsqueeze(1);  // (d, 1)
+    const auto Huv = Wt.matmul(S).matmul(W);
+    const auto H = torch::cat({torch::cat({(Wt * sa).matmul(W), Huv, Wsa}, 1),
+                               torch::cat({Huv.transpose(0, 1), (Wt * sb).matmul(W), Wsb}, 1),
+                               torch::cat({Wsa.transpose(0, 1), Wsb.transpose(0, 1), s.sum().view({1, 1})}, 1)},
+                              0) +
+                   torch::diag(reg) + 1e-12 * torch::eye(2 * d + 1, opts);
     const auto step = torch::linalg_solve(H, grad.unsqueeze(1)).squeeze(1);
     w = w - step;
     if (step.abs().max().item<double>() < 1e-10) break;
@@ -75,15 +96,15 @@ double relative_probe(const torch::Tensor& W_in, uint64_t pair_seed, int64_t max
   std::vector<int64_t> a, b;
   for (const auto& [i, j] : pairs) a.push_back(i), b.push_back(j);
   const auto ai = torch::tensor(a, torch::kInt64), bi = torch::tensor(b, torch::kInt64);
-  const auto X = torch::cat({W.index_select(0, ai), W.index_select(0, bi)}, 1);  // (n, 2d)
   const auto t = (ai < bi).to(torch::kFloat64);
   const auto fold = torch::arange(static_cast<int64_t>(pairs.size()), torch::kInt64) % folds;
+  const int64_t d = W.size(1);
   double correct = 0;
   for (int f = 0; f < folds; ++f) {
     const auto train = fold != f, test = fold == f;
-    const auto w = fit_logistic(X.index({train}), t.index({train}));
-    const auto Xt = X.index({test});
-    const auto score = Xt.matmul(w.slice(0, 0, Xt.size(1))) + w[Xt.size(1)];
+    const auto w = fit_pair_logistic(W, ai.index({train}), bi.index({train}), t.index({train}));
+    const auto score = W.mv(w.slice(0, 0, d)).index_select(0, ai.index({test})) +
+                       W.mv(w.slice(0, d, 2 * d)).index_select(0, bi.index({test})) + w[2 * d];
     correct += ((score > 0).to(torch::kFloat64) == t.index({test})).to(torch::kFloat64).sum().item<double>();
   }
   return correct / static_cast<double>(pairs.size());
