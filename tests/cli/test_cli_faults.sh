@@ -87,18 +87,24 @@ fi
 # Memory. A model too large for this machine stops before anything is written, naming both sizes; under an
 # address-space limit (ulimit -v) the limit is named. With the check off, the allocation that fails is one error
 # line without LibTorch's stack, and the run folder it leaves goes on with --resume.
+# The limit: the lowest of these the program starts under (its libraries' mappings: ~1.5 GB for Debian's LibTorch, ~3 GB
+# for PyPI's with CUDA); a higher one only makes the allocation that fails come later (Debian's at 4 GB: 10 s).
+vlimit=""
+for v in 1500000 2000000 2500000 3000000 3500000 4000000; do
+  (ulimit -v "$v"; exec "$poslab" --version) >/dev/null 2>&1 && { vlimit=$v; break; }
+done
 huge=(--set model.n_layer=48 --set model.n_embd=8192 --set model.n_head=64 --set run.kernels=default)
 "$poslab" train configs/default.yaml "${huge[@]}" --set "run.out_dir=$tmp/huge" >/dev/null 2>"$tmp/huge.err"
 rc=$?
-(ulimit -v 4000000; exec "$poslab" train configs/default.yaml "${huge[@]}" --set "run.out_dir=$tmp/huge" >/dev/null \
-  2>"$tmp/huge2.err")
+(ulimit -v "${vlimit:-4000000}"; exec "$poslab" train configs/default.yaml "${huge[@]}" --set "run.out_dir=$tmp/huge" \
+  >/dev/null 2>"$tmp/huge2.err")
 rc2=$?
-(ulimit -v 4000000; POSLAB_NO_MEMORY_CHECK=1 exec "$poslab" train configs/default.yaml "${huge[@]}" \
+(ulimit -v "${vlimit:-4000000}"; POSLAB_NO_MEMORY_CHECK=1 exec "$poslab" train configs/default.yaml "${huge[@]}" \
   --set "run.out_dir=$tmp/oom" >/dev/null 2>"$tmp/oom.err")
 rc3=$?
 if [ "$rc" -eq 2 ] && grep -q "^error: model.n_layer 48, n_embd 8192, block_size 128, train.batch_size 32: training needs at least .* GB (38.7 billion parameters: .*) but this process may use" "$tmp/huge.err" &&
    grep -q "^hint: the model alone does not fit" "$tmp/huge.err" && [ ! -e "$tmp/huge" ] &&
-   [ "$rc2" -eq 2 ] && grep -q "but this process may use .*, the address-space limit (ulimit -v 4000000)" "$tmp/huge2.err" &&
+   [ "$rc2" -eq 2 ] && grep -q "but this process may use .*, the address-space limit (ulimit -v ${vlimit:-4000000})" "$tmp/huge2.err" &&
    [ "$rc3" -eq 2 ] && grep -q "^error: out of memory: .*allocat" "$tmp/oom.err" && ! grep -q "frame #" "$tmp/oom.err" &&
    grep -q "^hint: make the job smaller" "$tmp/oom.err" &&
    "$poslab" train --resume "$tmp/oom/default" --set model.n_layer=1 --set model.n_embd=32 --set model.n_head=2 \

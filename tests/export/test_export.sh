@@ -13,7 +13,10 @@ set -u
 poslab=$1
 src=$2
 python=${3:-}
-if [ -z "$python" ] || ! "$python" -c 'import transformers, transformer_lens, sentencepiece, google.protobuf, tensorboard' 2>/dev/null; then
+# Found, not imported: importing them all takes ~10 s (transformer-lens alone ~6 s), and each check imports its own.
+if [ -z "$python" ] || ! "$python" -c 'import importlib.util as u, sys
+sys.exit(not all(u.find_spec(m) for m in ["transformers", "transformer_lens", "sentencepiece", "google.protobuf", "tensorboard"]))' \
+     2>/dev/null; then
   echo "SKIP export: no Python with transformers, transformer-lens, sentencepiece and tensorboard beside this LibTorch" \
        "(${python:-none}); the pip leg" \
        "runs it (bash scripts/test.sh --libtorch pip installs them)"
