@@ -118,6 +118,7 @@ done
 # Two targets at a time (each runs on one core); their lines print in order when all have run.
 run() {
   local t=$1 seeds=tests/fuzz/seeds/$1
+  rm -f "$out/fuzz_$t.rc"
   mkdir -p "$out/corpus/$t"
   [ -d "$seeds" ] || seeds=$out/seeds/$t
   ASAN_OPTIONS=detect_leaks=0 "$out/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \

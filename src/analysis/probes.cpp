@@ -29,12 +29,12 @@ double absolute_probe(const torch::Tensor& W, const std::vector<int64_t>& order,
   return err / static_cast<double>(P);
 }
 
-// Logistic regression on pair features x_k = [w_{a_k}; w_{b_k}] (rows of W), min ½‖β‖² + Σ log(1 + exp(−s_k (x_kᵀβ +
-// c))) with the intercept c unpenalised, by Newton's method; returns (β, c), 2d + 1 values. The (n, 2d) features are
-// never formed: with β = (u; v), x_kᵀβ = (W u)_{a_k} + (W v)_{b_k}, and the sums over pairs in the gradient and the
-// Hessian gather by row — the Hessian's blocks are Wᵀ diag(Σ_{k: a_k = i} s_k) W, Wᵀ S W (S_ij: the sum over pairs (i,
-// j)) and Wᵀ diag(Σ_{k: b_k = j} s_k) W. A step costs O(P²d + Pd²) rather than O(n d²): ~100x less for a 128-row
-// table's 4,000 pairs.
+// Logistic regression on pair features x_k = [w_{a_k}; w_{b_k}] (rows of W) with labels y_k ∈ {−1, 1}, min ½‖β‖² +
+// Σ log(1 + exp(−y_k (x_kᵀβ + c))), the intercept c unpenalised, by Newton's method; returns (β, c), 2d + 1 values.
+// The (n, 2d) features are never formed: with β = (u; v), x_kᵀβ = (W u)_{a_k} + (W v)_{b_k}, and with q_k = p_k(1 −
+// p_k) the sums over pairs in the gradient and the Hessian gather by row — the Hessian's blocks are Wᵀ diag(Σ_{k: a_k =
+// i} q_k) W, Mᵀ W (M's row j: Σ_{k: b_k = j} q_k w_{a_k}) and Wᵀ diag(Σ_{k: b_k = j} q_k) W. A step costs O(nd + Pd²)
+// rather than O(nd²) (measured: the report of a 6-step default run, 6.6 s -> 2.9 s).
 torch::Tensor fit_pair_logistic(const torch::Tensor& W, const torch::Tensor& a, const torch::Tensor& b,
                                 const torch::Tensor& t) {  // W (P, d) float64; a, b (n,) rows; t (n,) in {0, 1}
   const int64_t P = W.size(0), d = W.size(1);
@@ -43,7 +43,7 @@ torch::Tensor fit_pair_logistic(const torch::Tensor& W, const torch::Tensor& a, 
   reg[2 * d] = 0;  // the intercept
   auto w = torch::zeros({2 * d + 1}, opts);
   const auto Wt = W.transpose(0, 1);
-  const auto cell = a * P + b;                                            // pair (i, j)'s place in S, row-major
+  const auto Wa = W.index_select(0, a);                                   // (n, d)
   auto gather = [&](const torch::Tensor& rows, const torch::Tensor& x) {  // (P,): the sum of x over pairs by row
     return torch::zeros({P}, opts).index_add_(0, rows, x);
   };
@@ -51,12 +51,12 @@ torch::Tensor fit_pair_logistic(const torch::Tensor& W, const torch::Tensor& a, 
     const auto u = w.slice(0, 0, d), v = w.slice(0, d, 2 * d), c = w.slice(0, 2 * d);
     const auto z = W.mv(u).index_select(0, a) + W.mv(v).index_select(0, b) + c;
     const auto prob = torch::sigmoid(z);
-    const auto r = prob - t, s = prob * (1 - prob);
+    const auto r = prob - t, s = prob * (1 - prob);  // s: q above
     const auto grad = reg * w + torch::cat({Wt.mv(gather(a, r)), Wt.mv(gather(b, r)), r.sum().view({1})});
     const auto sa = gather(a, s), sb = gather(b, s);
-    const auto S = torch::zeros({P * P}, opts).index_add_(0, cell, s).view({P, P});
+    const auto M = torch::zeros({P, d}, opts).index_add_(0, b, s.unsqueeze(1) * Wa);
     const auto Wsa = Wt.mv(sa).unsqueeze(1), Wsb = Wt.mv(sb).unsqueeze(1);  // (d, 1)
-    const auto Huv = Wt.matmul(S).matmul(W);
+    const auto Huv = M.transpose(0, 1).matmul(W);
     const auto H = torch::cat({torch::cat({(Wt * sa).matmul(W), Huv, Wsa}, 1),
                                torch::cat({Huv.transpose(0, 1), (Wt * sb).matmul(W), Wsb}, 1),
                                torch::cat({Wsa.transpose(0, 1), Wsb.transpose(0, 1), s.sum().view({1, 1})}, 1)},

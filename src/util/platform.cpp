@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -85,20 +86,31 @@ bool blas_env_left_alone() {
   return no != nullptr && std::strcmp(no, "1") == 0;
 }
 
+// Whether getenv was asked for each OpenBLAS variable (OpenBLAS's initialiser asks before main).
+std::atomic<bool> asked_core{false}, asked_threads{false};
+
 // What getenv gives for an OpenBLAS variable the environment leaves unset: the core type for this CPU, and one
 // thread (OpenBLAS's own pool spins between calls and fights LibTorch's pool for the same cores: measured here, one
 // BLAS thread made fp32 training of the default model 1.29x faster and bf16 1.15x; docs/results.md, "Speed").
-// nullptr for any other name, and for both when POSLAB_NO_REEXEC=1.
+// nullptr for any other name, and for both when POSLAB_NO_REEXEC=1. No static guard: a getenv inside the reading of
+// /proc/cpuinfo (an interposed open) must not find an initialisation under way.
 const char* blas_default(const char* name) {
-  static const char* const core = [] {
+  if (std::strncmp(name, "OPENBLAS_", 9) != 0 || blas_env_left_alone()) return nullptr;
+  if (std::strcmp(name, "OPENBLAS_NUM_THREADS") == 0) {
+    asked_threads = true;
+    return "1";
+  }
+  if (std::strcmp(name, "OPENBLAS_CORETYPE") != 0) return nullptr;
+  asked_core = true;
+  static std::atomic<const char*> core{nullptr};
+  static std::atomic<bool> known{false};
+  if (!known) {  // computed once, or twice by two threads at once: the same answer
     char flags[8192];
     read_cpu_flags(flags, sizeof flags);
-    return coretype_for(flags);
-  }();
-  if (std::strncmp(name, "OPENBLAS_", 9) != 0 || blas_env_left_alone()) return nullptr;
-  if (std::strcmp(name, "OPENBLAS_CORETYPE") == 0) return core;
-  if (std::strcmp(name, "OPENBLAS_NUM_THREADS") == 0) return "1";
-  return nullptr;
+    core = coretype_for(flags);
+    known = true;
+  }
+  return core;
 }
 
 }  // namespace
@@ -139,20 +151,15 @@ std::string resolve_dtype(const std::string& dtype, const std::string& device) {
 void ensure_fast_blas(int argc, char** argv) {
   (void)argc;
   if (blas_env_left_alone()) return;
-  // Did OpenBLAS take the values getenv gave it? (It may read its variables some other way in another build.)
-  using CoreFn = char* (*)();
-  using ThreadsFn = int (*)();
-  auto corename = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  auto threads = reinterpret_cast<ThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  if (corename == nullptr || threads == nullptr) return;  // not OpenBLAS: MKL inside PyTorch's LibTorch
-  const char* core = blas_default("OPENBLAS_CORETYPE");
-  const bool core_missed =
-      environment_value("OPENBLAS_CORETYPE") == nullptr && core != nullptr && strcasecmp(corename(), core) != 0;
-  const bool threads_missed = environment_value("OPENBLAS_NUM_THREADS") == nullptr && threads() != 1;
-  if (!core_missed && !threads_missed) return;
-  // It did not: put them in the environment and start again, once, so that OpenBLAS starts with them.
-  if (environment_value("OPENBLAS_CORETYPE") == nullptr && core != nullptr) setenv("OPENBLAS_CORETYPE", core, 1);
-  if (environment_value("OPENBLAS_NUM_THREADS") == nullptr) setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  // OpenBLAS asked getenv for the variables the environment leaves unset, and took poslab's values. A BLAS that
+  // asked for neither read them some other way: then they go into the environment and the program starts again, once.
+  const bool set_core =
+      environment_value("OPENBLAS_CORETYPE") == nullptr && !asked_core && !preferred_openblas_coretype().empty();
+  const bool set_threads = environment_value("OPENBLAS_NUM_THREADS") == nullptr && !asked_threads;
+  if (!set_core && !set_threads) return;
+  if (dlsym(RTLD_DEFAULT, "openblas_get_corename") == nullptr) return;  // not OpenBLAS: MKL inside PyTorch's LibTorch
+  if (set_core) setenv("OPENBLAS_CORETYPE", preferred_openblas_coretype().c_str(), 1);
+  if (set_threads) setenv("OPENBLAS_NUM_THREADS", "1", 1);
   setenv("POSLAB_NO_REEXEC", "1", 1);  // never loop
   execv("/proc/self/exe", argv);
   // execv failed: carry on with OpenBLAS's own choices.
@@ -183,7 +190,8 @@ std::string blas_summary() {
   auto config = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
   if (corename != nullptr) {
     out << "OpenBLAS core " << corename() << " (" << (config ? config() : "") << ")";
-    if (const char* env = std::getenv("OPENBLAS_CORETYPE")) out << ", OPENBLAS_CORETYPE=" << env;
+    if (const char* env = std::getenv("OPENBLAS_CORETYPE"))
+      out << ", OPENBLAS_CORETYPE=" << env << (environment_value("OPENBLAS_CORETYPE") ? "" : " (poslab's)");
   } else if (lib.find("blas/libblas") != std::string::npos) {
     out << "reference BLAS (slow: run scripts/setup.sh to install OpenBLAS)";
   } else if (lib.empty()) {  // none loaded on its own: PyTorch's LibTorch 2.x links its BLAS (MKL on x86) inside
@@ -226,12 +234,13 @@ std::string resolve_device(const std::string& device, const std::string& key) {
 
 }  // namespace poslab
 
-// getenv for the whole process, in place of the C library's: an executable's definition comes first in the dynamic
-// loader's lookup, so OpenBLAS's initialiser, which runs before main and reads its variables once, calls this one. It
-// answers as the C library does, but for the OpenBLAS variables the environment leaves unset, which get poslab's
-// values (blas_default). Setting them in main and re-executing the program to have OpenBLAS read them cost a second
-// start of LibTorch, ~0.8 s a command on a 2-core AMD EPYC with Debian's LibTorch; ensure_fast_blas checks that
-// OpenBLAS took them. Child processes inherit the environment as it is.
+// getenv for the process, in place of the C library's: an executable's definition comes first in the dynamic loader's
+// lookup (for every library but those opened with RTLD_DEEPBIND, as the sentencepiece shim is), so OpenBLAS's
+// initialiser, which runs before main and reads its variables once, calls this one. It answers as the C library does,
+// but for the OpenBLAS variables the environment leaves unset, which get poslab's values (blas_default). Setting them
+// in main and re-executing the program to have OpenBLAS read them cost a second start of LibTorch, ~0.8 s a command on
+// a 2-core AMD EPYC with Debian's LibTorch; ensure_fast_blas checks that OpenBLAS asked for them. Child processes
+// inherit the environment as it is.
 extern "C" char* getenv(const char* name) {
   if (const char* v = poslab::environment_value(name)) return const_cast<char*>(v);
   return const_cast<char*>(poslab::blas_default(name));

@@ -9,7 +9,7 @@ namespace poslab {
 // OPENBLAS_CORETYPE is set before the library loads, and its thread pool competes with LibTorch's unless
 // OPENBLAS_NUM_THREADS=1. An executable that links platform.cpp answers OpenBLAS's getenv with these values
 // (SkylakeX with AVX-512, Haswell with AVX2; one thread) where the environment leaves them unset, so OpenBLAS
-// starts with them and LibTorch starts once. This checks that OpenBLAS took them; had it not, it sets them and
+// starts with them and LibTorch starts once. This checks that OpenBLAS asked for them; had it not, it sets them and
 // re-executes the program once, so users never sit on the slow path. Values the user set win; POSLAB_NO_REEXEC=1
 // leaves OpenBLAS to its own choices.
 void ensure_fast_blas(int argc, char** argv);

@@ -3,7 +3,8 @@ each tensor bit for bit, with no LibTorch: data.pkl read with a stand-in for eac
 taken from its storage's entry. Prints each value that differs (or that one holds and the other not) and exits 1;
 exits 0 when every value but those left out is equal. A checkpoint that cannot be read is named, exit 2.
 Usage: python3 tests/train/checkpoint_state.py A.pt B.pt [NAME_TO_LEAVE_OUT ...]
-       python3 tests/train/checkpoint_state.py --list A.pt (each value: name, and dtype, shape and elements of a small tensor)
+       python3 tests/train/checkpoint_state.py --list A.pt
+       (each value: its name, and a tensor's dtype and shape, with its elements when it is small)
 """
 import pickle
 import re
@@ -63,7 +64,10 @@ def values(path):
                 for k, v in value.items():
                     walk(f"{prefix}{k}.", v)
             elif isinstance(value, Tensor):
-                item = ITEM_SIZE.get(value.dtype, 0)
+                if value.dtype not in ITEM_SIZE:
+                    raise ValueError(f"{prefix[:-1]}: a tensor of {value.dtype}, "
+                                     "an element size this reader does not know")
+                item = ITEM_SIZE[value.dtype]
                 n = 1 + sum((s - 1) * st for s, st in zip(value.size, value.stride)) if all(value.size) else 0
                 body = z.read(f"{root}data/{value.key}")[value.offset * item:(value.offset + n) * item]
                 out[prefix[:-1]] = (value.dtype, value.size, value.stride, body)
@@ -92,7 +96,8 @@ def shown(t):
         return t
     dtype, size, _, body = t
     if dtype in UNPACK and len(body) <= 8 * ITEM_SIZE[dtype]:
-        return f"{dtype} {list(size)} {list(struct.unpack('<%d%s' % (len(body) // ITEM_SIZE[dtype], UNPACK[dtype]), body))}"
+        elements = struct.unpack("<%d%s" % (len(body) // ITEM_SIZE[dtype], UNPACK[dtype]), body)
+        return f"{dtype} {list(size)} {list(elements)}"
     return f"{dtype} {list(size)}"
 
 
@@ -120,13 +125,14 @@ def main(argv):
             print(name, shown(t))
         return 0
     if len(argv) < 2 or argv[0].startswith("--"):
-        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
+        print(__doc__[__doc__.index("Usage:"):].rstrip(), file=sys.stderr)
         return 2
     a, b = read(argv[0]), read(argv[1])
     leave_out = set(argv[2:])
     differ = [n for n in sorted(a.keys() | b.keys()) if n not in leave_out and a.get(n) != b.get(n)]
     for n in differ:
-        print(f"differs: {n}: {shown(a[n]) if n in a else 'absent'} / {shown(b[n]) if n in b else 'absent'}{elements(a.get(n), b.get(n))}")
+        left, right = shown(a[n]) if n in a else "absent", shown(b[n]) if n in b else "absent"
+        print(f"differs: {n}: {left} / {right}{elements(a.get(n), b.get(n))}")
     return 1 if differ else 0
 
 

@@ -104,7 +104,8 @@ same_run() {
        <(sed -E 's/,?"(ms_per_step|tokens_per_s|allreduce_ms_per_step)":[^,}]*//g' "$b/metrics.jsonl") >"$tmp/diff" ||
     { echo "differs: metrics.jsonl"; head -6 "$tmp/diff"; return 1; }
   if [ -d "$a/tensorboard" ]; then  # every scalar once, in order, over the event files of each start
-    [ -f "$a/tensorboard.scalars" ] || "$python" "$tb_scalars" "$a/tensorboard" tokens_per_s >"$a/tensorboard.scalars"
+    [ -f "$a/tensorboard.scalars" ] || { "$python" "$tb_scalars" "$a/tensorboard" tokens_per_s >"$tmp/scalars" &&
+      mv "$tmp/scalars" "$a/tensorboard.scalars"; } || { echo "tb_scalars.py failed on $a"; return 1; }
     diff "$a/tensorboard.scalars" <("$python" "$tb_scalars" "$b/tensorboard" tokens_per_s) \
       >"$tmp/diff" || { echo "differs: tensorboard's scalars"; head -6 "$tmp/diff"; return 1; }
     for f in $(cd "$a/tensorboard" && ls *.tsv projector_config.pbtxt); do
