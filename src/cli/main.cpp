@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  poslab::ensure_fast_blas(argc, argv);  // OpenBLAS's variables, set at load (util/platform.h)
+  poslab::ensure_fast_blas(argc, argv);  // OpenBLAS's variables, given through getenv (util/platform.h)
   poslab::keep_freed_memory();
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
   spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
