@@ -153,12 +153,12 @@ void ensure_fast_blas(int argc, char** argv) {
   if (blas_env_left_alone()) return;
   // OpenBLAS asked getenv for the variables the environment leaves unset, and took poslab's values. A BLAS that
   // asked for neither read them some other way: then they go into the environment and the program starts again, once.
-  const bool set_core =
-      environment_value("OPENBLAS_CORETYPE") == nullptr && !asked_core && !preferred_openblas_coretype().empty();
+  const std::string core = preferred_openblas_coretype();
+  const bool set_core = environment_value("OPENBLAS_CORETYPE") == nullptr && !asked_core && !core.empty();
   const bool set_threads = environment_value("OPENBLAS_NUM_THREADS") == nullptr && !asked_threads;
   if (!set_core && !set_threads) return;
   if (dlsym(RTLD_DEFAULT, "openblas_get_corename") == nullptr) return;  // not OpenBLAS: MKL inside PyTorch's LibTorch
-  if (set_core) setenv("OPENBLAS_CORETYPE", preferred_openblas_coretype().c_str(), 1);
+  if (set_core) setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
   if (set_threads) setenv("OPENBLAS_NUM_THREADS", "1", 1);
   setenv("POSLAB_NO_REEXEC", "1", 1);  // never loop
   execv("/proc/self/exe", argv);
