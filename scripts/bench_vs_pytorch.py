@@ -8,10 +8,10 @@ scripts/torch_reference.py trains from the same weights on the same batches, onc
   compiled  the same PyTorch 2.x with torch.compile (inductor) and fused AdamW (compilation outside the timed steps).
 Prints tokens/s of each, the ratios poslab / peer, and whether they agree (loss at step 0, and the loss curves).
 
-Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default|char|wide|medium|gpt2]
+Usage: /usr/bin/python3 scripts/bench_vs_pytorch.py [--quick] [--rounds=N] [--only=default,char,wide,medium,gpt2]
            [--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled]
            [--poslab-set=KEY=VALUE ...]
-       (default 5 rounds; --quick: 1 round, fewer steps; --only: one of the four configs; --dtype: one of the two
+       (default 5 rounds; --quick: 1 round, fewer steps; --only: some of the configs; --dtype: one of the two
        dtypes; --device: where both train (cuda: the machine's PyTorch with CUDA, as scripts/gpu_check.sh runs it,
        eager and compiled, and GPT-2 small's shape as a fifth config); --poslab: the binary, default build/poslab; --peers: which PyTorch to run, default all three
        where installed; --poslab-set: a setting of poslab's alone, e.g. train.cuda_graph=true, named in the table's
@@ -119,22 +119,24 @@ for a in sys.argv[1:]:
     elif a.startswith("--rounds="):
         ROUNDS = int(a.split("=", 1)[1])
     elif a.startswith("--only="):
-        names = [c[0] for c in CASES]
-        if a.split("=", 1)[1] not in names:
-            sys.exit(f"error: {a}: no such config\nhint: one of {', '.join(names)}")
-        CASES = [c for c in CASES if c[0] == a.split("=", 1)[1]]
+        names, only = [c[0] for c in CASES], a.split("=", 1)[1].split(",")
+        for o in only:
+            if o not in names:
+                sys.exit(f"error: {a}: no config {o!r}\nhint: a comma-separated list of {', '.join(names)}")
+        CASES = [c for c in CASES if c[0] in only]
     elif a.startswith("--dtype="):
         if a.split("=", 1)[1] not in DTYPES:
             sys.exit(f"error: {a}: no such dtype\nhint: --dtype=float32 or --dtype=bfloat16")
         DTYPES = [a.split("=", 1)[1]]
     elif a != "--quick" and not a.startswith(("--poslab=", "--device=", "--peers=")):
-        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default|char|wide|medium] "
+        sys.exit(f"error: unknown argument {a}\nhint: [--quick] [--rounds=N] [--only=default,char,wide,medium,gpt2] "
                  "[--dtype=float32|bfloat16] [--device=cpu|cuda] [--poslab=PATH] [--peers=1.13,eager,compiled] "
                  "[--poslab-set=KEY=VALUE]")
 
 
-def run_round(config, sets, steps, warmup, dtype):
-    """One round: poslab bench, then each peer on poslab's exported weights and batches, back to back."""
+def run_round(name, config, sets, steps, warmup, dtype):
+    """One round: poslab bench, then each peer on poslab's exported weights and batches, back to back, each said on
+    stderr as it ends (a run cut short keeps what it measured)."""
     with tempfile.TemporaryDirectory() as d:
         args = [POSLAB, "bench", os.path.join(ROOT, config), "--steps", str(steps), "--warmup", str(warmup),
                 "--export", d, "--json", "-", "--set", "train.dtype=" + dtype, "--set", "run.report=false",
@@ -142,10 +144,13 @@ def run_round(config, sets, steps, warmup, dtype):
         for s in sets + POSLAB_SETS:
             args += ["--set", s]
         ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
+        print(f"{name} {dtype}: poslab {ours['tokens_per_s']:.0f} tok/s", file=sys.stderr, flush=True)
         refs = []
-        for _, python, extra in PEERS:
+        for peer, python, extra in PEERS:
             cmd = [python, os.path.join(ROOT, "scripts", "torch_reference.py"), d] + extra
             refs.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout))
+            print(f"{name} {dtype}: {peer} {refs[-1]['tokens_per_s']:.0f} tok/s "
+                  f"(poslab / {peer} {ours['tokens_per_s'] / refs[-1]['tokens_per_s']:.2f})", file=sys.stderr, flush=True)
     return ours, refs
 
 
@@ -162,7 +167,7 @@ for name, config, sets, steps, warmup in CASES:
     for dtype in DTYPES:
         if name == "gpt2" and dtype != "bfloat16":  # GPT-2 small's shape trains in bf16 (the goal's case)
             continue
-        rounds = [run_round(config, sets, steps, warmup, dtype) for _ in range(ROUNDS)]
+        rounds = [run_round(name, config, sets, steps, warmup, dtype) for _ in range(ROUNDS)]
         ours = rounds[0][0]
         row = {"name": name, "dtype": dtype, "poslab": median([r[0]["tokens_per_s"] for r in rounds]),
                "mfu": median([r[0]["mfu"] for r in rounds]), "peers": []}

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU and PyTorch but no package registry, build poslab against that PyTorch's
-# LibTorch, run the unit tests with their CUDA cases, train configs/default.yaml on the GPU and GPT-2 small's shape
-# (configs/gpt2_small.yaml) for 300 steps, stop the default run halfway and resume it (bit for bit against the
-# uninterrupted run), time the step captured as a CUDA graph against the eager step (train.cuda_graph; poslab bench
-# at two shapes and dtypes, the losses compared bit for bit, with the attention kernel each chose), profile GPT-2
-# small's step by GPU kernel (Kineto), and compare tokens/s with the same model in PyTorch's Python on the same GPU
-# (poslab with the graph where it ran). Prints one summary (also written to $OUT/gpu_check.txt
-# when OUT is set). About 6 minutes on one H200 (16 cores) without the GPT-2-shape run, whose 300 steps are not yet
-# timed on a GPU (--gpt2-steps sets them).
+# LibTorch (or take a build carried there) and run these parts, the most wanted first, within a time budget:
+#   cases    the unit tests' CUDA cases, each named with its result (its output in $OUT/cuda_cases.log)
+#   graph    the step captured as a CUDA graph against the eager step (train.cuda_graph; poslab bench at two shapes
+#            and dtypes, the losses compared bit for bit, with the attention kernel each chose)
+#   compare  tokens/s against the same model in PyTorch's Python on the same GPU (scripts/bench_vs_pytorch.py):
+#            GPT-2 small's shape in bf16 against eager and torch.compile, then the default and wide shapes against
+#            eager (poslab with the graph where it ran)
+#   profile  GPT-2 small's step by GPU kernel (Kineto; $OUT/gpt2_profile.txt and the gzipped trace)
+#   resume   configs/default.yaml trained on the GPU, then stopped halfway and resumed: bit for bit against the
+#            uninterrupted run
+#   gpt2     configs/gpt2_small.yaml trained for up to --gpt2-steps steps or what the budget leaves, and analysed
+#   tests    the unit tests' CPU cases and the shell tests (CI runs them against the same LibTorch version: on a GPU
+#            only when --parts names them)
+# Each part starts only with 20 s of the budget left, and each of its commands is stopped at the deadline (SIGTERM:
+# a training run stops at the end of its step with its checkpoint and snapshot); a part cut or left out is named in
+# the summary. Prints one summary, each line also appended to $OUT/gpu_check.txt as it is said when OUT is set.
 #
 #   bash scripts/gpu_check.sh prepare     HERE (Debian 12 with its archive): download the libraries poslab builds
 #                                         with (spdlog, fmt, yaml-cpp, GoogleTest, CLI11, nlohmann-json,
@@ -26,12 +34,17 @@
 # Options of run:
 #   --libtorch python|pip|DIR   the LibTorch to build against (default python: the torch python3 imports)
 #   --deps DIR                  the unpacked libraries (default .gpu-deps/root)
-#   --steps N                   training steps of the default run (default: the config's 1500)
-#   --gpt2-steps N              training steps of configs/gpt2_small.yaml (default 300; 2 with --cpu)
+#   --steps N                   training steps of the default run (default 300 on a GPU, 20 with --cpu)
+#   --gpt2-steps N              training steps of configs/gpt2_small.yaml at most (default 300; 2 with --cpu)
 #   --no-build                  reuse build-gpu from an earlier call (a machine kept warm between calls), or the
 #                               programs prebuild put in .gpu-deps/build (built in another folder: CTest's files then point
 #                               elsewhere, so the unit tests run as the test program alone, the shell tests left
 #                               to CI; the libraries load from --deps and the LibTorch's lib/)
+#   --budget SECONDS            the time the whole call may take, its build included (default 540 on a GPU, so that
+#                               the check and the machine's start fit a lent GPU's 15 minutes; 0: no limit, the
+#                               default with --cpu)
+#   --parts LIST                the parts to run, comma-separated (default all but tests on a GPU, all with --cpu);
+#                               they run in the order above whatever the list's
 #   --cpu                       the CPU-side self-test, for a machine without a GPU: the same build against the
 #                               carried libraries, the unit tests (CUDA cases skipped), 20 training steps (2 of
 #                               GPT-2 small's shape) and the comparison on the CPU
@@ -72,18 +85,32 @@ prebuild=0
 if [ "${1:-}" = prebuild ]; then prebuild=1; shift; set -- --cpu --libtorch pip "$@"; fi
 if [ "${1:-}" = cases ]; then case_results "${2:?cases needs a GoogleTest log}"; exit 0; fi
 [ "${1:-}" = run ] && shift
-libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1
+libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1 budget="" parts=""
+all_parts=cases,graph,compare,profile,resume,gpt2,tests
+usage="bash scripts/gpu_check.sh [prepare | prebuild | run [--libtorch python|pip|DIR] [--deps DIR] [--steps N] [--gpt2-steps N] [--budget SECONDS] [--parts LIST] [--cpu] [--no-build]]"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --budget)
+      budget="${2:?--budget needs a number of seconds}"; shift 2
+      [[ "$budget" =~ ^[0-9]+$ ]] || die "--budget $budget: not a whole number of seconds" "--budget 540 (0: no limit)" ;;
+    --parts)
+      parts="${2:?--parts needs a list}"; shift 2
+      for p in ${parts//,/ }; do
+        [[ ",$all_parts," == *",$p,"* ]] || die "--parts: no part '$p'" "a comma-separated list of $all_parts"
+      done ;;
     --libtorch) libtorch="${2:?--libtorch needs python, pip or a folder}"; shift 2 ;;
     --deps) deps="${2:?--deps needs a folder}"; shift 2 ;;
     --steps) steps="${2:?--steps needs a number}"; shift 2 ;;
     --gpt2-steps) gpt2_steps="${2:?--gpt2-steps needs a number}"; shift 2 ;;
     --cpu) cpu=1; shift ;;
     --no-build) build=0; shift ;;
-    *) die "unknown argument $1" "bash scripts/gpu_check.sh [prepare | run [--libtorch python|pip|DIR] [--deps DIR] [--steps N] [--gpt2-steps N] [--cpu]]" ;;
+    *) die "unknown argument $1" "$usage" ;;
   esac
 done
+# On a GPU: every part but the CPU tests (CI's), within 540 s, so that the check and its start fit a lent machine's
+# 15 minutes and one call's 10; --cpu: every part, no limit.
+[ -z "$parts" ] && { [ "$cpu" = 1 ] && parts=$all_parts || parts=${all_parts%,tests}; }
+[ -z "$budget" ] && { [ "$cpu" = 1 ] && budget=0 || budget=540; }
 [ -d "$deps/usr/include/spdlog" ] || die "$deps holds no unpacked libraries" "run bash scripts/gpu_check.sh prepare where Debian's archive is reachable, and carry .gpu-deps"
 deps=$(cd "$deps" && pwd)
 device=cuda; [ "$cpu" = 1 ] && device=cpu
@@ -93,8 +120,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 t_start=$SECONDS
 summary=()
+tests_ok=yes
 say() { echo "gpu_check: $*" >&2; }
-note() { summary+=("$*"); say "$*"; }
+# A line of the summary, also appended to $OUT/gpu_check.txt as it is said: a call cut short still brings back the
+# lines said before.
+note() { summary+=("$*"); say "$*"; if [ -n "${OUT:-}" ]; then echo "$*" >>"$OUT/gpu_check.txt"; fi; }
+if [ -n "${OUT:-}" ]; then : >"$OUT/gpu_check.txt"; fi
 
 # --- the machine -------------------------------------------------------------------------------------------
 torch_dir=$(bash scripts/libtorch.sh "$libtorch")
@@ -156,157 +187,90 @@ for lib in spdlog fmt yaml-cpp sentencepiece; do
   grep -q "$libdir/lib$lib" "$work/ldd" || die "build-gpu loads lib$lib from outside $deps" "see ldd build-gpu/poslab"
 done
 
-# --- unit tests, CUDA cases included --------------------------------------------------------------------
-# Tests that need a program or file the GPU machine may lack are left to CI there (each named in the summary): the
-# figures' gnuplot (the report, the table atlas, a run's ending and a sweep's comparison, the CLI tests, the full
-# disk's resumed report), Debian's chromium (the watch page), the default corpus in /usr/share/games/fortunes (the
-# CLI's and its faults' runs of configs/default.yaml) and torchrun. The CUDA cases run by themselves below.
-t0=$SECONDS
-ctest_log=build-gpu/ctest.log
-exclude='^cuda$'
-command -v gnuplot >/dev/null ||
-  exclude="$exclude|^Report\$|^TableAtlas\$|^cli_models\$|^RunEnding\$|^SweepTest\$|^disk_full\$|^cli\$"
-command -v chromium >/dev/null || exclude="$exclude|^watch_page\$"
-[ -d /usr/share/games/fortunes ] || exclude="$exclude|^cli\$|^cli_faults\$"
-command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
-if ! grep -qF "$root" build-gpu/CTestTestfile.cmake 2>/dev/null; then
-  # A build carried from another folder: its CTest files name that folder. The test program runs by itself (its
-  # CPU cases; the CUDA cases below), the shell tests are left to CI.
-  exclude="the shell tests (build-gpu was built in another folder)"
-  if POSLAB_TEST_TMP="$root/build-gpu/test-tmp" build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1; then
-    tests_ok=yes
-  else
-    tests_ok=NO
+# --- the parts, most wanted first, each within the time left ------------------------------------------------
+# A part starts only with at least 20 s of the budget left; each command in it runs under `timeout` to the deadline
+# (SIGTERM: poslab train stops at the end of its step with a checkpoint and snapshot, as on Ctrl-C). A part the
+# budget cut or left out is named in the summary; neither counts as a failure.
+left() { if [ "$budget" = 0 ]; then echo 1000000; else echo $((budget - (SECONDS - t_start))); fi; }
+within() {  # within CMD...: CMD, stopped at the deadline less $reserve seconds; 124 without running if none is left
+  local l=$(( $(left) - ${reserve:-0} ))
+  [ "$budget" = 0 ] && { "$@"; return; }
+  [ "$l" -gt 0 ] || return 124
+  timeout --preserve-status -k 20 -s TERM "$l" "$@"
+}
+cut() { [ "$(left)" -le $(( ${reserve:-0} + 2 )) ]; }  # whether the deadline stopped the last command (to SECONDS' grain)
+not_run=()
+starts() {  # starts PART: whether PART is asked for and the budget has room to start it (saying so when not)
+  [[ ",$parts," == *",$1,"* ]] || return 1
+  if [ "$(left)" -lt 20 ]; then
+    note "$1: not run, the budget was spent (--budget $budget)"
+    not_run+=("$1")
+    return 1
   fi
-  echo "$(grep -cE '^\[       OK \]' "$ctest_log" || true) tests passed, $(grep -cE '^\[  FAILED  \].*ms\)$' "$ctest_log" || true) failed (poslab_tests)" >>"$ctest_log"
-elif ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
-  tests_ok=yes
-else
-  tests_ok=NO
-  grep -E '\*\*\*(Failed|Exception)|Failure' "$ctest_log" | head -20 >&2 || true
-fi
-note "tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; left out: $exclude"
-if [ "$tests_ok" = NO ]; then
-  # the failed tests by name ("  12 - Trainer (Failed)"), and their whole output beside the summary
-  note "  failed: $( { sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log"
-                       sed -nE 's/^\[  FAILED  \] ([^ ,]+).* ms\)$/\1/p' "$ctest_log"; } | sort -u | tr '\n' ' ')"
-  if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
-fi
-# The CUDA cases (CTest's "cuda" test) run here by themselves, so that each is counted.
-cuda_log=build-gpu/cuda_cases.log
-POSLAB_TEST_TMP="$root/build-gpu/test-tmp" build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 || tests_ok=NO
-cuda_cases=$(case_results "$cuda_log")
-echo "$cuda_cases" >&2
-reported=$(echo "$cuda_cases" | grep -c . || true)
-note "CUDA cases: $reported run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed"
-# A case that printed no result (the process died in it) is counted against those the binary lists.
-listed=$(build-gpu/poslab_tests --gtest_list_tests --gtest_filter='*/cuda' 2>/dev/null | grep -c '^  ' || true)
-if [ "$listed" -ne "$reported" ]; then
-  tests_ok=NO
-  note "  $((listed - reported)) of the $listed CUDA cases printed no result (the test process ended early)"
-fi
-if [ -n "${OUT:-}" ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi  # every case's output, passed or not
+}
 
 # A run folder's steps, median tokens/s and first and last val loss, in one line.
 run_summary() {
-  "$py" - "$1" <<'EOF' || echo "(metrics.jsonl unreadable)"
+  "$py" - "$1" <<'PY' || echo "(metrics.jsonl unreadable)"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if l.strip()]
 rates = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r]
 vals = [r for r in rows if "val_loss" in r]
-print(f"{rows[-1]['step']} steps, {sorted(rates)[len(rates) // 2]:.0f} tok/s (median of the logged intervals), "
-      f"val loss {vals[0]['val_loss']:.3f} -> {vals[-1]['val_loss']:.3f}")
-EOF
+line = f"{rows[-1]['step']} steps"
+if rates:
+    line += f", {sorted(rates)[len(rates) // 2]:.0f} tok/s (median of the logged intervals)"
+if vals:
+    line += f", val loss {vals[0]['val_loss']:.3f} -> {vals[-1]['val_loss']:.3f}"
+print(line)
+PY
 }
 
-# --- the default run on the device -----------------------------------------------------------------------
-t0=$SECONDS
-sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
-      --set run.report=false --set "data.cache_dir=$work/cache")
-[ -n "$steps" ] && sets+=(--set "train.max_steps=$steps")
-[ "$cpu" = 1 ] && [ -z "$steps" ] && sets+=(--set train.max_steps=20 --set train.eval_every=10 --set train.eval_batches=2)
-if build-gpu/poslab train configs/default.yaml "${sets[@]}" >"$work/train.out" 2>"$work/train.log"; then
-  run_dir=$(head -1 "$work/train.out")
-  train_line=$(run_summary "$run_dir")
-  verdict=$(build-gpu/poslab analyze "$run_dir" 2>/dev/null | grep -i -m1 'verdict' || true)
-  note "train configs/default.yaml on $device: $train_line, $((SECONDS - t0)) s wall"
-  [ -n "$verdict" ] && note "  $verdict"
-  grep -m1 'device:' "$work/train.log" | sed 's/^[0-9:]* info /  /' >&2 || true
-else
-  tail -20 "$work/train.log" >&2
-  note "train configs/default.yaml on $device: FAILED (see above)"
-  tests_ok=NO
-fi
-
-# --- stopped halfway and resumed on the device: the same run, bit for bit -----------------------------------
-# The default run again under another name, stopped at half its steps (--stop-at, as if interrupted) and resumed:
-# its last table and logged losses must equal the uninterrupted run's exactly (one device, one thread count).
-if [ -n "${run_dir:-}" ]; then
+# --- the CUDA cases (CTest's "cuda" test), by themselves, so that each is counted ----------------------------
+if starts cases; then
   t0=$SECONDS
-  total=$("$py" -c 'import json,sys; print(max(json.loads(l)["step"] for l in open(sys.argv[1])))' "$run_dir/metrics.jsonl")
-  half=$((total / 2))
-  last=$(ls "$run_dir/snapshots" | grep '^wpe_step.*\.npy$' | sort | tail -1)
-  losses() { grep -o '"loss":[^,]*' "$1/metrics.jsonl"; }
-  if build-gpu/poslab train configs/default.yaml "${sets[@]}" --set run.name=resumed --stop-at "$half" \
-       >/dev/null 2>"$work/resumed.log" &&
-     build-gpu/poslab train --resume "$work/resumed" >/dev/null 2>>"$work/resumed.log"; then
-    if cmp -s "$run_dir/snapshots/$last" "$work/resumed/snapshots/$last" &&
-       [ "$(losses "$run_dir")" = "$(losses "$work/resumed")" ]; then
-      note "stopped at step $half of $total and resumed on $device: the last table ($last) and every logged loss equal the uninterrupted run's, bit for bit ($((SECONDS - t0)) s)"
-    else
-      note "stopped at step $half of $total and resumed on $device: DIFFERS from the uninterrupted run"
-      tests_ok=NO
-    fi
-  else
-    tail -20 "$work/resumed.log" >&2
-    note "stopped and resumed on $device: FAILED (see above)"
+  cuda_log="build-gpu/cuda_cases.log"
+  POSLAB_TEST_TMP="$root/build-gpu/test-tmp" within build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 ||
     tests_ok=NO
+  cuda_cases=$(case_results "$cuda_log")
+  echo "$cuda_cases" >&2
+  reported=$(echo "$cuda_cases" | grep -c . || true)
+  note "CUDA cases: $reported run, $(echo "$cuda_cases" | grep -c ' OK' || true) passed, $(echo "$cuda_cases" | grep -c ' SKIPPED' || true) skipped, $(echo "$cuda_cases" | grep -c ' FAILED' || true) failed ($((SECONDS - t0)) s)"
+  while IFS= read -r name; do note "  failed: $name"; done < <(echo "$cuda_cases" | sed -n 's/ FAILED$//p')
+  # A case that printed no result (the process died in it, or the deadline stopped it) is counted against those
+  # the binary lists.
+  listed=$(build-gpu/poslab_tests --gtest_list_tests --gtest_filter='*/cuda' 2>/dev/null | grep -c '^  ' || true)
+  if [ "$listed" -ne "$reported" ]; then
+    tests_ok=NO
+    note "  $((listed - reported)) of the $listed CUDA cases printed no result ($(cut && echo 'the budget ran out' || echo 'the test process ended early'))"
   fi
-fi
-
-# --- GPT-2 small's shape, for a few minutes ----------------------------------------------------------------
-# configs/gpt2_small.yaml: 12 layers of 768 channels, 1,024 positions. On the GPU a few hundred steps (its table
-# starts to form); with --cpu two steps of a batch of 2, to check that the config trains at all.
-t0=$SECONDS
-[ "$cpu" = 1 ] && gpt2_steps=2
-gpt2_sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
-           --set run.report=false --set "data.cache_dir=$work/cache" --set train.eval_every=100 --set train.eval_batches=4
-           --set snapshot.every=100 --set "train.max_steps=$gpt2_steps")
-[ "$cpu" = 1 ] && gpt2_sets+=(--set train.batch_size=2 --set train.eval_every=2 --set train.eval_batches=1)
-if build-gpu/poslab train configs/gpt2_small.yaml "${gpt2_sets[@]}" >"$work/gpt2.out" 2>"$work/gpt2.log"; then
-  gpt2_dir=$(head -1 "$work/gpt2.out")
-  gpt2_line=$(run_summary "$gpt2_dir")
-  note "train configs/gpt2_small.yaml on $device: $gpt2_line, $((SECONDS - t0)) s wall"
-  while IFS= read -r line; do note "  $line"; done < <(build-gpu/poslab analyze "$gpt2_dir" 2>/dev/null | tail -4 || true)
-else
-  tail -20 "$work/gpt2.log" >&2
-  note "train configs/gpt2_small.yaml on $device: FAILED (see above)"
-  tests_ok=NO
+  if [ -n "${OUT:-}" ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi  # every case's output, passed or not
 fi
 
 # --- the step as a CUDA graph (train.cuda_graph) against the eager step --------------------------------------
 # poslab bench with the graph off and on, the default and the wide shape (bench_vs_pytorch.py's), float32 and bf16:
 # tokens/s of each and whether every step's loss is the same bit for bit. Where every case runs, the comparison
 # with PyTorch below runs poslab with the graph.
-graph_ok=yes
-if [ "$cpu" = 1 ]; then
+graph_ok=no
+if [ "$cpu" = 1 ] && [[ ",$parts," == *",graph,"* ]]; then
   note "CUDA graph: not run (--cpu: a graph needs a GPU)"
-  graph_ok=no
-else
+elif starts graph; then
+  graph_ok=yes
   t0=$SECONDS
   note "CUDA graph against the eager step (poslab bench, 30 timed steps):"
   for shape in default wide; do
     shape_sets=()
     [ "$shape" = wide ] && shape_sets=(--set model.n_layer=4 --set model.n_embd=256 --set model.block_size=256 --set train.batch_size=8)
     for dtype in float32 bfloat16; do
+      cut && continue
       for graph in false true; do
         # the same warm-up steps both ways (a graph's capture comes after its 3 eager steps, in the warm-up): the same
         # losses, one for each step, bit for bit
-        build-gpu/poslab bench configs/default.yaml --steps 30 --warmup 4 --json - --set run.device=cuda --set "train.dtype=$dtype" \
+        within build-gpu/poslab bench configs/default.yaml --steps 30 --warmup 4 --json - --set run.device=cuda --set "train.dtype=$dtype" \
           "${shape_sets[@]}" --set "train.cuda_graph=$graph" >"$work/bench_$graph.json" 2>"$work/bench_$graph.log" ||
-          { tail -5 "$work/bench_$graph.log" >&2; graph_ok=NO; }
+          { tail -5 "$work/bench_$graph.log" >&2; cut || graph_ok=NO; }
       done
-      line=$("$py" - "$work/bench_false.json" "$work/bench_true.json" <<'EOF2' || echo "FAILED (see above)"
+      if cut; then note "  $shape $dtype: stopped by the budget"; graph_ok=no; continue; fi
+      line=$("$py" - "$work/bench_false.json" "$work/bench_true.json" <<'PY' || echo "FAILED (see above)"
 import json, sys
 off, on = (json.load(open(p)) for p in sys.argv[1:])
 same = "equal" if off["losses"] == on["losses"] else "DIFFER"
@@ -318,7 +282,7 @@ print(f"eager {off['tokens_per_s']:.0f} tok/s, graph {on['tokens_per_s']:.0f} to
       f"({on['tokens_per_s'] / off['tokens_per_s']:.2f}x; {off['ms_per_step']:.2f} -> {on['ms_per_step']:.2f} ms a step); "
       f"losses {same}; attention {k['chosen'].split('sdpa=')[-1]} ({k.get('sdpa_kernel', '?')} kernel"
       f"{'; ms: ' + kernels if kernels else ''})")
-EOF2
+PY
 )
       note "  $shape $dtype: $line"
       case "$line" in *DIFFER*|FAILED*) graph_ok=NO ;; esac
@@ -328,15 +292,48 @@ EOF2
   [ "$graph_ok" = NO ] && tests_ok=NO
 fi
 
+# --- against PyTorch's Python on the same device ----------------------------------------------------------
+# The goals' comparisons first: GPT-2 small's shape in bf16 against PyTorch eager and compiled (torch.compile's
+# compilation takes minutes, outside the timed steps), then the default and wide shapes against eager. --cpu: the
+# default config alone, 1 round, fewer steps.
+if starts compare; then
+  t0=$SECONDS
+  cmp_args=(--poslab=build-gpu/poslab "--device=$device" --rounds=1)
+  [ "$graph_ok" = yes ] && cmp_args+=(--poslab-set=train.cuda_graph=true)
+  if [ "$cpu" = 1 ]; then
+    comparisons=("--quick --only=default")
+  else
+    comparisons=("--only=gpt2 --dtype=bfloat16" "--only=default,wide --peers=eager")
+  fi
+  compare_ok=yes
+  note "poslab vs PyTorch on $device:"
+  for c in "${comparisons[@]}"; do
+    if cut; then note "  bench_vs_pytorch.py $c: not run, the budget was spent"; not_run+=("compare $c"); continue; fi
+    # shellcheck disable=SC2086  # $c: the comparison's own arguments
+    if ! within "$py" scripts/bench_vs_pytorch.py "${cmp_args[@]}" $c >"$work/compare.txt" 2>"$work/compare.log"; then
+      if cut; then
+        note "  bench_vs_pytorch.py $c: stopped by the budget; what it measured:"
+        while IFS= read -r line; do note "    $line"; done < <(grep -E ' tok/s' "$work/compare.log" | grep -v ' round ' || true)
+      else
+        compare_ok=NO
+        tail -5 "$work/compare.log" >&2 || true
+      fi
+    fi
+    while IFS= read -r line; do note "  $line"; done <"$work/compare.txt"
+  done
+  note "  ($((SECONDS - t0)) s; agree: $compare_ok)"
+  [ "$compare_ok" = NO ] && tests_ok=NO
+fi
+
 # --- where GPT-2 small's step spends the GPU's time ---------------------------------------------------------
 # poslab bench of configs/gpt2_small.yaml in bf16 under Kineto (--profile): every kernel the GPU ran in 3 steps, summed
 # by kernel (scripts/profile_table.py), the table that says which of poslab's ops a fused CUDA kernel would pay for.
 # The trace comes back gzipped as $OUT/gpt2_trace.json.gz (chrome://tracing, ui.perfetto.dev).
-if [ "$cpu" = 1 ]; then
+if [ "$cpu" = 1 ] && [[ ",$parts," == *",profile,"* ]]; then
   note "GPT-2 small's profile: not run (--cpu: one step takes minutes on a CPU)"
-else
+elif starts profile; then
   t0=$SECONDS
-  if build-gpu/poslab bench configs/gpt2_small.yaml --steps 3 --warmup 3 --set run.device=cuda --set train.dtype=bfloat16 \
+  if within build-gpu/poslab bench configs/gpt2_small.yaml --steps 3 --warmup 3 --set run.device=cuda --set train.dtype=bfloat16 \
        --profile "$work/gpt2_trace.json" >"$work/gpt2_profile.out" 2>"$work/gpt2_profile.log" &&
      "$py" scripts/profile_table.py "$work/gpt2_trace.json" 20 >"$work/gpt2_profile.txt"; then
     note "GPT-2 small's step on $device, bf16, by GPU kernel (3 steps under Kineto, $((SECONDS - t0)) s):"
@@ -345,27 +342,138 @@ else
       cp "$work/gpt2_profile.txt" "$OUT/gpt2_profile.txt"
       gzip -c "$work/gpt2_trace.json" >"$OUT/gpt2_trace.json.gz"
     fi
+  elif cut; then
+    note "GPT-2 small's profile on $device: stopped by the budget"
   else
     tail -5 "$work/gpt2_profile.log" >&2
     note "GPT-2 small's profile on $device: FAILED (see above)"
   fi
 fi
 
-# --- against PyTorch's Python on the same device ----------------------------------------------------------
-t0=$SECONDS
-cmp_args=(--poslab=build-gpu/poslab "--device=$device" --rounds=1)
-[ "$graph_ok" = yes ] && cmp_args+=(--poslab-set=train.cuda_graph=true)
-[ "$cpu" = 1 ] && cmp_args+=(--quick --only=default)
-if "$py" scripts/bench_vs_pytorch.py "${cmp_args[@]}" >"$work/compare.txt" 2>"$work/compare.log"; then
-  compare_ok=yes
-else
-  compare_ok=NO
-  tail -5 "$work/compare.log" >&2 || true
+# --- the default run on the device, then stopped halfway and resumed: the same run, bit for bit ---------------
+# The default run again under another name, stopped at half its steps (--stop-at, as if interrupted) and resumed:
+# its last table and logged losses must equal the uninterrupted run's exactly (one device, one thread count).
+sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
+      --set run.report=false --set "data.cache_dir=$work/cache")
+[ -n "$steps" ] && sets+=(--set "train.max_steps=$steps")
+[ "$cpu" = 0 ] && [ -z "$steps" ] && sets+=(--set train.max_steps=300)
+[ "$cpu" = 1 ] && [ -z "$steps" ] && sets+=(--set train.max_steps=20 --set train.eval_every=10 --set train.eval_batches=2)
+if starts resume; then
+  t0=$SECONDS
+  rc=0
+  within build-gpu/poslab train configs/default.yaml "${sets[@]}" >"$work/train.out" 2>"$work/train.log" || rc=$?
+  run_dir=$(head -1 "$work/train.out" 2>/dev/null || true)
+  if [ "$rc" = 0 ]; then
+    note "train configs/default.yaml on $device: $(run_summary "$run_dir"), $((SECONDS - t0)) s wall"
+    verdict=$(within build-gpu/poslab analyze "$run_dir" 2>/dev/null | grep -i -m1 'verdict' || true)
+    [ -n "$verdict" ] && note "  $verdict"
+    grep -m1 'device:' "$work/train.log" | sed 's/^[0-9:]* info /  /' >&2 || true
+  elif cut; then
+    note "train configs/default.yaml on $device: stopped by the budget${run_dir:+ after $(run_summary "$run_dir")}; no resume compared"
+    run_dir=""
+  else
+    tail -20 "$work/train.log" >&2
+    note "train configs/default.yaml on $device: FAILED (see above)"
+    tests_ok=NO
+    run_dir=""
+  fi
+  if [ -n "$run_dir" ]; then
+    t0=$SECONDS
+    total=$("$py" -c 'import json,sys; print(max(json.loads(l)["step"] for l in open(sys.argv[1])))' "$run_dir/metrics.jsonl")
+    half=$((total / 2))
+    last=$(ls "$run_dir/snapshots" | grep '^wpe_step.*\.npy$' | sort | tail -1)
+    losses() { grep -o '"loss":[^,]*' "$1/metrics.jsonl"; }
+    if within build-gpu/poslab train configs/default.yaml "${sets[@]}" --set run.name=resumed --stop-at "$half" \
+         >/dev/null 2>"$work/resumed.log" &&
+       within build-gpu/poslab train --resume "$work/resumed" >/dev/null 2>>"$work/resumed.log"; then
+      if cmp -s "$run_dir/snapshots/$last" "$work/resumed/snapshots/$last" &&
+         [ "$(losses "$run_dir")" = "$(losses "$work/resumed")" ]; then
+        note "stopped at step $half of $total and resumed on $device: the last table ($last) and every logged loss equal the uninterrupted run's, bit for bit ($((SECONDS - t0)) s)"
+      else
+        note "stopped at step $half of $total and resumed on $device: DIFFERS from the uninterrupted run"
+        tests_ok=NO
+      fi
+    elif cut; then
+      note "stopped and resumed on $device: stopped by the budget before the resumed run ended"
+    else
+      tail -20 "$work/resumed.log" >&2
+      note "stopped and resumed on $device: FAILED (see above)"
+      tests_ok=NO
+    fi
+  fi
 fi
-note "poslab vs PyTorch on $device ($((SECONDS - t0)) s; agree: $compare_ok):"
-while IFS= read -r line; do note "  $line"; done <"$work/compare.txt"
 
-note "total: $((SECONDS - t_start)) s; tests $tests_ok"
+# --- GPT-2 small's shape, for what the budget leaves ---------------------------------------------------------
+# configs/gpt2_small.yaml: 12 layers of 768 channels, 1,024 positions. On the GPU up to --gpt2-steps steps, stopped
+# 30 s before the deadline (with its checkpoint and last snapshot) to leave time for its analysis; with --cpu two
+# steps of a batch of 2, to check that the config trains at all.
+[ "$cpu" = 1 ] && gpt2_steps=2
+gpt2_sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/fortunes" --set "run.out_dir=$work"
+           --set run.report=false --set "data.cache_dir=$work/cache" --set train.eval_every=100 --set train.eval_batches=4
+           --set snapshot.every=100 --set "train.max_steps=$gpt2_steps")
+[ "$cpu" = 1 ] && gpt2_sets+=(--set train.batch_size=2 --set train.eval_every=2 --set train.eval_batches=1)
+if starts gpt2; then
+  t0=$SECONDS
+  rc=0
+  reserve=30 within build-gpu/poslab train configs/gpt2_small.yaml "${gpt2_sets[@]}" >"$work/gpt2.out" 2>"$work/gpt2.log" ||
+    rc=$?
+  gpt2_dir=$(head -1 "$work/gpt2.out" 2>/dev/null || true)
+  if [ -n "$gpt2_dir" ] && { [ "$rc" = 0 ] || reserve=30 cut; }; then
+    how=""; [ "$rc" != 0 ] && how=" (stopped by the budget)"
+    note "train configs/gpt2_small.yaml on $device: $(run_summary "$gpt2_dir")$how, $((SECONDS - t0)) s wall"
+    while IFS= read -r line; do note "  $line"; done < <(within build-gpu/poslab analyze "$gpt2_dir" 2>/dev/null | tail -4 || true)
+  elif reserve=30 cut; then
+    note "train configs/gpt2_small.yaml on $device: stopped by the budget before its first step ended"
+  else
+    tail -20 "$work/gpt2.log" >&2
+    note "train configs/gpt2_small.yaml on $device: FAILED (see above)"
+    tests_ok=NO
+  fi
+fi
+
+# --- the unit tests' CPU cases and the shell tests -----------------------------------------------------------
+# CI runs these against the same LibTorch version; on a GPU they run only when asked (--parts ...,tests). Tests that
+# need a program or file the machine may lack are left to CI there (each named in the summary): the figures' gnuplot
+# (the report, the table atlas, a run's ending and a sweep's comparison, the CLI tests, the full disk's resumed
+# report), Debian's chromium (the watch page), the default corpus in /usr/share/games/fortunes (the CLI's and its
+# faults' runs of configs/default.yaml) and torchrun.
+if [ "$cpu" = 0 ] && [[ ",$parts," != *",tests,"* ]]; then
+  note "CPU tests: left to CI (--parts ...,tests runs them here)"
+elif starts tests; then
+  t0=$SECONDS
+  ctest_log="build-gpu/ctest.log"
+  exclude='^cuda$'
+  command -v gnuplot >/dev/null ||
+    exclude="$exclude|^Report\$|^TableAtlas\$|^cli_models\$|^RunEnding\$|^SweepTest\$|^disk_full\$|^cli\$"
+  command -v chromium >/dev/null || exclude="$exclude|^watch_page\$"
+  [ -d /usr/share/games/fortunes ] || exclude="$exclude|^cli\$|^cli_faults\$"
+  command -v torchrun >/dev/null || exclude="$exclude|^torchrun\$"
+  units_ok=yes
+  if ! grep -qF "$root" build-gpu/CTestTestfile.cmake 2>/dev/null; then
+    # A build carried from another folder: its CTest files name that folder. The test program runs by itself (its
+    # CPU cases), the shell tests are left to CI.
+    exclude="the shell tests (build-gpu was built in another folder)"
+    POSLAB_TEST_TMP="$root/build-gpu/test-tmp" within build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1 ||
+      units_ok=NO
+    echo "$(grep -cE '^\[       OK \]' "$ctest_log" || true) tests passed, $(grep -cE '^\[  FAILED  \].*ms\)$' "$ctest_log" || true) failed (poslab_tests)" >>"$ctest_log"
+  elif ! within ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
+    units_ok=NO
+    grep -E '\*\*\*(Failed|Exception)|Failure' "$ctest_log" | head -20 >&2 || true
+  fi
+  note "CPU tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; left out: $exclude"
+  if [ "$units_ok" = NO ]; then
+    if cut; then
+      note "  stopped by the budget"
+    else
+      tests_ok=NO
+      # the failed tests by name ("  12 - Trainer (Failed)"), and their whole output beside the summary
+      note "  failed: $( { sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log"
+                         sed -nE 's/^\[  FAILED  \] ([^ ,]+).* ms\)$/\1/p' "$ctest_log"; } | sort -u | tr '\n' ' ')"
+      if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
+    fi
+  fi
+fi
+
+note "total: $((SECONDS - t_start)) s$([ "$budget" != 0 ] && echo " of a budget of $budget s"); tests $tests_ok$([ ${#not_run[@]} -gt 0 ] && echo "; not run for time: ${not_run[*]}")"
 printf '%s\n' "" "=== gpu_check summary ===" "${summary[@]}"
-if [ -n "${OUT:-}" ]; then printf '%s\n' "${summary[@]}" >"$OUT/gpu_check.txt"; fi
 [ "$tests_ok" = yes ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh counts the CUDA cases from GoogleTest's output: each case once, with its status, in
 # GoogleTest's own formats (a failed parameterized case ends "…/cuda, where GetParam() = …" and is listed again at the
-# bottom; the summary lines and other devices' cases are not cases). Usage: tests/test_gpu_check.sh SOURCE_DIR
+# bottom; the summary lines and other devices' cases are not cases), and refuses parts and budgets it does not know.
+# Usage: tests/test_gpu_check.sh SOURCE_DIR
 set -u
 cd "$1" || exit 2
 log=$(mktemp)
@@ -31,3 +32,18 @@ if [ "$got" != "$want" ]; then
   exit 1
 fi
 echo "gpu_check.sh cases: 3 CUDA cases read, each once"
+
+# A part or budget the check does not know is refused before anything runs, naming it and listing what it takes.
+expect_refusal() {  # expect_refusal WORD ARGS...: exit 2 with WORD in the error
+  local word=$1 out rc=0
+  shift
+  out=$(bash scripts/gpu_check.sh "$@" 2>&1) || rc=$?
+  if [ "$rc" != 2 ] || ! grep -qF -- "$word" <<<"$out"; then
+    printf 'FAIL gpu_check.sh %s: exit %s, said\n%s\n(want exit 2 naming %s)\n' "$*" "$rc" "$out" "$word"
+    exit 1
+  fi
+}
+expect_refusal "no part 'bogus'" --parts cases,bogus
+expect_refusal "cases,graph,compare,profile,resume,gpt2,tests" --parts gpt
+expect_refusal "--budget 9m: not a whole number of seconds" --budget 9m
+echo "gpu_check.sh: an unknown part and a budget that is not seconds refused"
