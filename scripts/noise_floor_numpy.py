@@ -7,7 +7,7 @@ Usage: /usr/bin/python3 scripts/noise_floor_numpy.py   (needs python3-numpy; Deb
 The noise floor is Gavish & Donoho's optimal hard threshold for noise of unknown level (IEEE Trans. Inf. Theory
 60(8), 2014): of the centred table W_c ((P - 1) x d in effect), the m = min(P - 1, d) singular values, n = max(P - 1, d),
 beta = m / n; tau = omega(beta) * median(sigma) with omega = lambda*(beta) / sqrt(mu_beta), mu_beta the median of the
-Marchenko-Pastur law. Here mu_beta comes from a trapezoid rule on a fine grid of the law's CDF (the C++ code uses
+Marchenko-Pastur law, and tau at least 1e-6 sigma_1 (a table without noise has only float32's rounding as its bulk). Here mu_beta comes from a trapezoid rule on a fine grid of the law's CDF (the C++ code uses
 Simpson's rule and bisection): two independent routes to the same number.
 """
 import json
@@ -43,7 +43,7 @@ def noise_floor(W):
     mu = mp_median(beta)
     omega = lambda_star(beta) / np.sqrt(mu)
     med = np.median(sigma)
-    tau = omega * med
+    tau = max(omega * med, 1e-6 * sigma.max())  # never below a millionth of sigma_1: float32's rounding is ~1e-8
     rank = int((sigma > tau).sum())
     return {"beta": beta, "mp_median": mu, "omega": float(omega), "threshold": float(tau),
             "noise_sigma": float(med / np.sqrt(n * mu)), "signal_rank": rank,

@@ -33,11 +33,12 @@ def dtft(z, f):
 
 
 def sinusoid_energy(x, f):
-    """Energy of x's least-squares fit by a cos + b sin at f cycles per table (np.linalg.lstsq)."""
+    """Energy of x's least-squares fit by a + b cos + c sin at f cycles per table (np.linalg.lstsq), less that of
+    its mean a."""
     p = np.arange(len(x))
-    B = np.stack([np.cos(2 * np.pi * f * p / len(x)), np.sin(2 * np.pi * f * p / len(x))], axis=1)
+    B = np.stack([np.ones(len(x)), np.cos(2 * np.pi * f * p / len(x)), np.sin(2 * np.pi * f * p / len(x))], axis=1)
     coef, *_ = np.linalg.lstsq(B, x, rcond=None)
-    return float(np.sum((B @ coef) ** 2))
+    return float(np.sum((B @ coef) ** 2) - len(x) * np.mean(x) ** 2)
 
 
 def dense_argmax(g, lo, hi):

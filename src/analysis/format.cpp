@@ -74,6 +74,7 @@ nlohmann::json to_json(const Analysis& a) {
        {{"beta", a.noise.beta},
         {"omega", a.noise.omega},
         {"threshold", a.noise.threshold},
+        {"rounding_floor", a.noise.rounding_floor},
         {"noise_sigma", a.noise.noise_sigma},
         {"signal_rank", a.noise.signal_rank},
         {"signal_share", a.noise.signal_share}}},
@@ -111,11 +112,13 @@ std::string summary_text(const Analysis& a) {
                   a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
+  const std::string rule = a.noise.rounding_floor ? "1e-6 × σ_1: no noise above float32's rounding"
+                                                  : fmt::format("ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho",
+                                                                a.noise.omega, a.noise.beta);
   s += fmt::format(
       "  noise floor   {} components above it hold {:.1f}% of the variance | noise sd {:.3g} | threshold "
-      "σ > {:.3g} (ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho)\n",
-      a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, a.noise.omega,
-      a.noise.beta);
+      "σ > {:.3g} ({})\n",
+      a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, rule);
   std::string top;
   for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
     top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);
@@ -186,7 +189,7 @@ std::string summary_text(const Analysis& a) {
     shuffled += fmt::format("{}{:.3f}", shuffled.empty() ? "" : "/", r.shuffled_error);
   }
   if (!strides.empty())
-    s += fmt::format("  interpolation error with every {}th row kept: {} (shuffled {})\n", strides, rebuilt, shuffled);
+    s += fmt::format("  interpolation error keeping 1 row in {}: {} (shuffled {})\n", strides, rebuilt, shuffled);
   s += fmt::format("  position probe R² {:.3f}, MAE {:.2f} positions (shuffled R² {:.3f}, MAE {:.2f})\n", a.probe.r2,
                    a.probe.mae, a.shuffled_probe.r2, a.shuffled_probe.mae);
   std::string out;

@@ -72,6 +72,10 @@ NoiseFloor noise_floor(const std::vector<double>& sigma, int64_t P, int64_t d) {
   std::sort(s.begin(), s.end());
   const double median = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
   nf.threshold = nf.omega * median;
+  if (nf.threshold < kRoundingFloor * s.back()) {
+    nf.threshold = kRoundingFloor * s.back();
+    nf.rounding_floor = true;
+  }
   nf.noise_sigma = median / std::sqrt(static_cast<double>(n) * marchenko_pastur_median(nf.beta));
   double total = 0, above = 0;
   for (int64_t k = 0; k < m; ++k) {

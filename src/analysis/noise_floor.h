@@ -12,13 +12,19 @@
 namespace poslab {
 
 struct NoiseFloor {
-  double beta = 0;          // m / n
-  double omega = 0;         // ω(β) = λ*(β) / √μ_β
-  double threshold = 0;     // τ = ω(β) · median(σ): components with σ_k > τ are signal
-  double noise_sigma = 0;   // the noise's estimated per-entry sd, median(σ) / √(n · μ_β)
-  int signal_rank = 0;      // #{k : σ_k > τ}
-  double signal_share = 0;  // Σ_{k ≤ signal_rank} σ_k² / Σ_k σ_k² (0 for a zero table)
+  double beta = 0;       // m / n
+  double omega = 0;      // ω(β) = λ*(β) / √μ_β
+  double threshold = 0;  // τ = max(ω(β) · median(σ), kRoundingFloor · σ_1): components with σ_k > τ are signal
+  double noise_sigma = 0;       // the noise's estimated per-entry sd, median(σ) / √(n · μ_β)
+  bool rounding_floor = false;  // τ is kRoundingFloor · σ_1: the median is below the floor (no noise bulk)
+  int signal_rank = 0;          // #{k : σ_k > τ}
+  double signal_share = 0;      // Σ_{k ≤ signal_rank} σ_k² / Σ_k σ_k² (0 for a zero table)
 };
+
+// A table without noise (a formula's, a planted signal's) has no noise bulk: its median singular value is float32's
+// rounding of the table (~1e-8 of σ_1), and the threshold would count rounding as signal. τ is at least this share
+// of σ_1, 100× that rounding; a component below it holds under 1e-12 of the variance.
+constexpr double kRoundingFloor = 1e-6;
 
 // μ_β: the median of the Marchenko–Pastur law with aspect ratio β ∈ (0, 1] (eigenvalues of X Xᵀ / n for an
 // m × n matrix X of unit-variance i.i.d. entries), by quadrature and bisection (|error| < 1e-9).

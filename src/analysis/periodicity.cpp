@@ -94,15 +94,20 @@ std::vector<double> power_spectrum(const std::vector<double>& x) {
 }
 
 double sinusoid_energy(const std::vector<double>& x, double f) {
+  // The fit of a + b·cos + c·sin less that of a alone: the sums below, taken about their means (a curve of P values
+  // is centred, and a wave with a fractional number of turns is not, so a fit without the constant misreads it).
   const double P = static_cast<double>(x.size());
-  double cc = 0, ss = 0, cs = 0, xc = 0, xs = 0;
+  double cc = 0, ss = 0, cs = 0, xc = 0, xs = 0, sum_c = 0, sum_s = 0, sum_x = 0;
   const cplx step = std::polar(1.0, 2 * M_PI * f / P);
   cplx phasor = 1;  // e^{2πi f p / P}
   for (double v : x) {
     const double c = phasor.real(), s = phasor.imag();
     cc += c * c, ss += s * s, cs += c * s, xc += v * c, xs += v * s;
+    sum_c += c, sum_s += s, sum_x += v;
     phasor *= step;
   }
+  cc -= sum_c * sum_c / P, ss -= sum_s * sum_s / P, cs -= sum_c * sum_s / P;
+  xc -= sum_x * sum_c / P, xs -= sum_x * sum_s / P;
   const double det = cc * ss - cs * cs;
   if (det <= 1e-9 * cc * ss)  // sin and cos nearly parallel (f near 0 or P/2): the better of the two alone
     return std::max(cc > 0 ? xc * xc / cc : 0.0, ss > 0 ? xs * xs / ss : 0.0);

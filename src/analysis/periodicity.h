@@ -19,8 +19,10 @@ std::vector<double> power_spectrum(const std::vector<double>& x);
 // |Σ_p x_p e^{−2πi f p / P}|² at any real f (the DTFT, for peaks between bins).
 double dtft_power(const std::vector<double>& x, double f);
 
-// The energy of x's least-squares fit by a·cos(2πfp/P) + b·sin(2πfp/P): at a pure sinusoid's own frequency, all of
-// x's energy, wherever f lies between bins (the DTFT's peak is pulled by the negative frequency's image).
+// The energy of x's least-squares fit by a + b·cos(2πfp/P) + c·sin(2πfp/P) beyond that of its mean a: at a pure
+// sinusoid's own frequency, all of its energy about its mean, wherever f lies between bins (the DTFT's peak is pulled
+// by the negative frequency's image) and however few turns it makes (a centred curve of a fractional number of
+// turns is a sinusoid plus a constant).
 double sinusoid_energy(const std::vector<double>& x, double f);
 
 struct CurvePeriod {

@@ -1,5 +1,6 @@
 // Cosine similarity, smoothness (with the row-shuffled control), translation invariance and monotonicity, and
 // boundary effects.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -8,10 +9,12 @@
 namespace poslab {
 namespace {
 
-// (v − mean) / sd; with no spread, ±1e9 for a value off the mean and 0 on it.
+// (v − mean) / sd; with no spread beyond rounding (a millionth of the values' size: a float32 table's norms and
+// cosines differ by ~1e-7 of themselves where they are equal), ±1e9 for a value off the mean by more and 0 on it.
 double z_score(double v, double mean, double sd) {
-  if (sd > 1e-12) return (v - mean) / sd;
-  return std::abs(v - mean) > 1e-12 ? (v > mean ? 1e9 : -1e9) : 0.0;
+  const double rounding = 1e-6 * std::max(std::abs(mean), std::abs(v)) + 1e-12;
+  if (sd > rounding) return (v - mean) / sd;
+  return std::abs(v - mean) > rounding ? (v > mean ? 1e9 : -1e9) : 0.0;
 }
 
 }  // namespace
@@ -29,9 +32,8 @@ Smoothness smoothness(const torch::Tensor& W) {
   auto d2 = W.slice(0, 2) - 2 * W.slice(0, 1, -1) + W.slice(0, 0, -2);      // (P−2, d)
   s.first_difference_energy = spread > 0 ? d1.pow(2).sum().item<double>() / spread : 0.0;
   s.second_difference_energy = spread > 0 ? d2.pow(2).sum().item<double>() / spread : 0.0;
-  auto n = W.norm(2, 1).clamp_min(1e-300);
-  s.adjacent_cosine =
-      ((W.slice(0, 1) * W.slice(0, 0, -1)).sum(1) / (n.slice(0, 1) * n.slice(0, 0, -1))).mean().item<double>();
+  auto U = W / W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // unit rows, as cosine_matrix: a zero row's cosines 0
+  s.adjacent_cosine = (U.slice(0, 1) * U.slice(0, 0, -1)).sum(1).mean().item<double>();
   return s;
 }
 

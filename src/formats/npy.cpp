@@ -64,7 +64,8 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
     arr.shape.push_back(std::stoll(it->str()));
   }
   if (arr.shape.size() != 2)
-    throw Error(path + ": array has " + std::to_string(arr.shape.size()) + " dimensions, expected 2 (positions, dims)",
+    throw Error(path + ": array has " + std::to_string(arr.shape.size()) +
+                    (arr.shape.size() == 1 ? " dimension" : " dimensions") + ", expected 2 (positions, dims)",
                 hint);
   const size_t elem = descr == "<f4" ? 4 : 8;
   const size_t data_offset = offset + hlen;

@@ -142,6 +142,27 @@ TEST(Analysis, BoundaryOutliersAreNamed) {
   for (size_t i = 1; i < a.boundary.size(); ++i) EXPECT_EQ(a.boundary[i].reason.find("row norm"), std::string::npos);
 }
 
+TEST(Analysis, RoundingIsNoBoundaryOutlier) {
+  // Every row of the sinusoidal table has the norm √(C/2); stored in float32 and scaled, the norms differ only by
+  // float32's rounding (about 1e-9 here), which is no spread to measure a row against.
+  for (double scale : {0.05, 0.02}) {
+    const Analysis a = analyze_table((sinusoidal_table(128, 64) * scale).to(torch::kFloat32), "sin");
+    for (const BoundaryRow& r : a.boundary)
+      EXPECT_FALSE(r.outlier) << scale << ": position " << r.position << ": " << r.reason;
+  }
+}
+
+TEST(Analysis, ZeroRowsLeaveTheAdjacentCosineFinite) {
+  // Two zero rows side by side: their pair's cosine counts 0, as in the cosine matrix, not 0/0.
+  auto W = random_table(128, 64, 1.0, 3);
+  W[10].zero_();
+  W[11].zero_();
+  const Analysis a = analyze_table(W, "zeros");
+  ASSERT_TRUE(std::isfinite(a.smooth.adjacent_cosine));
+  EXPECT_NEAR(a.smooth.adjacent_cosine, a.cos_by_offset[0], 1e-12);
+  EXPECT_TRUE(std::isfinite(a.shuffle_control.z));
+}
+
 TEST(Analysis, RowRanges) {
   auto W = torch::arange(40, torch::kFloat64).reshape({10, 4});
   int64_t first = -1;

@@ -97,6 +97,18 @@ TEST(NoiseFloor, PureNoiseAndSignalBelowTheDetectionLimitGiveNothing) {
   EXPECT_EQ(z.noise.signal_share, 0.0);
 }
 
+TEST(NoiseFloor, ASignalWithoutNoiseCountsItsOwnRankNotItsRounding) {
+  // No noise bulk: the singular values beyond the rank are float32's rounding (~1e-8 of σ_1), not signal.
+  for (const auto& [P, d] : kShapes)
+    for (int64_t r : {1, 2, 3}) {
+      const torch::Tensor W = planted_signal(P, d, r, 3.0, static_cast<uint64_t>(P + d + r)).to(torch::kFloat32);
+      const NoiseFloor nf = analyze_table(W, "clean").noise;
+      EXPECT_EQ(nf.signal_rank, r) << P << "x" << d << " rank " << r;
+      EXPECT_TRUE(nf.rounding_floor) << P << "x" << d << " rank " << r;
+      EXPECT_FALSE(analyze_table(noisy_planted(P, d, r, 3.0, 5), "noisy").noise.rounding_floor) << P << "x" << d;
+    }
+}
+
 TEST(NoiseFloor, AgreesWithNumPy) {
   const std::string dir = poslab::test::source_dir() + "/tests/fixtures/";
   std::ifstream in(dir + "noise_floor_numpy.json");

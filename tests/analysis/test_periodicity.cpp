@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "analysis/periodicity.h"
@@ -67,6 +68,17 @@ TEST(Periodicity, PeriodsBetweenBinsAreFound) {
     const CurvePeriod c = curve_period(wave(period, 1.1));
     EXPECT_NEAR(c.period / period, 1.0, 1e-6) << period;  // the least-squares peak of a pure wave is its own
     EXPECT_LT(c.power_share, 1.0) << period;              // the power leaks into the neighbouring bins
+  }
+}
+
+TEST(Periodicity, ACentredWaveOfAFewFractionalTurnsKeepsItsPeriod) {
+  // A principal component's curve is centred; a wave of a fractional number of turns is then a sinusoid plus a
+  // constant. 0.7 turns over 128 positions is a period of 182.86 (a fit without the constant read 133.6).
+  for (double turns : {0.7, 1.3, 2.6}) {
+    std::vector<double> x = wave(kP / turns, 1.05);
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / kP;
+    for (double& v : x) v -= mean;
+    EXPECT_NEAR(curve_period(x).period / (kP / turns), 1.0, 1e-6) << turns << " turns";
   }
 }
 
