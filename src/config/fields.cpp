@@ -1,8 +1,10 @@
 #include "config/fields.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 namespace poslab {
 namespace {
@@ -30,7 +32,11 @@ ConfigField make_field(std::string key, std::string type, Get get) {
   ConfigField f;
   f.key = std::move(key);
   f.type = std::move(type);
-  f.set = [get](Config& c, const YAML::Node& n) { get(c) = n.as<T>(); };
+  f.set = [get](Config& c, const YAML::Node& n) {
+    get(c) = n.as<T>();
+    if constexpr (std::is_floating_point_v<T>)  // .inf and .nan are YAML numbers, and no key's value
+      if (!std::isfinite(get(c))) throw YAML::BadConversion(n.Mark());
+  };
   f.emit = [get](const Config& c, YAML::Emitter& e) { emit_value(e, get(const_cast<Config&>(c))); };
   return f;
 }
@@ -92,31 +98,31 @@ const std::vector<ConfigField>& config_fields() {
       POSLAB_FIELD(std::string, "bpe | unigram | char", data.tokenizer.type),
       POSLAB_FIELD(int, "integer", data.tokenizer.vocab_size),
       POSLAB_FIELD(std::string, "string (path)", data.tokenizer.model),
-      POSLAB_FIELD(double, "number", data.val_fraction),
+      POSLAB_FIELD(double, "finite number", data.val_fraction),
       POSLAB_FIELD(std::string, "string (path)", data.cache_dir),
       POSLAB_FIELD(int, "integer", model.n_layer),
       POSLAB_FIELD(int, "integer", model.n_head),
       POSLAB_FIELD(int, "integer", model.n_embd),
       POSLAB_FIELD(int, "integer", model.block_size),
-      POSLAB_FIELD(double, "number", model.dropout),
+      POSLAB_FIELD(double, "finite number", model.dropout),
       POSLAB_FIELD(bool, "true | false", model.bias),
       POSLAB_FIELD(std::string, "learned | sinusoidal | none", model.position),
       POSLAB_FIELD(std::string, "match | none", model.sinusoidal_scale),
-      POSLAB_FIELD(double, "number", model.wpe_init_std),
+      POSLAB_FIELD(double, "finite number", model.wpe_init_std),
       POSLAB_FIELD(int, "integer", model.extended_from),
       POSLAB_FIELD(std::string, "linear | cubic | nearest | copy | random", model.extend_method),
       POSLAB_FIELD(int, "integer", train.batch_size),
       POSLAB_FIELD(int, "integer", train.grad_accum),
       POSLAB_FIELD(int, "integer", train.max_steps),
-      POSLAB_FIELD(double, "number", train.lr),
-      POSLAB_FIELD(double, "number", train.min_lr),
+      POSLAB_FIELD(double, "finite number", train.lr),
+      POSLAB_FIELD(double, "finite number", train.min_lr),
       POSLAB_FIELD(int, "integer", train.warmup_steps),
-      POSLAB_FIELD(double, "number", train.weight_decay),
+      POSLAB_FIELD(double, "finite number", train.weight_decay),
       POSLAB_FIELD(bool, "true | false", train.decay_position_table),
-      POSLAB_FIELD(double, "number", train.position_lr_scale),
-      POSLAB_FIELD(double, "number", train.beta1),
-      POSLAB_FIELD(double, "number", train.beta2),
-      POSLAB_FIELD(double, "number", train.grad_clip),
+      POSLAB_FIELD(double, "finite number", train.position_lr_scale),
+      POSLAB_FIELD(double, "finite number", train.beta1),
+      POSLAB_FIELD(double, "finite number", train.beta2),
+      POSLAB_FIELD(double, "finite number", train.grad_clip),
       POSLAB_FIELD(std::string, "float32 | bfloat16 | auto", train.dtype),
       POSLAB_FIELD(std::string, "stop | skip", train.on_nonfinite),
       POSLAB_FIELD(std::string, "auto | poslab | fused", train.adamw),

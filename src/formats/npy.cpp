@@ -58,6 +58,9 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
     throw Error(path + ": .npy header has no shape", hint);
   NpyArray arr;
   const std::string dims = m[1];
+  // The shape is a tuple of non-negative integers: "128, 64" or "128," (anything else is no .npy numpy writes).
+  if (!std::regex_match(dims, std::regex("\\s*(\\d+\\s*,\\s*)*(\\d+\\s*,?\\s*)?")))
+    throw Error(path + ": .npy shape (" + dims + ") is not a tuple of sizes", hint);
   const std::regex number("\\d+");
   for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
     if (it->str().size() > 12) throw Error(path + ": .npy shape " + dims + " is not a plausible size", hint);

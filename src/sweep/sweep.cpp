@@ -14,6 +14,7 @@
 #include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
+#include "train/run_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -33,7 +34,8 @@ void clear_unresumable_start(const RunFolder& run) {
   for (const std::string& f : run.files_of_a_started_run())
     if (fs::exists(f, ec)) left += (left.empty() ? "" : ", ") + fs::path(f).filename().string();
   if (left.empty()) return;
-  const RunLock lock(run.lock());  // a live trainer in the folder (another sweep's) is an error, never cleared
+  const RunLock lock(run.lock());    // a live trainer in the folder (another sweep's) is an error, never cleared
+  check_restart_loses_nothing(run);  // a lost latest.pt of a run that went on: an error, never cleared
   spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
                run.dir(), left);
   for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()})

@@ -3,10 +3,13 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 
+#include "run/run_files.h"
 #include "run/run_folder.h"
+#include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -33,11 +36,13 @@ void check_folder_is_free(const std::string& rdir) {
   for (const std::string& f : run.files_of_a_started_run()) {
     std::error_code ec;
     if (!fs::exists(f, ec)) continue;
-    if (!fs::exists(run.latest_checkpoint(), ec))  // stopped before its first checkpoint: nothing to resume from
+    if (!fs::exists(run.latest_checkpoint(), ec)) {  // stopped before its first checkpoint: nothing to resume from
+      check_restart_loses_nothing(run);              // (or a latest.pt lost after it went on)
       throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
                   "start it again in its folder with poslab train --resume " + rdir +
                       ", or pick another "
                       "--set run.name=NAME");
+    }
     throw Error(rdir + ": already holds a run (" + f + ")",
                 "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
   }
@@ -57,6 +62,27 @@ bool restarts_in_place(const TrainRequest& req) {
   const RunFolder run(req.resume_dir);
   std::error_code ec;
   return !fs::exists(run.latest_checkpoint(), ec) && fs::is_regular_file(run.config(), ec);
+}
+
+void check_restart_loses_nothing(const RunFolder& run) {
+  std::error_code ec;
+  int64_t last = 0;
+  if (fs::is_regular_file(run.metrics(), ec))
+    for (const MetricsRecord& r : read_metrics(run.metrics())) last = std::max(last, r.step);
+  if (fs::is_regular_file(run.snapshot_index(), ec))
+    for (const SnapshotRecord& r : read_snapshot_index(run)) last = std::max(last, r.step);
+  if (last == 0) return;
+  const std::string best = run.best_checkpoint();
+  std::string from_best;
+  if (fs::is_regular_file(best, ec)) {
+    const int64_t step = read_checkpoint_meta(best).step;
+    from_best = fmt::format("to go on from best.pt (step {}): cp {} {} and poslab train --resume {}; ", step, best,
+                            run.latest_checkpoint(), run.dir());
+  }
+  throw Error(fmt::format("{}: {} is missing, but the run logged steps up to {}: starting it again from step 0 would "
+                          "overwrite what it wrote",
+                          run.dir(), run.latest_checkpoint(), last),
+              from_best + "to start afresh, move the folder away or pick another --set run.name=NAME");
 }
 
 Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
@@ -89,6 +115,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     return cfg;
   }
   if (restarts_in_place(req)) {  // no checkpoint yet: the run's own config, as it was set up, starts it again
+    check_restart_loses_nothing(RunFolder(req.resume_dir));
     const std::string stored = RunFolder(req.resume_dir).config();
     Config cfg = load_config(stored, req.overrides);
     check_init_from(cfg);

@@ -1,5 +1,6 @@
 // The start of a training run before any model: its config (fresh, --init-from or resumed) and its run folder.
-// Internal to train/: trainer.cpp calls these; train_config (trainer.h) is the public face of resolve_config.
+// Internal to train/ (trainer.cpp calls these; train_config, trainer.h, is the public face of resolve_config), but
+// for check_restart_loses_nothing, which the sweep calls too.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +10,7 @@
 
 #include "config/config.h"
 #include "distributed/comm.h"
+#include "run/run_folder.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 #include "util/lock.h"
@@ -24,6 +26,12 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta);
 
 // Whether --resume names a run folder with no checkpoint yet but its config: the run starts again there.
 bool restarts_in_place(const TrainRequest& req);
+
+// A run folder without its latest checkpoint starts again from step 0 (a run stopped before its step-0
+// checkpoint), unless it logged a later step: then checkpoints/latest.pt was written and is lost (deleted, moved),
+// and a restart would overwrite what the run wrote since. Throws poslab::Error naming the folder, the last step
+// logged and how to go on from best.pt where there is one; nothing is changed.
+void check_restart_loses_nothing(const RunFolder& run);
 
 // Rank 0 alone owns the run folder: it checks the folder is free (unless `resuming`), takes its lock (returned:
 // one trainer per folder until it is released), makes the folders, removes interrupted writes and writes

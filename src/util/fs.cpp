@@ -71,8 +71,11 @@ void rename_into_place(const std::string& tmp, const std::string& to) {
   std::error_code ec;
   fs::rename(tmp, to, ec);
   if (ec) {
+    const std::string why = ec.message();  // before the temporary's removal sets ec again
+    const bool folder = fs::is_directory(to, ec);
     fs::remove(tmp, ec);
-    throw Error(to + ": cannot replace the file: " + ec.message(), "check the folder's permissions and free space");
+    if (folder) throw Error(to + ": is a folder, not a file to write", "name a file inside it, or another path");
+    throw Error(to + ": cannot replace the file: " + why, "check the folder's permissions and free space");
   }
   const fs::path parent = fs::path(to).parent_path();
   fsync_path(parent.empty() ? "." : parent.string(), true);

@@ -35,7 +35,7 @@ else
 fi
 expect_error "missing config" "^error: .*nonexistent.yaml" train nonexistent.yaml
 expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
-expect_error "wrong type" "^error: --set: train.lr = fast: expected number" train configs/default.yaml --set train.lr=fast
+expect_error "wrong type" "^error: --set: train.lr = fast: expected finite number" train configs/default.yaml --set train.lr=fast
 # The README's example of a bad input (docs/cli.md shows it too): the program prints these two lines word for word,
 # and both pages show them, so the docs and the program cannot drift apart.
 impossible_error='error: default: model.n_embd = 128: must be divisible by model.n_head (3, from --set)'

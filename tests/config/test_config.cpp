@@ -106,6 +106,21 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
   EXPECT_NE(error_of([] { load_config("", {"model.bias=maybe"}); }).find("model.bias"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"run.threads=-2"}); }).find("run.threads"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"train.lr="}); }).find("train.lr"), std::string::npos);
+  // YAML's infinities and NaN are numbers; no key takes one.
+  for (const char* v : {"train.lr=.inf", "model.wpe_init_std=.inf", "train.grad_clip=-.inf", "model.dropout=.nan"}) {
+    const std::string e = error_of([&] { load_config("", {v}); });
+    EXPECT_NE(e.find("expected finite number"), std::string::npos) << v << ": " << e;
+  }
+}
+
+TEST(Config, ARunNameIsOneFolderName) {
+  // run.name is a folder inside run.out_dir: no path of its own, nothing that leaves it.
+  for (const char* v : {"run.name=../../elsewhere", "run.name=a/b", "run.name=.", "run.name=..", "run.name=/tmp/x"}) {
+    const std::string e = error_of([&] { load_config("", {v}); });
+    EXPECT_NE(e.find("run.name = "), std::string::npos) << v << ": " << e;
+    EXPECT_NE(e.find("one folder name"), std::string::npos) << v << ": " << e;
+  }
+  EXPECT_EQ(load_config("", {"run.name=my-run_2.b"}).run.name, "my-run_2.b");
 }
 
 TEST(Config, ImpossibleValuesNameKeyValueAndSource) {

@@ -56,6 +56,17 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
   write_text(dir / "three.npy", three);
   EXPECT_NE(expect_error(dir / "three.npy").find("3 dimensions"), std::string::npos);
   EXPECT_NE(expect_error(dir / "missing.npy").find("missing.npy"), std::string::npos);
+  // A negative or non-numeric size is no shape (a minus sign was once skipped: (-2, 3) read as 2 x 3).
+  for (const char* shape : {"(-2, 3)", "(2, x)", "(2.0, 3)"}) {
+    std::string odd = good;
+    odd.replace(odd.find("(2, 3)"), 6, shape);
+    write_text(dir / "odd.npy", odd);
+    EXPECT_NE(expect_error(dir / "odd.npy").find("is not a tuple of sizes"), std::string::npos) << shape;
+  }
+  std::string one = good;
+  one.replace(one.find("(2, 3)"), 6, "(6,)");
+  write_text(dir / "one.npy", one);
+  EXPECT_NE(expect_error(dir / "one.npy").find("array has 1 dimension,"), std::string::npos);
   // Shapes whose product overflows, or whose numbers do not fit an integer, are errors, not allocations.
   for (const char* shape : {"(4294967296, 4294967296)", "(99999999999999999999999, 1)", "(3074457345618258603, 6)"}) {
     std::string big = good;

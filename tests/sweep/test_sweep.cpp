@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "formats/npy.h"
 #include "report/compare.h"
+#include "run/run_files.h"
 #include "run/run_folder.h"
 #include "source_paths.h"
 #include "sweep/sweep.h"
@@ -289,8 +290,14 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   const std::string run = sweep_runs(load_sweep(file), {}).at(0).run_dir;
   const std::string table = slurp(run + "/snapshots/wpe_step000006.npy");
   ASSERT_FALSE(table.empty());
-  // What a start killed before its first latest.pt leaves: snapshots, best.pt, log lines; no latest.pt.
+  // A latest.pt lost after the run went on (deleted, moved): an error naming it, nothing cleared.
   fs::remove(run + "/checkpoints/latest.pt");
+  EXPECT_THROW(run_sweep(file, {}), Error);
+  EXPECT_EQ(slurp(run + "/snapshots/wpe_step000006.npy"), table);
+  EXPECT_EQ(read_jsonl(run + "/snapshots/index.jsonl").size(), 3u);
+  // What a start killed before its first latest.pt leaves: snapshot 0, best.pt, step 0's log lines; no latest.pt.
+  truncate_logs_after(RunFolder(run), 0);
+  fs::remove(run + "/snapshots/wpe_step000006.npy");
   {
     // A live trainer holds the folder (another sweep training it now): nothing is cleared, the run is named.
     const RunLock other(RunFolder(run).lock());

@@ -185,12 +185,34 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   }
   EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
 
-  // Stopped before its first checkpoint (killed, or its disk full): a fresh run of the name is refused and pointed
-  // to --resume, which starts the run again in its folder — the same run as the first, its logs not doubled.
+  // Its latest.pt lost (deleted, moved) after it went on: neither a fresh run nor --resume may start it again from
+  // step 0 over what it logged; the error names the last step and the way on from best.pt, and nothing changes.
   const std::string last = "once/snapshots/wpe_step000005.npy";
   const NpyArray first_table = read_npy(dir / last);
+  const auto best_before = fs::last_write_time(dir / "once/checkpoints/best.pt");
   fs::remove(dir / "once/checkpoints/latest.pt");
+  TrainRequest again;
+  again.resume_dir = dir / "once";
+  for (bool resume : {false, true}) {
+    try {
+      train(resume ? again : tiny_run(dir, "once", 5));
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("latest.pt is missing, but the run logged steps up to 5"), std::string::npos)
+          << e.what();
+      EXPECT_NE(e.hint().find("to go on from best.pt (step"), std::string::npos) << e.hint();
+    }
+    EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
+    EXPECT_EQ(fs::last_write_time(dir / "once/checkpoints/best.pt"), best_before);
+    EXPECT_EQ(read_npy(dir / last).data, first_table.data);
+  }
+
+  // Stopped before its first checkpoint (killed in step 0's writes, or its disk full: nothing logged past step 0):
+  // a fresh run of the name is refused and pointed to --resume, which starts the run again in its folder — the
+  // same run as the first, its logs not doubled.
+  truncate_logs_after(RunFolder(dir / "once"), 0);
   fs::remove(dir / last);
+  const auto truncated = fs::file_size(dir / "once/metrics.jsonl");
   try {
     train(tiny_run(dir, "once", 5));
     FAIL() << "expected an error";
@@ -198,9 +220,7 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
     EXPECT_NE(std::string(e.what()).find("stopped before its first checkpoint"), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("poslab train --resume " + (dir / "once")), std::string::npos) << e.hint();
   }
-  EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), before);
-  TrainRequest again;
-  again.resume_dir = dir / "once";
+  EXPECT_EQ(fs::file_size(dir / "once/metrics.jsonl"), truncated);
   EXPECT_EQ(train(again).steps, 5);
   EXPECT_EQ(read_npy(dir / last).data, first_table.data) << "the restarted run differs from the first";
   EXPECT_EQ(read_jsonl(dir / "once/metrics.jsonl").size(), records);

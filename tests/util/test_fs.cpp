@@ -27,6 +27,20 @@ TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
   EXPECT_EQ(files, 1);
 }
 
+// A folder where the file should go: named as a folder, with the reason kept (the temporary's removal must not
+// replace it), and nothing left behind.
+TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "out");
+  const std::string e = error_of([&] { write_file_atomic(dir / "out", "bytes"); });
+  EXPECT_NE(e.find(dir / "out" + ": is a folder, not a file"), std::string::npos) << e;
+  EXPECT_EQ(e.find("Success"), std::string::npos) << e;
+  EXPECT_NE(e.find("name a file inside it"), std::string::npos) << e;
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.str())) files += f.is_regular_file();
+  EXPECT_EQ(files, 0) << "the temporary file is left behind";
+}
+
 // A real "no space left on device": the temporary file is a link to /dev/full, which fails every write with
 // ENOSPC. The error names the file and the reason, and the previous contents survive.
 TEST(Fs, DiskFullIsAnErrorNamingThePathAndKeepsThePreviousFile) {
