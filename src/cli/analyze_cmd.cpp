@@ -12,6 +12,7 @@
 #include "analysis/metric_list.h"
 #include "analysis/position_token.h"
 #include "analysis/probes.h"
+#include "cli/validators.h"
 #include "data/dataset.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
@@ -93,7 +94,7 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   cmd->add_option("--k", a.k,
                   "with --against: principal angles between the top K components (default: the smaller "
                   "number above the noise floor)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   return cmd;
 }
 

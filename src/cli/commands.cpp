@@ -13,6 +13,7 @@
 #include "cli/export_cmd.h"
 #include "cli/model_cmds.h"
 #include "cli/sweep_cmds.h"
+#include "cli/validators.h"
 #include "config/config.h"
 #include "distributed/comm.h"
 #include "distributed/env.h"
@@ -59,7 +60,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--nproc", a.nproc,
                   "train data-parallel on N processes of this machine (each with its share of the cores); "
                   "torchrun and srun launch many machines")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   return cmd;
 }
 
@@ -74,10 +75,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* cmd = app.add_subcommand("bench", "training speed of a config: tokens/s, ms/step, MFU, snapshot cost");
   cmd->add_option("config", a.config, "YAML config")->check(CLI::ExistingFile);
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
-  cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", a.options.warmup, "untimed steps first")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
+  cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);
   cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)");
   cmd->add_option("--export", a.options.export_dir,
                   "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
@@ -227,6 +226,20 @@ int run_cli(int argc, char** argv) {
   CompareArgs compare_args;
   auto* compare_cmd = add_compare_command(app, compare_args);
 
+  // "poslab frob": CLI11 would say only that a subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "error: unknown command '" << argv[1] << "'\nhint: the commands are " << names
+                << "; poslab --help says what each does\n";
+      return 2;
+    }
+  }
   if (const std::optional<int> code = parse(app, argc, argv)) return *code;
   if (*train_cmd) return run_train(train_args, argc, argv);
   if (*bench_cmd) return run_bench_command(bench_args);

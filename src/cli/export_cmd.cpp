@@ -26,8 +26,32 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"hf", "tensorboard"}));
   cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf or RUN_DIR/export/tensorboard)");
+  cmd->add_flag("--force", a.force, "write into an --out that already holds files, replacing those of the same name");
   return cmd;
 }
+
+namespace {
+
+// An --out that holds anything (another export, a run's own files, the user's) is written into only with --force:
+// an export replaces files by name and would mix with what is there.
+void check_out_is_free(const std::string& out, bool force) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec))
+    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
+  if (force) return;
+  std::string names;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    if (n++ < 3) names += (names.empty() ? "" : ", ") + e.path().filename().string();
+  }
+  if (n == 0) return;
+  throw Error(out + ": already holds " + std::to_string(n) + (n == 1 ? " file or folder (" : " files or folders (") +
+                  names + (n > 3 ? ", …)" : ")"),
+              "pass --out a new folder, or --force to write into it (files of the same name are replaced)");
+}
+
+}  // namespace
 
 int run_export(const ExportArgs& a) {
   // The run folder and the checkpoint, from either.
@@ -37,6 +61,7 @@ int run_export(const ExportArgs& a) {
                        : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
                                                                       : in.parent_path();
   const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
+  check_out_is_free(out, a.force);
   if (a.to == "tensorboard") {
     const TensorboardExport r = export_tensorboard(run.string(), out);
     std::cerr << fmt::format("wrote {} scalars and {} snapshot tables; look at them with:\n  tensorboard --logdir {}\n",

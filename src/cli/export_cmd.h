@@ -11,6 +11,7 @@ struct ExportArgs {
   std::string input;      // a checkpoint or a run folder
   std::string to = "hf";  // hf | tensorboard
   std::string out;        // the folder written
+  bool force = false;     // write into an --out that holds files
 };
 
 CLI::App* add_export_command(CLI::App& app, ExportArgs& a);

@@ -13,6 +13,7 @@
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
+#include "cli/validators.h"
 #include "data/dataset.h"
 #include "extend/extend.h"
 #include "load/loaded_model.h"
@@ -20,8 +21,11 @@
 #include "report/report.h"
 #include "run/run_files.h"
 #include "train/evaluate.h"
+#include "train/memory_need.h"
+#include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/memory.h"
 #include "util/platform.h"
 
 namespace poslab {
@@ -150,15 +154,11 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   auto* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
   cmd->add_option("--prompt", a.prompt, "text to continue (default: start from a new line)");
-  cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", a.options.temperature, "0 = greedy")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")->capture_default_str()->check(kNonNegative);
+  cmd->add_option("--temperature", a.options.temperature, "0 = greedy")->capture_default_str()->check(kNonNegative);
   cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens; 0 = all")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str();
   add_device_option(cmd, a.device);
   return cmd;
@@ -178,10 +178,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   auto* cmd = app.add_subcommand("eval", "loss, perplexity and the loss at each position of a checkpoint");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
   cmd->add_option("--split", a.split, "val | train")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
-  cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")->check(kPositive);
   cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--out", a.out,
                   "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv, with --shift "
                   "RUN_DIR/eval/shift_loss_SPLIT.csv)");
@@ -228,10 +227,14 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
 int run_eval(const EvalArgs& a) {
   const torch::Device device(resolve_device(a.device, "--device"));
   LoadedModel m = load_model(a.checkpoint, device);
-  const int threads = apply_threads(m.cfg.run.threads);
-  const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
+  check_scoring_fits(m.cfg.model, m.model->vocab_size, batch_size, m.cfg.model.block_size,
+                     a.batch_size > 0 ? fmt::format("--batch-size {}", batch_size)
+                                      : fmt::format("train.batch_size {} (the run's)", batch_size),
+                     device.is_cuda() ? cuda_memory_room() : memory_room());
+  const int threads = apply_threads(m.cfg.run.threads);
+  const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
   const PositionLoss r =
       evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
@@ -260,13 +263,13 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
                                  "stretch a checkpoint's context to N positions by rebuilding its learned "
                                  "table (then: poslab eval, poslab train --init-from)");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt")->required();
-  cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(kPositive);
   cmd->add_option("--method", a.method, "linear | cubic | nearest | copy | random (the control)")
       ->capture_default_str()
       ->check(CLI::IsMember(extend_methods()));
   cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)");
   cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_flag("--force", a.force, "overwrite an existing --out");
   return cmd;
 }

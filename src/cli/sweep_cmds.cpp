@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/validators.h"
 #include "load/model_tables.h"
 #include "load/table_source.h"
 #include "report/compare.h"
@@ -24,7 +25,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
       ->take_all();
   cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--stop-at", a.options.stop_at,
                   "stop the run being trained at this step with a checkpoint, and the sweep with it");
   return cmd;

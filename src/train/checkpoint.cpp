@@ -2,6 +2,10 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "config/config.h"
@@ -29,22 +33,34 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
   return t;
 }
 
+// What to do about a damaged checkpoint: the run's other one (latest.pt and best.pt name each other).
+std::string use_another(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string other = name == "best.pt" ? "latest.pt" : "best.pt";
+  return "the file is damaged: use another checkpoint of the run, e.g. " + other +
+         (name == "latest.pt" ? " (to resume from it: copy it over latest.pt)" : "");
+}
+
 void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a folder, not a checkpoint",
+                "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(path + ": checkpoint not found", "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
+  if (::access(path.c_str(), R_OK) != 0) {
+    const std::string why = std::strerror(errno);
+    throw Error(path + ": cannot read the checkpoint: " + why, "check the file's permissions");
+  }
   try {
     ar.load_from(path, torch::Device(torch::kCPU));  // every tensor to the CPU first: a GPU's checkpoint opens anywhere
   } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",
-                "use another checkpoint of the run, e.g. best.pt");
+    throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)", use_another(path));
   }
 }
 
 Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {
-  return Error(path + ": checkpoint entry '" + key + "' " + what,
-               "the file is damaged: use another checkpoint of the "
-               "run (e.g. best.pt)");
+  return Error(path + ": checkpoint entry '" + key + "' " + what, use_another(path));
 }
 
 int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
@@ -138,7 +154,7 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer,
             path + ": optimizer state " + what + " of " + p.key() + " is " +
                 (m.defined() ? c10::toString(m.scalar_type()) + std::string(" ") + c10::str(m.sizes()) : "missing") +
                 ", the parameter is " + c10::toString(p.value().scalar_type()) + " " + c10::str(p.value().sizes()),
-            "the checkpoint is damaged: use another checkpoint of the run (e.g. best.pt), or train afresh");
+            use_another(path));
     }
   }
 }
@@ -283,9 +299,7 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
   load_archive(ar, path);
   (void)read_meta(ar, path);  // a readable poslab checkpoint, or an error naming the entry
   torch::serialize::InputArchive model_ar;
-  if (!ar.try_read("model", model_ar))
-    throw Error(path + ": checkpoint has no 'model' entry",
-                "the file is damaged: use another checkpoint of the run (e.g. best.pt)");
+  if (!ar.try_read("model", model_ar)) throw Error(path + ": checkpoint has no 'model' entry", use_another(path));
   const torch::Tensor w = archived_tensor(model_ar, "wpe.weight");
   if (!w.defined())
     throw Error(path + ": the checkpoint has no position table (model.position = none)",

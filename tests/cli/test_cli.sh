@@ -58,6 +58,9 @@ expect_error "missing corpus" "^error: $tmp/no-such-dir: corpus path not found" 
 expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 expect_error "no subcommand" "^error: " 
+expect_error "unknown subcommand" "^error: unknown command 'frob'" frob configs/default.yaml
+expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
+expect_error "a count that is not a number" "^error: --batches: must be a number above 0, not 'abc'" eval "$tmp/none.pt" --batches abc
 printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]}\n' "$src" >"$tmp/bad_sweep.yaml"
 expect_error "sweep with an unknown config key" "^error: .*bad_sweep.yaml: variant n_layers-1: .*model.n_layers" \
   sweep "$tmp/bad_sweep.yaml"

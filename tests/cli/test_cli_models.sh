@@ -47,6 +47,12 @@ expect_error "--against a folder of two tables" "bart: 2 position tables .*: whi
 # export (read back by transformers and TensorBoard in tests/export/test_export.sh): a file that is not a checkpoint.
 printf 'x' >"$tmp/bad.pt"
 expect_error "export a file that is not a checkpoint" "^error: .*bad.pt" export "$tmp/bad.pt" --out "$tmp/bad"
+# an --out that holds files is refused before anything is read or written; --force goes on (to the checkpoint's error)
+mkdir -p "$tmp/full" && printf 'mine\n' >"$tmp/full/README.md"
+expect_error "export into a folder that holds files" "^error: .*full: already holds 1 file or folder \(README.md\)" \
+  export "$tmp/bad.pt" --out "$tmp/full"
+expect_error "export --force into it" "^error: .*bad.pt" export "$tmp/bad.pt" --out "$tmp/full" --force
+[ "$(cat "$tmp/full/README.md")" = mine ] || { failed=$((failed + 1)); echo "FAIL export: README.md written over"; }
 
 echo "cli_models: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 
 #include "config/config.h"
@@ -99,6 +100,30 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
   EXPECT_NE(message(dir / "none.pt").find("not found"), std::string::npos);
   test::write_text(dir / "garbage.pt", "this is not a zip archive");
   EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: not a readable checkpoint"), std::string::npos);
+  // A damaged checkpoint's hint names the run's other one, never the file itself.
+  auto hint = [](const std::string& path) {
+    try {
+      read_checkpoint_meta(path);
+    } catch (const Error& e) {
+      return e.hint();
+    }
+    return std::string("no error");
+  };
+  std::filesystem::create_directories(dir / "checkpoints");
+  test::write_text(dir / "checkpoints/best.pt", "damaged");
+  test::write_text(dir / "checkpoints/latest.pt", "damaged");
+  EXPECT_NE(hint(dir / "checkpoints/best.pt").find("e.g. latest.pt"), std::string::npos)
+      << hint(dir / "checkpoints/best.pt");
+  EXPECT_NE(hint(dir / "checkpoints/latest.pt").find("e.g. best.pt (to resume from it: copy it over latest.pt)"),
+            std::string::npos)
+      << hint(dir / "checkpoints/latest.pt");
+  // A folder is not "not found"; a file this user cannot read is not "damaged".
+  EXPECT_NE(message(dir / "checkpoints").find("checkpoints: is a folder, not a checkpoint"), std::string::npos);
+  if (::geteuid() != 0) {  // root reads any file
+    std::filesystem::permissions(dir / "garbage.pt", std::filesystem::perms::none);
+    EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: cannot read the checkpoint: Permission denied"),
+              std::string::npos);
+  }
   torch::serialize::OutputArchive foreign;
   foreign.write("weights", torch::ones({2}));
   foreign.save_to(dir / "foreign.pt");
