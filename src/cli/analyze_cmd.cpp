@@ -34,12 +34,13 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--tensor", t.tensor,
                   "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight");
   cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
-  cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str();
-  cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str();
+  cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str()->check(kPositive);
+  cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str()->check(kPositive);
   cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table (the baselines always use seed 0)")
       ->capture_default_str();
   cmd->add_option("--std", t.std, "std of a synthetic random table (the random baseline always uses 0.02)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
 }
 
@@ -51,7 +52,8 @@ void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
       ->capture_default_str();
   cmd->add_option("--smooth-z", t.smooth_z,
                   "verdict: smooth when the adjacent cosine is this many sd above the shuffled copies' mean")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonNegative);
   // The thresholds of the verdict on k90 / effective-rank ratios to step 0 and a fixed cosine margin: named, with
   // what replaced them, rather than "not expected".
   for (const char* old : {"--rank-ratio", "--smooth-margin"})
@@ -77,13 +79,17 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
                 "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
                 "logistic regression on pairs: which comes first), as their paper runs them");
   cmd->add_option("--boundary-rows", a.options.boundary_rows, "rows at each end checked for boundary effects")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonNegative);
   cmd->add_option("--outlier-z", a.options.outlier_z, "|z| that makes a boundary row an outlier")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--top-pcs", a.options.top_pcs, "principal components whose frequency is reported")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--sinusoid-k", a.options.sinusoid_k, "lowest frequencies in the sinusoid R² basis")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kPositive);
   add_verdict_options(cmd, a.thresholds);
   cmd->add_option(
       "--against", a.against,

@@ -98,7 +98,7 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   spdlog::info("corpus: {} files, {:.2f} MB of text", corpus.files.size(), corpus.text.size() / 1e6);
 
   const std::string dir = cache_dir(cfg);
-  make_dirs(dir);
+  make_dirs(dir, "set data.cache_dir (or the environment's POSLAB_CACHE_DIR) to a writable folder");
   const std::string corpus_key = content_hash(corpus.text);
   TokenData data;
   data.corpus_hash = corpus_key;

@@ -1,5 +1,10 @@
 #include "load/loaded_model.h"
 
+#include <filesystem>
+#include <string>
+
+#include "util/error.h"
+
 namespace poslab {
 
 LoadedModel load_model(const std::string& path, const torch::Device& device) {
@@ -9,6 +14,15 @@ LoadedModel load_model(const std::string& path, const torch::Device& device) {
   m.tokenizer = Tokenizer::from_bytes(m.meta.tokenizer_model, path + " (stored tokenizer)");
   m.model = GPT(m.cfg.model, m.tokenizer.vocab_size());
   load_checkpoint(path, m.model, nullptr);
+  // A run never checkpoints non-finite weights (train.on_nonfinite): NaN or Inf here is damage, which would
+  // otherwise come out as a NaN loss or a sampler's error.
+  for (const auto& p : m.model->named_parameters()) {
+    const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
+    if (bad > 0)
+      throw Error(path + ": " + p.key() + " holds " + std::to_string(bad) + " NaN or Inf values",
+                  "the file is damaged: use another checkpoint of the run, e.g. " +
+                      std::string(std::filesystem::path(path).filename() == "best.pt" ? "latest.pt" : "best.pt"));
+  }
   m.model->to(device);
   m.model->eval();
   return m;

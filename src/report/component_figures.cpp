@@ -112,6 +112,14 @@ Figure helix_figure(const Series& s) {
   f.data["pcs_helix.dat"] = d;
   const std::string range =
       fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1));
+  if (!x || !y) {  // a table of one column (or one with no variance): no plane to draw, and no data to plot
+    f.caption = "The table (" + s.label + ") has fewer than two principal components: there is no plane to draw.";
+    f.script = both_formats(f.name,
+                            "  set label 1 'fewer than two principal components' at graph 0.5, 0.5 center\n"
+                            "  unset tics\n  plot [0:1][0:1] NaN notitle\n  unset label 1\n  set tics\n",
+                            760, 620);
+    return f;
+  }
   if (z) {
     f.script = both_formats(
         f.name,

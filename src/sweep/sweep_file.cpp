@@ -165,7 +165,26 @@ std::vector<SweepVariant> crossed(const std::vector<SweepVariant>& named, const 
 
 // Distinct variant names, and every variant's config loads: an unknown key or an impossible value fails now, not
 // hours in.
+// What the sweep sets for each run itself: its seed (from seeds:) and its folder (SWEEP_DIR/VARIANT/seed-S). A
+// setting of them would be replaced without a word (a variant named for seed 2 trained with seed 1).
+void check_sweep_owned_keys(const std::vector<std::string>& overrides, bool out_dir_too, const std::string& where) {
+  for (const std::string& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "run.seed" || key == "run.name" || (out_dir_too && key == "run.out_dir"))
+      throw Error(where + " sets " + key +
+                      ", which the sweep sets for each run (the seed from seeds:, the folder "
+                      "SWEEP_DIR/VARIANT/seed-S)",
+                  key == "run.seed" ? "list the seeds in seeds: [...]"
+                                    : "leave " + key +
+                                          " out; run.out_dir of the base config or the sweep's set: "
+                                          "places the whole sweep");
+  }
+}
+
 void check_variants(const Sweep& s) {
+  check_sweep_owned_keys(as_override_list(s.sets), false, s.file + ": set:");
+  for (const auto& v : s.variants)
+    check_sweep_owned_keys(as_override_list(v.sets), true, s.file + ": variant " + v.name);
   std::set<std::string> names;
   for (const auto& v : s.variants)
     if (!names.insert(v.name).second)
@@ -210,6 +229,7 @@ std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_se
 }
 
 std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
+  check_sweep_owned_keys(cli_sets, false, "--set");
   const std::string dir = sweep_dir(sweep, cli_sets);
   std::vector<SweepRun> runs;
   for (int64_t seed : sweep.seeds)

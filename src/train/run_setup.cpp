@@ -146,7 +146,7 @@ std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config
   if (comm.is_main()) {
     try {
       if (!resuming) check_folder_is_free(rdir);
-      make_dirs(rdir);
+      make_dirs(rdir, "set run.out_dir to a writable folder");
       const RunFolder run(rdir);
       lock = std::make_unique<RunLock>(run.lock());
       make_dirs(run.checkpoints());

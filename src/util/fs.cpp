@@ -103,11 +103,18 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void make_dirs(const std::string& dir) {
+void make_dirs(const std::string& dir, const std::string& hint) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) crash_point("mkdir", dir);
   fs::create_directories(dir, ec);
-  if (ec) throw Error(dir + ": cannot create folder: " + ec.message(), "choose a writable location (run.out_dir)");
+  if (!ec) return;
+  const std::string why = ec.message();
+  const std::string how =
+      hint.empty() ? "choose a writable location, or fix the permissions of the folder above" : hint;
+  for (fs::path p = dir; !p.empty() && p != p.parent_path(); p = p.parent_path())  // a file where a folder must be
+    if (fs::exists(p, ec) && !fs::is_directory(p, ec))
+      throw Error(dir + ": cannot create folder: " + p.string() + " is a file", how);
+  throw Error(dir + ": cannot create folder: " + why, how);
 }
 
 void commit_file(const std::string& tmp, const std::string& to) {

@@ -44,8 +44,9 @@ int remove_stale_temporaries(const std::string& dir);
 // fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths.
 void commit_file(const std::string& tmp, const std::string& to);
 
-// Creates a folder and its parents; throws poslab::Error naming it.
-void make_dirs(const std::string& dir);
+// Creates a folder and its parents; throws poslab::Error naming it (and a file in its way), with `hint` (default: a
+// writable location or the permissions) for where the folder's place comes from, e.g. the config key.
+void make_dirs(const std::string& dir, const std::string& hint = "");
 
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);

@@ -155,6 +155,14 @@ if "$poslab" analyze --synthetic handbook --positions 64 --dim 32 --json - >"$tm
 else
   failed=$((failed + 1)); echo "FAIL analyze --synthetic --json -"; cat "$tmp/err"
 fi
+# a table of one column has no plane of two components: its report says so in that figure (gnuplot had no data)
+if "$poslab" report --synthetic random --positions 16 --dim 1 --out "$tmp/one_column" >"$tmp/out" 2>"$tmp/err" &&
+   [ -s "$tmp/one_column/helix.png" ] && grep -q "fewer than two principal components" "$tmp/one_column/index.html"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL report of a one-column table"; cat "$tmp/err"
+fi
+expect_error "analyze a zero-sized synthetic table" "^error: --dim: must be a number above 0, not '0'" analyze --synthetic random --dim 0
 if "$poslab" analyze tests/fixtures/gpt2_wpe_rows0-63.npy --rows 1:64 >"$tmp/out" 2>"$tmp/err" &&
    grep -q "top PCs       72.0%, 19.9%, 5.4%" "$tmp/out" && grep -q "k90 2 " "$tmp/out"; then
   passed=$((passed + 1))

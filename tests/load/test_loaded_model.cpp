@@ -5,6 +5,7 @@
 #include "formats/npy.h"
 #include "load/loaded_model.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 #include "train/snapshot.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"
@@ -31,6 +32,22 @@ TEST(LoadedModel, TheInitialModelIsTheOneTrainingStartedFrom) {
   model_usage_json(start, 0, &initial);
   const auto flat = initial.kernels.reshape({-1, initial.positions}).to(torch::kFloat32).to(torch::kFloat64);
   EXPECT_TRUE(torch::allclose(flat, torch::tensor(k0.data, torch::kFloat64).view({k0.shape[0], k0.shape[1]}), 0, 1e-7));
+}
+
+// A checkpoint whose weights hold NaN (damage: a run never checkpoints them) is an error naming the weight and the
+// run's other checkpoint, not a NaN loss later.
+TEST(LoadedModel, NonFiniteWeightsAreDamageNamedOnLoad) {
+  TempDir dir;
+  const TrainSummary s = train(tiny_run(dir, "run", 2));
+  LoadedModel m = load_model(s.run_dir + "/checkpoints/latest.pt");
+  {
+    torch::NoGradGuard no_grad;
+    m.model->wte->weight[3][5] = NAN;
+  }
+  save_checkpoint(dir / "run/checkpoints/latest.pt", m.model, nullptr, m.meta);
+  const std::string e = test::error_of([&] { load_model(dir / "run/checkpoints/latest.pt"); });
+  EXPECT_NE(e.find("latest.pt: wte.weight holds 1 NaN or Inf values"), std::string::npos) << e;
+  EXPECT_NE(e.find("e.g. best.pt"), std::string::npos) << e;
 }
 
 // The attention on real windows: with one window it is the position-only kernel of that window's own rows p_i + t_i.

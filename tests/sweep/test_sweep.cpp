@@ -385,6 +385,14 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
             std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a/b}]\n").find("not a folder name"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a, sett: {}}]\n").find("unknown key 'sett'"), std::string::npos);
+  // The seed and the folder of each run are the sweep's: set anywhere, they would be replaced without a word.
+  EXPECT_NE(sweep_error("seeds: [1, 2]\ngrid: {run.seed: [1, 2]}\n").find("variant seed-1 sets run.seed"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nset: {run.seed: 5}\n").find("set: sets run.seed"), std::string::npos);
+  EXPECT_NE(
+      sweep_error("seeds: [1]\nvariants: [{name: a, set: {run.out_dir: x}}]\n").find("variant a sets run.out_dir"),
+      std::string::npos);
+  EXPECT_THROW(sweep_runs(load_sweep(sweep_file("seeds: [1]\n", "ok.yaml")), {"run.seed=3"}), Error);
   try {
     test::write_text(dir_ / "configs/sweeps/nobase.yaml", "base: missing.yaml\nseeds: [1]\n");
     load_sweep(dir_ / "configs/sweeps/nobase.yaml");

@@ -41,6 +41,17 @@ TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
   EXPECT_EQ(files, 0) << "the temporary file is left behind";
 }
 
+// A folder that cannot be made because a file holds its place (or its parent's): that file is named, with the
+// caller's hint.
+TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
+  TempDir dir;
+  test::write_text(dir / "runs", "a file");
+  const std::string e = error_of([&] { make_dirs(dir / "runs/default/checkpoints", "set run.out_dir elsewhere"); });
+  EXPECT_NE(e.find("cannot create folder: " + dir / "runs" + " is a file"), std::string::npos) << e;
+  EXPECT_NE(e.find("| set run.out_dir elsewhere"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { make_dirs(dir / "runs/x"); }).find("choose a writable location"), std::string::npos);
+}
+
 // A real "no space left on device": the temporary file is a link to /dev/full, which fails every write with
 // ENOSPC. The error names the file and the reason, and the previous contents survive.
 TEST(Fs, DiskFullIsAnErrorNamingThePathAndKeepsThePreviousFile) {
