@@ -3,6 +3,7 @@
 #include "cli/analyze_cmd.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "util/fs.h"
 #include "util/memory.h"
 #include "util/platform.h"
+#include "util/utf8.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -166,7 +168,10 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
 
 int run_sample(const SampleArgs& a) {
   LoadedModel m = load_model(a.checkpoint, torch::Device(resolve_device(a.device, "--device")));
-  const std::vector<int> prompt = m.tokenizer.encode(a.prompt);
+  std::string text = a.prompt;
+  if (const size_t replaced = sanitize_utf8(text); replaced > 0)  // as the corpus is read
+    spdlog::warn("--prompt: {} byte{} of invalid UTF-8 replaced by U+FFFD", replaced, replaced == 1 ? "" : "s");
+  const std::vector<int> prompt = m.tokenizer.encode(text);
   const int start = m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0;
   std::vector<int> ids = generate(m.model, prompt, a.options, start);
   if (prompt.empty()) ids.erase(ids.begin());  // the start token is not part of the text

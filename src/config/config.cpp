@@ -4,10 +4,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "config/fields.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -38,12 +42,15 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
 
 // Walks a YAML map, descending into sections, and sets every leaf key.
 void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, const std::string& source) {
+  std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar())
       throw Error(source + ": a key under '" + (prefix.empty() ? "(top level)" : prefix) + "' is not a plain name",
                   "write keys as 'name: value'");
     const std::string name = kv.first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
+    if (!seen.insert(name).second)  // YAML readers differ on which one wins; yaml-cpp says nothing
+      throw Error(source + ": '" + key + "' appears twice", "keep one of them");
     if (kv.second.IsMap() && find_config_field(key) == nullptr && is_config_section(key)) {
       merge_map(cfg, kv.second, key, source);
     } else if (find_config_field(key) == nullptr && is_config_section(key)) {
@@ -58,7 +65,14 @@ void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, c
 void merge_yaml_text(Config& cfg, const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    docs.erase(
+        std::remove_if(docs.begin(), docs.end(), [](const YAML::Node& d) { return !d.IsDefined() || d.IsNull(); }),
+        docs.end());
+    if (docs.size() > 1)  // YAML::Load would read the first and drop the rest
+      throw Error(source + ": holds " + std::to_string(docs.size()) + " YAML documents (separated by ---)",
+                  "a config is one document: merge them, or keep each in a file of its own");
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::Exception& e) {
     throw Error(source + ": not valid YAML: " + e.what(), "check the indentation and quoting near that line");
   }
@@ -106,17 +120,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       throw Error(path + ": config file not found", "pass an existing YAML file, e.g. configs/default.yaml");
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::Exception& e) {
-      throw Error(path + ": not valid YAML: " + e.what(), "check the indentation and quoting near that line");
-    }
-    if (root.IsDefined() && !root.IsNull()) {
-      if (!root.IsMap())
-        throw Error(path + ": the top level must be a map of sections (run, data, model, train, snapshot)");
-      merge_map(cfg, root, "", path);
-    }
+    merge_yaml_text(cfg, read_file(path), path);
     // A config file names its run unless it says otherwise.
     if (cfg.origin["run.name"] == "default") cfg.run.name = std::filesystem::path(path).stem().string();
   }

@@ -178,7 +178,7 @@ expect_error "analyze safetensors without --tensor" "bad.safetensors: truncated"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
 expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
 expect_error "verdict share out of range" "^error: --min-signal-share: Value 2 not in range" analyze "$tmp/empty-run" --min-signal-share 2
-expect_error "verdict z not a number" "^error: Could not convert: --smooth-z = abc" report "$tmp/empty-run" --smooth-z abc
+expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or above, not 'abc'" report "$tmp/empty-run" --smooth-z abc
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
 expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
@@ -248,10 +248,12 @@ fi
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s1" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s2" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 4 >"$tmp/s3" 2>/dev/null
-if cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3" && grep -q "^The" "$tmp/s1"; then
+"$poslab" sample "$ckpt" --prompt "$(printf 'The\377')" --tokens 2 >/dev/null 2>"$tmp/s4"
+if cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3" && grep -q "^The" "$tmp/s1" &&
+   grep -q "warning --prompt: 1 byte of invalid UTF-8 replaced by U+FFFD" "$tmp/s4"; then
   passed=$((passed + 1))
 else
-  failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3"
+  failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3" "$tmp/s4"
 fi
 if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val loss .* perplexity" "$tmp/out" &&
    [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_val.csv")" -eq 129 ]; then

@@ -113,6 +113,22 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
   }
 }
 
+TEST(Config, ARepeatedKeyOrASecondDocumentIsAnError) {
+  // YAML readers differ on which of two equal keys wins, and yaml-cpp reads only a file's first document: both were
+  // taken without a word.
+  TempDir dir;
+  write_text(dir / "twice.yaml", "train:\n  lr: 0.1\n  lr: 0.2\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "twice.yaml"); }).find("twice.yaml: 'train.lr' appears twice"),
+            std::string::npos);
+  write_text(dir / "sections.yaml", "train:\n  lr: 0.1\nmodel:\n  n_layer: 2\ntrain:\n  max_steps: 5\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "sections.yaml"); }).find("'train' appears twice"), std::string::npos);
+  write_text(dir / "two.yaml", "train:\n  lr: 0.1\n---\ntrain:\n  max_steps: 5\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "two.yaml"); }).find("two.yaml: holds 2 YAML documents"),
+            std::string::npos);
+  write_text(dir / "one.yaml", "---\ntrain:\n  lr: 0.1\n...\n");  // one document, marked: fine
+  EXPECT_EQ(load_config(dir / "one.yaml").train.lr, 0.1);
+}
+
 TEST(Config, ARunNameIsOneFolderName) {
   // run.name is a folder inside run.out_dir: no path of its own, nothing that leaves it.
   for (const char* v : {"run.name=../../elsewhere", "run.name=a/b", "run.name=.", "run.name=..", "run.name=/tmp/x"}) {
