@@ -13,9 +13,9 @@
 #   gpt2     configs/gpt2_small.yaml trained for up to --gpt2-steps steps or what the budget leaves, and analysed
 #   tests    the unit tests' CPU cases and the shell tests (CI runs them against the same LibTorch version: on a GPU
 #            only when --parts names them)
-# Each part starts only with 20 s of the budget left, and each of its commands is stopped at the deadline (SIGTERM:
-# a training run stops at the end of its step with its checkpoint and snapshot); a part cut or left out is named in
-# the summary. Prints one summary, each line also appended to $OUT/gpu_check.txt as it is said when OUT is set.
+# Each part starts only with 20 s of the budget left (gpt2 60), and each of its commands is stopped at the deadline
+# (SIGTERM: a training run stops at the end of its step with its checkpoint and snapshot); a part cut or left out is
+# named in the summary. Prints one summary, each line also appended to $OUT/gpu_check.txt as it is said when OUT is set.
 #
 #   bash scripts/gpu_check.sh prepare     HERE (Debian 12 with its archive): download the libraries poslab builds
 #                                         with (spdlog, fmt, yaml-cpp, GoogleTest, CLI11, nlohmann-json,
@@ -111,6 +111,7 @@ done
 # 15 minutes and one call's 10; --cpu: every part, no limit.
 [ -z "$parts" ] && { [ "$cpu" = 1 ] && parts=$all_parts || parts=${all_parts%,tests}; }
 [ -z "$budget" ] && { [ "$cpu" = 1 ] && budget=0 || budget=540; }
+budget=$((10#$budget))  # "0540" is 540 seconds, not octal
 [ -d "$deps/usr/include/spdlog" ] || die "$deps holds no unpacked libraries" "run bash scripts/gpu_check.sh prepare where Debian's archive is reachable, and carry .gpu-deps"
 deps=$(cd "$deps" && pwd)
 device=cuda; [ "$cpu" = 1 ] && device=cpu
@@ -188,7 +189,7 @@ for lib in spdlog fmt yaml-cpp sentencepiece; do
 done
 
 # --- the parts, most wanted first, each within the time left ------------------------------------------------
-# A part starts only with at least 20 s of the budget left; each command in it runs under `timeout` to the deadline
+# A part starts only with at least 20 s of the budget left (gpt2 60); each command runs under `timeout` to the deadline
 # (SIGTERM: poslab train stops at the end of its step with a checkpoint and snapshot, as on Ctrl-C). A part the
 # budget cut or left out is named in the summary; neither counts as a failure.
 left() { if [ "$budget" = 0 ]; then echo 1000000; else echo $((budget - (SECONDS - t_start))); fi; }
@@ -198,11 +199,12 @@ within() {  # within CMD...: CMD, stopped at the deadline less $reserve seconds;
   [ "$l" -gt 0 ] || return 124
   timeout --preserve-status -k 20 -s TERM "$l" "$@"
 }
-cut() { [ "$(left)" -le $(( ${reserve:-0} + 2 )) ]; }  # whether the deadline stopped the last command (to SECONDS' grain)
+# Whether the deadline (less $reserve) stopped the last command, to SECONDS' grain.
+out_of_time() { [ "$(left)" -le $(( ${reserve:-0} + 2 )) ]; }
 not_run=()
-starts() {  # starts PART: whether PART is asked for and the budget has room to start it (saying so when not)
+starts() {  # starts PART [SECONDS]: whether PART is asked for and the budget has SECONDS (20) for it (saying if not)
   [[ ",$parts," == *",$1,"* ]] || return 1
-  if [ "$(left)" -lt 20 ]; then
+  if [ "$(left)" -lt "${2:-20}" ]; then
     note "$1: not run, the budget was spent (--budget $budget)"
     not_run+=("$1")
     return 1
@@ -229,8 +231,12 @@ PY
 if starts cases; then
   t0=$SECONDS
   cuda_log="build-gpu/cuda_cases.log"
+  cases_rc=0
   POSLAB_TEST_TMP="$root/build-gpu/test-tmp" within build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 ||
-    tests_ok=NO
+    cases_rc=$?
+  cases_cut=no
+  [ "$cases_rc" != 0 ] && out_of_time && cases_cut=yes  # the budget stopped them: not a failure of theirs
+  [ "$cases_rc" != 0 ] && [ "$cases_cut" = no ] && tests_ok=NO
   cuda_cases=$(case_results "$cuda_log")
   echo "$cuda_cases" >&2
   reported=$(echo "$cuda_cases" | grep -c . || true)
@@ -240,8 +246,8 @@ if starts cases; then
   # the binary lists.
   listed=$(build-gpu/poslab_tests --gtest_list_tests --gtest_filter='*/cuda' 2>/dev/null | grep -c '^  ' || true)
   if [ "$listed" -ne "$reported" ]; then
-    tests_ok=NO
-    note "  $((listed - reported)) of the $listed CUDA cases printed no result ($(cut && echo 'the budget ran out' || echo 'the test process ended early'))"
+    [ "$cases_cut" = no ] && tests_ok=NO
+    note "  $((listed - reported)) of the $listed CUDA cases printed no result ($([ "$cases_cut" = yes ] && echo 'the budget ran out' || echo 'the test process ended early'))"
   fi
   if [ -n "${OUT:-}" ]; then cp "$cuda_log" "$OUT/cuda_cases.log"; fi  # every case's output, passed or not
 fi
@@ -261,15 +267,19 @@ elif starts graph; then
     shape_sets=()
     [ "$shape" = wide ] && shape_sets=(--set model.n_layer=4 --set model.n_embd=256 --set model.block_size=256 --set train.batch_size=8)
     for dtype in float32 bfloat16; do
-      cut && continue
+      out_of_time && continue
       for graph in false true; do
         # the same warm-up steps both ways (a graph's capture comes after its 3 eager steps, in the warm-up): the same
         # losses, one for each step, bit for bit
         within build-gpu/poslab bench configs/default.yaml --steps 30 --warmup 4 --json - --set run.device=cuda --set "train.dtype=$dtype" \
           "${shape_sets[@]}" --set "train.cuda_graph=$graph" >"$work/bench_$graph.json" 2>"$work/bench_$graph.log" ||
-          { tail -5 "$work/bench_$graph.log" >&2; cut || graph_ok=NO; }
+          { tail -5 "$work/bench_$graph.log" >&2; out_of_time || graph_ok=NO; }
       done
-      if cut; then note "  $shape $dtype: stopped by the budget"; graph_ok=no; continue; fi
+      if out_of_time; then
+        note "  $shape $dtype: stopped by the budget"
+        [ "$graph_ok" = NO ] || graph_ok=no  # a failure seen before stays one
+        continue
+      fi
       line=$("$py" - "$work/bench_false.json" "$work/bench_true.json" <<'PY' || echo "FAILED (see above)"
 import json, sys
 off, on = (json.load(open(p)) for p in sys.argv[1:])
@@ -308,10 +318,10 @@ if starts compare; then
   compare_ok=yes
   note "poslab vs PyTorch on $device:"
   for c in "${comparisons[@]}"; do
-    if cut; then note "  bench_vs_pytorch.py $c: not run, the budget was spent"; not_run+=("compare $c"); continue; fi
+    if out_of_time; then note "  bench_vs_pytorch.py $c: not run, the budget was spent"; not_run+=("compare $c"); continue; fi
     # shellcheck disable=SC2086  # $c: the comparison's own arguments
     if ! within "$py" scripts/bench_vs_pytorch.py "${cmp_args[@]}" $c >"$work/compare.txt" 2>"$work/compare.log"; then
-      if cut; then
+      if out_of_time; then
         note "  bench_vs_pytorch.py $c: stopped by the budget; what it measured:"
         while IFS= read -r line; do note "    $line"; done < <(grep -E ' tok/s' "$work/compare.log" | grep -v ' round ' || true)
       else
@@ -342,7 +352,7 @@ elif starts profile; then
       cp "$work/gpt2_profile.txt" "$OUT/gpt2_profile.txt"
       gzip -c "$work/gpt2_trace.json" >"$OUT/gpt2_trace.json.gz"
     fi
-  elif cut; then
+  elif out_of_time; then
     note "GPT-2 small's profile on $device: stopped by the budget"
   else
     tail -5 "$work/gpt2_profile.log" >&2
@@ -368,7 +378,7 @@ if starts resume; then
     verdict=$(within build-gpu/poslab analyze "$run_dir" 2>/dev/null | grep -i -m1 'verdict' || true)
     [ -n "$verdict" ] && note "  $verdict"
     grep -m1 'device:' "$work/train.log" | sed 's/^[0-9:]* info /  /' >&2 || true
-  elif cut; then
+  elif out_of_time; then
     note "train configs/default.yaml on $device: stopped by the budget${run_dir:+ after $(run_summary "$run_dir")}; no resume compared"
     run_dir=""
   else
@@ -393,7 +403,7 @@ if starts resume; then
         note "stopped at step $half of $total and resumed on $device: DIFFERS from the uninterrupted run"
         tests_ok=NO
       fi
-    elif cut; then
+    elif out_of_time; then
       note "stopped and resumed on $device: stopped by the budget before the resumed run ended"
     else
       tail -20 "$work/resumed.log" >&2
@@ -412,17 +422,17 @@ gpt2_sets=(--set "run.device=$device" --set "data.corpus=$deps/usr/share/games/f
            --set run.report=false --set "data.cache_dir=$work/cache" --set train.eval_every=100 --set train.eval_batches=4
            --set snapshot.every=100 --set "train.max_steps=$gpt2_steps")
 [ "$cpu" = 1 ] && gpt2_sets+=(--set train.batch_size=2 --set train.eval_every=2 --set train.eval_batches=1)
-if starts gpt2; then
+if starts gpt2 60; then  # 30 s of them are kept for its analysis
   t0=$SECONDS
   rc=0
   reserve=30 within build-gpu/poslab train configs/gpt2_small.yaml "${gpt2_sets[@]}" >"$work/gpt2.out" 2>"$work/gpt2.log" ||
     rc=$?
   gpt2_dir=$(head -1 "$work/gpt2.out" 2>/dev/null || true)
-  if [ -n "$gpt2_dir" ] && { [ "$rc" = 0 ] || reserve=30 cut; }; then
+  if [ -n "$gpt2_dir" ] && { [ "$rc" = 0 ] || reserve=30 out_of_time; }; then
     how=""; [ "$rc" != 0 ] && how=" (stopped by the budget)"
     note "train configs/gpt2_small.yaml on $device: $(run_summary "$gpt2_dir")$how, $((SECONDS - t0)) s wall"
     while IFS= read -r line; do note "  $line"; done < <(within build-gpu/poslab analyze "$gpt2_dir" 2>/dev/null | tail -4 || true)
-  elif reserve=30 cut; then
+  elif reserve=30 out_of_time; then
     note "train configs/gpt2_small.yaml on $device: stopped by the budget before its first step ended"
   else
     tail -20 "$work/gpt2.log" >&2
@@ -462,7 +472,7 @@ elif starts tests; then
   fi
   note "CPU tests: $(grep -E 'tests passed' "$ctest_log" | tail -1 || true) in $((SECONDS - t0)) s; left out: $exclude"
   if [ "$units_ok" = NO ]; then
-    if cut; then
+    if out_of_time; then
       note "  stopped by the budget"
     else
       tests_ok=NO

@@ -26,14 +26,17 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"hf", "tensorboard"}));
   cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf or RUN_DIR/export/tensorboard)");
-  cmd->add_flag("--force", a.force, "write into an --out that already holds files, replacing those of the same name");
+  cmd->add_flag("--force", a.force,
+                "write into an --out that already holds files, replacing those of the same name (the default folder "
+                "needs none)");
   return cmd;
 }
 
 namespace {
 
 // An --out that holds anything (another export, a run's own files, the user's) is written into only with --force:
-// an export replaces files by name and would mix with what is there.
+// an export replaces files by name and would mix with what is there. The default folder (RUN_DIR/export/hf or
+// /tensorboard) holds only the run's earlier export, which a new one replaces.
 void check_out_is_free(const std::string& out, bool force) {
   std::error_code ec;
   if (!fs::exists(out, ec)) return;
@@ -61,7 +64,7 @@ int run_export(const ExportArgs& a) {
                        : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
                                                                       : in.parent_path();
   const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
-  check_out_is_free(out, a.force);
+  check_out_is_free(out, a.force || a.out.empty());  // the default folder, inside the run, is the export's own
   if (a.to == "tensorboard") {
     const TensorboardExport r = export_tensorboard(run.string(), out);
     std::cerr << fmt::format("wrote {} scalars and {} snapshot tables; look at them with:\n  tensorboard --logdir {}\n",

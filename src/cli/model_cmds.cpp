@@ -235,6 +235,7 @@ int run_eval(const EvalArgs& a) {
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
   check_scoring_fits(m.cfg.model, m.model->vocab_size, batch_size, m.cfg.model.block_size,
+                     m.cfg.train.dtype == "bfloat16",
                      a.batch_size > 0 ? fmt::format("--batch-size {}", batch_size)
                                       : fmt::format("train.batch_size {} (the run's)", batch_size),
                      device.is_cuda() ? cuda_memory_room() : memory_room());

@@ -4,10 +4,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <set>
-#include <vector>
+#include <sstream>
 
 #include "config/fields.h"
 #include "util/error.h"
@@ -62,20 +61,45 @@ void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, c
   }
 }
 
+// Whether YAML text holds a second document: content after a "---" or "..." marker line that follows content.
+// yaml-cpp's LoadAll, which would count them, loops forever on some malformed text (fuzz_config found one:
+// tests/fuzz/seeds/config/loadall_hang.yaml); a marker stands at the start of its line, so the lines tell.
+bool has_second_document(const std::string& text) {
+  bool content = false, ended = false;
+  std::istringstream in(text);
+  std::string line;
+  auto marker = [&](const char* m) {
+    return line.compare(0, 3, m) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+  };
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (marker("---") || marker("...")) {
+      ended = ended || content;
+      const size_t rest = line.find_first_not_of(" \t", 3);  // "--- a: 1" starts a document with content
+      if (marker("---") && rest != std::string::npos && line[rest] != '#') {
+        if (ended) return true;
+        content = true;
+      }
+      continue;
+    }
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#' || line[0] == '%') continue;  // blank, comment, directive
+    if (ended) return true;
+    content = true;
+  }
+  return false;
+}
+
 void merge_yaml_text(Config& cfg, const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    docs.erase(
-        std::remove_if(docs.begin(), docs.end(), [](const YAML::Node& d) { return !d.IsDefined() || d.IsNull(); }),
-        docs.end());
-    if (docs.size() > 1)  // YAML::Load would read the first and drop the rest
-      throw Error(source + ": holds " + std::to_string(docs.size()) + " YAML documents (separated by ---)",
-                  "a config is one document: merge them, or keep each in a file of its own");
-    if (!docs.empty()) root = docs.front();
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(source + ": not valid YAML: " + e.what(), "check the indentation and quoting near that line");
   }
+  if (has_second_document(text))  // YAML::Load reads the first and drops the rest
+    throw Error(source + ": holds more than one YAML document (separated by --- or ...)",
+                "a config is one document: merge them, or keep each in a file of its own");
   if (!root.IsDefined() || root.IsNull()) return;  // empty file: defaults only
   if (!root.IsMap())
     throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)");

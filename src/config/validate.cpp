@@ -131,10 +131,14 @@ void validate(const Config& c) {
   if (c.train.log_every < 1) check.fail("train.log_every", str(c.train.log_every), "must be at least 1");
   if (c.snapshot.every < 1) check.fail("snapshot.every", str(c.snapshot.every), "must be at least 1");
   if (c.run.name.empty()) check.fail("run.name", "''", "must not be empty");
+  if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
+}
+
+void validate_new_run(const Config& c) {
+  const Checks check{c};
   if (c.run.name == "." || c.run.name == ".." || c.run.name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
     check.fail("run.name", "'" + c.run.name + "'",
                "must be one folder name inside run.out_dir (no '/', '.' or '..'): set run.out_dir for another place");
-  if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
 }
 
 }  // namespace poslab

@@ -72,26 +72,24 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
   throw Error(what, hint);
 }
 
-int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length) {
+int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16) {
   const int64_t C = model.n_embd, T = length, B = batch;
-  Config cfg;
-  cfg.model = model;
-  const int64_t weights = training_memory_need(cfg, vocab_size).weights;
-  const int64_t logits = 3 * 4 * B * T * vocab_size;
+  const int64_t logits = (bf16 ? 10 : 8) * B * T * vocab_size;
   const int64_t scores = 2 * 4 * B * model.n_head * T * T;
   const int64_t hidden = 4 * B * T * 4 * C;
-  return weights + logits + std::max(scores, hidden);
+  return logits + std::max(scores, hidden);
 }
 
-void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length,
+void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16,
                         const std::string& batch_option, const MemoryRoom& room) {
   if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
-  const int64_t need = scoring_memory_need(model, vocab_size, batch, length);
+  const int64_t need = scoring_memory_need(model, vocab_size, batch, length, bf16);
   if (room.bytes < 0 || need <= room.bytes) return;
   throw Error(batch_option + ": one batch of " + std::to_string(batch) + " windows of " + std::to_string(length) +
-                  " tokens needs at least " + format_bytes(need) + " (its logits over " + std::to_string(vocab_size) +
-                  " token ids alone " + format_bytes(3 * 4 * batch * length * vocab_size) +
-                  ") but this process may use " + format_bytes(room.bytes) + ", " + room.limit,
+                  " tokens needs at least " + format_bytes(need) + " beyond the model (its logits over " +
+                  std::to_string(vocab_size) + " token ids alone " +
+                  format_bytes((bf16 ? 10 : 8) * batch * length * vocab_size) + ") but this process may use " +
+                  format_bytes(room.bytes) + " more, " + room.limit,
               "pass a smaller --batch-size (and more --batches for as many windows); nothing was written");
 }
 

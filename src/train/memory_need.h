@@ -31,15 +31,16 @@ MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world
 void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, const MemoryRoom& room,
                          bool on_gpu = false);
 
-// What scoring one batch of `batch` windows of `length` tokens needs, no gradients: the float32 weights, the logits
-// with their float copy and log-softmax (3 × 4 bytes a logit), layer's attention scores and softmax (2 × 4 bytes a
-// score) and its MLP's hidden layer. A lower bound, like training_memory_need.
-int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length);
+// What scoring one batch of `batch` windows of `length` tokens needs beyond the model's weights (loaded already, so
+// not in the room the caller measures), no gradients: the logits and their log-softmax in float (8 bytes a logit;
+// 10 in bf16: the bf16 logits, their float copy, the log-softmax), and the larger of a layer's attention scores with
+// their softmax (2 × 4 bytes a score) and its MLP's hidden layer. A lower bound, like training_memory_need.
+int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16);
 
 // Stops (poslab::Error) when scoring_memory_need is larger than the room, naming the option that sets the batch
-// (`batch_option`, e.g. "--batch-size 4096") and the sizes, before anything is read or written.
+// (`batch_option`, e.g. "--batch-size 4096") and the sizes, before any data is read or anything written.
 // POSLAB_NO_MEMORY_CHECK=1 skips it.
-void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length,
+void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16,
                         const std::string& batch_option, const MemoryRoom& room);
 
 }  // namespace poslab

@@ -99,6 +99,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     cfg.origin["train.init_from"] = "--init-from";
     for (const auto& o : req.overrides) apply_override(cfg, o);
     validate(cfg);
+    validate_new_run(cfg);
     check_init_from(cfg);
     return cfg;
   }
@@ -111,6 +112,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
       for (const auto& o : req.overrides) apply_override(cfg, o);
       validate(cfg);
     }
+    validate_new_run(cfg);
     check_init_from(cfg);
     return cfg;
   }

@@ -59,6 +59,8 @@ expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: check
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 expect_error "no subcommand" "^error: " 
 expect_error "unknown subcommand" "^error: unknown command 'frob'" frob configs/default.yaml
+expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '../escaped': must be one folder name" \
+  train configs/default.yaml --set run.name=../escaped --set "run.out_dir=$tmp/runs"
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
 expect_error "a count that is not a number" "^error: --batches: must be a number above 0, not 'abc'" eval "$tmp/none.pt" --batches abc
 printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]}\n' "$src" >"$tmp/bad_sweep.yaml"

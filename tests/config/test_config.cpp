@@ -122,21 +122,29 @@ TEST(Config, ARepeatedKeyOrASecondDocumentIsAnError) {
             std::string::npos);
   write_text(dir / "sections.yaml", "train:\n  lr: 0.1\nmodel:\n  n_layer: 2\ntrain:\n  max_steps: 5\n");
   EXPECT_NE(error_of([&] { load_config(dir / "sections.yaml"); }).find("'train' appears twice"), std::string::npos);
-  write_text(dir / "two.yaml", "train:\n  lr: 0.1\n---\ntrain:\n  max_steps: 5\n");
-  EXPECT_NE(error_of([&] { load_config(dir / "two.yaml"); }).find("two.yaml: holds 2 YAML documents"),
-            std::string::npos);
-  write_text(dir / "one.yaml", "---\ntrain:\n  lr: 0.1\n...\n");  // one document, marked: fine
+  for (const char* two : {"train:\n  lr: 0.1\n---\ntrain:\n  max_steps: 5\n", "train: {lr: 0.1}\n...\nrun: {seed: 2}\n",
+                          "# c\n---\ntrain: {lr: 0.1}\n--- {run: {seed: 2}}\n"}) {
+    write_text(dir / "two.yaml", two);
+    EXPECT_NE(error_of([&] { load_config(dir / "two.yaml"); }).find("two.yaml: holds more than one YAML document"),
+              std::string::npos)
+        << two;
+  }
+  // one document, marked and commented: fine; "---" inside a text is no marker
+  write_text(dir / "one.yaml", "%YAML 1.2\n# a config\n---\ntrain:\n  lr: 0.1\n...\n# the end\n");
   EXPECT_EQ(load_config(dir / "one.yaml").train.lr, 0.1);
+  EXPECT_NO_THROW(config_from_yaml("run:\n  name: |\n    a --- b\n", "text.yaml"));
 }
 
 TEST(Config, ARunNameIsOneFolderName) {
   // run.name is a folder inside run.out_dir: no path of its own, nothing that leaves it.
+  // A stored config (a run made before this rule) still loads: only a new run is held to it.
   for (const char* v : {"run.name=../../elsewhere", "run.name=a/b", "run.name=.", "run.name=..", "run.name=/tmp/x"}) {
-    const std::string e = error_of([&] { load_config("", {v}); });
+    const Config c = load_config("", {v});
+    const std::string e = error_of([&] { validate_new_run(c); });
     EXPECT_NE(e.find("run.name = "), std::string::npos) << v << ": " << e;
     EXPECT_NE(e.find("one folder name"), std::string::npos) << v << ": " << e;
   }
-  EXPECT_EQ(load_config("", {"run.name=my-run_2.b"}).run.name, "my-run_2.b");
+  EXPECT_NO_THROW(validate_new_run(load_config("", {"run.name=my-run_2.b"})));
 }
 
 TEST(Config, ImpossibleValuesNameKeyValueAndSource) {

@@ -56,26 +56,26 @@ TEST(MemoryNeed, SplitsTheModelStateAndTheActivations) {
   EXPECT_EQ(training_memory_need(cfg, 100).activations * 4, one.activations);
 }
 
-// Scoring (poslab eval): the weights, then per batch the logits three times in float (the logits, their float copy,
-// the log-softmax) and the larger of the attention scores (twice) and the MLP's hidden layer.
+// Scoring (poslab eval), beyond the loaded weights: per batch the logits and their log-softmax in float (and the
+// bf16 logits under bf16), and the larger of a layer's attention scores (twice) and its MLP's hidden layer.
 TEST(MemoryNeed, ScoringCountsTheLogitsAndTheLargestActivation) {
   Config cfg;
   cfg.model.n_layer = 4;
   cfg.model.n_head = 4;
   cfg.model.n_embd = 128;
   cfg.model.block_size = 128;
-  const int64_t weights = 4 * 1071872;  // the default model's parameters in float32
-  // B 8, T 128, V 2048: logits 12·8·128·2048; scores 8·8·4·128·128 = 4.19 MB against hidden 4·8·128·512 = 2.10 MB
-  EXPECT_EQ(scoring_memory_need(cfg.model, 2048, 8, 128), weights + 12LL * 8 * 128 * 2048 + 8LL * 8 * 4 * 128 * 128);
+  // B 8, T 128, V 2048: logits 8·8·128·2048; scores 8·8·4·128·128 = 4.19 MB against hidden 4·8·128·512 = 2.10 MB
+  EXPECT_EQ(scoring_memory_need(cfg.model, 2048, 8, 128, false), 8LL * 8 * 128 * 2048 + 8LL * 8 * 4 * 128 * 128);
+  EXPECT_EQ(scoring_memory_need(cfg.model, 2048, 8, 128, true), 10LL * 8 * 128 * 2048 + 8LL * 8 * 4 * 128 * 128);
   // The batch the hunt tried (100,000 windows) stops before anything runs, naming the option and the sizes.
   const MemoryRoom room{int64_t(24) << 30, "the machine's available memory (MemAvailable)"};
   test::ScopedEnv no_skip("POSLAB_NO_MEMORY_CHECK", nullptr);
   const std::string e =
-      test::error_of([&] { check_scoring_fits(cfg.model, 2048, 100000, 128, "--batch-size 100000", room); });
+      test::error_of([&] { check_scoring_fits(cfg.model, 2048, 100000, 128, false, "--batch-size 100000", room); });
   EXPECT_NE(e.find("--batch-size 100000: one batch of 100000 windows of 128 tokens needs at least"), std::string::npos)
       << e;
   EXPECT_NE(e.find("pass a smaller --batch-size"), std::string::npos) << e;
-  EXPECT_NO_THROW(check_scoring_fits(cfg.model, 2048, 32, 128, "--batch-size 32", room));
+  EXPECT_NO_THROW(check_scoring_fits(cfg.model, 2048, 32, 128, false, "--batch-size 32", room));
 }
 
 TEST(MemoryNeed, AModelThatCannotFitStopsWithBothSizesAndAHint) {
