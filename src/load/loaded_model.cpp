@@ -1,6 +1,5 @@
 #include "load/loaded_model.h"
 
-#include <filesystem>
 #include <string>
 
 #include "util/error.h"
@@ -20,8 +19,7 @@ LoadedModel load_model(const std::string& path, const torch::Device& device) {
     const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
     if (bad > 0)
       throw Error(path + ": " + p.key() + " holds " + std::to_string(bad) + " NaN or Inf values",
-                  "the file is damaged: use another checkpoint of the run, e.g. " +
-                      std::string(std::filesystem::path(path).filename() == "best.pt" ? "latest.pt" : "best.pt"));
+                  damaged_checkpoint_hint(path));
   }
   m.model->to(device);
   m.model->eval();

@@ -33,14 +33,6 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
   return t;
 }
 
-// What to do about a damaged checkpoint: the run's other one (latest.pt and best.pt name each other).
-std::string use_another(const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
-  const std::string other = name == "best.pt" ? "latest.pt" : "best.pt";
-  return "the file is damaged: use another checkpoint of the run, e.g. " + other +
-         (name == "latest.pt" ? " (to resume from it: copy it over latest.pt)" : "");
-}
-
 void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
@@ -55,12 +47,13 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   try {
     ar.load_from(path, torch::Device(torch::kCPU));  // every tensor to the CPU first: a GPU's checkpoint opens anywhere
   } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)", use_another(path));
+    throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",
+                damaged_checkpoint_hint(path));
   }
 }
 
 Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {
-  return Error(path + ": checkpoint entry '" + key + "' " + what, use_another(path));
+  return Error(path + ": checkpoint entry '" + key + "' " + what, damaged_checkpoint_hint(path));
 }
 
 int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key, const std::string& path) {
@@ -154,7 +147,7 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer,
             path + ": optimizer state " + what + " of " + p.key() + " is " +
                 (m.defined() ? c10::toString(m.scalar_type()) + std::string(" ") + c10::str(m.sizes()) : "missing") +
                 ", the parameter is " + c10::toString(p.value().scalar_type()) + " " + c10::str(p.value().sizes()),
-            use_another(path));
+            damaged_checkpoint_hint(path));
     }
   }
 }
@@ -299,7 +292,8 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
   load_archive(ar, path);
   (void)read_meta(ar, path);  // a readable poslab checkpoint, or an error naming the entry
   torch::serialize::InputArchive model_ar;
-  if (!ar.try_read("model", model_ar)) throw Error(path + ": checkpoint has no 'model' entry", use_another(path));
+  if (!ar.try_read("model", model_ar))
+    throw Error(path + ": checkpoint has no 'model' entry", damaged_checkpoint_hint(path));
   const torch::Tensor w = archived_tensor(model_ar, "wpe.weight");
   if (!w.defined())
     throw Error(path + ": the checkpoint has no position table (model.position = none)",
@@ -309,6 +303,13 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
                         "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " +
                             c10::str(w.sizes()) + ")");
   return w;
+}
+
+std::string damaged_checkpoint_hint(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string other = name == "best.pt" ? "latest.pt" : "best.pt";
+  return "the file is damaged: use another checkpoint of the run, e.g. " + other +
+         (name == "latest.pt" ? " (to resume from it: copy it over latest.pt)" : "");
 }
 
 }  // namespace poslab

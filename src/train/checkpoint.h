@@ -30,6 +30,9 @@ struct CheckpointMeta {
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta);
 
+// The hint for a damaged checkpoint: the run's other one (latest.pt and best.pt name each other).
+std::string damaged_checkpoint_hint(const std::string& path);
+
 // Reads only the metadata. Throws poslab::Error naming the file when it is not a readable poslab checkpoint.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 

@@ -21,14 +21,20 @@ int64_t numel_of(const ModelConfig& m, int64_t vocab) {
   return n;
 }
 
-// The count from the config alone equals the model's: the default config (1,071,872 parameters, as poslab inspect
-// prints), odd sizes, no biases, each position variant.
-TEST(MemoryNeed, CountsTheModelsParametersFromTheConfig) {
+// configs/default.yaml's model: 4 layers, 4 heads, 128 channels, 128 positions.
+Config default_shape() {
   Config cfg;
   cfg.model.n_layer = 4;
   cfg.model.n_head = 4;
   cfg.model.n_embd = 128;
   cfg.model.block_size = 128;
+  return cfg;
+}
+
+// The count from the config alone equals the model's: the default config (1,071,872 parameters, as poslab inspect
+// prints), odd sizes, no biases, each position variant.
+TEST(MemoryNeed, CountsTheModelsParametersFromTheConfig) {
+  Config cfg = default_shape();
   EXPECT_EQ(training_memory_need(cfg, 2048).parameters, 1071872);
   for (const bool bias : {true, false})
     for (const char* position : {"learned", "sinusoidal", "none"}) {
@@ -59,11 +65,7 @@ TEST(MemoryNeed, SplitsTheModelStateAndTheActivations) {
 // Scoring (poslab eval), beyond the loaded weights: per batch the logits and their log-softmax in float (and the
 // bf16 logits under bf16), and the larger of a layer's attention scores (twice) and its MLP's hidden layer.
 TEST(MemoryNeed, ScoringCountsTheLogitsAndTheLargestActivation) {
-  Config cfg;
-  cfg.model.n_layer = 4;
-  cfg.model.n_head = 4;
-  cfg.model.n_embd = 128;
-  cfg.model.block_size = 128;
+  Config cfg = default_shape();
   // B 8, T 128, V 2048: logits 8·8·128·2048; scores 8·8·4·128·128 = 4.19 MB against hidden 4·8·128·512 = 2.10 MB
   EXPECT_EQ(scoring_memory_need(cfg.model, 2048, 8, 128, false), 8LL * 8 * 128 * 2048 + 8LL * 8 * 4 * 128 * 128);
   EXPECT_EQ(scoring_memory_need(cfg.model, 2048, 8, 128, true), 10LL * 8 * 128 * 2048 + 8LL * 8 * 4 * 128 * 128);
