@@ -20,7 +20,17 @@ std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const Analy
     p.file = r.file;
     p.train_loss = r.train_loss;
     p.val_loss = r.val_loss;
-    p.analysis = analyze_table(read_npy_table(r.path), r.path, opt);
+    const torch::Tensor W = read_npy_table(r.path);
+    // One run's snapshots are one table: another shape is a file put there by hand (or another run's).
+    if (!points.empty() &&
+        (W.size(0) != points.front().analysis.positions || W.size(1) != points.front().analysis.dims))
+      throw Error(
+          fmt::format("{}: a {} x {} table where the run's first snapshot ({}) is {} x {}", r.path, W.size(0),
+                      W.size(1), points.front().file, points.front().analysis.positions, points.front().analysis.dims),
+          "a run folder's snapshots are one position table over training: restore this file, or analyse it "
+          "on its own with poslab analyze " +
+              r.path);
+    p.analysis = analyze_table(W, r.path, opt);
     points.push_back(std::move(p));
   }
   if (points.empty())

@@ -56,7 +56,8 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
                   "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
                   "without a config, from its config too (e.g. a checkpoint of poslab extend)");
   cmd->add_option("--stop-at", a.req.stop_at,
-                  "stop at this step with a checkpoint, as if interrupted; continue later with --resume");
+                  "stop at this step with a checkpoint, as if interrupted; continue later with --resume")
+      ->check(kNonNegative);
   cmd->add_option("--nproc", a.nproc,
                   "train data-parallel on N processes of this machine (each with its share of the cores); "
                   "torchrun and srun launch many machines")

@@ -27,7 +27,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
       ->check(kPositive);
   cmd->add_option("--stop-at", a.options.stop_at,
-                  "stop the run being trained at this step with a checkpoint, and the sweep with it");
+                  "stop the run being trained at this step with a checkpoint, and the sweep with it (a run already "
+                  "there is left as it is)")
+      ->check(kNonNegative);
   return cmd;
 }
 

@@ -61,6 +61,30 @@ void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, c
   }
 }
 
+void merge_yaml_text(Config& cfg, const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(source + ": not valid YAML: " + e.what(), "check the indentation and quoting near that line");
+  }
+  if (has_second_document(text))  // YAML::Load reads the first and drops the rest
+    throw Error(source + ": holds more than one YAML document (separated by --- or ...)",
+                "a config is one document: merge them, or keep each in a file of its own");
+  if (!root.IsDefined() || root.IsNull()) return;  // empty file: defaults only
+  if (!root.IsMap())
+    throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)");
+  merge_map(cfg, root, "", source);
+}
+
+Config with_default_origins() {
+  Config cfg;
+  for (const auto& k : config_keys()) cfg.origin[k] = "default";
+  return cfg;
+}
+
+}  // namespace
+
 // Whether YAML text holds a second document: content after a "---" or "..." marker line that follows content.
 // yaml-cpp's LoadAll, which would count them, loops forever on some malformed text (fuzz_config found one:
 // tests/fuzz/seeds/config/loadall_hang.yaml); a marker stands at the start of its line, so the lines tell.
@@ -89,30 +113,6 @@ bool has_second_document(const std::string& text) {
   }
   return false;
 }
-
-void merge_yaml_text(Config& cfg, const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(source + ": not valid YAML: " + e.what(), "check the indentation and quoting near that line");
-  }
-  if (has_second_document(text))  // YAML::Load reads the first and drops the rest
-    throw Error(source + ": holds more than one YAML document (separated by --- or ...)",
-                "a config is one document: merge them, or keep each in a file of its own");
-  if (!root.IsDefined() || root.IsNull()) return;  // empty file: defaults only
-  if (!root.IsMap())
-    throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)");
-  merge_map(cfg, root, "", source);
-}
-
-Config with_default_origins() {
-  Config cfg;
-  for (const auto& k : config_keys()) cfg.origin[k] = "default";
-  return cfg;
-}
-
-}  // namespace
 
 void apply_override(Config& cfg, const std::string& assignment) {
   const auto eq = assignment.find('=');

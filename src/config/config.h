@@ -98,6 +98,10 @@ struct Config {
 // Throws poslab::Error naming the file, key and value for unknown keys, wrong types, impossible values.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// Whether YAML text holds a second document: content after a "---" or "..." marker line that follows content
+// (yaml-cpp's Load reads the first document and drops the rest without a word). Config and sweep files are one.
+bool has_second_document(const std::string& text);
+
 // Parses YAML text as if read from `source_name` (used for configs stored in checkpoints).
 Config config_from_yaml(const std::string& yaml, const std::string& source_name);
 

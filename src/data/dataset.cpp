@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,8 +26,8 @@ std::string encode_tokens_file(const std::vector<int32_t>& ids) {
   return out;
 }
 
-// Returns false (and leaves ids empty) when the file is absent or not a complete token file.
-bool decode_tokens_file(const std::string& path, std::vector<int32_t>& ids) {
+// Returns false (and leaves ids empty) when the file is absent or not a complete token file of ids below vocab.
+bool decode_tokens_file(const std::string& path, int vocab, std::vector<int32_t>& ids) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
   const std::string bytes = read_file(path);
@@ -38,7 +39,12 @@ bool decode_tokens_file(const std::string& path, std::vector<int32_t>& ids) {
   if (bytes.size() != sizeof kTokensMagic + sizeof n + n * sizeof(int32_t)) return false;
   ids.resize(n);
   std::memcpy(ids.data(), bytes.data() + sizeof kTokensMagic + sizeof n, n * sizeof(int32_t));
-  return true;
+  const auto bad = std::find_if(ids.begin(), ids.end(), [vocab](int32_t id) { return id < 0 || id >= vocab; });
+  if (bad == ids.end()) return true;
+  spdlog::warn("tokens: {} holds id {} at {}, outside the tokenizer's {} pieces: damaged; encoding the corpus again",
+               path, *bad, bad - ids.begin(), vocab);
+  ids.clear();
+  return false;
 }
 
 // Number of distinct code points: the vocabulary a char tokenizer needs (plus unk and newline pieces).
@@ -154,7 +160,7 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   data.tokens_path =
       (fs::path(dir) / ("tokens-" + corpus_key + "-" + content_hash(data.tokenizer.model_bytes()) + ".bin")).string();
   std::vector<int32_t> ids;
-  if (decode_tokens_file(data.tokens_path, ids)) {
+  if (decode_tokens_file(data.tokens_path, data.tokenizer.vocab_size(), ids)) {
     data.tokens_from_cache = true;
     spdlog::info("tokens: cached {} ({} tokens)", data.tokens_path, ids.size());
   } else {

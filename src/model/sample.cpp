@@ -23,7 +23,9 @@ std::vector<int> generate(GPT& model, std::vector<int> ids, const SampleOptions&
     if (opt.temperature == 0) {
       next = static_cast<int>(logits.argmax().item<int64_t>());
     } else {
-      logits = logits / opt.temperature;
+      // In double, from the largest logit: a tiny temperature leaves the argmax at 0 and the rest at -inf (in float,
+      // logits / 1e-45 overflow and softmax reads NaN), a huge one leaves all near 0 (uniform).
+      logits = (logits.to(torch::kFloat64) - logits.max().item<double>()) / opt.temperature;
       if (opt.top_k > 0 && opt.top_k < logits.size(0)) {
         const double kth = std::get<0>(logits.topk(opt.top_k)).min().item<double>();
         logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());

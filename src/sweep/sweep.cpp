@@ -147,6 +147,11 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
       continue;
     }
     if (opt.max_runs > 0 && sum.trained + sum.resumed >= opt.max_runs) continue;
+    if (started && opt.stop_at >= 0 && at >= opt.stop_at) {  // stopped there before: --stop-at holds it there
+      spdlog::info("sweep {}: run {}/{} {} seed {}: at step {}, at or past --stop-at {}: left there", sweep.name, i + 1,
+                   runs.size(), r.variant, r.seed, at, opt.stop_at);
+      continue;
+    }
     if (!started) clear_unresumable_start(RunFolder(r.run_dir));
     const int left = static_cast<int>(runs.size() - i);
     spdlog::info("sweep {}: run {}/{} {} seed {}: {}{}", sweep.name, i + 1, runs.size(), r.variant, r.seed,

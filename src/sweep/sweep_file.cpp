@@ -4,7 +4,9 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "config/config.h"
 #include "run/run_folder.h"
@@ -50,17 +52,38 @@ std::vector<std::string> as_override_list(const std::vector<std::pair<std::strin
   return out;
 }
 
-// The sweep file's YAML: a map.
+// A key given twice in one map, at any depth (yaml-cpp keeps one of them without a word); `where` is its path.
+void check_no_repeated_keys(const YAML::Node& n, const std::string& path, const std::string& where) {
+  if (n.IsSequence())
+    for (size_t i = 0; i < n.size(); ++i) check_no_repeated_keys(n[i], path, where + "[" + std::to_string(i) + "]");
+  if (!n.IsMap()) return;
+  std::set<std::string> seen;
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) continue;  // read as a key later, and refused there
+    const std::string key = where.empty() ? kv.first.Scalar() : where + "." + kv.first.Scalar();
+    if (!seen.insert(kv.first.Scalar()).second) throw Error(path + ": '" + key + "' appears twice", "keep one of them");
+    check_no_repeated_keys(kv.second, path, key);
+  }
+}
+
+// The sweep file's YAML: one document, a map, each key once.
 YAML::Node read_sweep_yaml(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || fs::is_directory(path, ec)) throw Error(path + ": cannot read the sweep file", "check the path");
+  std::ostringstream text;
+  text << in.rdbuf();
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error(path + ": cannot read the sweep file", "check the path");
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
     throw Error(path + ": not valid YAML: " + e.what(), "fix the sweep file");
   }
+  if (has_second_document(text.str()))
+    throw Error(path + ": holds more than one YAML document (separated by --- or ...)",
+                "a sweep file is one document: merge them, or keep each in a file of its own");
   if (!root.IsMap()) throw Error(path + ": a sweep file is a YAML map", std::string("keys: ") + kSweepKeys);
+  check_no_repeated_keys(root, path, "");
   return root;
 }
 

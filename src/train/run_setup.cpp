@@ -141,6 +141,17 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   return cfg;
 }
 
+void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming) {
+  if (req.stop_at < 0) return;
+  if (resuming && req.stop_at <= resume_meta.step)
+    throw Error(
+        fmt::format("--stop-at {}: {} is already at step {}", req.stop_at, req.resume_dir, resume_meta.step),
+        fmt::format("name a later step, or leave --stop-at out to train to train.max_steps = {}", cfg.train.max_steps));
+  if (req.stop_at > cfg.train.max_steps)
+    spdlog::warn("--stop-at {} is past train.max_steps = {}: the run ends at step {}", req.stop_at, cfg.train.max_steps,
+                 cfg.train.max_steps);
+}
+
 std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, Comm& comm,
                                            const torch::Device& device) {
   std::unique_ptr<RunLock> lock;

@@ -33,6 +33,10 @@ bool restarts_in_place(const TrainRequest& req);
 // logged and how to go on from best.pt where there is one; nothing is changed.
 void check_restart_loses_nothing(const RunFolder& run);
 
+// --stop-at (TrainRequest::stop_at) names a step the run reaches: a resumed run already at or past it is an error
+// naming both steps (it would have trained to the end); a step past train.max_steps is said (the run ends there).
+void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming);
+
 // Rank 0 alone owns the run folder: it checks the folder is free (unless `resuming`), takes its lock (returned:
 // one trainer per folder until it is released), makes the folders, removes interrupted writes and writes
 // config.yaml. Its verdict reaches every rank, so that a taken folder stops them all with rank 0's error; the

@@ -69,7 +69,8 @@ TrainSummary TrainingRun::loop() {
       settle_unread();  // as before a checkpoint
       if (writer_) snapshot(step, record);
     }
-    const bool stop_here = (step == req_.stop_at || stop) && step > start_step_;
+    // A resumed run goes on from its checkpoint's step; a new one may stop at step 0, after its first checkpoint.
+    const bool stop_here = (step == req_.stop_at || stop) && (step > start_step_ || !resuming_);
     // The run's last record goes to disk before its last checkpoint: a checkpoint at train.max_steps (which a sweep
     // takes for a finished run) then never stands without it. A crash between the two leaves the checkpoint before,
     // whose resume cuts the record and writes it again.
@@ -295,6 +296,7 @@ TrainSummary train(const TrainRequest& req) {
   // --resume of a folder whose run wrote no checkpoint: it starts again there, from step 0, its logs emptied.
   const bool restart = restarts_in_place(req);
   const bool resuming = !req.resume_dir.empty() && !restart;
+  check_stop_at(req, cfg, resume_meta, resuming);
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
   const std::unique_ptr<RunLock> lock =

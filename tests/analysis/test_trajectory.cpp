@@ -240,6 +240,13 @@ TEST(Trajectory, EmptyAndBrokenRunFoldersAreClearErrors) {
   EXPECT_NE(message(dir / "lost").find("wpe_step000000.npy"), std::string::npos);
   write_text(dir / "junk/snapshots/index.jsonl", "garbage\n{\"step\":0,\"file\":\"x.npy\"}\n");
   EXPECT_NE(message(dir / "junk").find("index.jsonl:1: not a snapshot record"), std::string::npos);
+  TempDir mixed;
+  trajectory_run(mixed, {{0, smooth_table(1)}, {10, smooth_table(2).narrow(0, 0, 48)}});
+  EXPECT_NE(message(mixed / "run")
+                .find("wpe_step10.npy: a 48 x 32 table where the run's first snapshot "
+                      "(wpe_step0.npy) is 64 x 32"),
+            std::string::npos)
+      << message(mixed / "run");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "config/config.h"
@@ -10,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -175,6 +177,24 @@ TEST(Tokenizer, ADamagedCachedModelIsAnErrorNamingItAndTheFix) {
   const TokenData again = prepare_tokens(c, 1);
   EXPECT_FALSE(again.tokenizer_from_cache);
   EXPECT_EQ(again.tokenizer.model_bytes(), bytes);
+}
+
+// A token cache of the right size holding an id the tokenizer does not have (overwritten in place, or written by
+// another tokenizer under a colliding name) is encoded again, as a cut-short one is: the model never sees the id.
+TEST(Tokenizer, ACachedTokenFileWithAnIdOutsideTheVocabularyIsEncodedAgain) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  const Config c = tokenizer_config(dir, "bpe", 300);
+  const TokenData first = prepare_tokens(c, 1);
+  std::string bytes = read_file(first.tokens_path);
+  const int32_t outside = first.tokenizer.vocab_size();
+  std::memcpy(&bytes[bytes.size() - sizeof outside], &outside, sizeof outside);  // the last id
+  write_text(first.tokens_path, bytes);
+  const TokenData again = prepare_tokens(c, 1);
+  EXPECT_FALSE(again.tokens_from_cache);
+  EXPECT_EQ(again.train, first.train);
+  EXPECT_EQ(again.val, first.val);
+  EXPECT_TRUE(prepare_tokens(c, 1).tokens_from_cache) << "written again, whole";
 }
 
 TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "model/gpt.h"
 #include "model/sample.h"
 
@@ -49,6 +52,30 @@ TEST(Sample, GreedyAndTopOneAgree) {
   model->eval();
   const auto logits = model->forward(torch::tensor({{5}}, torch::kInt64));
   EXPECT_EQ(generate(model, {5}, greedy)[1], logits[0][0].argmax().item<int64_t>());
+}
+
+// A temperature near zero is greedy, not an overflow (logits / 1e-45 are infinite in float: softmax read NaN), and
+// a huge one is uniform, not an error.
+TEST(Sample, ExtremeTemperaturesAreGreedyAndUniform) {
+  GPT model = tiny_model();
+  SampleOptions greedy;
+  greedy.tokens = 10;
+  greedy.temperature = 0;
+  for (double t : {1e-45, 1e-300, 5e-324}) {
+    SampleOptions cold = greedy;
+    cold.temperature = t;
+    cold.seed = 3;
+    EXPECT_EQ(generate(model, {5}, cold), generate(model, {5}, greedy)) << "temperature " << t;
+    cold.top_k = 4;
+    EXPECT_EQ(generate(model, {5}, cold), generate(model, {5}, greedy)) << "temperature " << t << ", top_k 4";
+  }
+  SampleOptions hot = greedy;
+  hot.temperature = 1e300;
+  hot.tokens = 2000;
+  const auto ids = generate(model, {5}, hot);
+  std::vector<int> seen(20, 0);
+  for (int id : ids) seen[id]++;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 0), 0) << "every token drawn at a near-uniform temperature";
 }
 
 TEST(Sample, EmptyPromptStartsFromTheStartToken) {

@@ -103,16 +103,23 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(s.done_before, 2);
   EXPECT_EQ(s.trained, 1);
   EXPECT_EQ(s.finished, 2);
-
+  // Again with --stop-at: the run stopped there is left there, and the next one is trained to that step.
   const std::string sweep = dir_ / "runs/tiny";
+  const std::string held = slurp(sweep + "/position-learned/seed-2/checkpoints/latest.pt");
+  s = run_sweep(file, cut);
+  EXPECT_EQ(s.done_before, 2);
+  EXPECT_EQ(s.resumed, 0);
+  EXPECT_EQ(s.trained, 1);
+  EXPECT_EQ(slurp(sweep + "/position-learned/seed-2/checkpoints/latest.pt"), held);
+
   std::map<std::string, std::string> before;  // the finished runs' checkpoints and metrics, byte for byte
   for (const std::string run : {"position-learned/seed-1", "position-none/seed-1"})
     for (const std::string f : {"checkpoints/latest.pt", "metrics.jsonl"})
       before[run + "/" + f] = slurp(sweep + "/" + run + "/" + f);
   s = run_sweep(file, {});
   EXPECT_EQ(s.done_before, 2);
-  EXPECT_EQ(s.resumed, 1);
-  EXPECT_EQ(s.trained, 1);
+  EXPECT_EQ(s.resumed, 2);
+  EXPECT_EQ(s.trained, 0);
   EXPECT_EQ(s.finished, 4);
   for (const auto& [f, bytes] : before) EXPECT_EQ(slurp(sweep + "/" + f), bytes) << f << " was written again";
   EXPECT_TRUE(fs::is_regular_file(sweep + "/sweep.json"));
@@ -392,6 +399,18 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(
       sweep_error("seeds: [1]\nvariants: [{name: a, set: {run.out_dir: x}}]\n").find("variant a sets run.out_dir"),
       std::string::npos);
+  // A key given twice (yaml-cpp keeps one without a word) and a second document (dropped without a word).
+  EXPECT_NE(sweep_error("seeds: [1]\nseeds: [2]\n").find("bad.yaml: 'seeds' appears twice"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nset: {train.max_steps: 2, train.max_steps: 3}\n")
+                .find("'set.train.max_steps' appears twice"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\nvariants:\n  - {name: a, set: {model.n_layer: 1}}\n"
+                        "  - {name: b, set: {model.n_layer: 1, model.n_layer: 2}}\n")
+                .find("'variants[1].set.model.n_layer' appears twice"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [1]\n---\ngrid: {model.n_layer: [1, 2]}\n").find("more than one YAML document"),
+            std::string::npos);
+  EXPECT_EQ(sweep_error("seeds: [1]\n...\n# the end\n"), "") << "one document, its end marked";
   EXPECT_THROW(sweep_runs(load_sweep(sweep_file("seeds: [1]\n", "ok.yaml")), {"run.seed=3"}), Error);
   try {
     test::write_text(dir_ / "configs/sweeps/nobase.yaml", "base: missing.yaml\nseeds: [1]\n");

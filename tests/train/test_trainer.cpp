@@ -148,6 +148,41 @@ TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
 
 POSLAB_ON_EVERY_DEVICE(TrainerOnDevice);
 
+// --stop-at names a step the run reaches: a new run may stop at step 0 (its first checkpoint); a resumed run at or
+// past it is an error naming both steps, not a run trained to its end; a step past train.max_steps ends at it.
+TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "stop", 6);
+  r.stop_at = 0;
+  const TrainSummary zero = train(r);
+  EXPECT_FALSE(zero.finished);
+  EXPECT_EQ(zero.steps, 0);
+  EXPECT_EQ(read_checkpoint_meta(dir / "stop/checkpoints/latest.pt").step, 0);
+
+  TrainRequest resume;
+  resume.resume_dir = dir / "stop";
+  resume.stop_at = 3;
+  EXPECT_EQ(train(resume).steps, 3);
+  for (int64_t passed : {0, 3}) {
+    resume.stop_at = passed;
+    try {
+      train(resume);
+      FAIL() << "expected an error for --stop-at " << passed;
+    } catch (const Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find(fmt::format("--stop-at {}: {} is already at step 3", passed, resume.resume_dir)),
+          std::string::npos)
+          << e.what();
+      EXPECT_NE(e.hint().find("train.max_steps = 6"), std::string::npos) << e.hint();
+    }
+    EXPECT_EQ(read_checkpoint_meta(dir / "stop/checkpoints/latest.pt").step, 3) << "nothing trained";
+  }
+  resume.stop_at = 100;
+  const TrainSummary end = train(resume);
+  EXPECT_TRUE(end.finished);
+  EXPECT_EQ(end.steps, 6);
+}
+
 // The whole-model step resumes bit for bit too, in float32 and in bf16 (the products through oneDNN, which it needs),
 // with the batch cut in 2 slices; the run folder records that it ran the direct step.
 TEST(Trainer, TheDirectStepResumesBitForBitInBothDtypes) {
