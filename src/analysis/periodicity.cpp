@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <mutex>
 #include <numeric>
+#include <vector>
+
+#include "util/parallel.h"
 
 namespace poslab {
 namespace {
@@ -226,19 +230,27 @@ double translation_invariance(const double* C, int64_t P, const std::vector<int6
 double monotonicity(const double* C, int64_t P, const std::vector<int64_t>* perm) {
   auto at = [&](int64_t i, int64_t j) { return perm ? C[(*perm)[i] * P + (*perm)[j]] : C[i * P + j]; };
   if (P < 3) return NAN;
+  // Rows in parallel (O(P² log P) in all: seconds at 16,384 positions); each row's count is a whole number of
+  // halves, exact in a double, so the total is the same whatever the threads' order.
   double falling = 0;
-  std::vector<double> s, buf;
-  s.reserve(static_cast<size_t>(P));
-  for (int64_t i = 0; i < P; ++i) {
-    s.clear();  // from row i rightwards, nearest first
-    for (int64_t j = i + 1; j < P; ++j) s.push_back(at(i, j));
-    buf.resize(s.size());
-    falling += falling_pairs(s, buf);
-    s.clear();  // from row i leftwards, nearest first
-    for (int64_t j = i - 1; j >= 0; --j) s.push_back(at(i, j));
-    buf.resize(s.size());
-    falling += falling_pairs(s, buf);
-  }
+  std::mutex total;
+  parallel_for(0, P, 64, [&](int64_t begin, int64_t end) {
+    double part = 0;
+    std::vector<double> s, buf;
+    s.reserve(static_cast<size_t>(P));
+    for (int64_t i = begin; i < end; ++i) {
+      s.clear();  // from row i rightwards, nearest first
+      for (int64_t j = i + 1; j < P; ++j) s.push_back(at(i, j));
+      buf.resize(s.size());
+      part += falling_pairs(s, buf);
+      s.clear();  // from row i leftwards, nearest first
+      for (int64_t j = i - 1; j >= 0; --j) s.push_back(at(i, j));
+      buf.resize(s.size());
+      part += falling_pairs(s, buf);
+    }
+    const std::lock_guard<std::mutex> lock(total);
+    falling += part;
+  });
   const double triples = static_cast<double>(P) * static_cast<double>(P - 1) * static_cast<double>(P - 2) / 6;
   return falling / (2 * triples);
 }

@@ -62,6 +62,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   poslab::ensure_fast_blas(argc, argv);  // OpenBLAS's variables, given through getenv (util/platform.h)
   poslab::keep_freed_memory();
+  // Every command on all the cores, whatever LibTorch's own default (1 thread where its CPU detection fails, as on
+  // some AMD Zen 5 machines); a run's config (run.threads) sets its own count later.
+  poslab::apply_threads(0);
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
   spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
   const int rc = run(argc, argv);
