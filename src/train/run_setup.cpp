@@ -141,6 +141,17 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   return cfg;
 }
 
+void check_corpus_paths(const Config& cfg) {
+  for (const std::string& p : cfg.data.corpus) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) continue;
+    const auto it = cfg.origin.find("data.corpus");
+    throw Error((it == cfg.origin.end() ? std::string("config") : it->second) + ": data.corpus: " + p +
+                    ": corpus path not found",
+                "fix data.corpus: list existing files or folders");
+  }
+}
+
 void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming) {
   if (req.stop_at < 0) return;
   if (resuming && req.stop_at <= resume_meta.step)

@@ -33,6 +33,10 @@ bool restarts_in_place(const TrainRequest& req);
 // logged and how to go on from best.pt where there is one; nothing is changed.
 void check_restart_loses_nothing(const RunFolder& run);
 
+// Every data.corpus path exists: checked before the run folder is made (the corpus is read after). Throws
+// poslab::Error naming the path and where data.corpus was set.
+void check_corpus_paths(const Config& cfg);
+
 // --stop-at (TrainRequest::stop_at) names a step the run reaches: a resumed run already at or past it is an error
 // naming both steps (it would have trained to the end); a step past train.max_steps is said (the run ends there).
 void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming);

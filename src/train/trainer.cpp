@@ -297,6 +297,7 @@ TrainSummary train(const TrainRequest& req) {
   const bool restart = restarts_in_place(req);
   const bool resuming = !req.resume_dir.empty() && !restart;
   check_stop_at(req, cfg, resume_meta, resuming);
+  check_corpus_paths(cfg);
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
   const std::unique_ptr<RunLock> lock =

@@ -53,8 +53,13 @@ else
   failed=$((failed + 1)); echo "FAIL impossible value: exit $rc; these lines are missing from:$missing_from"
   printf '  %s\n' "$impossible_error" "$impossible_hint"; echo "stderr:"; cat "$tmp/err"
 fi
-expect_error "missing corpus" "^error: $tmp/no-such-dir: corpus path not found" \
+expect_error "missing corpus" "^error: --set: data.corpus: $tmp/no-such-dir: corpus path not found" \
   train configs/default.yaml --set "data.corpus=$tmp/no-such-dir" --set "run.out_dir=$tmp/runs"
+if [ -e "$tmp/runs/default" ]; then  # stopped before the run folder was made
+  failed=$((failed + 1)); echo "FAIL missing corpus: $tmp/runs/default was made"
+else
+  passed=$((passed + 1))
+fi
 expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 expect_error "no subcommand" "^error: " 
