@@ -38,6 +38,12 @@ std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const Analy
   return points;
 }
 
+std::string snapshot_span(const std::vector<TrajectoryPoint>& points) {
+  if (points.size() == 1) return fmt::format("1 snapshot, step {}", points.front().step);
+  return fmt::format("{} snapshots, steps {}..{}", points.size(), points.empty() ? 0 : points.front().step,
+                     points.empty() ? 0 : points.back().step);
+}
+
 const char* outcome_name(Outcome o) {
   switch (o) {
     case Outcome::emerged:

@@ -36,6 +36,9 @@ struct TrajectoryPoint {
 enum class Outcome { emerged, present_from_start, not_formed };
 const char* outcome_name(Outcome o);  // "emerged", "present from the start", "not formed"
 
+// "4 snapshots, steps 0..300", or "1 snapshot, step 0".
+std::string snapshot_span(const std::vector<TrajectoryPoint>& points);
+
 struct Verdict {
   Outcome outcome = Outcome::not_formed;
   bool low_rank = false, smooth = false, emerged = false;  // stably to the last snapshot (emerged: outcome == emerged)

@@ -309,8 +309,7 @@ int run_analyze(const AnalyzeArgs& a) {
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = vj;
-    out << fmt::format("run {}: {} snapshots, steps {}..{}\n", a.table.input, points.size(), points.front().step,
-                       points.back().step);
+    out << fmt::format("run {}: {}\n", a.table.input, snapshot_span(points));
     out << step_table(points);
     out << "\nverdict (" << outcome_name(v.outcome) << "): " << v.summary << "\n";
     std::string half;

@@ -85,8 +85,7 @@ bool terminal_takes_unicode() {
 std::string run_ending_text(const std::string& run_dir, const std::vector<TrajectoryPoint>& points, const Verdict& v,
                             bool unicode) {
   if (points.empty()) return "";
-  std::string out = fmt::format("\n{}: {} snapshots, steps {}..{}\n", run_dir, points.size(), points.front().step,
-                                points.back().step);
+  std::string out = fmt::format("\n{}: {}\n", run_dir, snapshot_span(points));
   out += fmt::format("verdict ({}): {}\n", outcome_name(v.outcome), v.summary);
   // The snapshots to quote: the first, the one the structure is there from (when it came later), the last.
   std::vector<size_t> at = {0};

@@ -222,6 +222,16 @@ TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
   for (const auto& h : half_change_steps(analyze_run(same / "run"))) EXPECT_FALSE(h.step.has_value()) << h.key;
 }
 
+TEST(Trajectory, TheSnapshotSpanCountsInWords) {
+  std::vector<TrajectoryPoint> points(1);
+  points[0].step = 7;
+  EXPECT_EQ(snapshot_span(points), "1 snapshot, step 7");
+  points.resize(3);
+  points[2].step = 300;
+  points[0].step = 0;
+  EXPECT_EQ(snapshot_span(points), "3 snapshots, steps 0..300");
+}
+
 TEST(Trajectory, EmptyAndBrokenRunFoldersAreClearErrors) {
   TempDir dir;
   std::filesystem::create_directories(dir / "empty");
