@@ -74,6 +74,7 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
                                  "smoothness, boundaries, sinusoids");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
+  cmd->add_flag("--force", a.force, "replace an existing --json file");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
   cmd->add_flag("--probes", a.probes,
                 "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
@@ -275,6 +276,7 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
 int run_analyze(const AnalyzeArgs& a) {
   // With --json -, stdout carries the JSON alone and the summary goes to stderr.
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  if (!a.json.empty()) check_output_file(a.json, "--json", a.force, {a.table.input, a.against});
   if (!a.against.empty()) return run_agreement(a, out);
   if (a.k > 0) throw Error("--k applies to --against", "pass --against TABLE, or leave --k out");
   if (a.probes && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input) &&

@@ -13,9 +13,10 @@
 namespace poslab {
 
 struct AnalyzeArgs {
-  TableSource table;  // table.input may also be a run folder
-  std::string rows;   // "A:B"
-  std::string json;   // FILE or "-"
+  TableSource table;   // table.input may also be a run folder
+  std::string rows;    // "A:B"
+  std::string json;    // FILE or "-"
+  bool force = false;  // replace an existing --json file
   bool baselines = false;
   bool probes = false;         // Wang & Chen's absolute and relative probes (analysis/probes.h)
   std::string against;         // a second table: compare the two up to rotation (analysis/agreement.h)

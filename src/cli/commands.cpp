@@ -43,6 +43,7 @@ struct BenchArgs {
   std::string config, json;  // json: FILE or "-"
   std::vector<std::string> sets;
   BenchOptions options;
+  bool force = false;  // replace an existing --json or --profile file
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
@@ -83,6 +84,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
                   "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
   cmd->add_option("--profile", a.options.profile_path,
                   "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)");
+  cmd->add_flag("--force", a.force, "replace an existing --json or --profile file");
   return cmd;
 }
 
@@ -133,6 +135,8 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
 
 // poslab bench: the figures on one line and the kernel paths' timings (on stderr when the JSON goes to stdout).
 int run_bench_command(const BenchArgs& a) {
+  check_output_file(a.json, "--json", a.force, {a.config});
+  check_output_file(a.options.profile_path, "--profile", a.force, {a.config});
   const nlohmann::json j = run_bench(load_config(a.config, a.sets), a.options);
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   const std::string gpu = j["gpu"].get<std::string>();

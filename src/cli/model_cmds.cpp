@@ -193,6 +193,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
                   "start rows S,S,... of the table: the same windows, of block_size − the largest S "
                   "tokens, read at rows S … S + length − 1 (loss against start offset)")
       ->delimiter(',');
+  cmd->add_flag("--force", a.force, "replace an existing --out file");
   add_device_option(cmd, a.device);
   return cmd;
 }
@@ -230,6 +231,7 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
 }  // namespace
 
 int run_eval(const EvalArgs& a) {
+  if (!a.out.empty()) check_output_file(a.out, "--out", a.force, {a.checkpoint});
   const torch::Device device(resolve_device(a.device, "--device"));
   LoadedModel m = load_model(a.checkpoint, device);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;

@@ -29,6 +29,7 @@ struct EvalArgs {
   std::string device = "auto";      // auto | cpu | cuda, as run.device
   int batches = 0, batch_size = 0;  // 0 = the run's train.eval_batches / train.batch_size
   std::vector<int64_t> shifts;      // --shift: start rows of the windows in the table (train/evaluate.h)
+  bool force = false;               // replace an existing --out file
 };
 
 struct ExtendArgs {

@@ -104,11 +104,13 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
       req.out.empty() ? RunFolder::of_checkpoint(req.checkpoint).extension_checkpoint(req.to, req.method) : req.out;
   const std::string json_path = extension_info_path(out);
   const std::string npy_path = extension_table_path(out);
-  std::error_code ec;
-  if (!req.force && fs::exists(out, ec))
-    throw Error(out + ": already exists", "pass --force to overwrite it, or --out another path");
-  if (fs::absolute(out).lexically_normal() == fs::absolute(req.checkpoint).lexically_normal())
-    throw Error("--out " + out + ": is the checkpoint being extended", "write the extension to another path");
+  if (fs::path(out).extension() != ".pt")  // beside it go NAME.wpe.npy and NAME.extension.json
+    throw Error("--out " + out + ": a checkpoint's name ends in .pt",
+                "name it, e.g., " + fs::path(out).replace_extension(".pt").string());
+  // The checkpoint and the two files beside it: never the input, never an existing file without --force.
+  const std::string named = req.out.empty() ? "the extension" : "--out";
+  for (const std::string& f : {out, npy_path, json_path})
+    check_output_file(f, f == out ? named : named + "'s table or record beside it,", req.force, {req.checkpoint});
 
   GPT model(cfg.model, m.tokenizer.vocab_size());
   {

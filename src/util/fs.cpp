@@ -117,6 +117,30 @@ void make_dirs(const std::string& dir, const std::string& hint) {
   throw Error(dir + ": cannot create folder: " + why, how);
 }
 
+void check_output_file(const std::string& path, const std::string& option, bool force,
+                       const std::vector<std::string>& inputs) {
+  if (path.empty() || path == "-") return;
+  const std::string named = option + " " + path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec) || !fs::path(path).has_filename())
+    throw Error(named + ": is a folder, not a file", "name a file, e.g. " + (fs::path(path) / "out").string());
+  for (const std::string& in : inputs)
+    if (!in.empty() && fs::exists(path, ec) && fs::equivalent(path, in, ec))
+      throw Error(named + ": is the file this command reads (" + in + "): the output would replace it",
+                  "name another file");
+  const bool exists = fs::exists(path, ec);
+  if (exists && !force) throw Error(named + ": already exists", "name a new file, or pass --force to replace it");
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) return;
+  const std::string trial = (folder / (".poslab-trial." + std::to_string(::getpid()))).string();
+  const int fd = ::open(trial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw Error(named + ": cannot be written there (" + folder.string() + ": " + std::strerror(errno) + ")",
+                "name a file in a folder you can write to");
+  ::close(fd);
+  ::unlink(trial.c_str());
+}
+
 void commit_file(const std::string& tmp, const std::string& to) {
   fsync_path(tmp, false);
   rename_into_place(tmp, to);

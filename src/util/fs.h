@@ -48,6 +48,14 @@ void commit_file(const std::string& tmp, const std::string& to);
 // writable location or the permissions) for where the folder's place comes from, e.g. the config key.
 void make_dirs(const std::string& dir, const std::string& hint = "");
 
+// A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
+// passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing
+// file only with `force` (an empty path, no output, passes too), and, where its folder exists, a place that takes a
+// file (a trial file is made there and removed). Checked before the command's work; a missing folder is left to the
+// command (eval makes it, bench refuses it). Throws poslab::Error naming the option and the path.
+void check_output_file(const std::string& path, const std::string& option, bool force,
+                       const std::vector<std::string>& inputs = {});
+
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);
 // Appends bytes to a file (created when missing) in one write.

@@ -130,7 +130,7 @@ fi
 expect_error "bench --profile into a missing folder" \
   "bench --profile .*/none/trace.json: the trace cannot be written there \\(.*/none is not a folder\\)" \
   bench configs/default.yaml --steps 1 --profile "$tmp/none/trace.json"
-expect_error "bench --profile given a folder" "bench --profile .*: the trace cannot be written there \\(a folder" \
+expect_error "bench --profile given a folder" "^error: --profile $tmp/: is a folder, not a file" \
   bench configs/default.yaml --steps 1 --profile "$tmp/"
 # bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
 # time, and a second bench of the same shape reads the measurement from the cache.
@@ -321,7 +321,7 @@ if "$poslab" eval "$ckpt" --batches 1 --device cpu --out "$tmp/pos.csv" >"$tmp/o
 else
   failed=$((failed + 1)); echo "FAIL eval/sample --device cpu"; cat "$tmp/err"
 fi
-"$poslab" eval "$ckpt" --batches 1 --device cuda --out "$tmp/pos.csv" >"$tmp/out" 2>"$tmp/err"
+"$poslab" eval "$ckpt" --batches 1 --device cuda --out "$tmp/pos_cuda.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] && grep -Eq "^error: --device = cuda: (this poslab was built against a LibTorch without CUDA|this LibTorch has CUDA, but it sees no GPU)" "$tmp/err"; }; then
   passed=$((passed + 1))
@@ -331,6 +331,23 @@ fi
 expect_error "eval unknown device" "^error: --device: gpu not in" eval "$ckpt" --device gpu
 expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample "$tmp/nope.pt"
 expect_error "eval bad split" "split" eval "$ckpt" --split test
+# An output file is never one of the command's inputs, nor an existing file without --force; either stays as it was.
+cp "$ckpt" "$tmp/keep.pt" && cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/keep.npy" && cp "$tmp/pos.csv" "$tmp/pos.before"
+expect_error "eval --out onto its checkpoint" "^error: --out $tmp/keep.pt: is the file this command reads" \
+  eval "$tmp/keep.pt" --batches 1 --out "$tmp/keep.pt"
+expect_error "eval --out onto an existing file" "^error: --out $tmp/pos.csv: already exists" eval "$ckpt" --out "$tmp/pos.csv"
+expect_error "analyze --json onto its table" "^error: --json $tmp/keep.npy: is the file this command reads" \
+  analyze "$tmp/keep.npy" --json "$tmp/keep.npy"
+expect_error "bench --profile where no file can be made" \
+  "^error: --profile /proc/poslab-trace.json: cannot be written there \(/proc: " \
+  bench configs/default.yaml --steps 1 --profile /proc/poslab-trace.json
+if cmp -s "$ckpt" "$tmp/keep.pt" && cmp -s tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/keep.npy" &&
+   cmp -s "$tmp/pos.csv" "$tmp/pos.before" &&
+   "$poslab" eval "$ckpt" --batches 1 --out "$tmp/pos.csv" --force >/dev/null 2>"$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL a refused output changed a file, or --force was refused"; cat "$tmp/err"
+fi
 # poslab extend: the extended checkpoint evaluates at its new length, names the trained and the new positions,
 # starts a fine-tuning run with --init-from (named after the extension), and the run's report shows them all.
 # float32 and 2 eval batches keep the training runs below quick on any CPU (without AVX512-BF16 or AMX, bf16 is
@@ -356,6 +373,11 @@ fi
 expect_error "extend to fewer positions" "^error: --to 64: the table already has 128 rows" extend "$ckpt" --to 64
 expect_error "extend unknown method" "^error: --method: spline not in" extend "$ckpt" --to 256 --method spline
 expect_error "extend over an existing file" "^error: .*160-cubic/checkpoint.pt: already exists" extend "$ckpt" --to 160 --method cubic
+mkdir -p "$tmp/side" && echo mine >"$tmp/side/m.wpe.npy"
+expect_error "extend over a file beside --out" "^error: --out's table or record beside it, $tmp/side/m.wpe.npy: already exists" \
+  extend "$ckpt" --to 160 --out "$tmp/side/m.pt"
+expect_error "extend to a checkpoint not named .pt" "^error: --out $tmp/side/m.safetensors: a checkpoint's name ends in .pt" \
+  extend "$ckpt" --to 160 --out "$tmp/side/m.safetensors"
 mkdir -p "$tmp/ext-as-run/checkpoints" && cp "$ext" "$tmp/ext-as-run/checkpoints/latest.pt"
 expect_error "resume from an extension" "holds no optimizer state" train --resume "$tmp/ext-as-run"
 expect_error "init-from and resume" "^error: .*not both" train --init-from "$ckpt" --resume "$tmp/x/default"

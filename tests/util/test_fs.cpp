@@ -41,6 +41,42 @@ TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
   EXPECT_EQ(files, 0) << "the temporary file is left behind";
 }
 
+// --out, --json, --profile: stdout passes; a folder, a file the command reads (by any spelling or link) and an
+// existing file without --force are errors naming the option and the path; a place that takes no file is found
+// before the work (a trial file, removed); the check itself writes nothing.
+TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
+  TempDir dir;
+  check_output_file("-", "--json", false, {"-"});
+  test::write_text(dir / "in.pt", "weights");
+  std::filesystem::create_symlink(dir / "in.pt", dir / "link.pt");
+  std::filesystem::create_directories(dir / "sub");
+  EXPECT_NE(
+      error_of([&] { check_output_file(dir / "sub", "--out", true); }).find("--out " + dir / "sub" + ": is a folder"),
+      std::string::npos);
+  for (const std::string same : {dir / "in.pt", dir / "sub/../in.pt", dir / "link.pt"}) {
+    const std::string e = error_of([&] { check_output_file(same, "--out", true, {dir / "in.pt"}); });
+    EXPECT_NE(e.find("--out " + same + ": is the file this command reads (" + dir / "in.pt" + ")"), std::string::npos)
+        << e;
+  }
+  test::write_text(dir / "old.csv", "position,loss\n");
+  const std::string e = error_of([&] { check_output_file(dir / "old.csv", "--out", false, {dir / "in.pt"}); });
+  EXPECT_NE(e.find("--out " + dir / "old.csv" + ": already exists | name a new file, or pass --force to replace it"),
+            std::string::npos)
+      << e;
+  check_output_file(dir / "old.csv", "--out", true, {dir / "in.pt"});
+  check_output_file(dir / "new.csv", "--out", false, {dir / "in.pt"});
+  check_output_file(dir / "missing/new.csv", "--out", false);  // a folder to make: the command's to say
+  EXPECT_EQ(read_file(dir / "old.csv"), "position,loss\n");
+  EXPECT_EQ(read_file(dir / "in.pt"), "weights");
+  int entries = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.str())) entries += !f.path().empty();
+  EXPECT_EQ(entries, 4) << "in.pt, link.pt, sub/, old.csv: no trial file left";
+  EXPECT_NE(error_of([] {
+              check_output_file("/proc/x.json", "--json", false);
+            }).find("--json /proc/x.json: cannot be written there (/proc: "),
+            std::string::npos);
+}
+
 // A folder that cannot be made because a file holds its place (or its parent's): that file is named, with the
 // caller's hint.
 TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
