@@ -37,7 +37,8 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str()->check(kPositive);
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str()->check(kPositive);
   cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table (the baselines always use seed 0)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kSeed);
   cmd->add_option("--std", t.std, "std of a synthetic random table (the random baseline always uses 0.02)")
       ->capture_default_str()
       ->check(kPositive);
@@ -48,7 +49,7 @@ void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
   cmd->add_option(
          "--min-signal-share", t.min_signal_share,
          "verdict: low rank when the components above the noise floor hold at least this share of the variance")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(kShare)
       ->capture_default_str();
   cmd->add_option("--smooth-z", t.smooth_z,
                   "verdict: smooth when the adjacent cosine is this many sd above the shuffled copies' mean")

@@ -161,7 +161,7 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens; 0 = all")
       ->capture_default_str()
       ->check(kNonNegative);
-  cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str();
+  cmd->add_option("--seed", a.options.seed, "same seed, same text")->capture_default_str()->check(kSeed);
   add_device_option(cmd, a.device);
   return cmd;
 }
@@ -276,8 +276,7 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember(extend_methods()));
   cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)");
-  cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
-      ->check(kNonNegative);
+  cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")->check(kSeed);
   cmd->add_flag("--force", a.force, "overwrite an existing --out");
   return cmd;
 }

@@ -25,4 +25,23 @@ inline CLI::Validator number_from(bool zero_too) {
 inline const CLI::Validator kPositive = number_from(false);
 inline const CLI::Validator kNonNegative = number_from(true);
 
+// A seed: a whole number from 0 to 2^63 − 1 (CLI11 wraps "-1" into an unsigned seed and clamps one too large).
+inline const CLI::Validator kSeed = CLI::Validator(
+    [](std::string& s) -> std::string {
+      const bool digits = !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
+      if (digits && (s.size() < 19 || s <= "9223372036854775807")) return "";
+      return "must be a whole number from 0 to 9223372036854775807, not '" + s + "'";
+    },
+    "SEED");
+
+// A share: a number from 0 to 1 (CLI11's Range lets "nan" through: no comparison with it fails).
+inline const CLI::Validator kShare = CLI::Validator(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end != nullptr && *end == '\0' && v >= 0 && v <= 1) return "";
+      return "must be a number from 0 to 1, not '" + s + "'";
+    },
+    "NUMBER in [0, 1]");
+
 }  // namespace poslab

@@ -67,6 +67,12 @@ expect_error "unknown subcommand" "^error: unknown command 'frob'" frob configs/
 expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '../escaped': must be one folder name" \
   train configs/default.yaml --set run.name=../escaped --set "run.out_dir=$tmp/runs"
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
+expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
+  sample "$tmp/none.pt" --seed -1
+expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \
+  extend "$tmp/none.pt" --to 8 --seed 99999999999999999999
+expect_error "a share that is not a number" "^error: --min-signal-share: must be a number from 0 to 1, not 'nan'" \
+  analyze "$tmp/none" --min-signal-share nan
 expect_error "a count that is not a number" "^error: --batches: must be a number above 0, not 'abc'" eval "$tmp/none.pt" --batches abc
 printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]}\n' "$src" >"$tmp/bad_sweep.yaml"
 expect_error "sweep with an unknown config key" "^error: .*bad_sweep.yaml: variant n_layers-1: .*model.n_layers" \
@@ -184,7 +190,7 @@ expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp
 expect_error "analyze safetensors without --tensor" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
 expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
-expect_error "verdict share out of range" "^error: --min-signal-share: Value 2 not in range" analyze "$tmp/empty-run" --min-signal-share 2
+expect_error "verdict share out of range" "^error: --min-signal-share: must be a number from 0 to 1, not '2'" analyze "$tmp/empty-run" --min-signal-share 2
 expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or above, not 'abc'" report "$tmp/empty-run" --smooth-z abc
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
 expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
