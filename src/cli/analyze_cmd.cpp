@@ -45,6 +45,16 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
 }
 
+void check_tensor_option(const TableSource& t) {
+  if (t.tensor.empty()) return;
+  if (t.synthetic.empty() && !t.input.empty() &&
+      (is_model_folder(t.input) || fs::path(t.input).extension() == ".safetensors"))
+    return;
+  const std::string what = t.synthetic.empty() ? t.input : "--synthetic " + t.synthetic;
+  throw Error("--tensor " + t.tensor + ": applies to a .safetensors file or a model folder, not " + what,
+              "leave --tensor out: " + what + " gives its one table");
+}
+
 void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
   cmd->add_option(
          "--min-signal-share", t.min_signal_share,
@@ -278,6 +288,10 @@ int run_analyze(const AnalyzeArgs& a) {
   // With --json -, stdout carries the JSON alone and the summary goes to stderr.
   std::ostream& out = a.json == "-" ? std::cerr : std::cout;
   if (!a.json.empty()) check_output_file(a.json, "--json", a.force, {a.table.input, a.against});
+  check_tensor_option(a.table);
+  if (a.against.empty() && !a.against_tensor.empty())
+    throw Error("--against-tensor " + a.against_tensor + " applies to --against",
+                "pass --against TABLE, or leave it out");
   if (!a.against.empty()) return run_agreement(a, out);
   if (a.k > 0) throw Error("--k applies to --against", "pass --against TABLE, or leave --k out");
   if (a.probes && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input) &&

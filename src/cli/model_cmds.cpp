@@ -54,6 +54,7 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
 }
 
 int run_report(const ReportArgs& a) {
+  check_tensor_option(a.table);
   std::error_code ec;
   ReportResult r;
   const TableSource& t = a.table;
@@ -74,6 +75,11 @@ int run_report(const ReportArgs& a) {
     }
     if (tables.size() > 1) return 0;
   } else if (!model && t.synthetic.empty() && !t.input.empty() && fs::is_directory(t.input, ec)) {
+    if (!a.out.empty())
+      throw Error("--out " + a.out + ": a run's report is written inside it, to " + RunFolder(t.input).report_dir(),
+                  "leave --out out (it names the folder of one table's or a model's report)");
+    if (!a.rows.empty())
+      throw Error("--rows applies to a single table, not to a run folder", "report one snapshot .npy with --rows");
     r = write_run_report(t.input, a.thresholds);
   } else {
     std::string source;

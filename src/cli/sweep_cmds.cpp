@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/validators.h"
 #include "load/model_tables.h"
@@ -66,7 +67,13 @@ bool is_run_input(const std::string& path) { return fs::is_directory(path) && !i
 // poslab compare TABLE TABLE …: every learned table of each input (a model folder's each on its own), on one page.
 int compare_tables(const CompareArgs& a) {
   std::vector<NamedTable> tables;
+  std::map<std::string, std::string> given;  // by canonical path: a table given twice would be drawn twice
   for (const std::string& input : a.dirs) {
+    std::error_code ec;
+    const fs::path key = fs::weakly_canonical(input, ec);
+    if (const auto [it, fresh] = given.emplace(ec ? input : key.string(), input); !fresh)
+      throw Error("compare: " + input + " is given twice (as " + it->second + " and as " + input + ")",
+                  "name each table once");
     const fs::path p = fs::path(input).filename().empty() ? fs::path(input).parent_path() : fs::path(input);
     const std::string name = p.extension() == ".safetensors" || p.extension() == ".npy" || p.extension() == ".pt"
                                  ? (p.parent_path().filename() / p.stem()).string()

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "analysis/agreement.h"
 #include "analysis/metric_list.h"
@@ -80,6 +81,15 @@ double run_value(const ComparedRun& r, const std::string& key) {
 // Each folder's finished runs: a sweep's in its order, or the run folder itself.
 std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
   std::vector<ComparedRun> runs;
+  std::map<std::string, std::string> given;  // each run's folder, by its canonical path: counted once, or seeds repeat
+  auto once = [&](const fs::path& run, const std::string& as) {
+    std::error_code ec;
+    const fs::path key = fs::weakly_canonical(run, ec);
+    const auto [it, fresh] = given.emplace(ec ? run.string() : key.string(), as);
+    if (!fresh)
+      throw Error("compare: " + run.string() + " is given twice (as " + it->second + " and as " + as + ")",
+                  "name each run once: a sweep's folder already holds its runs");
+  };
   for (const auto& d : dirs) {
     const fs::path dir = fs::path(d).lexically_normal();
     if (is_sweep_dir(dir.string())) {
@@ -89,10 +99,12 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
           spdlog::warn("compare: {} has not started: left out", run.string());
           continue;
         }
+        once(run, d);
         if (auto cr = read_run(run, r.variant)) runs.push_back(*cr);
       }
     } else if (RunFolder(dir.string()).has_config_and_metrics()) {
       const fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
+      once(p, d);
       if (auto cr = read_run(p, variant_of_run_dir(p.string()))) runs.push_back(*cr);
     } else {
       throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)",

@@ -66,7 +66,7 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
   std::string plots;
   for (size_t i = 0; i < variants.size(); ++i) {
     if (bands[i].x.empty()) continue;
-    const std::string file = name + "_" + gp_slug(variants[i]) + ".dat";
+    const std::string file = data_file(f, name, variants[i]);
     std::string d = "# x mean mean-sd mean+sd\n";
     for (size_t k = 0; k < bands[i].x.size(); ++k)
       d += fmt::format("{} {} {} {}\n", gp_number(bands[i].x[k]), gp_number(bands[i].mean[k]),

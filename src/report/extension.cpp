@@ -119,7 +119,7 @@ Figure loss_by_position_figure(const std::string& name, const std::string& capti
   std::string plots;
   for (const auto& c : series) {
     if (c.loss.empty()) continue;
-    const std::string file = name + "_" + gp_slug(c.label) + ".dat";
+    const std::string file = data_file(f, name, c.label);
     std::string d = "# position loss\n";
     for (size_t i = 0; i < c.loss.size(); ++i) d += fmt::format("{} {}\n", i, gp_number(c.loss[i]));
     f.data[file] = d;

@@ -24,7 +24,6 @@ std::string both_formats(const std::string& name, const std::string& body, int w
 namespace {
 
 std::string quote(const std::string& s) { return gp_quote(s); }
-std::string slug(const std::string& s) { return gp_slug(s); }
 
 // Writes one data file per series ("PREFIX_LABEL.dat", rows from `rows`) and returns the plot clauses.
 template <typename Rows>
@@ -34,7 +33,7 @@ std::string series_plots(
     std::string (*title)(const Series&) = [](const Series& s) { return s.label; }) {
   std::string plots;
   for (const auto& s : series) {
-    const std::string file = prefix + "_" + slug(s.label) + ".dat";
+    const std::string file = data_file(f, prefix, s.label);
     f.data[file] = "# " + header + "\n" + rows(*s.analysis);
     // noenhanced: a label is text as it is ("rows0_63" is no subscript).
     plots += fmt::format("{}'{}' using 1:2 with {} title {} noenhanced", plots.empty() ? "" : ", ", file, style,
@@ -60,6 +59,13 @@ std::string gp_slug(const std::string& s) {
   std::string out;
   for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return out;
+}
+
+std::string data_file(const Figure& f, const std::string& prefix, const std::string& label) {
+  const std::string stem = prefix + "_" + gp_slug(label);
+  std::string file = stem + ".dat";
+  for (int n = 2; f.data.count(file) > 0; ++n) file = stem + "_" + std::to_string(n) + ".dat";
+  return file;
 }
 
 Figure spectrum_figure(const std::vector<Series>& series) {
@@ -128,7 +134,7 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
       P);
   if (tables.size() > 1) body += fmt::format("  set multiplot layout 1,{}\n", tables.size());
   for (const auto& s : tables) {
-    const std::string file = (name == "similarity" ? "cos_" : name + "_") + slug(s.label) + ".dat";
+    const std::string file = data_file(f, name == "similarity" ? "cos" : name, s.label);
     const auto& M = s.analysis->cosine_matrix;
     std::string d;
     if (M.defined()) {

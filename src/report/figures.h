@@ -25,6 +25,10 @@ struct Figure {
 std::string gp_number(double v);
 std::string gp_quote(const std::string& s);
 std::string gp_slug(const std::string& s);
+
+// The name of a new data file of figure `f` for the series `label`: "PREFIX_SLUG.dat", with "_2", "_3", … where two
+// labels make one slug ("a b" and "a_b"), so that no series' data replaces another's.
+std::string data_file(const Figure& f, const std::string& prefix, const std::string& label);
 // A gnuplot script that draws `body` (set/plot commands, run in the report folder) once as NAME.png and once as
 // NAME.svg, with the same size and font; 'NaN' in the data is a gap.
 std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540);

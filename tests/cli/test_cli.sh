@@ -190,6 +190,18 @@ expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp
 expect_error "analyze safetensors without --tensor" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
 expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
+# An option that does not apply to the input is an error, never ignored.
+fixture=tests/fixtures/gpt2_wpe_rows0-63.npy
+expect_error "--tensor with a .npy" "^error: --tensor wpe: applies to a .safetensors file or a model folder, not $fixture" \
+  analyze "$fixture" --tensor wpe
+expect_error "--against-tensor without --against" "^error: --against-tensor wpe applies to --against" \
+  analyze "$fixture" --against-tensor wpe
+expect_error "report --out of a run" "^error: --out $tmp/r: a run's report is written inside it, to $tmp/empty-run/report" \
+  report "$tmp/empty-run" --out "$tmp/r"
+expect_error "report --rows of a run" "^error: --rows applies to a single table, not to a run folder" \
+  report "$tmp/empty-run" --rows 1:8
+expect_error "compare a table twice" "^error: compare: ./$fixture is given twice \\(as $fixture and as ./$fixture\\)" \
+  compare "$fixture" "./$fixture" --out "$tmp/twice"
 expect_error "verdict share out of range" "^error: --min-signal-share: must be a number from 0 to 1, not '2'" analyze "$tmp/empty-run" --min-signal-share 2
 expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or above, not 'abc'" report "$tmp/empty-run" --smooth-z abc
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5

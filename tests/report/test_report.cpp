@@ -2,12 +2,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include <spdlog/fmt/fmt.h>
 
 #include "analysis/baselines.h"
 #include "formats/npy.h"
+#include "report/figures.h"
 #include "report/gnuplot.h"
 #include "report/report.h"
 #include "source_paths.h"
@@ -200,6 +202,17 @@ TEST(Report, FailingGnuplotScriptIsAnErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("bad.gp: gnuplot failed"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("no-such-file.dat"), std::string::npos) << e.what();
   }
+}
+
+// Two labels of one slug ("a b", "a_b") get two data files: neither series' data replaces the other's.
+TEST(Report, LabelsOfOneSlugGetDataFilesOfTheirOwn) {
+  Figure f;
+  f.data[data_file(f, "trajectory_k90", "a b")] = "1";
+  f.data[data_file(f, "trajectory_k90", "a_b")] = "2";
+  f.data[data_file(f, "trajectory_k90", "a.b")] = "3";
+  EXPECT_EQ(f.data, (std::map<std::string, std::string>{{"trajectory_k90_a_b.dat", "1"},
+                                                        {"trajectory_k90_a_b_2.dat", "2"},
+                                                        {"trajectory_k90_a_b_3.dat", "3"}}));
 }
 
 TEST(Report, HtmlEscape) { EXPECT_EQ(html_escape("a<b> & \"c\""), "a&lt;b&gt; &amp; &quot;c&quot;"); }

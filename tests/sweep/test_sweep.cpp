@@ -127,6 +127,15 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   // The comparison: per variant, mean and sample sd over the 2 seeds of numbers read here from each run's files.
   const Comparison c = compare_runs({sweep});
   ASSERT_EQ(c.rows.size(), 2u);
+  try {  // a run given twice (here: in its sweep and on its own) would count as two seeds
+    compare_runs({sweep, sweep + "/position-learned/seed-1/"});
+    FAIL() << "a run was compared twice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(sweep + "/position-learned/seed-1 is given twice (as " + sweep + " and as " +
+                                         sweep + "/position-learned/seed-1/)"),
+              std::string::npos)
+        << e.what();
+  }
   for (const auto& row : c.rows) {
     ASSERT_EQ(row.runs.size(), 2u) << row.variant;
     std::vector<double> val, k90;
