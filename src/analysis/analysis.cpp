@@ -39,11 +39,13 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
                     ", expected 2 (positions, dims)",
                 "pass a 2-D position table");
   if (table.size(0) < 4 || table.size(1) < 1)
-    throw Error(source + ": the table is " + c10::str(table.sizes()) +
-                "; the analysis needs at least 4 rows and 1 column");
+    throw Error(
+        source + ": the table is " + c10::str(table.sizes()) + "; the analysis needs at least 4 rows and 1 column",
+        "analyse a table of 4 positions or more (--rows keeps too few?)");
   if (!table.is_floating_point())
     throw Error(source + ": the table's dtype is " + std::string(c10::toString(table.scalar_type())) +
-                ", expected a float type");
+                    ", expected a float type",
+                "pass a table of floats (float32, float64, float16 or bfloat16)");
   auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (P, d)
   if (!torch::isfinite(W).all().item<bool>()) {
     auto bad = torch::nonzero(~torch::isfinite(W));

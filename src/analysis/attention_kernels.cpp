@@ -119,13 +119,16 @@ HeadKernel summarise_kernel(const torch::Tensor& A_in, int head, bool causal) {
 AttentionKernels attention_kernels(const AttentionWeights& w) {
   const auto P_table = f64(w.table);
   if (P_table.dim() != 2 || P_table.size(0) < 4)
-    throw Error("attention kernels: the position table must be (P, C) with P >= 4, got " + c10::str(w.table.sizes()));
+    throw Error("attention kernels: the position table must be (P, C) with P >= 4, got " + c10::str(w.table.sizes()),
+                "the model's weights do not match its config: the file is damaged or of another layout");
   const int64_t P = P_table.size(0), C = P_table.size(1), nh = w.n_head;
   if (nh < 1 || C % nh != 0)
-    throw Error(fmt::format("attention kernels: n_embd {} is not divisible by n_head {}", C, nh));
+    throw Error(fmt::format("attention kernels: n_embd {} is not divisible by n_head {}", C, nh),
+                "the model's weights do not match its config: the file is damaged or of another layout");
   if (w.c_attn_weight.dim() != 2 || w.c_attn_weight.size(0) != 3 * C || w.c_attn_weight.size(1) != C)
     throw Error(fmt::format("attention kernels: c_attn weight is {}, expected ({}, {})",
-                            c10::str(w.c_attn_weight.sizes()), 3 * C, C));
+                            c10::str(w.c_attn_weight.sizes()), 3 * C, C),
+                "the model's weights do not match its config: the file is damaged or of another layout");
   auto x = P_table;
   if (w.mean_token.defined()) x = x + f64(w.mean_token).view({1, C});
   x = torch::layer_norm(x, {C}, f64(w.ln_weight), w.ln_bias.defined() ? f64(w.ln_bias) : torch::Tensor(), w.ln_eps);

@@ -27,7 +27,8 @@ torch::Tensor handbook_table(int64_t positions, int64_t dims, uint64_t seed) {
 torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed, double std) {
   if (positions < 4 || dims < 1)
     throw Error("--synthetic " + kind + ": --positions " + std::to_string(positions) + " --dim " +
-                std::to_string(dims) + ": needs at least 4 positions and 1 dim");
+                    std::to_string(dims) + ": needs at least 4 positions and 1 dim",
+                "pass --positions 4 or more and --dim 1 or more");
   if (kind == "random") return random_table(positions, dims, std, seed);
   if (kind == "sinusoidal") return sinusoidal_table(positions, dims);
   if (kind == "handbook") return handbook_table(positions, dims, seed);

@@ -32,7 +32,8 @@ GridAnalysis grid_analysis(const torch::Tensor& W_in, int64_t R, int64_t C, uint
   const auto W = W_in.detach().to(torch::kCPU, torch::kFloat64).contiguous();
   if (R < 2 || C < 2 || W.dim() != 2 || W.size(0) != R * C)
     throw Error(fmt::format("grid analysis: a {} x {} grid needs {} rows of patches, the table has {}", R, C, R * C,
-                            W.dim() == 2 ? W.size(0) : 0));
+                            W.dim() == 2 ? W.size(0) : 0),
+                "check the model's config.json (image_size, patch_size) against its position table");
   GridAnalysis g;
   g.rows = R, g.cols = C, g.dims = W.size(1);
   g.cosine = cosine_matrix(W);

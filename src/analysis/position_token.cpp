@@ -26,7 +26,8 @@ double mean_of(const std::vector<double>& v) {
 PositionTokenGeometry position_token_geometry(const torch::Tensor& wte_in, const torch::Tensor& wpe_in, int k) {
   if (wte_in.dim() != 2 || wpe_in.dim() != 2 || wte_in.size(1) != wpe_in.size(1))
     throw Error("position/token geometry: token embeddings " + c10::str(wte_in.sizes()) + " and position table " +
-                c10::str(wpe_in.sizes()) + " must be (V, C) and (P, C)");
+                    c10::str(wpe_in.sizes()) + " must be (V, C) and (P, C)",
+                "the model's weights do not match its config: the file is damaged or of another layout");
   const auto T = wte_in.detach().to(torch::kCPU, torch::kFloat64), W = wpe_in.detach().to(torch::kCPU, torch::kFloat64);
   PositionTokenGeometry g;
   g.vocab = T.size(0);

@@ -116,12 +116,14 @@ LiteratureProbes literature_probes(const torch::Tensor& W_in, const std::vector<
                                    int64_t max_pairs) {
   const auto W = W_in.detach().to(torch::kCPU, torch::kFloat64);
   const int64_t P = W.size(0);
-  if (W.dim() != 2 || P < 10) throw Error("literature probes: a (P, d) table with P >= 10 rows is needed");
+  if (W.dim() != 2 || P < 10)
+    throw Error("literature probes: a (P, d) table with P >= 10 rows is needed",
+                "leave out --probes for a table of fewer rows");
   std::vector<int64_t> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < P; ++i)
     if (static_cast<int64_t>(sorted.size()) != P || sorted[i] != i)
-      throw Error("literature probes: the order must list every row once");
+      throw Error("literature probes: the order must list every row once", "pass a permutation of 0 … P − 1");
   LiteratureProbes p;
   p.absolute_mae = absolute_probe(W, order, p.folds);
   p.relative_accuracy = relative_probe(W, pair_seed, max_pairs, p.folds, &p.pairs);

@@ -342,7 +342,9 @@ int run_analyze(const AnalyzeArgs& a) {
     torch::Tensor W = load_table(a.table, source);
     AnalysisOptions opt = a.options;
     if (!a.rows.empty()) {
-      if (W.dim() != 2) throw Error(source + ": --rows needs a 2-D table, got " + c10::str(W.sizes()));
+      if (W.dim() != 2)
+        throw Error(source + ": --rows needs a 2-D table, got " + c10::str(W.sizes()),
+                    "name a 2-D tensor with --tensor");
       W = select_rows(W, a.rows, &opt.row_offset);
     }
     main = analyze_table(W, source, opt);

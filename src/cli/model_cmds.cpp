@@ -214,7 +214,7 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
     if (s < 0 || s > T - 2)
       throw Error(
           fmt::format("--shift {}: a start row must be in 0 … {} (block_size {} minus a window of 2)", s, T - 2, T),
-          "pass start rows within the table, e.g. --shift 0,16,32");
+          fmt::format("pass start rows within the table, e.g. --shift 0,{},{}", (T - 2) / 4, (T - 2) / 2));
   const ShiftLoss r =
       evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
                       eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device, a.shifts);
@@ -248,6 +248,10 @@ int run_eval(const EvalArgs& a) {
                                       : fmt::format("train.batch_size {} (the run's)", batch_size),
                      device.is_cuda() ? cuda_memory_room() : memory_room());
   const int threads = apply_threads(m.cfg.run.threads);
+  for (const std::string& p : m.cfg.data.corpus)  // the run's own corpus, from the checkpoint's config
+    if (std::error_code ec; !fs::exists(p, ec))
+      throw Error(a.checkpoint + ": the run's corpus " + p + " is not there (data.corpus in the checkpoint's config)",
+                  "put it back at that path: eval scores the run's own held-out text");
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
   const PositionLoss r =

@@ -73,7 +73,9 @@ void merge_yaml_text(Config& cfg, const std::string& text, const std::string& so
                 "a config is one document: merge them, or keep each in a file of its own");
   if (!root.IsDefined() || root.IsNull()) return;  // empty file: defaults only
   if (!root.IsMap())
-    throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)");
+    throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)",
+                "write each section as 'train:' with its 'key: value' lines indented below; poslab config prints them "
+                "all");
   merge_map(cfg, root, "", source);
 }
 
@@ -123,7 +125,8 @@ void apply_override(Config& cfg, const std::string& assignment) {
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw Error("--set " + assignment + ": the value is not valid YAML: " + e.what());
+    throw Error("--set " + assignment + ": the value is not valid YAML: " + e.what(),
+                "write the value as YAML: a number, a word, a quoted string or a list like [a.txt, b.txt]");
   }
   if (find_config_field(key) == nullptr && is_config_section(key))
     throw Error("--set " + assignment + ": '" + key + "' is a section, not a key",
@@ -144,7 +147,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       throw Error(path + ": config file not found", "pass an existing YAML file, e.g. configs/default.yaml");
-    merge_yaml_text(cfg, read_file(path), path);
+    const std::string text = read_file(path);
+    if (text.find('\0') != std::string::npos)  // a checkpoint, a table: YAML's error would be about an escape
+      throw Error(path + ": binary data, not a YAML config",
+                  "pass a YAML config, e.g. configs/default.yaml (poslab inspect describes a checkpoint)");
+    merge_yaml_text(cfg, text, path);
     // A config file names its run unless it says otherwise.
     if (cfg.origin["run.name"] == "default") cfg.run.name = std::filesystem::path(path).stem().string();
   }

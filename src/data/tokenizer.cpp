@@ -134,7 +134,8 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
       int* out = nullptr;
       size_t n = 0;
       if (shim().encode(handle_->sp, text.data() + start, end - start, &out, &n, err, kErrLen) != 0)
-        throw Error(source_ + ": encoding failed: " + err);
+        throw Error(source_ + ": encoding failed: " + err,
+                    "the tokenizer model is damaged: train a new run, or use another checkpoint of this one");
       ids.insert(ids.end(), out, out + n);
       shim().free_buffer(out);
     }
@@ -166,7 +167,8 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
       char* out = nullptr;
       size_t n = 0;
       if (shim().decode(handle_->sp, ids.data() + start, end - start, &out, &n, err, kErrLen) != 0)
-        throw Error(source_ + ": decoding failed: " + err);
+        throw Error(source_ + ": decoding failed: " + err,
+                    "the tokenizer model is damaged: train a new run, or use another checkpoint of this one");
       text.append(out, n);
       shim().free_buffer(out);
     }

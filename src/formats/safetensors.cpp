@@ -27,7 +27,9 @@ SafetensorsEntry parse_entry(const nlohmann::json& info, const std::string& name
     else if (e.dtype == "F64" || e.dtype == "I64")
       e.element_size = 8;
     else
-      throw Error(path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64, I64");
+      throw Error(
+          path + ": tensor '" + name + "' has dtype " + e.dtype + "; supported: F32, F16, BF16, F64, I64",
+          "convert the tensor to one of those (e.g. with safetensors' Python API) or name another with --tensor");
     if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size)
       throw Error(path + ": tensor '" + name + "' lies outside the file (truncated?)", "download the file again");
     e.offset = data_start + offsets[0];

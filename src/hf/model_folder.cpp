@@ -19,9 +19,9 @@ const char* kIndex = "model.safetensors.index.json";
 std::map<std::string, SafetensorsEntry> read_header(const std::string& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
-  if (ec) throw Error(path + ": cannot read: " + ec.message());
+  if (ec) throw Error(path + ": cannot read: " + ec.message(), "check the path and its permissions");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
+  if (!in) throw Error(path + ": cannot open", "check the path and its permissions");
   std::string first8(8, '\0');
   in.read(first8.data(), 8);
   first8.resize(static_cast<size_t>(in.gcount()));

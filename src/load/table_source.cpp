@@ -44,7 +44,9 @@ ModelTable model_table(const std::string& input, const std::string& tensor, std:
 
 torch::Tensor load_table(const TableSource& t, std::string& source) {
   if (!t.synthetic.empty()) {
-    if (!t.input.empty()) throw Error(t.input + ": give a file or --synthetic, not both");
+    if (!t.input.empty())
+      throw Error(t.input + ": give a file or --synthetic, not both",
+                  "leave out INPUT to analyse the synthetic table, or --synthetic to analyse the file");
     source = "synthetic " + t.synthetic + " (" + std::to_string(t.positions) + " x " + std::to_string(t.dims) +
              ", seed " + std::to_string(t.seed) + ")";
     return synthetic_table(t.synthetic, t.positions, t.dims, t.seed, t.std);

@@ -32,7 +32,7 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
                 "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
   const std::string log = (fs::path(dir) / (script + ".log")).string();
   const pid_t pid = fork();
-  if (pid < 0) throw Error("cannot start gnuplot: fork failed");
+  if (pid < 0) throw Error("cannot start gnuplot: fork failed", "free memory or processes, then run the command again");
   if (pid == 0) {
     if (::chdir(dir.c_str()) != 0) _exit(126);
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

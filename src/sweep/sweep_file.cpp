@@ -17,6 +17,9 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
+// The hint of a sweep file's misshapen value.
+constexpr const char* kSweepExample = "the sweeps in configs/sweeps/ show each key's shape (docs/cli.md, \"Sweeps\")";
+
 const char* kSweepKeys = "name, base, seeds, set, grid, variants";
 
 // A YAML value as one line of YAML text, as --set takes it ("none", "0.02", "[a.txt, b.txt]").
@@ -28,7 +31,8 @@ std::string yaml_text(const YAML::Node& n) {
 
 // The overrides of a `set:` map, in file order; `where` names it in errors.
 std::vector<std::pair<std::string, std::string>> read_sets(const YAML::Node& n, const std::string& where) {
-  if (!n.IsMap()) throw Error(where + ": expected a map of config keys to values, e.g. {train.max_steps: 300}");
+  if (!n.IsMap())
+    throw Error(where + ": expected a map of config keys to values, e.g. {train.max_steps: 300}", kSweepExample);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& kv : n) out.emplace_back(kv.first.as<std::string>(), yaml_text(kv.second));
   return out;
@@ -110,7 +114,7 @@ void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
       s.base = resolve_base(v, path);
     } else if (key == "seeds") {
       if (!v.IsSequence() || v.size() == 0)
-        throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]");
+        throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]", kSweepExample);
       for (const auto& x : v) s.seeds.push_back(x.as<int64_t>());
       if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
         throw Error(path + ": seeds: " + yaml_text(v) + " repeats a seed", "list each seed once");
@@ -126,11 +130,13 @@ void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
 std::vector<SweepVariant> named_variants(const YAML::Node& root, const std::string& path) {
   std::vector<SweepVariant> named = {SweepVariant{}};
   if (const YAML::Node v = root["variants"]) {
-    if (!v.IsSequence() || v.size() == 0) throw Error(path + ": variants: expected a non-empty list of {name, set}");
+    if (!v.IsSequence() || v.size() == 0)
+      throw Error(path + ": variants: expected a non-empty list of {name, set}", kSweepExample);
     named.clear();
     for (size_t i = 0; i < v.size(); ++i) {
       const std::string where = path + ": variants[" + std::to_string(i) + "]";
-      if (!v[i].IsMap() || !v[i]["name"]) throw Error(where + ": expected {name: NAME, set: {key: value, ...}}");
+      if (!v[i].IsMap() || !v[i]["name"])
+        throw Error(where + ": expected {name: NAME, set: {key: value, ...}}", kSweepExample);
       for (const auto& kv : v[i])
         if (kv.first.as<std::string>() != "name" && kv.first.as<std::string>() != "set")
           throw Error(where + ": unknown key '" + kv.first.as<std::string>() + "'", "a variant has name and set");
@@ -149,11 +155,12 @@ std::vector<SweepVariant> named_variants(const YAML::Node& root, const std::stri
 std::vector<SweepVariant> grid_points(const YAML::Node& root, const std::string& path) {
   std::vector<SweepVariant> points = {SweepVariant{}};
   if (const YAML::Node g = root["grid"]) {
-    if (!g.IsMap() || g.size() == 0) throw Error(path + ": grid: expected a map of config keys to lists of values");
+    if (!g.IsMap() || g.size() == 0)
+      throw Error(path + ": grid: expected a map of config keys to lists of values", kSweepExample);
     for (const auto& kv : g) {
       const std::string key = kv.first.as<std::string>();
       if (!kv.second.IsSequence() || kv.second.size() == 0)
-        throw Error(path + ": grid." + key + ": expected a non-empty list of values, e.g. [64, 128]");
+        throw Error(path + ": grid." + key + ": expected a non-empty list of values, e.g. [64, 128]", kSweepExample);
       const std::string short_key = key.substr(key.rfind('.') + 1);
       std::vector<SweepVariant> next;
       for (const auto& p : points)

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "config/config.h"
 #include "train/optim.h"
@@ -47,6 +48,17 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   try {
     ar.load_from(path, torch::Device(torch::kCPU));  // every tensor to the CPU first: a GPU's checkpoint opens anywhere
   } catch (const c10::Error& e) {
+    // A table or a model file given where a checkpoint goes is no damage: say what it is and which command reads it.
+    std::ifstream in(path, std::ios::binary);
+    char head[16] = {};
+    in.read(head, sizeof head);
+    const std::string start(head, static_cast<size_t>(in.gcount()));
+    uint64_t header = 0;
+    if (start.size() >= 9) std::memcpy(&header, start.data(), sizeof header);
+    const std::string reads = "poslab analyze " + path + " or poslab report " + path + " read its table";
+    if (start.rfind("\x93NUMPY", 0) == 0) throw Error(path + ": a NumPy table (.npy), not a poslab checkpoint", reads);
+    if (start.size() >= 9 && start[8] == '{' && header > 1 && header < (uint64_t{1} << 32))
+      throw Error(path + ": a .safetensors file, not a poslab checkpoint", reads + "s (poslab inspect lists them)");
     throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",
                 damaged_checkpoint_hint(path));
   }

@@ -351,6 +351,11 @@ expect_error "sample missing checkpoint" "nope.pt: checkpoint not found" sample 
 expect_error "eval bad split" "split" eval "$ckpt" --split test
 # An output file is never one of the command's inputs, nor an existing file without --force; either stays as it was.
 cp "$ckpt" "$tmp/keep.pt" && cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/keep.npy" && cp "$tmp/pos.csv" "$tmp/pos.before"
+# A table or a checkpoint where the other goes says what it is and which command reads it.
+expect_error "eval of a table" "^error: $tmp/keep.npy: a NumPy table \\(.npy\\), not a poslab checkpoint" eval "$tmp/keep.npy"
+expect_error "config of a checkpoint" "^error: $tmp/keep.pt: binary data, not a YAML config" config "$tmp/keep.pt"
+expect_error "eval --shift past the table" "^hint: pass start rows within the table, e.g. --shift 0,31,63" \
+  eval "$ckpt" --shift 0,200
 expect_error "eval --out onto its checkpoint" "^error: --out $tmp/keep.pt: is the file this command reads" \
   eval "$tmp/keep.pt" --batches 1 --out "$tmp/keep.pt"
 expect_error "eval --out onto an existing file" "^error: --out $tmp/pos.csv: already exists" eval "$ckpt" --out "$tmp/pos.csv"
