@@ -114,7 +114,8 @@ std::string safetensors_file(const std::vector<SafetensorsTensor>& tensors,
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
     if (numel * element != t.bytes.size())
       throw Error("safetensors: tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) +
-                  " bytes, its shape and " + t.dtype + " need " + std::to_string(numel * element));
+                      " bytes, its shape and " + t.dtype + " need " + std::to_string(numel * element),
+                  "write each tensor with as many bytes as its shape and dtype take");
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
