@@ -5,6 +5,7 @@
 
 #include "analysis/metrics.h"
 #include "util/error.h"
+#include "util/plural.h"
 
 namespace poslab {
 
@@ -35,7 +36,7 @@ torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int6
 Analysis analyze_table(const torch::Tensor& table, const std::string& source, const AnalysisOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   if (table.dim() != 2)
-    throw Error(source + ": the table has " + std::to_string(table.dim()) + " dimensions " + c10::str(table.sizes()) +
+    throw Error(source + ": the table has " + counted(table.dim(), "dimension") + " " + c10::str(table.sizes()) +
                     ", expected 2 (positions, dims)",
                 "pass a 2-D position table");
   if (table.size(0) < 4 || table.size(1) < 1)

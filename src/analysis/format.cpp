@@ -110,6 +110,11 @@ std::string summary_text(const Analysis& a) {
   std::string s =
       fmt::format("{}: {} positions x {} dims{}\n", a.source, a.positions, a.dims,
                   a.row_offset ? fmt::format(" (rows {}:{})", a.row_offset, a.row_offset + a.positions) : "");
+  const bool constant = std::all_of(a.singular_values_centered.begin(), a.singular_values_centered.end(),
+                                    [](double v) { return !(v > 0); });
+  if (constant)  // no variance about the mean row: every figure below is empty, not measured
+    s += "  note          every row is the same: nothing varies along position, so the shares, ranks, correlations "
+         "and periods below measure nothing\n";
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
   const std::string rule = a.noise.rounding_floor ? "1e-6 × σ_1: no noise above float32's rounding"
@@ -156,8 +161,7 @@ std::string summary_text(const Analysis& a) {
                      slow ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy);
     if (k % 4 == 3 || k + 1 == shown)
       s += k + 1 == shown && shown < a.pc_frequencies.size()
-               ? fmt::format("\n                and {} more above the noise floor, in the JSON\n",
-                             a.pc_frequencies.size() - shown)
+               ? fmt::format("\n                and {} more components, in the JSON\n", a.pc_frequencies.size() - shown)
                : "\n";
   }
   std::string circles;

@@ -25,6 +25,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
+#include "util/plural.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -143,12 +144,12 @@ int run_bench_command(const BenchArgs& a) {
   out << fmt::format("{}{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu,
                      j["cuda_graph"].get<bool>() ? " (the step as a CUDA graph)" : "");
   out << fmt::format(
-      "{} steps ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
+      "{} ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
       "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | snapshot+analysis {:.1f} ms = {:.2f}% of a step\n",
-      j["steps"].get<int>(), j["warmup"].get<int>(), j["ms_per_step"].get<double>(), j["tokens_per_s"].get<double>(),
-      j["model_gflop_per_step"].get<double>(), j["achieved_gflops"].get<double>(), j["matmul_gflops"].get<double>(),
-      j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(), j["snapshot_analysis_ms"].get<double>(),
-      100 * j["snapshot_share_of_step"].get<double>());
+      counted(j["steps"].get<int>(), "step"), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
+      j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(), j["achieved_gflops"].get<double>(),
+      j["matmul_gflops"].get<double>(), j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
+      j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
   out << fmt::format("kernel paths: {} ({}){}\n", k["chosen"].get<std::string>(), k["how"].get<std::string>(),
                      k.contains("sdpa_kernel") ? fmt::format(" | attention: scaled_dot_product_attention's {} kernel",

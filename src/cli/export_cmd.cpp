@@ -10,6 +10,7 @@
 #include "export/export_tensorboard.h"
 #include "run/run_folder.h"
 #include "util/error.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -67,8 +68,8 @@ int run_export(const ExportArgs& a) {
   check_out_is_free(out, a.force || a.out.empty());  // the default folder, inside the run, is the export's own
   if (a.to == "tensorboard") {
     const TensorboardExport r = export_tensorboard(run.string(), out);
-    std::cerr << fmt::format("wrote {} scalars and {} snapshot tables; look at them with:\n  tensorboard --logdir {}\n",
-                             r.scalars, r.snapshots, r.dir);
+    std::cerr << fmt::format("wrote {} and {}; look at them with:\n  tensorboard --logdir {}\n",
+                             counted(r.scalars, "scalar"), counted(r.snapshots, "snapshot table"), r.dir);
     std::cout << r.dir << "\n";
     return 0;
   }

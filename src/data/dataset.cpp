@@ -11,6 +11,7 @@
 #include "data/corpus.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -101,7 +102,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   }
   if (corpus.replaced_bytes > 0)
     spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD", corpus.replaced_bytes);
-  spdlog::info("corpus: {} files, {:.2f} MB of text", corpus.files.size(), corpus.text.size() / 1e6);
+  spdlog::info("corpus: {}, {:.2f} MB of text", counted(static_cast<int64_t>(corpus.files.size()), "file"),
+               corpus.text.size() / 1e6);
 
   const std::string dir = cache_dir(cfg);
   make_dirs(dir, "set data.cache_dir (or the environment's POSLAB_CACHE_DIR) to a writable folder");

@@ -16,6 +16,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace {
@@ -241,8 +242,9 @@ std::string write_watch_page(const std::string& run_dir, const std::string& repo
   const std::string path = (fs::path(report_dir) / "watch.html").string();
   make_dirs(report_dir);
   write_file_atomic(path, page);
-  spdlog::info("watch page: {} of {} snapshots, {:.0f} KB: {}", data["frames"].size(), points.size(),
-               static_cast<double>(page.size()) / 1024.0, path);
+  spdlog::info("watch page: {} of {}, {:.0f} KB: {}", data["frames"].size(),
+               counted(static_cast<int64_t>(points.size()), "snapshot"), static_cast<double>(page.size()) / 1024.0,
+               path);
   return path;
 }
 

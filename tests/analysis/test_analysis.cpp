@@ -142,6 +142,14 @@ TEST(Analysis, BoundaryOutliersAreNamed) {
   for (size_t i = 1; i < a.boundary.size(); ++i) EXPECT_EQ(a.boundary[i].reason.find("row norm"), std::string::npos);
 }
 
+// A table whose rows are all the same (all zeros, or one row repeated) is said to be so, above its empty figures.
+TEST(Analysis, AConstantTableSaysSoAboveItsFigures) {
+  const std::string note = "every row is the same: nothing varies along position";
+  for (const auto& W : {torch::zeros({16, 8}, torch::kFloat64), torch::ones({1, 8}, torch::kFloat64).repeat({16, 1})})
+    EXPECT_NE(summary_text(analyze_table(W, "c")).find(note), std::string::npos) << summary_text(analyze_table(W, "c"));
+  EXPECT_EQ(summary_text(analyze_table(random_table(16, 8, 1.0, 1), "r")).find(note), std::string::npos);
+}
+
 TEST(Analysis, RoundingIsNoBoundaryOutlier) {
   // Every row of the sinusoidal table has the norm √(C/2); stored in float32 and scaled, the norms differ only by
   // float32's rounding (about 1e-9 here), which is no spread to measure a row against.
