@@ -26,6 +26,7 @@
 #include "util/fs.h"
 #include "util/platform.h"
 #include "util/plural.h"
+#include "util/shell.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -128,7 +129,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   if (!s.report_html.empty()) std::cout << s.report_html << "\n";
   if (s.interrupted_by != 0) {
     std::cerr << "interrupted at step " << s.steps << "; the checkpoint and snapshot are written. Resume with:\n"
-              << "  poslab train --resume " << s.run_dir << "\n";
+              << "  poslab train --resume " << shell_word(s.run_dir) << "\n";
     return 128 + s.interrupted_by;
   }
   return 0;

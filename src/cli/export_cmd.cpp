@@ -11,6 +11,7 @@
 #include "run/run_folder.h"
 #include "util/error.h"
 #include "util/plural.h"
+#include "util/shell.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -69,7 +70,7 @@ int run_export(const ExportArgs& a) {
   if (a.to == "tensorboard") {
     const TensorboardExport r = export_tensorboard(run.string(), out);
     std::cerr << fmt::format("wrote {} and {}; look at them with:\n  tensorboard --logdir {}\n",
-                             counted(r.scalars, "scalar"), counted(r.snapshots, "snapshot table"), r.dir);
+                             counted(r.scalars, "scalar"), counted(r.snapshots, "snapshot table"), shell_word(r.dir));
     std::cout << r.dir << "\n";
     return 0;
   }
@@ -79,7 +80,7 @@ int run_export(const ExportArgs& a) {
   std::cerr << fmt::format(
       "wrote {} files; check them in transformers and TransformerLens with:\n"
       "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
-      r.files.size(), r.dir, r.dir);
+      r.files.size(), shell_word(r.dir), shell_word(r.dir));
   std::cout << r.dir << "\n";
   return 0;
 }

@@ -28,6 +28,7 @@
 #include "util/fs.h"
 #include "util/memory.h"
 #include "util/platform.h"
+#include "util/shell.h"
 #include "util/utf8.h"
 
 namespace poslab {
@@ -301,8 +302,8 @@ int run_extend(const ExtendArgs& a) {
   req.force = a.force;
   const ExtendResult r = extend_checkpoint(req);
   std::cerr << r.summary;
-  std::cerr << "next: poslab eval " << r.checkpoint << "\n      poslab train --init-from " << r.checkpoint
-            << " --set train.max_steps=200\n";
+  std::cerr << "next: poslab eval " << shell_word(r.checkpoint) << "\n      poslab train --init-from "
+            << shell_word(r.checkpoint) << " --set train.max_steps=200\n";
   std::cout << r.checkpoint << "\n";
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "report/table_atlas.h"
 #include "run/run_files.h"
 #include "util/error.h"
+#include "util/shell.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -51,11 +52,12 @@ int run_sweep_command(const SweepArgs& a) {
   const SweepSummary s = run_sweep(a.file, a.options);
   std::cout << s.dir << "\n";
   if (s.interrupted_by != 0) {
-    std::cerr << "interrupted; the run's checkpoint is written. Go on with:\n  poslab sweep " << a.file << "\n";
+    std::cerr << "interrupted; the run's checkpoint is written. Go on with:\n  poslab sweep " << shell_word(a.file)
+              << "\n";
     return 128 + s.interrupted_by;
   }
   if (s.finished == s.runs)
-    std::cerr << "every run is finished; compare them with:\n  poslab compare " << s.dir << "\n";
+    std::cerr << "every run is finished; compare them with:\n  poslab compare " << shell_word(s.dir) << "\n";
   return 0;
 }
 

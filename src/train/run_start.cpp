@@ -16,6 +16,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/platform.h"
+#include "util/shell.h"
 
 namespace poslab {
 namespace {
@@ -59,7 +60,7 @@ TrainingRun::TrainingRun(const TrainRequest& req, Config cfg, std::string rdir, 
   if (writer_ && cfg_.run.tensorboard) {
     tensorboard_ = std::make_unique<TensorboardLog>(RunFolder(rdir_));
     spdlog::info("TensorBoard: tensorboard --logdir {} (its curves as the run trains)",
-                 RunFolder(rdir_).tensorboard_dir());
+                 shell_word(RunFolder(rdir_).tensorboard_dir()));
   }
   if (comm_.size() > 1) {  // the same start on every rank, whatever each one's initialisation did
     torch::NoGradGuard no_grad;

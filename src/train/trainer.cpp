@@ -31,6 +31,7 @@
 #include "util/fs.h"
 #include "util/lock.h"
 #include "util/platform.h"
+#include "util/shell.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -255,7 +256,7 @@ TrainSummary TrainingRun::finish() {
   if (skipped_steps_ > 0) spdlog::warn("{} steps were skipped for non-finite loss or gradient", skipped_steps_);
   if (!s.finished)
     spdlog::info("stopped at step {}{}: continue with poslab train --resume {}", finished_at_,
-                 s.interrupted_by ? fmt::format(" by signal {}", s.interrupted_by) : "", rdir_);
+                 s.interrupted_by ? fmt::format(" by signal {}", s.interrupted_by) : "", shell_word(rdir_));
   if (train_seconds_ > 0)
     spdlog::info("snapshots with their analysis took {:.2f} s = {:.2f}% of the training time", snapshot_seconds_,
                  100.0 * snapshot_seconds_ / train_seconds_);
