@@ -28,6 +28,20 @@ std::string out_of_memory_hint(int argc, char** argv) {
          "(ulimit -v, the cgroup's), or use a machine with more; nothing was written";
 }
 
+// LibTorch's CPU allocator says "[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate
+// memory: you tried to allocate N bytes. Error code 12 (…)": the user's part is N.
+std::string allocation_words(const std::string& what) {
+  const std::string marker = "you tried to allocate ";
+  const auto at = what.find(marker);
+  if (at == std::string::npos) return what;
+  const double bytes = std::strtod(what.c_str() + at + marker.size(), nullptr);
+  if (!(bytes > 0)) return what;
+  char size[64];
+  std::snprintf(size, sizeof size, bytes >= 1 << 30 ? "%.1f GiB" : "%.1f MiB",
+                bytes / (bytes >= 1 << 30 ? 1 << 30 : 1 << 20));
+  return std::string("a tensor of ") + size + " could not be allocated";
+}
+
 int run(int argc, char** argv) {
   try {
     return poslab::run_cli(argc, argv);
@@ -51,6 +65,7 @@ int run(int argc, char** argv) {
     const bool memory = what.find("can't allocate memory") != std::string::npos ||  // LibTorch 1.13's allocator
                         what.find("not enough memory") != std::string::npos ||      // 2.x's
                         what.find("out of memory") != std::string::npos;
+    if (memory) what = allocation_words(what);
     std::cerr << poslab::error_prefix() << "error: " << (memory ? "out of memory: " : "") << what << "\n";
     if (memory) std::cerr << poslab::error_prefix() << "hint: " << out_of_memory_hint(argc, argv) << "\n";
     return memory ? 2 : 1;

@@ -126,7 +126,8 @@ with open(sys.argv[1], "wb") as f:
 PY
 (ulimit -v 3000000; exec "$poslab" analyze "$tmp/big.npy" >/dev/null 2>"$tmp/big.err")
 rc=$?
-if [ "$rc" -eq 2 ] && grep -q "^error: out of memory: .*allocate" "$tmp/big.err" && ! grep -q "frame #" "$tmp/big.err" &&
+if [ "$rc" -eq 2 ] && grep -q "^error: out of memory: a tensor of [0-9.]* [GM]iB could not be allocated$" "$tmp/big.err" &&
+   ! grep -q "frame #\|enforce fail" "$tmp/big.err" &&
    grep -q "^hint: the input needs more memory than this process may use" "$tmp/big.err"; then
   passed=$((passed + 1))
 else
