@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "run/json_records.h"
 #include "run/tensorboard_files.h"
@@ -67,9 +68,13 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
       "each line of the snapshot index is JSON with an integer step and a file name (poslab train "
       "writes them): mend or delete that line";
   std::vector<SnapshotRecord> out;
+  std::map<int64_t, size_t> line_of;  // a step twice is a line copied or mended by hand: the run writes each once
   for (const auto& [line, j] : json_lines(path, "a snapshot record", hint)) {
     SnapshotRecord r;
     r.step = integer_key(path, line, j, "step", hint);
+    if (const auto [it, fresh] = line_of.emplace(r.step, line); !fresh)
+      damaged(path, line, fmt::format("step {} again (first on line {})", r.step, it->second),
+              "delete one of the two lines: the run writes one snapshot a step");
     if (!j.contains("file") || !j["file"].is_string()) damaged(path, line, "no snapshot file name (\"file\")", hint);
     r.file = j["file"].get<std::string>();
     if (r.file.empty() || r.file.find('/') != std::string::npos || r.file == "..")

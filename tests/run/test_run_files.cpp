@@ -143,6 +143,12 @@ TEST(RunFiles, DamagedOrMissingSnapshotIndexIsNamed) {
   write_text(run.snapshot_index(),
              "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 1, \"fi\n{\"step\": 2, \"file\": \"b.npy\"}\n");
   EXPECT_HAS(error_of([&] { read_snapshot_index(run); }), run.snapshot_index() + ":2: not a snapshot record");
+  write_text(run.snapshot_index(),
+             "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 10, \"file\": \"b.npy\"}\n"
+             "{\"step\": 10, \"file\": \"b.npy\"}\n");
+  msg = error_of([&] { read_snapshot_index(run); });
+  EXPECT_HAS(msg, run.snapshot_index() + ":3: step 10 again (first on line 2)");
+  EXPECT_HAS(msg, "delete one of the two lines");
 }
 
 TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
