@@ -4,6 +4,7 @@
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -182,7 +183,11 @@ int run_sample(const SampleArgs& a) {
   const int start = m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0;
   std::vector<int> ids = generate(m.model, prompt, a.options, start);
   if (prompt.empty()) ids.erase(ids.begin());  // the start token is not part of the text
-  std::cout << m.tokenizer.decode(ids) << "\n";
+  std::string out = m.tokenizer.decode(ids);
+  // A pipe or a file gets the bytes as decoded; a terminal, no control character of them (ESC would drive it).
+  if (::isatty(STDOUT_FILENO) != 0 && make_terminal_safe(out) > 0)
+    spdlog::info("the text's control characters are shown as symbols (␛ for ESC); a pipe gets the bytes as they are");
+  std::cout << out << "\n";
   return 0;
 }
 

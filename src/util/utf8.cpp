@@ -57,4 +57,28 @@ size_t sanitize_utf8(std::string& text) {
   return replaced;
 }
 
+size_t make_terminal_safe(std::string& text) {
+  size_t replaced = sanitize_utf8(text);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      const uint32_t picture = c == 0x7F ? 0x2421 : 0x2400 + c;  // U+2400 CONTROL PICTURES
+      out += static_cast<char>(0xE0 | (picture >> 12));
+      out += static_cast<char>(0x80 | ((picture >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (picture & 0x3F));
+      ++replaced;
+    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      out += "\xEF\xBF\xBD";  // a C1 control (valid UTF-8 here, so the byte after 0xC2 is 0x80–0x9F)
+      ++i;
+      ++replaced;
+    } else {
+      out += text[i];
+    }
+  }
+  text.swap(out);
+  return replaced;
+}
+
 }  // namespace poslab

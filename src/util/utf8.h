@@ -10,4 +10,9 @@ namespace poslab {
 // surrogate, a code point past U+10FFFF) by U+FFFD; returns how many.
 size_t sanitize_utf8(std::string& text);
 
+// Text for a terminal: valid UTF-8 (sanitize_utf8), each control character but newline and tab shown as its
+// Unicode picture (ESC as U+241B ␛, BEL as ␇, DEL as ␡) and each C1 control (U+0080–U+009F) as U+FFFD, so that no
+// byte of generated text moves the cursor, rings or changes the terminal's state. Returns how many were replaced.
+size_t make_terminal_safe(std::string& text);
+
 }  // namespace poslab

@@ -23,5 +23,18 @@ TEST(Utf8, SanitizeKeepsValidTextAndReplacesBadBytes) {
   EXPECT_EQ(sanitize_utf8(surrogate), 3u);
 }
 
+// Generated text on a terminal: ESC, BEL, CR, DEL and a C1 CSI become visible characters; newline, tab, accents and
+// emoji stay; a bad byte is U+FFFD as in sanitize_utf8.
+TEST(Utf8, TerminalSafeTextShowsControlsAsPictures) {
+  std::string t = std::string("a\x1b[2Jb\x07\r\x7f\n\tcaf\xC3\xA9 \xF0\x9F\x98\x80 \xC2\x9B\xFF") + '\0';
+  EXPECT_EQ(make_terminal_safe(t), 7u);
+  EXPECT_EQ(t,
+            "a\xE2\x90\x9B[2Jb\xE2\x90\x87\xE2\x90\x8D\xE2\x90\xA1\n\tcaf\xC3\xA9 \xF0\x9F\x98\x80 "
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xE2\x90\x80");
+  std::string plain = "plain text\n";
+  EXPECT_EQ(make_terminal_safe(plain), 0u);
+  EXPECT_EQ(plain, "plain text\n");
+}
+
 }  // namespace
 }  // namespace poslab
