@@ -51,6 +51,9 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
                                  "one table (.npy, .safetensors, .pt, --synthetic), or a model folder's tables");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
+  cmd->add_flag("--force", a.force,
+                "write into a folder that holds files other than poslab's earlier report, replacing those of the "
+                "same name");
   add_verdict_options(cmd, a.thresholds);
   return cmd;
 }
@@ -70,6 +73,9 @@ int run_report(const ReportArgs& a) {
     if (tables.size() < 2) model_table(t.input, "", source);  // none: the error that says why
     const fs::path in = fs::path(t.input).filename().empty() ? fs::path(t.input).parent_path() : fs::path(t.input);
     const fs::path base = a.out.empty() ? in.parent_path() / (in.stem().string() + "_report") : fs::path(a.out);
+    const std::string named = a.out.empty() ? "the report folder" : "--out";
+    for (const ModelTable& mt : tables)
+      check_report_folder(tables.size() == 1 ? base.string() : (base / mt.spec.role).string(), named, a.force);
     for (const ModelTable& mt : tables) {
       const std::string dir = tables.size() == 1 ? base.string() : (base / mt.spec.role).string();
       r = write_table_report(mt.rows, mt.source, dir, 0, mt.spec.grid_rows, mt.spec.grid_cols);
@@ -91,6 +97,7 @@ int run_report(const ReportArgs& a) {
       out = t.input.empty()
                 ? "report_" + t.synthetic
                 : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
+    check_report_folder(out, a.out.empty() ? "the report folder" : "--out", a.force);
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
     r = write_table_report(W, source, out, offset);

@@ -15,6 +15,7 @@ struct ReportArgs {
   TableSource table;  // table.input may also be a run folder
   std::string rows, out;
   VerdictThresholds thresholds;
+  bool force = false;  // write into an --out folder that holds other files
 };
 struct InspectArgs {
   std::string checkpoint;

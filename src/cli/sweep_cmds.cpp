@@ -10,6 +10,7 @@
 #include "load/model_tables.h"
 #include "load/table_source.h"
 #include "report/compare.h"
+#include "report/report.h"
 #include "report/table_atlas.h"
 #include "run/run_files.h"
 #include "util/error.h"
@@ -44,6 +45,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
+  cmd->add_flag("--force", a.force,
+                "write into a folder that holds files other than poslab's earlier page, replacing those of the same "
+                "name");
   return cmd;
 }
 
@@ -68,6 +72,7 @@ bool is_run_input(const std::string& path) { return fs::is_directory(path) && !i
 
 // poslab compare TABLE TABLE …: every learned table of each input (a model folder's each on its own), on one page.
 int compare_tables(const CompareArgs& a) {
+  check_report_folder(a.out.empty() ? "compare" : a.out, a.out.empty() ? "the comparison's folder" : "--out", a.force);
   std::vector<NamedTable> tables;
   std::map<std::string, std::string> given;  // by canonical path: a table given twice would be drawn twice
   for (const std::string& input : a.dirs) {
@@ -118,6 +123,7 @@ int run_compare(const CompareArgs& a) {
   if (out.empty()) {
     out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";
   }
+  check_report_folder(out, a.out.empty() ? "the comparison's folder" : "--out", a.force);
   const Comparison c = compare_runs(a.dirs);
   // " (from step 433 ± 58)": the mean step over the runs where it happened
   auto from_step = [](const Stat& s) {

@@ -16,7 +16,8 @@ struct SweepArgs {
 };
 struct CompareArgs {
   std::vector<std::string> dirs;
-  std::string out;  // default: SWEEP_DIR/compare for one sweep folder, else ./compare
+  std::string out;     // default: SWEEP_DIR/compare for one sweep folder, else ./compare
+  bool force = false;  // write into an --out folder that holds other files
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a);

@@ -42,7 +42,28 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
 small.null { color: #666; white-space: nowrap; }
 )";
 
+// In every page's head: a folder whose index.html has it holds poslab's own earlier page (check_report_folder).
+constexpr const char* kGeneratorTag = "<meta name=\"generator\" content=\"poslab\">";
+
 }  // namespace
+
+void check_report_folder(const std::string& dir, const std::string& named, bool force) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec))
+    throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
+  if (force) return;
+  const fs::path index = fs::path(dir) / "index.html";
+  if (fs::is_regular_file(index, ec) && read_file(index.string()).find(kGeneratorTag) != std::string::npos) return;
+  std::string names;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (n++ < 3) names += (names.empty() ? "" : ", ") + e.path().filename().string();
+  if (n == 0) return;
+  throw Error(named + " " + dir + ": holds " + std::to_string(n) + (n == 1 ? " file or folder" : " files or folders") +
+                  " (" + names + (n > 3 ? ", …" : "") + ") and no poslab page",
+              "name a new folder, or pass --force to write into it (files of the same name are replaced)");
+}
 
 std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures) {
   make_dirs(dir);
@@ -84,9 +105,10 @@ std::string metrics_table(const std::vector<Series>& columns) {
 
 std::string report_page(const std::string& title, const std::string& source, const std::string& top,
                         const std::vector<Figure>& figures) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
-                  html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
-                  html_escape(title) + "</h1>\n" + "<p class=\"source\">" + html_escape(source) + "</p>\n" + top;
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+                  std::string(kGeneratorTag) + "\n<title>" + html_escape(title) + "</title>\n<style>" + kStyle +
+                  "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + "<p class=\"source\">" +
+                  html_escape(source) + "</p>\n" + top;
   for (size_t i = 0; i < figures.size(); ++i) {
     const auto& f = figures[i];
     h += fmt::format(

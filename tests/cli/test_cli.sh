@@ -200,6 +200,16 @@ expect_error "report --out of a run" "^error: --out $tmp/r: a run's report is wr
   report "$tmp/empty-run" --out "$tmp/r"
 expect_error "report --rows of a run" "^error: --rows applies to a single table, not to a run folder" \
   report "$tmp/empty-run" --rows 1:8
+mkdir -p "$tmp/site" && echo "<html>mine</html>" >"$tmp/site/index.html"
+expect_error "report into a folder of other files" "^error: --out $tmp/site: holds 1 file or folder \\(index.html\\) and no poslab page" \
+  report "$fixture" --out "$tmp/site"
+if grep -q mine "$tmp/site/index.html" && "$poslab" report "$fixture" --out "$tmp/site" --force >/dev/null 2>&1 &&
+   grep -q 'name="generator" content="poslab"' "$tmp/site/index.html" &&
+   "$poslab" report "$fixture" --out "$tmp/site" >/dev/null 2>"$tmp/err"; then  # poslab's own page: again
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL report --force, or a report over its own page"; cat "$tmp/err"
+fi
 expect_error "compare a table twice" "^error: compare: ./$fixture is given twice \\(as $fixture and as ./$fixture\\)" \
   compare "$fixture" "./$fixture" --out "$tmp/twice"
 expect_error "verdict share out of range" "^error: --min-signal-share: must be a number from 0 to 1, not '2'" analyze "$tmp/empty-run" --min-signal-share 2

@@ -215,6 +215,29 @@ TEST(Report, LabelsOfOneSlugGetDataFilesOfTheirOwn) {
                                                         {"trajectory_k90_a_b_3.dat", "3"}}));
 }
 
+// A report goes into a new or empty folder, or over poslab's own earlier page; a folder of other files only with
+// --force, which leaves the files of other names; a file never.
+TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
+  TempDir dir;
+  check_report_folder(dir / "new", "--out", false);
+  std::filesystem::create_directories(dir / "empty");
+  check_report_folder(dir / "empty", "--out", false);
+  test::write_text(dir / "site/index.html", "<html>my page</html>");
+  test::write_text(dir / "site/notes.txt", "mine");
+  const std::string e = test::error_of([&] { check_report_folder(dir / "site", "--out", false); });
+  EXPECT_NE(e.find("--out " + dir / "site" + ": holds 2 files or folders (index.html, notes.txt) and no poslab page"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--force"), std::string::npos) << e;
+  check_report_folder(dir / "site", "--out", true);
+  const auto W = torch::randn({16, 8}, torch::kFloat64);
+  write_table_report(W, "t", dir / "again", 0);
+  check_report_folder(dir / "again", "--out", false);  // poslab's own page: written again
+  test::write_text(dir / "file", "x");
+  EXPECT_NE(test::error_of([&] { check_report_folder(dir / "file", "--out", true); }).find("is a file, not a folder"),
+            std::string::npos);
+}
+
 TEST(Report, HtmlEscape) { EXPECT_EQ(html_escape("a<b> & \"c\""), "a&lt;b&gt; &amp; &quot;c&quot;"); }
 
 }  // namespace
