@@ -54,7 +54,10 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
     throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
   if (force) return;
   const fs::path index = fs::path(dir) / "index.html";
-  if (fs::is_regular_file(index, ec) && read_file(index.string()).find(kGeneratorTag) != std::string::npos) return;
+  if (fs::is_regular_file(index, ec)) {  // poslab's page, or one of a poslab before the tag ("<title>poslab …")
+    const std::string page = read_file(index.string());
+    if (page.find(kGeneratorTag) != std::string::npos || page.find("<title>poslab ") != std::string::npos) return;
+  }
   std::string names;
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir, ec))
