@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
   poslab::ensure_fast_blas(argc, argv);  // OpenBLAS's variables, given through getenv (util/platform.h)
   poslab::keep_freed_memory();
   // Every command on all the cores, whatever LibTorch's own default (1 thread where its CPU detection fails, as on
-  // some AMD Zen 5 machines); a run's config (run.threads) sets its own count later.
-  poslab::apply_threads(0);
+  // some AMD Zen 5 machines), unless OMP_NUM_THREADS says otherwise; a run's config (run.threads) sets its own later.
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp == nullptr || *omp == '\0') poslab::apply_threads(0);
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
   spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
   const int rc = run(argc, argv);
