@@ -59,6 +59,8 @@ int distinct_chars(const std::string& text) {
     for (size_t k = 1; k < len && i + k < text.size(); ++k) cp = (cp << 6) | (text[i + k] & 0x3F);
     i += len;
     if (cp == '\n' || cp == '\t') continue;  // sentencepiece makes no piece of a tab: it is a byte piece
+    if (cp == 0x2424) continue;              // ␤ is the newline piece (kNewlinePiece), counted apart
+    if (cp == 0x2581) cp = ' ';              // ▁ is sentencepiece's own space: one piece with ' '
     if (cp >= seen.size()) seen.resize(cp + 1, false);
     if (!seen[cp]) {
       seen[cp] = true;

@@ -114,6 +114,13 @@ TEST(Tokenizer, CharVocabularyIsTheCorpusCharacters) {
   EXPECT_EQ(data.tokenizer.decode(ids), "abc\ncab\t");
   // The second run takes the cached tokenizer (a corpus with a tab once counted one piece too many: "damaged").
   EXPECT_TRUE(prepare_tokens(c, 1).tokenizer_from_cache);
+  // So with ▁ (sentencepiece's space: one piece with ' ') and ␤ (the newline piece), as poslab's docs hold.
+  write_text(dir / "corpus.txt",
+             "abc \xE2\x96\x81"
+             "abc\n\xE2\x90\xA4"
+             "cab\n");
+  EXPECT_EQ(prepare_tokens(c, 1).tokenizer.vocab_size(), 262);
+  EXPECT_TRUE(prepare_tokens(c, 1).tokenizer_from_cache);
 }
 
 TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
