@@ -109,11 +109,14 @@ int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
 int run_train(const TrainArgs& a, int argc, char** argv) {
   const TrainRequest& req = a.req;
   if (!req.resume_dir.empty() && !req.config_path.empty())
-    throw CLI::ValidationError("train", "give a config or --resume RUN_DIR, not both (a run keeps its config)");
+    throw Error("train: give a config or --resume RUN_DIR, not both (a run keeps its config)",
+                "poslab train --resume " + shell_word(req.resume_dir) +
+                    " goes on with the run's own config; change a key with --set KEY=VALUE");
   if (!req.resume_dir.empty() && !req.init_from.empty())
-    throw CLI::ValidationError("train",
-                               "give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run "
-                               "continues from its own checkpoint)");
+    throw Error(
+        "train: give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run continues from its "
+        "own checkpoint)",
+        "--resume goes on with a run; --init-from starts a new one from a checkpoint's weights");
   if (a.nproc > 1) return launch_train(req, a.nproc, argc, argv);
   const DistEnv env = read_dist_env();
   if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are

@@ -56,8 +56,9 @@ int run_sweep_command(const SweepArgs& a) {
   const SweepSummary s = run_sweep(a.file, a.options);
   std::cout << s.dir << "\n";
   if (s.interrupted_by != 0) {
-    std::cerr << "interrupted; the run's checkpoint is written. Go on with:\n  poslab sweep " << shell_word(a.file)
-              << "\n";
+    std::cerr << "interrupted; the run's checkpoint is written. Go on with:\n  poslab sweep " << shell_word(a.file);
+    for (const std::string& s : a.options.sets) std::cerr << " --set " << shell_word(s);  // the runs trained with them
+    std::cerr << "\n";
     return 128 + s.interrupted_by;
   }
   if (s.finished == s.runs)

@@ -152,6 +152,17 @@ void check_corpus_paths(const Config& cfg) {
   }
 }
 
+void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta,
+                             bool resuming) {
+  if (!resuming || resume_meta.step <= cfg.train.max_steps) return;
+  const auto it = cfg.origin.find("train.max_steps");
+  throw Error(fmt::format("{}: train.max_steps = {} ({}), but the run is at step {} already", req.resume_dir,
+                          cfg.train.max_steps, it == cfg.origin.end() ? "config" : it->second, resume_meta.step),
+              fmt::format("leave train.max_steps as the run has it, or raise it past {} to train on; nothing was "
+                          "changed",
+                          resume_meta.step));
+}
+
 void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming) {
   if (req.stop_at < 0) return;
   if (resuming && req.stop_at <= resume_meta.step)

@@ -37,6 +37,11 @@ void check_restart_loses_nothing(const RunFolder& run);
 // poslab::Error naming the path and where data.corpus was set.
 void check_corpus_paths(const Config& cfg);
 
+// A resumed run's train.max_steps (lowered by --set) below the step its checkpoint holds: an error naming both, before
+// anything is written (its logs would be cut back and its config rewritten, with nothing to train).
+void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta,
+                             bool resuming);
+
 // --stop-at (TrainRequest::stop_at) names a step the run reaches: a resumed run already at or past it is an error
 // naming both steps (it would have trained to the end); a step past train.max_steps is said (the run ends there).
 void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming);

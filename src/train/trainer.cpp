@@ -297,6 +297,7 @@ TrainSummary train(const TrainRequest& req) {
   // --resume of a folder whose run wrote no checkpoint: it starts again there, from step 0, its logs emptied.
   const bool restart = restarts_in_place(req);
   const bool resuming = !req.resume_dir.empty() && !restart;
+  check_resumed_max_steps(req, cfg, resume_meta, resuming);
   check_stop_at(req, cfg, resume_meta, resuming);
   check_corpus_paths(cfg);
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;

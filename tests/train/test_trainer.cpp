@@ -181,6 +181,22 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
   const TrainSummary end = train(resume);
   EXPECT_TRUE(end.finished);
   EXPECT_EQ(end.steps, 6);
+
+  // train.max_steps lowered below the run's step: an error, and the run's logs and config as they were.
+  const std::string metrics = read_file(dir / "stop/metrics.jsonl"), config = read_file(dir / "stop/config.yaml");
+  TrainRequest lower;
+  lower.resume_dir = dir / "stop";
+  lower.overrides = {"train.max_steps=4"};
+  try {
+    train(lower);
+    FAIL() << "a lower train.max_steps was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.max_steps = 4 (--set), but the run is at step 6 already"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_file(dir / "stop/metrics.jsonl"), metrics);
+  EXPECT_EQ(read_file(dir / "stop/config.yaml"), config);
 }
 
 // The whole-model step resumes bit for bit too, in float32 and in bf16 (the products through oneDNN, which it needs),
