@@ -57,6 +57,8 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
     std::error_code ec;
     if (!fs::exists(p, ec))
       throw Error(p + ": corpus path not found", "fix data.corpus: list existing files or folders");
+    if (!fs::is_directory(p, ec) && !fs::is_regular_file(p, ec))  // a pipe reads forever or never, a device forever
+      throw Error(p + ": not a file of text (a pipe, socket or device)", "fix data.corpus: copy the text into a file");
     if (fs::is_directory(p, ec)) {
       std::vector<fs::path> found;
       for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -59,6 +60,17 @@ TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("no text found"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  // A pipe with no writer (it read forever) and a device (/dev/zero read until memory ran out): named at once.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  for (const std::string& path : {dir / "fifo", std::string("/dev/zero")}) {
+    try {
+      read_corpus({path});
+      FAIL() << "expected an error for " << path;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": not a file of text (a pipe, socket or device)"), std::string::npos)
+          << e.what();
     }
   }
 }
