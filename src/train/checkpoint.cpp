@@ -231,22 +231,7 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   load_archive(ar, path);
   CheckpointMeta meta = read_meta(ar, path);
   const Config stored = config_from_yaml(meta.config_yaml, path + " (stored config)");
-  const ModelConfig& a = stored.model;
-  const ModelConfig& b = model->cfg;
-  std::string diff;
-  auto cmp = [&](const char* key, auto x, auto y) {
-    if (x != y)
-      diff += std::string(diff.empty() ? "" : ", ") + key + " " + std::to_string(x) + " in the checkpoint vs " +
-              std::to_string(y);
-  };
-  cmp("model.n_layer", a.n_layer, b.n_layer);
-  cmp("model.n_head", a.n_head, b.n_head);
-  cmp("model.n_embd", a.n_embd, b.n_embd);
-  cmp("model.block_size", a.block_size, b.block_size);
-  cmp("model.bias", a.bias, b.bias);
-  if (a.position != b.position)
-    diff +=
-        std::string(diff.empty() ? "" : ", ") + "model.position " + a.position + " in the checkpoint vs " + b.position;
+  const std::string diff = architecture_difference(stored.model, model->cfg);
   if (!diff.empty())
     throw Error(path + ": checkpoint architecture differs from the requested model: " + diff,
                 "use the checkpoint's own config (poslab train --resume RUN_DIR) or a matching config");
@@ -315,6 +300,24 @@ torch::Tensor read_checkpoint_position_table(const std::string& path) {
                         "is not a 2-D floating-point table (" + std::string(c10::toString(w.scalar_type())) + " " +
                             c10::str(w.sizes()) + ")");
   return w;
+}
+
+std::string architecture_difference(const ModelConfig& a, const ModelConfig& b) {
+  std::string diff;
+  auto cmp = [&](const char* key, auto x, auto y) {
+    if (x != y)
+      diff += std::string(diff.empty() ? "" : ", ") + key + " " + std::to_string(x) + " in the checkpoint vs " +
+              std::to_string(y);
+  };
+  cmp("model.n_layer", a.n_layer, b.n_layer);
+  cmp("model.n_head", a.n_head, b.n_head);
+  cmp("model.n_embd", a.n_embd, b.n_embd);
+  cmp("model.block_size", a.block_size, b.block_size);
+  cmp("model.bias", a.bias, b.bias);
+  if (a.position != b.position)
+    diff +=
+        std::string(diff.empty() ? "" : ", ") + "model.position " + a.position + " in the checkpoint vs " + b.position;
+  return diff;
 }
 
 std::string damaged_checkpoint_hint(const std::string& path) {

@@ -30,6 +30,10 @@ struct CheckpointMeta {
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta);
 
+// The model keys whose values make the checkpoint's tensors (n_layer, n_head, n_embd, block_size, bias, position)
+// where `in_checkpoint` and `asked` differ: "model.n_embd 32 in the checkpoint vs 64, …"; "" when none do.
+std::string architecture_difference(const ModelConfig& in_checkpoint, const ModelConfig& asked);
+
 // The hint for a damaged checkpoint: the run's other one (latest.pt and best.pt name each other).
 std::string damaged_checkpoint_hint(const std::string& path);
 

@@ -48,6 +48,38 @@ void check_folder_is_free(const std::string& rdir) {
   }
 }
 
+// The folder's latest.pt is its own run's: the model and seed its config.yaml records (a checkpoint of another run
+// copied in would have its logs cut back and its config written over this run's). A folder without config.yaml,
+// or with one that does not parse, is left to the resume.
+void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored) {
+  std::error_code ec;
+  if (!fs::is_regular_file(run.config(), ec)) return;
+  Config folder;
+  try {
+    folder = config_from_yaml(read_file(run.config()), run.config());
+  } catch (const Error&) {
+    return;
+  }
+  const ModelConfig &a = stored.model, &b = folder.model;
+  std::string differ;
+  auto key = [&](const char* name, const auto& in_ckpt, const auto& in_folder) {
+    if (in_ckpt != in_folder)
+      differ += fmt::format("{}{} {} in the checkpoint, {} in config.yaml", differ.empty() ? "" : "; ", name, in_ckpt,
+                            in_folder);
+  };
+  key("model.n_layer", a.n_layer, b.n_layer);
+  key("model.n_head", a.n_head, b.n_head);
+  key("model.n_embd", a.n_embd, b.n_embd);
+  key("model.block_size", a.block_size, b.block_size);
+  key("model.position", a.position, b.position);
+  key("run.seed", stored.run.seed, folder.run.seed);
+  if (!differ.empty())
+    throw Error(
+        run.latest_checkpoint() + ": a checkpoint of another run than " + run.config() + " records (" + differ + ")",
+        "put this run's own checkpoint back (checkpoints/best.pt is one), or resume the run the checkpoint "
+        "comes from; nothing was changed");
+}
+
 // A trainer killed while writing leaves its temporary files; with the lock held, no writer is running.
 void remove_interrupted_writes(const std::string& rdir) {
   int stale = 0;
@@ -126,9 +158,16 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
+  check_checkpoint_is_the_runs(RunFolder(req.resume_dir), cfg);
   const double stored_scale = cfg.train.position_lr_scale;
+  const ModelConfig stored_model = cfg.model;
   for (const auto& o : req.overrides) apply_override(cfg, o);
   validate(cfg);
+  // Before anything is written (config.yaml took the override, then the checkpoint refused it).
+  if (const std::string diff = architecture_difference(stored_model, cfg.model); !diff.empty())
+    throw Error(latest + ": checkpoint architecture differs from the requested model: " + diff,
+                "leave the model's keys out of --set: a resumed run keeps its model (poslab train --init-from starts "
+                "a new run from its weights)");
   // A scale other than 1 gives the table an AdamW group of its own (train/optim.h): the checkpoint's optimizer
   // state has one group fewer or more than the resumed run's would.
   if ((stored_scale != 1.0) != (cfg.train.position_lr_scale != 1.0))

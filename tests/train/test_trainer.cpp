@@ -197,6 +197,26 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
   }
   EXPECT_EQ(read_file(dir / "stop/metrics.jsonl"), metrics);
   EXPECT_EQ(read_file(dir / "stop/config.yaml"), config);
+
+  // Another run's checkpoint copied in (here: another seed's) is refused before anything changes.
+  TrainRequest other = tiny_run(dir, "other", 3);
+  other.overrides.push_back("run.seed=5");
+  train(other);
+  fs::copy_file(dir / "other/checkpoints/latest.pt", dir / "stop/checkpoints/latest.pt",
+                fs::copy_options::overwrite_existing);
+  TrainRequest foreign;
+  foreign.resume_dir = dir / "stop";
+  try {
+    train(foreign);
+    FAIL() << "another run's checkpoint was resumed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a checkpoint of another run than " + dir / "stop/config.yaml" +
+                                         " records (run.seed 5 in the checkpoint, 1337 in config.yaml)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_file(dir / "stop/metrics.jsonl"), metrics);
+  EXPECT_EQ(read_file(dir / "stop/config.yaml"), config);
 }
 
 // The whole-model step resumes bit for bit too, in float32 and in bf16 (the products through oneDNN, which it needs),
@@ -286,12 +306,14 @@ TEST(Trainer, ResumeErrors) {
   train(tiny_run(dir, "done", 5));
   r.resume_dir = dir / "done";
   r.overrides = {"model.n_embd=64"};  // another architecture than the checkpoint's
+  const std::string config_first = read_file(dir / "done/config.yaml");
   try {
     train(r);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_embd 32 in the checkpoint vs 64"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(read_file(dir / "done/config.yaml"), config_first) << "config.yaml took the refused override";
   // The table's own learning-rate group cannot appear or vanish on resume (the optimizer state's groups), and the
   // run folder is left as it was.
   r.overrides = {"train.position_lr_scale=10"};
