@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <ATen/Version.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "util/cuda.h"
@@ -221,6 +222,12 @@ int blas_threads() {
 int apply_threads(int threads, int processes_here) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = threads > 0 ? threads : std::max(1, cores / std::max(1, processes_here));
+  if (threads > 0 && threads * std::max(1, processes_here) > cores)  // 16 on 2 cores made a step ~90 times slower
+    spdlog::warn(
+        "run.threads {}{} is more than this machine's {} cores: the threads take turns on them, and every "
+        "step waits for the slowest; run.threads auto takes {}",
+        threads, processes_here > 1 ? fmt::format(" in each of {} processes", processes_here) : "", cores,
+        std::max(1, cores / std::max(1, processes_here)));
   torch::set_num_threads(n);
   return n;
 }
