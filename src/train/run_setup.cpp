@@ -60,19 +60,10 @@ void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored) {
   } catch (const Error&) {
     return;
   }
-  const ModelConfig &a = stored.model, &b = folder.model;
-  std::string differ;
-  auto key = [&](const char* name, const auto& in_ckpt, const auto& in_folder) {
-    if (in_ckpt != in_folder)
-      differ += fmt::format("{}{} {} in the checkpoint, {} in config.yaml", differ.empty() ? "" : "; ", name, in_ckpt,
-                            in_folder);
-  };
-  key("model.n_layer", a.n_layer, b.n_layer);
-  key("model.n_head", a.n_head, b.n_head);
-  key("model.n_embd", a.n_embd, b.n_embd);
-  key("model.block_size", a.block_size, b.block_size);
-  key("model.position", a.position, b.position);
-  key("run.seed", stored.run.seed, folder.run.seed);
+  std::string differ = architecture_difference(stored.model, folder.model);  // "… in the checkpoint vs …"
+  if (stored.run.seed != folder.run.seed)
+    differ += fmt::format("{}run.seed {} in the checkpoint, {} in config.yaml", differ.empty() ? "" : "; ",
+                          stored.run.seed, folder.run.seed);
   if (!differ.empty())
     throw Error(
         run.latest_checkpoint() + ": a checkpoint of another run than " + run.config() + " records (" + differ + ")",
