@@ -25,6 +25,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
+#include "util/version.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -223,6 +224,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
       {"config", config_json(cfg, vocab, t.max_steps, threads)},
       {"device", device_name},
       {"gpu", device.is_cuda() ? cuda_device_summary() : ""},
+      {"poslab", poslab_version()},
       {"libtorch", TORCH_VERSION},
       {"blas", blas_summary()},
       {"bf16_products", cfg.train.dtype != "bfloat16" || device.is_cuda() ? ""

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
+#include <vector>
 
 #include "bench/bench.h"
 #include "cli/analyze_cmd.h"
@@ -28,6 +29,7 @@
 #include "util/plural.h"
 #include "util/shell.h"
 #include "util/signals.h"
+#include "util/version.h"
 
 namespace poslab {
 
@@ -207,7 +209,7 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   // A callback: the summary looks for a GPU, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>([] {
-                         return "poslab, built with " + build_summary() + "\nBLAS: " + blas_summary();
+                         return poslab_version() + "\nbuilt with " + build_summary() + "\nBLAS: " + blas_summary();
                        }));
 
   // The subcommands in the order of poslab --help.
@@ -236,6 +238,16 @@ int run_cli(int argc, char** argv) {
   CompareArgs compare_args;
   auto* compare_cmd = add_compare_command(app, compare_args);
 
+  // "poslab help" and "poslab help train" are "poslab --help" and "poslab train --help".
+  std::vector<char*> help_args;
+  if (argc > 1 && std::string(argv[1]) == "help") {
+    static char help_flag[] = "--help";
+    help_args.push_back(argv[0]);
+    for (int i = 2; i < argc; ++i) help_args.push_back(argv[i]);
+    help_args.push_back(help_flag);
+    argc = static_cast<int>(help_args.size());
+    argv = help_args.data();
+  }
   // "poslab frob": CLI11 would say only that a subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
@@ -246,7 +258,7 @@ int run_cli(int argc, char** argv) {
     }
     if (!known) {
       std::cerr << "error: unknown command '" << argv[1] << "'\nhint: the commands are " << names
-                << "; poslab --help says what each does\n";
+                << "; poslab help says what each does\n";
       return 2;
     }
   }

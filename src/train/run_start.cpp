@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/platform.h"
 #include "util/shell.h"
+#include "util/version.h"
 
 namespace poslab {
 namespace {
@@ -69,6 +70,7 @@ TrainingRun::TrainingRun(const TrainRequest& req, Config cfg, std::string rdir, 
 }
 
 void TrainingRun::log_machine(const CheckpointMeta& resume_meta) const {
+  spdlog::info("{}, built with {}", poslab_version(), build_summary());
   spdlog::info("BLAS: {}", blas_summary());
   spdlog::info("threads: {} (LibTorch intra-op), {} (OpenBLAS) | device: {} | dtype: {}", threads_, blas_threads(),
                device_.is_cuda() ? device_.str() + ": " + cuda_device_summary() : device_.str(), cfg_.train.dtype);

@@ -18,14 +18,16 @@ if [ -n "$missing" ]; then
   echo "cli: 0 passed, 1 failed"
   exit 1
 fi
-# --version names the LibTorch it was built with (and the GPU, in a CUDA build) and the BLAS it runs. poslab answers
+# --version names poslab's version and commit, the LibTorch it was built with (and the GPU, in a CUDA build) and the BLAS it runs. poslab answers
 # OpenBLAS's getenv with its variables (src/util/platform.cpp): with AVX2 the OpenBLAS of Debian's build must show the
 # core type poslab chose, with the variables unset, and the program must start once (strace counts its execve calls:
 # re-executing itself to set them cost a second start of LibTorch).
 if env -u OPENBLAS_CORETYPE -u OPENBLAS_NUM_THREADS -u POSLAB_NO_REEXEC \
      strace -f -qq -e trace=execve -o "$tmp/execs" "$poslab" --version >"$tmp/out" 2>"$tmp/err" &&
    [ "$(grep -c 'execve(' "$tmp/execs")" = 1 ] &&
-   grep -Eq "^poslab, built with LibTorch [0-9]+\.[0-9]+\.[0-9]+.* (\(CPU only\)|with CUDA [0-9]+\.[0-9]+; GPU: )" "$tmp/out" &&
+   grep -Eq "^poslab [0-9]+\.[0-9]+\.[0-9]+ \((commit [0-9a-f]{12}( with uncommitted changes)?|not built from a git checkout)\)$" \
+     "$tmp/out" &&
+   grep -Eq "^built with LibTorch [0-9]+\.[0-9]+\.[0-9]+.* (\(CPU only\)|with CUDA [0-9]+\.[0-9]+; GPU: )" "$tmp/out" &&
    grep -Eq "^BLAS: " "$tmp/out" &&
    { ! grep -q "^BLAS: OpenBLAS" "$tmp/out" || ! grep -qw avx2 /proc/cpuinfo ||
      grep -Eq "^BLAS: OpenBLAS core (Haswell|SkylakeX) .*, OPENBLAS_CORETYPE=(Haswell|SkylakeX)" "$tmp/out"; }; then
@@ -64,6 +66,14 @@ expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: check
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 expect_error "no subcommand" "^error: " 
 expect_error "unknown subcommand" "^error: unknown command 'frob'" frob configs/default.yaml
+# "poslab help" is --help; "poslab help train" is train's --help.
+if "$poslab" help >"$tmp/out" 2>&1 && grep -q "^Subcommands:" "$tmp/out" && grep -q "^  compare" "$tmp/out" &&
+   "$poslab" help train >"$tmp/out" 2>&1 && grep -q "^Usage: .*train" "$tmp/out" && grep -q -- "--resume" "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL poslab help"; cat "$tmp/out"
+fi
+expect_error "help for an unknown command" "^error: unknown command 'frob'" help frob
 expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '../escaped': must be one folder name" \
   train configs/default.yaml --set run.name=../escaped --set "run.out_dir=$tmp/runs"
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
