@@ -71,7 +71,10 @@ void validate(const Config& c) {
     check.fail("model.n_embd", str(c.model.n_embd),
                "must be divisible by model.n_head (" + str(c.model.n_head) + ", from " +
                    check.source_of("model.n_head") + ")");
-  if (c.model.block_size < 2) check.fail("model.block_size", str(c.model.block_size), "must be at least 2");
+  // 2 or 3 positions train, but no snapshot of their table could be analysed (src/analysis/analysis.cpp).
+  if (c.model.block_size < 4)
+    check.fail("model.block_size", str(c.model.block_size),
+               "must be at least 4: the position table's analysis needs 4 rows");
   if (!(c.model.dropout >= 0.0 && c.model.dropout < 1.0))
     check.fail("model.dropout", str(c.model.dropout), "must be in [0, 1)");
   check.one_of("model.position", c.model.position, {"learned", "sinusoidal", "none"});
@@ -79,7 +82,7 @@ void validate(const Config& c) {
   if (!(c.model.wpe_init_std >= 0.0)) check.fail("model.wpe_init_std", str(c.model.wpe_init_std), "must be >= 0");
   if (c.model.position == "sinusoidal" && c.model.n_embd % 2 != 0)
     check.fail("model.n_embd", str(c.model.n_embd), "must be even for model.position = sinusoidal");
-  if (c.model.extended_from != 0 && !(c.model.extended_from >= 2 && c.model.extended_from < c.model.block_size))
+  if (c.model.extended_from != 0 && !(c.model.extended_from >= 4 && c.model.extended_from < c.model.block_size))
     check.fail("model.extended_from", str(c.model.extended_from),
                "must be 0 (not extended) or a block_size below model.block_size (" + str(c.model.block_size) + ")");
   if ((c.model.extended_from == 0) != c.model.extend_method.empty())

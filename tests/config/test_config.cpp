@@ -157,6 +157,12 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
 
   msg = error_of([] { load_config("", {"model.block_size=1"}); });
   EXPECT_NE(msg.find("model.block_size = 1"), std::string::npos) << msg;
+  // 3 positions would train, but no snapshot of a 3-row table can be analysed: refused before the run starts.
+  msg = error_of([] { load_config("", {"model.block_size=3"}); });
+  EXPECT_NE(msg.find("model.block_size = 3: must be at least 4: the position table's analysis needs 4 rows"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(load_config("", {"model.block_size=4"}).model.block_size, 4);
   EXPECT_NE(msg.find("--set"), std::string::npos) << msg;
   EXPECT_NE(error_of([] { load_config("", {"train.lr=0"}); }).find("train.lr = 0"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"train.lr=-1"}); }).find("train.lr"), std::string::npos);
@@ -194,6 +200,7 @@ TEST(Config, ExtensionAndInitFromKeysAreChecked) {
                 .find("model.extended_from = 256: must be 0 (not extended) or a block_size "
                       "below model.block_size (256)"),
             std::string::npos);
+  EXPECT_NE(with("model.extended_from=3").find("model.extended_from = 3: must be 0"), std::string::npos);
   EXPECT_NE(with("model.extend_method=spline").find("model.extend_method = spline: must be one of linear, cubic"),
             std::string::npos);
   EXPECT_NE(with("model.extended_from=0")
