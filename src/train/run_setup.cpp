@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/shell.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -80,6 +81,53 @@ void remove_interrupted_writes(const std::string& rdir) {
 
 }  // namespace
 
+// A --set of run.name or run.out_dir on a resume: the run's folder stays where it is, so they may only name it (a
+// sweep names its runs' folders so, and a moved sweep names their new place).
+void check_resume_stays_in_its_folder(const std::string& rdir, const Config& requested) {
+  std::string sets;
+  for (const auto& [key, value] : {std::pair{"run.name", requested.run.name}, {"run.out_dir", requested.run.out_dir}})
+    if (const auto it = requested.origin.find(key); it != requested.origin.end() && it->second == "--set")
+      sets += fmt::format("{}--set {}={}", sets.empty() ? "" : " ", key, value);
+  std::error_code ec;
+  if (sets.empty() || fs::equivalent(fs::path(requested.run.out_dir) / requested.run.name, rdir, ec)) return;
+  throw Error(sets + ": a resumed run stays in its folder " + rdir +
+                  "; run.name and run.out_dir name where a new run's folder goes",
+              "leave them out of --set; to go on in another folder, copy the run there and resume the copy: cp -r " +
+                  shell_word(rdir) + " NEW_DIR && poslab train --resume NEW_DIR");
+}
+
+// The keys a resume cannot change, each with why and what to do instead: the checkpoint fixed them when the run
+// began, and config.yaml would record a value the run does not use.
+void check_resume_keeps_its_start(const std::string& latest, const Config& stored, const Config& requested) {
+  struct Fixed {
+    const char* key;
+    const char* why;
+    bool new_weights_run;  // a run from these weights (--init-from) can take the new value
+  };
+  static const Fixed fixed[] = {
+      {"run.seed", "the run's random streams go on from the checkpoint", true},
+      {"data.val_fraction",
+       "the split between training and validation tokens is the run's: its losses before and after would measure "
+       "different sets",
+       true},
+      {"data.tokenizer.type", "a resumed run keeps the tokenizer stored in its checkpoint", false},
+      {"data.tokenizer.vocab_size", "a resumed run keeps the tokenizer stored in its checkpoint", false},
+      {"data.tokenizer.model", "a resumed run keeps the tokenizer stored in its checkpoint", false},
+  };
+  for (const ConfigChange& c : config_changes(stored, requested))
+    for (const Fixed& f : fixed)
+      if (c.key == f.key)
+        throw Error(fmt::format("--set {}={}: {} is at {} = {}; {}", c.key, c.to, latest, c.key, c.from, f.why),
+                    f.new_weights_run
+                        ? fmt::format("leave {} out of --set when resuming; to train with it, start a new run from "
+                                      "this one's weights: poslab train --init-from {} --set run.name=NEW_NAME --set "
+                                      "{}={}",
+                                      c.key, shell_word(latest), c.key, c.to)
+                        : fmt::format("leave {} out of --set when resuming; another tokenizer needs a new run from "
+                                      "the config: poslab train CONFIG --set {}={}",
+                                      c.key, c.key, c.to));
+}
+
 bool restarts_in_place(const TrainRequest& req) {
   if (req.resume_dir.empty()) return false;
   const RunFolder run(req.resume_dir);
@@ -143,6 +191,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     check_restart_loses_nothing(RunFolder(req.resume_dir));
     const std::string stored = RunFolder(req.resume_dir).config();
     Config cfg = load_config(stored, req.overrides);
+    check_resume_stays_in_its_folder(req.resume_dir, cfg);
     check_init_from(cfg);
     return cfg;
   }
@@ -150,10 +199,13 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
   check_checkpoint_is_the_runs(RunFolder(req.resume_dir), cfg);
-  const double stored_scale = cfg.train.position_lr_scale;
-  const ModelConfig stored_model = cfg.model;
+  const Config stored = cfg;
   for (const auto& o : req.overrides) apply_override(cfg, o);
   validate(cfg);
+  const double stored_scale = stored.train.position_lr_scale;
+  const ModelConfig& stored_model = stored.model;
+  check_resume_stays_in_its_folder(req.resume_dir, cfg);
+  check_resume_keeps_its_start(latest, stored, cfg);
   // Before anything is written (config.yaml took the override, then the checkpoint refused it).
   if (const std::string diff = architecture_difference(stored_model, cfg.model); !diff.empty())
     throw Error(latest + ": checkpoint architecture differs from the requested model: " + diff,

@@ -327,7 +327,30 @@ TEST(Trainer, ResumeErrors) {
     EXPECT_NE(e.hint().find("--init-from"), std::string::npos) << e.hint();
   }
   EXPECT_EQ(read_file(dir / "done/config.yaml"), config_before);
-  // Extending a finished run with more steps works.
+  // What the checkpoint fixed when the run began (its seed, split and tokenizer) and where its folder is: a --set of
+  // them was recorded in config.yaml without effect. Each is refused with what to do instead; naming the run's own
+  // folder (as a sweep does) is no change.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"run.seed=5", "run.seed = 1337; the run's random streams go on from the checkpoint"},
+      {"data.val_fraction=0.3", "data.val_fraction = 0.1; the split between training and validation tokens"},
+      {"data.tokenizer.vocab_size=300", "a resumed run keeps the tokenizer stored in its checkpoint"},
+      {"run.name=elsewhere", "--set run.name=elsewhere: a resumed run stays in its folder " + dir / "done"},
+      {"run.out_dir=" + dir / "other", "--set run.out_dir=" + dir / "other" + ": a resumed run stays in its folder"},
+  };
+  for (const auto& [set, message] : refused) {
+    r.overrides = {set};
+    try {
+      train(r);
+      ADD_FAILURE() << set << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(e.hint().find("leave"), std::string::npos) << e.hint();
+    }
+    EXPECT_EQ(read_file(dir / "done/config.yaml"), config_before) << set;
+  }
+  // Extending a finished run with more steps works, its folder named as a sweep names it.
+  r.overrides = {"train.max_steps=6", "run.out_dir=" + dir.str(), "run.name=done"};
+  EXPECT_EQ(train(r).steps, 6);
   r.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(r).steps, 8);
 }
