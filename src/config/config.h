@@ -126,6 +126,10 @@ struct ConfigChange {
   std::string key, from, to;
 };
 
+// Where a key's value came from, for messages: a file's path, "--set", a checkpoint's "(stored config)", or
+// "default" (also for a config built in code, which records no origins).
+std::string origin_of(const Config& c, const std::string& key);
+
 // Every key, in section order, whose value in `to` differs from its value in `from`.
 std::vector<ConfigChange> config_changes(const Config& from, const Config& to);
 

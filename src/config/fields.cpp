@@ -159,6 +159,11 @@ std::vector<std::string> config_keys() {
   return keys;
 }
 
+std::string origin_of(const Config& c, const std::string& key) {
+  const auto it = c.origin.find(key);
+  return it == c.origin.end() ? std::string("default") : it->second;
+}
+
 std::vector<ConfigChange> config_changes(const Config& from, const Config& to) {
   const auto text = [](const ConfigField& f, const Config& c) {
     YAML::Emitter e;

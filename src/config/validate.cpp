@@ -25,10 +25,7 @@ struct Checks {
   const Config& c;
 
   // Where a key's value came from: a file, "--set" or "default".
-  std::string source_of(const std::string& key) const {
-    auto it = c.origin.find(key);
-    return it == c.origin.end() ? std::string("default") : it->second;
-  }
+  std::string source_of(const std::string& key) const { return origin_of(c, key); }
 
   [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& why) const {
     const std::string src = source_of(key);

@@ -117,7 +117,11 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   if (given != nullptr) {
     data.tokenizer = *given;
   } else if (!tc.model.empty()) {
-    data.tokenizer = Tokenizer::from_file(tc.model);
+    try {
+      data.tokenizer = Tokenizer::from_file(tc.model);
+    } catch (const Error& e) {
+      throw Error(origin_of(cfg, "data.tokenizer.model") + ": data.tokenizer.model = " + e.what(), e.hint());
+    }
     spdlog::info("tokenizer: loaded {} ({} pieces)", tc.model, data.tokenizer.vocab_size());
   } else {
     // char: each character of the corpus, <unk>, the newline piece and the 256 byte pieces.
@@ -149,6 +153,9 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
       std::string bytes;
       try {
         bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);
+      } catch (const Error& e) {  // the words name the key; the text file is a temporary copy of the corpus
+        fs::remove(base + ".txt", ec);
+        throw Error(origin_of(cfg, "data.tokenizer.vocab_size") + ": " + e.what(), e.hint());
       } catch (...) {
         fs::remove(base + ".txt", ec);
         throw;

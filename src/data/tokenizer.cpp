@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -30,6 +31,27 @@ struct Shim {
   decltype(&poslab_spm_decode) decode = nullptr;
   decltype(&poslab_spm_free_buffer) free_buffer = nullptr;
 };
+
+// sentencepiece's own message without its source location and condition: "Internal: ./src/x.cc(580) [a <= b]
+// Vocabulary size ..." -> "Vocabulary size ..."; "" when nothing is left.
+std::string spm_words(std::string err) {
+  if (const auto close = err.find("] "); err.rfind("Internal: ", 0) == 0 && close != std::string::npos)
+    err = err.substr(close + 2);
+  else if (err.rfind("Internal: ", 0) == 0)
+    err = err.substr(10);
+  if (!err.empty() && err.back() == ']') err.clear();  // a bare condition: "[model_proto->ParseFromArray(...)]"
+  while (!err.empty() && (err.back() == ' ' || err.back() == '\n')) err.pop_back();
+  return err;
+}
+
+// The first integer in `s` after `marker`; -1 when there is none.
+long number_after(const std::string& s, const std::string& marker) {
+  const auto at = s.find(marker);
+  if (at == std::string::npos) return -1;
+  const char* p = s.c_str() + at + marker.size();
+  while (*p != '\0' && (*p < '0' || *p > '9')) ++p;
+  return *p == '\0' ? -1 : std::strtol(p, nullptr, 10);
+}
 
 template <typename F>
 void resolve(void* lib, const char* name, F& fn, const std::string& path) {
@@ -88,13 +110,24 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
   const bool is_char = type == "char";
   if (shim().train(text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size, kNewlinePiece,
                    /*hard_vocab_limit=*/is_char ? 0 : 1, /*byte_fallback=*/1, threads, err, kErrLen) != 0) {
-    std::string hint = "check data.tokenizer (type, vocab_size) and the corpus";
-    if (std::string(err).find("Vocabulary size") != std::string::npos)
-      hint = "data.tokenizer.vocab_size = " + std::to_string(vocab_size) +
-             " must hold 256 byte pieces, <unk>, "
-             "the newline piece and every distinct character of the corpus, and is either too small for them or too "
-             "large for the corpus: choose a size in between (e.g. 512), or use data.tokenizer.type: char";
-    throw Error(text_file + ": training the " + type + " tokenizer failed: " + err, hint);
+    const std::string what = spm_words(err);
+    const std::string vocab = "data.tokenizer.vocab_size = " + std::to_string(vocab_size);
+    // "Vocabulary size is smaller than required_chars. 40 vs 285."
+    if (const long needed = number_after(what, "smaller than required_chars. " + std::to_string(vocab_size) + " vs");
+        needed > 0)
+      throw Error("training the " + type + " tokenizer: " + vocab + " is below the " + std::to_string(needed) +
+                      " pieces the corpus needs (256 byte pieces, <unk>, the newline piece and each distinct "
+                      "character)",
+                  "set data.tokenizer.vocab_size to " + std::to_string(needed) +
+                      " or more, or use data.tokenizer.type: char (the corpus's characters and nothing more)");
+    // "Vocabulary size too high (5000). Please set it to a value <= 341."
+    if (const long most = number_after(what, "Please set it to a value <="); most > 0)
+      throw Error(
+          "training the " + type + " tokenizer: " + vocab + " is more pieces than a " + type +
+              " tokenizer finds in the corpus (" + std::to_string(most) + " at most)",
+          "set data.tokenizer.vocab_size to " + std::to_string(most) + " or less, or give data.corpus more text");
+    throw Error("training the " + type + " tokenizer on " + text_file + " failed: " + (what.empty() ? err : what),
+                "check data.tokenizer (type, vocab_size) and the corpus");
   }
   std::string bytes = read_file(work_prefix + ".model");
   std::error_code ec;
@@ -103,13 +136,23 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
   return bytes;
 }
 
-Tokenizer Tokenizer::from_file(const std::string& model_path) { return from_bytes(read_file(model_path), model_path); }
+Tokenizer Tokenizer::from_file(const std::string& model_path) {
+  std::error_code ec;
+  if (fs::is_directory(model_path, ec))
+    throw Error(model_path + ": a folder, not a sentencepiece model",
+                "name the .model file itself (sentencepiece's trainer writes PREFIX.model)");
+  return from_bytes(read_file(model_path), model_path);
+}
 
 Tokenizer Tokenizer::from_bytes(const std::string& model_bytes, const std::string& source_name) {
   char err[kErrLen] = {0};
   void* sp = shim().load(model_bytes.data(), model_bytes.size(), err, kErrLen);
-  if (sp == nullptr)
-    throw Error(source_name + ": not a sentencepiece model: " + err, "pass a .model file written by sentencepiece");
+  if (sp == nullptr) {
+    const std::string what = spm_words(err);
+    throw Error(
+        source_name + ": not a sentencepiece model (" + (what.empty() ? "it does not parse as one" : what) + ")",
+        "pass a .model file written by sentencepiece");
+  }
   Tokenizer t;
   t.handle_ = std::make_shared<Handle>();
   t.handle_->sp = sp;

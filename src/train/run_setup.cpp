@@ -26,10 +26,7 @@ void check_init_from(const std::string& path, const std::string& origin) {
                 "name a checkpoint file, e.g. runs/NAME/checkpoints/best.pt or one written by poslab extend");
 }
 
-void check_init_from(const Config& cfg) {
-  const auto it = cfg.origin.find("train.init_from");
-  check_init_from(cfg.train.init_from, it == cfg.origin.end() ? std::string("config") : it->second);
-}
+void check_init_from(const Config& cfg) { check_init_from(cfg.train.init_from, origin_of(cfg, "train.init_from")); }
 
 // Never mix two runs in one folder, never overwrite a run's files.
 void check_folder_is_free(const std::string& rdir) {
@@ -86,8 +83,7 @@ void remove_interrupted_writes(const std::string& rdir) {
 void check_resume_stays_in_its_folder(const std::string& rdir, const Config& requested) {
   std::string sets;
   for (const auto& [key, value] : {std::pair{"run.name", requested.run.name}, {"run.out_dir", requested.run.out_dir}})
-    if (const auto it = requested.origin.find(key); it != requested.origin.end() && it->second == "--set")
-      sets += fmt::format("{}--set {}={}", sets.empty() ? "" : " ", key, value);
+    if (origin_of(requested, key) == "--set") sets += fmt::format("{}--set {}={}", sets.empty() ? "" : " ", key, value);
   std::error_code ec;
   if (sets.empty() || fs::equivalent(fs::path(requested.run.out_dir) / requested.run.name, rdir, ec)) return;
   throw Error(sets + ": a resumed run stays in its folder " + rdir +
@@ -227,9 +223,7 @@ void check_corpus_paths(const Config& cfg) {
   for (const std::string& p : cfg.data.corpus) {
     std::error_code ec;
     if (fs::exists(p, ec)) continue;
-    const auto it = cfg.origin.find("data.corpus");
-    throw Error((it == cfg.origin.end() ? std::string("config") : it->second) + ": data.corpus: " + p +
-                    ": corpus path not found",
+    throw Error(origin_of(cfg, "data.corpus") + ": data.corpus: " + p + ": corpus path not found",
                 "fix data.corpus: list existing files or folders");
   }
 }
@@ -237,9 +231,8 @@ void check_corpus_paths(const Config& cfg) {
 void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta,
                              bool resuming) {
   if (!resuming || resume_meta.step <= cfg.train.max_steps) return;
-  const auto it = cfg.origin.find("train.max_steps");
   throw Error(fmt::format("{}: train.max_steps = {} ({}), but the run is at step {} already", req.resume_dir,
-                          cfg.train.max_steps, it == cfg.origin.end() ? "config" : it->second, resume_meta.step),
+                          cfg.train.max_steps, origin_of(cfg, "train.max_steps"), resume_meta.step),
               fmt::format("leave train.max_steps as the run has it, or raise it past {} to train on; nothing was "
                           "changed",
                           resume_meta.step));

@@ -230,11 +230,44 @@ TEST(Tokenizer, TrainTokensSplitAndErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("garbage.model"), std::string::npos) << e.what();
   }
-  // A vocabulary larger than the corpus allows.
+  // A vocabulary larger than the corpus allows, and one too small for its pieces: sentencepiece's findings in the
+  // config's words (its source file and condition left out), with the size that would do.
   write_text(dir / "small.txt", "tiny corpus\n");
   Config c = tokenizer_config(dir, "bpe", 5000);
   c.data.corpus = {dir / "small.txt"};
-  EXPECT_THROW(prepare_tokens(c, 1), Error);
+  c.origin["data.tokenizer.vocab_size"] = "small.yaml";
+  const auto error_of = [&] {
+    try {
+      prepare_tokens(c, 1);
+    } catch (const Error& e) {
+      return std::string(e.what()) + "\nhint: " + e.hint();
+    }
+    return std::string("no error");
+  };
+  std::string msg = error_of();
+  EXPECT_NE(msg.find("small.yaml: training the bpe tokenizer: data.tokenizer.vocab_size = 5000 is more pieces than "
+                     "a bpe tokenizer finds in the corpus ("),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(" or less"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(".cc("), std::string::npos) << msg;
+  c.data.tokenizer.vocab_size = 100;
+  msg = error_of();
+  // 256 byte pieces, <unk>, the newline piece and the 11 distinct characters of "tiny corpus" (its space one)
+  EXPECT_NE(msg.find("data.tokenizer.vocab_size = 100 is below the 269 pieces the corpus needs"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("hint: set data.tokenizer.vocab_size to 269 or more"), std::string::npos) << msg;
+  // data.tokenizer.model naming a folder or a file that is not a model.
+  c.data.tokenizer.model = dir.str();
+  c.origin["data.tokenizer.model"] = "own.yaml";
+  EXPECT_NE(error_of().find("own.yaml: data.tokenizer.model = " + dir.str() + ": a folder, not a sentencepiece model"),
+            std::string::npos)
+      << error_of();
+  c.data.tokenizer.model = dir / "small.txt";
+  EXPECT_NE(error_of().find("data.tokenizer.model = " + dir / "small.txt" +
+                            ": not a sentencepiece model (it does not parse as one)"),
+            std::string::npos)
+      << error_of();
 }
 
 TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
