@@ -92,6 +92,20 @@ void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::
               "train.max_steps=N extends them)");
 }
 
+// SWEEP_DIR/sweep.json written by another sweep file with other contents (two files of one stem, without a name:
+// of their own): this sweep would replace its index and mix its runs with that sweep's. The same file edited
+// (a seed added) or the same text from another path (a copy, a move) is this sweep.
+void check_folder_is_this_sweeps(const Sweep& sweep, const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(dir) / "sweep.json", ec)) return;
+  const SweepIndex was = read_sweep_index(dir);
+  if (was.file == fs::absolute(sweep.file).string() || was.sweep_yaml == read_file(sweep.file)) return;
+  throw Error("sweep " + sweep.name + ": " + dir + " is the folder of another sweep file, " + was.file +
+                  " (its sweep.json); " + sweep.file + " would mix its runs with that sweep's",
+              "give this sweep a folder of its own: name: OTHER_NAME in " + sweep.file +
+                  " (or --set run.out_dir=ANOTHER_FOLDER)");
+}
+
 }  // namespace
 
 bool says_how_a_run_runs(const std::string& key) {
@@ -105,6 +119,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   SweepSummary sum;
   sum.dir = sweep_dir(sweep, opt.sets);
   sum.runs = static_cast<int>(runs.size());
+  check_folder_is_this_sweeps(sweep, sum.dir);
   // Every run's config as the sweep file and its base give it now: the runs trained afresh in this call read these,
   // not the base again, so that an edit of the base while the sweep trains does not reach half its runs.
   std::vector<Config> configs;
@@ -121,6 +136,9 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     steps.back() = meta.step;
   }
   make_dirs(sum.dir);
+  // One sweep per folder: a second one started at once would skip the run the first trains (its lock), read the
+  // runs the first has not reached as its own, and meet the first at each of them.
+  const RunLock lock((fs::path(sum.dir) / "sweep.lock").string(), "sweep");
   write_sweep_index(sum.dir, sweep_index(sweep, runs, opt.sets, sum.dir));
 
   double trained_seconds = 0;

@@ -24,8 +24,9 @@ std::string hostname() {
 
 }  // namespace
 
-RunLock::RunLock(const std::string& lock_path) : path_(lock_path) {
+RunLock::RunLock(const std::string& lock_path, const std::string& holder) : path_(lock_path) {
   const std::string run_dir = std::filesystem::path(path_).parent_path().string();
+  const std::string folder = holder == "trainer" ? "run folder" : holder + " folder";
   const std::string me = std::to_string(::getpid()) + " " + hostname() + "\n";
   for (int attempt = 0; attempt < 2; ++attempt) {
     crash_point("open", path_);
@@ -45,17 +46,18 @@ RunLock::RunLock(const std::string& lock_path) : path_(lock_path) {
     std::ifstream(path_) >> pid >> host;
     const bool alive = pid > 0 && host == hostname() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
     if (alive)
-      throw Error(
-          run_dir + ": another trainer (pid " + std::to_string(pid) + ") is using this run folder (" + path_ + ")",
-          "wait for it to finish or stop it; if no such process runs, delete " + path_);
+      throw Error(run_dir + ": another " + holder + " (pid " + std::to_string(pid) + ") is using this " + folder +
+                      " (" + path_ + ")",
+                  "wait for it to finish or stop it; if no such process runs, delete " + path_);
     if (host != hostname() && !host.empty())
       throw Error(run_dir + ": locked by pid " + std::to_string(pid) + " on host " + host + " (" + path_ + ")",
-                  "if that trainer is gone, delete " + path_);
+                  "if that " + holder + " is gone, delete " + path_);
     spdlog::warn("{}: stale lock of pid {} (no such process); taking it over", path_, pid);
     std::error_code ec;
     std::filesystem::remove(path_, ec);
   }
-  throw Error(path_ + ": another trainer took the lock at the same moment", "run one trainer per run folder");
+  throw Error(path_ + ": another " + holder + " took the lock at the same moment",
+              "run one " + holder + " per " + folder);
 }
 
 RunLock::~RunLock() {

@@ -1,5 +1,5 @@
-// A run folder's lock file (RunFolder::lock): one trainer per run folder. Holds "pid hostname"; a lock whose process is
-// gone is stale and taken over with a warning.
+// A run folder's lock file (RunFolder::lock): one trainer per run folder; a sweep folder's: one sweep per folder. Holds
+// "pid hostname"; a lock whose process is gone is stale and taken over with a warning.
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@ namespace poslab {
 class RunLock {
  public:
   // Takes the lock at `lock_path`. Throws poslab::Error naming the folder and the pid when another live process
-  // holds it.
-  explicit RunLock(const std::string& lock_path);
+  // holds it. `holder` names such a process in messages: "trainer" (a run folder's), "sweep" (a sweep folder's).
+  explicit RunLock(const std::string& lock_path, const std::string& holder = "trainer");
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

@@ -327,6 +327,48 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   EXPECT_EQ(read_jsonl(run + "/snapshots/index.jsonl").size(), 3u);  // steps 0, 3, 6: none twice
 }
 
+// One sweep per folder at a time (a second one started beside it is an error before it writes anything), and one
+// sweep file per folder: another file of the same stem with other contents is an error naming both files, while the
+// same file edited, or its text from another path, is the same sweep.
+TEST_F(SweepTest, ASweepFolderBelongsToOneSweepAtATimeAndToOneSweepFile) {
+  const std::string file = sweep_file("seeds: [1]\n", "one.yaml");
+  run_sweep(file, {});
+  const std::string dir = dir_ / "runs/one";
+  const std::string index = slurp(dir + "/sweep.json");
+  {
+    const RunLock running((fs::path(dir) / "sweep.lock").string(), "sweep");
+    try {
+      run_sweep(file, {});
+      FAIL() << "a second sweep ran in a folder whose sweep is running";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(dir + ": another sweep (pid " + std::to_string(::getpid()) +
+                                           ") is using this sweep folder"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir + "/sweep.lock")) << "the refused sweep removed the running one's lock, or left one";
+  EXPECT_EQ(run_sweep(file, {}).done_before, 1);
+  EXPECT_FALSE(fs::exists(dir + "/sweep.lock")) << "a sweep left its lock";
+
+  test::write_text(dir_ / "configs/other/one.yaml", "base: ../base.yaml\nseeds: [1, 2]\n");
+  try {
+    run_sweep(dir_ / "configs/other/one.yaml", {});
+    FAIL() << "a second sweep file of the same stem took the folder";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + " is the folder of another sweep file, " + file), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.hint().find("name: OTHER_NAME in " + dir_ / "configs/other/one.yaml"), std::string::npos) << e.hint();
+  }
+  EXPECT_EQ(slurp(dir + "/sweep.json"), index);
+  EXPECT_FALSE(fs::exists(dir + "/default/seed-2"));
+  // The file edited (a seed added), then its text from another path (a copy): the same sweep.
+  sweep_file("seeds: [1, 2]\n", "one.yaml");
+  EXPECT_EQ(run_sweep(file, {}).trained, 1);
+  test::write_text(dir_ / "configs/other/one.yaml", slurp(file));
+  EXPECT_EQ(run_sweep(dir_ / "configs/other/one.yaml", {}).done_before, 2);
+}
+
 // A sweep's runs share their settings: a run trained by an earlier call with other settings than the files give it
 // now is an error naming the run and the key, before anything is trained or written; --set's keys may differ (that
 // is how a call extends every run); and a run trained afresh reads the config the sweep resolved at its start, not
