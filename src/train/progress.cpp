@@ -1,7 +1,9 @@
 #include "train/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace poslab {
@@ -25,6 +27,38 @@ std::string Progress::format_duration(double seconds) {
   return buf;
 }
 
+std::string Progress::line(int64_t step, int64_t first_step, int64_t last_step, const std::string& eta, int columns) {
+  const double done = static_cast<double>(step - first_step);
+  const double total = static_cast<double>(std::max<int64_t>(1, last_step - first_step));
+  char text[128];
+  std::snprintf(text, sizeof text, "%3.0f%% step %lld/%lld ETA %s", 100.0 * done / total, static_cast<long long>(step),
+                static_cast<long long>(last_step), eta.c_str());
+  std::string out = text;
+  const int room = columns - 1 - static_cast<int>(out.size()) - 3;  // the last column left empty: no wrap
+  const int width = std::min(30, room);
+  if (width >= 10) {
+    std::string bar(static_cast<size_t>(std::clamp(width * done / total, 0.0, double(width))), '#');
+    bar.resize(static_cast<size_t>(width), '.');
+    out = "[" + bar + "] " + out;
+  } else {
+    out.erase(0, out.find_first_not_of(' '));
+  }
+  const size_t fit = columns > 1 ? static_cast<size_t>(columns - 1) : 0;
+  if (out.size() > fit) out.resize(fit);
+  return out;
+}
+
+namespace {
+
+// The terminal's width on stderr; 80 where it says none.
+int terminal_columns() {
+  winsize w{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  return 80;
+}
+
+}  // namespace
+
 void Progress::update(int64_t step) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
@@ -34,13 +68,9 @@ void Progress::update(int64_t step) {
   const double total = static_cast<double>(std::max<int64_t>(1, last_ - first_));
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = done > 0 ? elapsed / done * (total - done) : 0.0;
-  const int width = 30;
-  const int filled = static_cast<int>(width * done / total);
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.resize(width, '.');
-  std::fprintf(stderr, "\r\033[K[%s] %3.0f%% step %lld/%lld ETA %s", bar.c_str(), 100.0 * done / total,
-               static_cast<long long>(step), static_cast<long long>(last_),
-               done > 0 ? format_duration(eta).c_str() : "?");
+  // Measured at each draw: a window resized mid-run gets lines that fit it.
+  std::fprintf(stderr, "\r\033[K%s",
+               line(step, first_, last_, done > 0 ? format_duration(eta) : "?", terminal_columns()).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -15,6 +15,11 @@ class Progress {
   // "1m23s" style duration.
   static std::string format_duration(double seconds);
 
+  // The bar's line for a terminal `columns` wide, without the carriage return: "[####......] 40% step 400/1000 ETA
+  // 1m02s", the bar as wide as the text leaves room for (30 at most; none below 10), the text cut to fit a terminal
+  // narrower than itself (a line that wraps is not erased by the next draw). `eta` is "?" before the first step.
+  static std::string line(int64_t step, int64_t first_step, int64_t last_step, const std::string& eta, int columns);
+
  private:
   int64_t first_, last_;
   bool enabled_;
