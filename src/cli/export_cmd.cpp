@@ -10,6 +10,7 @@
 #include "export/export_tensorboard.h"
 #include "run/run_folder.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/plural.h"
 #include "util/shell.h"
 
@@ -45,15 +46,9 @@ void check_out_is_free(const std::string& out, bool force) {
   if (!fs::is_directory(out, ec))
     throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
   if (force) return;
-  std::string names;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator(out, ec)) {
-    if (n++ < 3) names += (names.empty() ? "" : ", ") + e.path().filename().string();
-  }
-  if (n == 0) return;
-  throw Error(out + ": already holds " + std::to_string(n) + (n == 1 ? " file or folder (" : " files or folders (") +
-                  names + (n > 3 ? ", …)" : ")"),
-              "pass --out a new folder, or --force to write into it (files of the same name are replaced)");
+  if (const std::string held = folder_contents(out); !held.empty())
+    throw Error(out + ": already holds " + held,
+                "pass --out a new folder, or --force to write into it (files of the same name are replaced)");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "report/table_atlas.h"
 #include "run/run_files.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/shell.h"
 #include "util/signals.h"
 
@@ -75,13 +76,9 @@ bool is_run_input(const std::string& path) { return fs::is_directory(path) && !i
 int compare_tables(const CompareArgs& a) {
   check_report_folder(a.out.empty() ? "compare" : a.out, a.out.empty() ? "the comparison's folder" : "--out", a.force);
   std::vector<NamedTable> tables;
-  std::map<std::string, std::string> given;  // by canonical path: a table given twice would be drawn twice
+  GivenOnce given("compare", "name each table once");  // a table given twice would be drawn twice
   for (const std::string& input : a.dirs) {
-    std::error_code ec;
-    const fs::path key = fs::weakly_canonical(input, ec);
-    if (const auto [it, fresh] = given.emplace(ec ? input : key.string(), input); !fresh)
-      throw Error("compare: " + input + " is given twice (as " + it->second + " and as " + input + ")",
-                  "name each table once");
+    given.add(input, input);
     const fs::path p = fs::path(input).filename().empty() ? fs::path(input).parent_path() : fs::path(input);
     const std::string name = p.extension() == ".safetensors" || p.extension() == ".npy" || p.extension() == ".pt"
                                  ? (p.parent_path().filename() / p.stem()).string()

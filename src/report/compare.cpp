@@ -15,6 +15,7 @@
 #include "report/figures.h"
 #include "run/run_files.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -81,15 +82,9 @@ double run_value(const ComparedRun& r, const std::string& key) {
 // Each folder's finished runs: a sweep's in its order, or the run folder itself.
 std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
   std::vector<ComparedRun> runs;
-  std::map<std::string, std::string> given;  // each run's folder, by its canonical path: counted once, or seeds repeat
-  auto once = [&](const fs::path& run, const std::string& as) {
-    std::error_code ec;
-    const fs::path key = fs::weakly_canonical(run, ec);
-    const auto [it, fresh] = given.emplace(ec ? run.string() : key.string(), as);
-    if (!fresh)
-      throw Error("compare: " + run.string() + " is given twice (as " + it->second + " and as " + as + ")",
-                  "name each run once: a sweep's folder already holds its runs");
-  };
+  // Each run's folder counted once, or its seed repeats.
+  GivenOnce given("compare", "name each run once: a sweep's folder already holds its runs");
+  auto once = [&](const fs::path& run, const std::string& as) { given.add(run.string(), as); };
   for (const auto& d : dirs) {
     const fs::path dir = fs::path(d).lexically_normal();
     if (is_sweep_dir(dir.string())) {

@@ -58,14 +58,9 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
     const std::string page = read_file(index.string());
     if (page.find(kGeneratorTag) != std::string::npos || page.find("<title>poslab ") != std::string::npos) return;
   }
-  std::string names;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (n++ < 3) names += (names.empty() ? "" : ", ") + e.path().filename().string();
-  if (n == 0) return;
-  throw Error(named + " " + dir + ": holds " + std::to_string(n) + (n == 1 ? " file or folder" : " files or folders") +
-                  " (" + names + (n > 3 ? ", …" : "") + ") and no poslab page",
-              "name a new folder, or pass --force to write into it (files of the same name are replaced)");
+  if (const std::string held = folder_contents(dir); !held.empty())
+    throw Error(named + " " + dir + ": holds " + held + " and no poslab page",
+                "name a new folder, or pass --force to write into it (files of the same name are replaced)");
 }
 
 std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures) {

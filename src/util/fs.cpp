@@ -203,6 +203,23 @@ int remove_stale_temporaries(const std::string& dir) {
   return removed;
 }
 
+std::string folder_contents(const std::string& dir) {
+  std::error_code ec;
+  std::string names;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (n++ < 3) names += (names.empty() ? "" : ", ") + e.path().filename().string();
+  if (n == 0) return "";
+  return std::to_string(n) + (n == 1 ? " file or folder (" : " files or folders (") + names + (n > 3 ? ", …)" : ")");
+}
+
+void GivenOnce::add(const std::string& path, const std::string& as) {
+  std::error_code ec;
+  const fs::path key = fs::weakly_canonical(path, ec);
+  const auto [it, fresh] = seen_.emplace(ec ? path : key.string(), as);
+  if (!fresh) throw Error(command_ + ": " + path + " is given twice (as " + it->second + " and as " + as + ")", hint_);
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   AtomicWriter out(path);
   out.write(bytes.data(), bytes.size());

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace poslab {
@@ -55,6 +57,22 @@ void make_dirs(const std::string& dir, const std::string& hint = "");
 // command (eval makes it, bench refuses it). Throws poslab::Error naming the option and the path.
 void check_output_file(const std::string& path, const std::string& option, bool force,
                        const std::vector<std::string>& inputs = {});
+
+// What a folder holds, for an error that refuses to write into it: "3 files or folders (a, b, c)", "5 files or
+// folders (a, b, c, …)", "1 file or folder (x)"; "" for an empty or missing folder.
+std::string folder_contents(const std::string& dir);
+
+// Inputs named once each, whatever their spelling (a/../a, ./a, a link to a): a command that reads several (compare)
+// would count one twice. add() throws poslab::Error "COMMAND: PATH is given twice (as FIRST and as SECOND)".
+class GivenOnce {
+ public:
+  GivenOnce(std::string command, std::string hint) : command_(std::move(command)), hint_(std::move(hint)) {}
+  void add(const std::string& path, const std::string& as);
+
+ private:
+  std::string command_, hint_;
+  std::map<std::string, std::string> seen_;  // the first name, by canonical path
+};
 
 // Appends one line (a '\n' is added) to a file, flushing it.
 void append_line(const std::string& path, const std::string& line);

@@ -53,7 +53,7 @@ TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
   EXPECT_NE(
       error_of([&] { check_output_file(dir / "sub", "--out", true); }).find("--out " + dir / "sub" + ": is a folder"),
       std::string::npos);
-  for (const std::string same : {dir / "in.pt", dir / "sub/../in.pt", dir / "link.pt"}) {
+  for (const std::string& same : {dir / "in.pt", dir / "sub/../in.pt", dir / "link.pt"}) {
     const std::string e = error_of([&] { check_output_file(same, "--out", true, {dir / "in.pt"}); });
     EXPECT_NE(e.find("--out " + same + ": is the file this command reads (" + dir / "in.pt" + ")"), std::string::npos)
         << e;
@@ -79,6 +79,27 @@ TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
 
 // A folder that cannot be made because a file holds its place (or its parent's): that file is named, with the
 // caller's hint.
+// What a refused folder holds, as errors list it, and inputs given twice by any spelling.
+TEST(Fs, FolderContentsAndInputsGivenOnce) {
+  TempDir dir;
+  EXPECT_EQ(folder_contents(dir / "missing"), "");
+  EXPECT_EQ(folder_contents(dir.str()), "");
+  test::write_text(dir / "a.txt", "a");
+  EXPECT_EQ(folder_contents(dir.str()), "1 file or folder (a.txt)");
+  for (const char* name : {"b", "c", "d"}) std::filesystem::create_directories(dir / name);
+  const std::string four = folder_contents(dir.str());
+  EXPECT_EQ(four.rfind("4 files or folders (", 0), 0u) << four;
+  EXPECT_NE(four.find(", …)"), std::string::npos) << four;
+
+  GivenOnce given("compare", "name each table once");
+  given.add(dir / "a.txt", "a.txt");
+  given.add(dir / "b", "b");
+  std::filesystem::create_symlink(dir / "a.txt", dir / "link.txt");
+  for (const std::string& again : {dir / "a.txt", dir / "b/../a.txt", dir / "link.txt"})
+    EXPECT_EQ(error_of([&] { given.add(again, "it again"); }),
+              "compare: " + again + " is given twice (as a.txt and as it again) | name each table once");
+}
+
 TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
   TempDir dir;
   test::write_text(dir / "runs", "a file");
