@@ -17,6 +17,7 @@ packages=(
   chromium                # headless browser: tests/report/test_watch_page.sh opens the watch page in it
   iproute2                # ip netns: tests/distributed/test_netns.sh makes two nodes of network namespaces
   strace                  # tests/train/test_write_order.sh reads the order of a run's writes from its system calls
+  bsdutils                # script(1): tests/cli/test_cli.sh gives poslab sample a terminal
   clang-format            # the source format (.clang-format): CTest's format test fails on a file it would change
 )
 

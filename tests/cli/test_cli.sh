@@ -13,6 +13,7 @@ missing=""
 [ -d /usr/share/games/fortunes ] || missing="$missing fortunes (/usr/share/games/fortunes, the default corpus)"
 command -v gnuplot >/dev/null || missing="$missing gnuplot-nox (gnuplot, the report's figures)"
 command -v strace >/dev/null || missing="$missing strace (the count of the program's starts)"
+command -v script >/dev/null || missing="$missing script (util-linux: a terminal for sample)"
 if [ -n "$missing" ]; then
   echo "FAIL cli: missing$missing; install them with bash scripts/setup.sh"
   echo "cli: 0 passed, 1 failed"
@@ -351,6 +352,18 @@ if "$poslab" sample "$ckpt" --prompt "$(printf '\t--  x')" --tokens 5 --temperat
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL sample keeps a tab prompt"; od -c "$tmp/s4" | head -3; cat "$tmp/err"
+fi
+# On a terminal (script(1) gives sample one) the text's control characters are shown as symbols: an ESC in the prompt
+# comes back as ␛ and cannot recolour the terminal; a pipe gets the bytes as they are (above).
+esc_prompt=$(printf 'a\033[31mb')
+SHELL=/bin/bash script -qec "$(printf '%q ' "$poslab" sample "$ckpt" --prompt "$esc_prompt" --tokens 3 \
+  --temperature 0) 2>/dev/null" /dev/null >"$tmp/tty" 2>&1
+"$poslab" sample "$ckpt" --prompt "$esc_prompt" --tokens 3 --temperature 0 >"$tmp/pipe" 2>/dev/null
+if grep -qF "a␛[31mb" "$tmp/tty" && ! grep -qF "$esc_prompt" "$tmp/tty" && grep -qF "$esc_prompt" "$tmp/pipe"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL sample on a terminal shows control characters as symbols"
+  od -c "$tmp/tty" | head -4; od -c "$tmp/pipe" | head -2
 fi
 # --device: cpu always works; cuda works with a GPU, else it is an error saying so; anything else is refused.
 if "$poslab" eval "$ckpt" --batches 1 --device cpu --out "$tmp/pos.csv" >"$tmp/out" 2>"$tmp/err" &&

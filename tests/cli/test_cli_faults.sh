@@ -134,5 +134,25 @@ else
   failed=$((failed + 1)); echo "FAIL memory, analyze: exit $rc"; head -c 600 "$tmp/big.err"
 fi
 
+# A run whose corpus moved since: eval names the checkpoint and the corpus, writes nothing, and scores again once the
+# corpus is back.
+mkdir -p "$tmp/moved" && cat docs/*.md >"$tmp/moved/corpus.txt"
+"$poslab" train configs/default.yaml "${quick[@]}" --set "data.corpus=$tmp/moved/corpus.txt" --set data.tokenizer.type=char \
+  --set model.n_layer=1 --set model.n_embd=32 --set model.n_head=2 --set train.max_steps=2 --set run.report=false \
+  --set "run.out_dir=$tmp/moved" >/dev/null 2>&1
+mv "$tmp/moved/corpus.txt" "$tmp/moved/elsewhere.txt"
+expect_error "eval of a run whose corpus moved" \
+  "^error: $tmp/moved/default/checkpoints/latest.pt: the run's corpus $tmp/moved/corpus.txt is not there" \
+  eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1
+if grep -q "^hint: put it back at that path" "$tmp/err" && [ ! -e "$tmp/moved/default/eval" ] &&
+   mv "$tmp/moved/elsewhere.txt" "$tmp/moved/corpus.txt" &&
+   "$poslab" eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1 >/dev/null 2>&1 &&
+   [ -f "$tmp/moved/default/eval/per_position_loss_val.csv" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval of a moved corpus: its hint, nothing written, and the corpus put back"
+  cat "$tmp/err"
+fi
+
 echo "cli_faults: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

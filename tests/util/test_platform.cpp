@@ -1,14 +1,19 @@
 // What poslab sets up at start-up: OpenBLAS's variables (answered through getenv) and the allocator.
+#include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <strings.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "test_util.h"
 #include "util/platform.h"
@@ -59,6 +64,39 @@ TEST(Platform, OpenBlasStartedWithTheCoreTypeGetenvGave) {
 
 // glibc serves a block above its mmap threshold (128 KiB by default) with its own mapping, returned to the
 // kernel when freed; after keep_freed_memory() a 16 MiB block (two slices' logits) comes from the heap.
+// run.threads: auto (0) takes every core (LibTorch's own default was 1 thread on some AMD Zen 5 machines), shared
+// among the processes of this machine; more threads than cores run, with a warning naming what auto would take
+// (1000 threads on 2 cores ran like a hang).
+TEST(Platform, ThreadsAutoTakeEveryCoreAndMoreThanTheCoresGiveAWarning) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int before = at::get_num_threads();
+  std::ostringstream log;
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  EXPECT_EQ(apply_threads(0), cores);
+  EXPECT_EQ(at::get_num_threads(), cores);
+  EXPECT_EQ(apply_threads(0, 2 * cores), 1);  // more processes than cores: one thread each
+  EXPECT_EQ(apply_threads(cores), cores);
+  const std::string quiet = log.str();
+  EXPECT_EQ(apply_threads(cores + 1), cores + 1);
+  const std::string over = log.str().substr(quiet.size());
+  EXPECT_EQ(apply_threads(cores, 2), cores);
+  const std::string shared = log.str().substr(quiet.size() + over.size());
+  spdlog::set_default_logger(previous);
+  apply_threads(before);
+  EXPECT_EQ(quiet, "") << "a warning where the threads fit the cores";
+  EXPECT_NE(over.find("run.threads " + std::to_string(cores + 1) + " is more than this machine's " +
+                      std::to_string(cores) + " cores"),
+            std::string::npos)
+      << over;
+  EXPECT_NE(over.find("run.threads auto takes " + std::to_string(cores)), std::string::npos) << over;
+  EXPECT_NE(shared.find("run.threads " + std::to_string(cores) + " in each of 2 processes is more than"),
+            std::string::npos)
+      << shared;
+  EXPECT_NE(shared.find("auto takes " + std::to_string(std::max(1, cores / 2))), std::string::npos) << shared;
+}
+
 TEST(Platform, KeepFreedMemoryServesLargeBlocksFromTheHeap) {
   keep_freed_memory();
   const size_t mapped_before = mallinfo2().hblks;
