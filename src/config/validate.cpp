@@ -27,10 +27,25 @@ struct Checks {
   // Where a key's value came from: a file, "--set" or "default".
   std::string source_of(const std::string& key) const { return origin_of(c, key); }
 
+  // "SOURCE: key = value: why"; a value nobody set is named as poslab's default (a "default:" prefix read as the
+  // file configs/default.yaml).
   [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& why) const {
     const std::string src = source_of(key);
-    throw Error(src + ": " + key + " = " + value + ": " + why,
-                "change " + key + (src == "default" ? " in your config" : " in " + src));
+    if (src == "default")
+      throw Error(key + " = " + value + " (poslab's default): " + why,
+                  "set " + key + " in your config or with --set " + key + "=VALUE");
+    throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + " in " + src);
+  }
+
+  // How directly a key's value was chosen: --set over a file over poslab's default. Of two keys that clash, the
+  // error names the one chosen most directly, as the one to change.
+  int chosen(const std::string& key) const {
+    const std::string src = source_of(key);
+    return src == "--set" ? 2 : src == "default" ? 0 : 1;
+  }
+  std::string described(const std::string& key, const std::string& value) const {
+    const std::string src = source_of(key);
+    return value + ", " + (src == "default" ? "poslab's default" : "from " + src);
   }
 
   void one_of(const std::string& key, const std::string& v, std::initializer_list<const char*> ok) const {
@@ -64,10 +79,13 @@ void validate(const Config& c) {
   if (c.model.n_layer < 1) check.fail("model.n_layer", str(c.model.n_layer), "must be at least 1");
   if (c.model.n_head < 1) check.fail("model.n_head", str(c.model.n_head), "must be at least 1");
   if (c.model.n_embd < 1) check.fail("model.n_embd", str(c.model.n_embd), "must be at least 1");
-  if (c.model.n_embd % c.model.n_head != 0)
+  if (c.model.n_embd % c.model.n_head != 0) {
+    if (check.chosen("model.n_head") > check.chosen("model.n_embd"))
+      check.fail("model.n_head", str(c.model.n_head),
+                 "must divide model.n_embd (" + check.described("model.n_embd", str(c.model.n_embd)) + ")");
     check.fail("model.n_embd", str(c.model.n_embd),
-               "must be divisible by model.n_head (" + str(c.model.n_head) + ", from " +
-                   check.source_of("model.n_head") + ")");
+               "must be divisible by model.n_head (" + check.described("model.n_head", str(c.model.n_head)) + ")");
+  }
   // 2 or 3 positions train, but no snapshot of their table could be analysed (src/analysis/analysis.cpp).
   if (c.model.block_size < 4)
     check.fail("model.block_size", str(c.model.block_size),

@@ -41,8 +41,8 @@ expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" tra
 expect_error "wrong type" "^error: --set: train.lr = fast: expected finite number" train configs/default.yaml --set train.lr=fast
 # The README's example of a bad input (docs/cli.md shows it too): the program prints these two lines word for word,
 # and both pages show them, so the docs and the program cannot drift apart.
-impossible_error='error: default: model.n_embd = 128: must be divisible by model.n_head (3, from --set)'
-impossible_hint='hint: change model.n_embd in your config'
+impossible_error="error: --set: model.n_head = 3: must divide model.n_embd (128, poslab's default)"
+impossible_hint='hint: change model.n_head in --set'
 "$poslab" train configs/default.yaml --set model.n_head=3 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 missing_from=""

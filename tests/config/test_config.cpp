@@ -154,6 +154,23 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   EXPECT_NE(msg.find("model.n_embd = 100"), std::string::npos) << msg;
   EXPECT_NE(msg.find("n_head (3, from "), std::string::npos) << msg;
   EXPECT_NE(msg.find("heads.yaml"), std::string::npos) << msg;
+  // Of two keys that clash, the one chosen most directly (--set, then a file, then poslab's default) is named as the
+  // one to change, and the other's value with where it came from.
+  write_text(dir / "width.yaml", "model:\n  n_embd: 102\n");
+  EXPECT_EQ(error_of([&] { load_config(dir / "width.yaml"); }),
+            dir / "width.yaml" + ": model.n_embd = 102: must be divisible by model.n_head (4, poslab's default) | " +
+                "change model.n_embd in " + dir / "width.yaml");
+  EXPECT_EQ(error_of([&] { load_config(dir / "heads.yaml", {"model.n_embd=50"}); }),
+            "--set: model.n_embd = 50: must be divisible by model.n_head (3, from " + dir / "heads.yaml" +
+                ") | change model.n_embd in --set");
+  EXPECT_EQ(error_of([] { load_config("", {"model.n_head=3"}); }),
+            "--set: model.n_head = 3: must divide model.n_embd (128, poslab's default) | change model.n_head in --set");
+  // A value nobody set is named as poslab's default, not as a source called "default".
+  Config c = load_config("");
+  c.model.n_head = 3;
+  EXPECT_EQ(error_of([&] { validate(c); }),
+            "model.n_embd = 128 (poslab's default): must be divisible by model.n_head (3, poslab's default) | set "
+            "model.n_embd in your config or with --set model.n_embd=VALUE");
 
   msg = error_of([] { load_config("", {"model.block_size=1"}); });
   EXPECT_NE(msg.find("model.block_size = 1"), std::string::npos) << msg;
