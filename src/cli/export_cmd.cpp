@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -51,6 +52,23 @@ void check_out_is_free(const std::string& out, bool force) {
                 "pass --out a new folder, or --force to write into it (files of the same name are replaced)");
 }
 
+// The Python of the pip build's environment (scripts/libtorch.sh: $POSLAB_CACHE or ~/.cache/poslab, torch-VERSION/,
+// with torch, transformers and transformer-lens) when there is one; "PYTHON" where there is none.
+std::string interop_python() {
+  const char* cache = std::getenv("POSLAB_CACHE");
+  const char* home = std::getenv("HOME");
+  const fs::path dir = cache != nullptr && *cache != '\0' ? fs::path(cache)
+                       : home != nullptr                  ? fs::path(home) / ".cache/poslab"
+                                                          : fs::path();
+  std::error_code ec;
+  std::string found;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("torch-", 0) == 0 && fs::exists(e.path() / ".complete", ec) &&
+        fs::exists(e.path() / "bin/python", ec))
+      found = std::max(found, (e.path() / "bin/python").string());  // of several, the last by name
+  return found.empty() ? "PYTHON" : shell_word(found);
+}
+
 }  // namespace
 
 int run_export(const ExportArgs& a) {
@@ -72,10 +90,16 @@ int run_export(const ExportArgs& a) {
   const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);
+  const std::string python = interop_python();
   std::cerr << fmt::format(
-      "wrote {} files; check them in transformers and TransformerLens with:\n"
-      "  python3 scripts/check_hf_export.py {}\n  python3 scripts/check_tl_export.py {}\n",
-      r.files.size(), shell_word(r.dir), shell_word(r.dir));
+      "wrote {} files: transformers loads them with GPT2LMHeadModel.from_pretrained (docs/interop.md). To check them "
+      "against poslab's own logits in transformers and TransformerLens, from poslab's source folder{}:\n"
+      "  {} scripts/check_hf_export.py {}\n  {} scripts/check_tl_export.py {}\n",
+      r.files.size(),
+      python == "PYTHON" ? " with a Python that has torch, transformers and transformer-lens (bash scripts/libtorch.sh "
+                           "pip makes one in ~/.cache/poslab)"
+                         : "",
+      python, shell_word(r.dir), python, shell_word(r.dir));
   std::cout << r.dir << "\n";
   return 0;
 }

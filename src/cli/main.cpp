@@ -1,4 +1,5 @@
 // poslab: a thin main. Parse, dispatch, turn exceptions into one "error:" line and an exit code.
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp == nullptr || *omp == '\0') poslab::apply_threads(0);
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
   spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug: the debug lines too (every file a corpus leaves out)
   const int rc = run(argc, argv);
   // Everything poslab wrote is flushed here, and its files closed as run() returned. The static destructors left are
   // LibTorch's, which unregister its thousands of operators one by one: ~0.1 s of every command (Debian's LibTorch,

@@ -98,8 +98,10 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   const auto& tc = cfg.data.tokenizer;
   Corpus corpus = read_corpus(cfg.data.corpus);
   if (!corpus.skipped.empty()) {
-    spdlog::warn("corpus: skipped {} files that are not text (first: {}){}", corpus.skipped.size(),
-                 corpus.skipped.front(), corpus.skipped.size() > 1 ? "; the full list is at log level debug" : "");
+    // Expected in a folder (fortune's .dat index files beside its texts): said, not warned about.
+    spdlog::info("corpus: {} left out, not text (first: {}){}",
+                 counted(static_cast<int64_t>(corpus.skipped.size()), "file"), corpus.skipped.front(),
+                 corpus.skipped.size() > 1 ? "; SPDLOG_LEVEL=debug lists them all" : "");
     for (const auto& s : corpus.skipped) spdlog::debug("corpus: skipped {}", s);
   }
   if (corpus.replaced_bytes > 0)
