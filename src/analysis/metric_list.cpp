@@ -31,7 +31,7 @@ const std::vector<Metric>& scalar_metrics() {
   static const std::vector<Metric> list = {
       {"signal_rank", "components above the noise floor", "signal rk", "{:.0f}", true, true,
        [](A a) { return double(a.noise.signal_rank); }},
-      {"signal_share", "their share of the centred variance", "sig share", "{:.3f}", true, false,
+      {"signal_share", "variance share above the noise floor", "sig share", "{:.3f}", true, false,
        [](A a) { return a.noise.signal_share; }},
       {"noise_sigma", "estimated noise level (per-entry sd)", "noise sd", "{:.4f}", false, false,
        [](A a) { return a.noise.noise_sigma; }},

@@ -81,10 +81,23 @@ Figure band_figure(const std::string& name, const std::string& title, const std:
         plots.empty() ? "" : ", ", file, i % 8 + 1, file, group % 4 + 1, kPoints[group % 4], group == 0 ? 0.5 : 0.8,
         i % 8 + 1, gp_quote(variants[i]));
   }
+  // Every value the same (no seed's table above the noise floor: all 0): a range around it.
+  std::vector<double> values;
+  for (const Band& b : bands) {
+    values.insert(values.end(), b.lo.begin(), b.lo.end());
+    values.insert(values.end(), b.hi.begin(), b.hi.end());
+  }
+  const std::string range = extra.find("set yrange") == std::string::npos ? yrange_if_flat(values) : "";
   const std::string body = "  set xlabel " + gp_quote(xlabel) + "\n  set ylabel " + gp_quote(ylabel) +
-                           "\n  set key outside right top\n  set grid\n" + extra + "  plot " + plots + "\n";
+                           "\n  set key outside right top\n  set grid\n" + range + extra + "  plot " + plots + "\n";
   f.script = both_formats(name, body, 1000, 520);
   return f;
+}
+
+// "adjacent cosine" -> "Adjacent cosine" (labels are ASCII at their start).
+std::string capitalised(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  return s;
 }
 
 // A run's curves: (step, val loss) at each evaluation, (step, metric) at each snapshot, (position, loss) from
@@ -134,11 +147,11 @@ std::vector<Figure> comparison_figures(const Comparison& c) {
       "band is ± one standard deviation over the seeds.",
       "step", "val loss", bands_of(c, val_loss_curve));
   for (const Metric& m : headline_metrics())
-    add(std::string("trajectory_") + m.key, std::string(m.label) + " over training",
-        std::string("The position table's ") + m.label +
-            " at each snapshot, mean of each variant's seeds with a ± sd "
+    add(std::string("trajectory_") + m.key, capitalised(m.label) + " over training",
+        capitalised(m.label) +
+            " of the position table at each snapshot, mean of each variant's seeds with a ± sd "
             "band (docs/analysis.md defines it). Variants without a learned table have none.",
-        "step", m.column, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); }));
+        "step", m.label, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); }));
   add("cos_by_offset", "Cosine by offset at the last snapshot",
       "Mean cosine between rows i and i + k of the final table, against the offset k: a smooth table stays high for "
       "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",

@@ -49,6 +49,17 @@ const char* const kPalette =
 
 std::string gp_number(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
 
+std::string yrange_if_flat(const std::vector<double>& values) {
+  double low = INFINITY, high = -INFINITY;
+  for (double v : values)
+    if (std::isfinite(v)) low = std::min(low, v), high = std::max(high, v);
+  // The same as gnuplot reads them: equal in their 8 significant digits (gp_number).
+  if (!(low <= high) || high - low > 1e-7 * std::max(std::abs(low), std::abs(high))) return "";
+  if (high == 0) return "  set yrange [0:1]\n";
+  const double mid = 0.5 * (low + high), margin = std::max(0.1 * std::abs(mid), 1e-3);
+  return fmt::format("  set yrange [{}:{}]\n", gp_number(mid - margin), gp_number(mid + margin));
+}
+
 std::string gp_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
@@ -194,10 +205,12 @@ Figure row_norms_figure(const std::vector<Series>& series) {
       });
   const int64_t first = series.empty() ? 0 : series[0].analysis->row_offset;
   const int64_t last = series.empty() ? 1 : first + series[0].analysis->positions - 1;
+  std::vector<double> norms;
+  for (const Series& s : series) norms.insert(norms.end(), s.analysis->row_norms.begin(), s.analysis->row_norms.end());
   f.script = both_formats(f.name, fmt::format("  set xlabel 'position'\n  set ylabel 'row norm ||w_i||'\n  set grid\n"
                                               "  set xrange [{}:{}]\n",
                                               first, last) +
-                                      "  plot " + plots + "\n  set autoscale x\n");
+                                      yrange_if_flat(norms) + "  plot " + plots + "\n  set autoscale x\n");
   return f;
 }
 

@@ -26,6 +26,11 @@ std::string gp_number(double v);
 std::string gp_quote(const std::string& s);
 std::string gp_slug(const std::string& s);
 
+// "  set yrange [LOW:HIGH]\n" around the value when every finite value in `values` is the same to gnuplot's eye
+// (in its 8 digits): gnuplot would widen the empty range with a warning, to [-1:1] around 0, drawing negative counts.
+// [0:1] for 0, ±10 % (at least 1e-3) otherwise; "" when the values differ or there is none.
+std::string yrange_if_flat(const std::vector<double>& values);
+
 // The name of a new data file of figure `f` for the series `label`: "PREFIX_SLUG.dat", with "_2", "_3", … where two
 // labels make one slug ("a b" and "a_b"), so that no series' data replaces another's.
 std::string data_file(const Figure& f, const std::string& prefix, const std::string& label);

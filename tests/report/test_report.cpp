@@ -215,6 +215,19 @@ TEST(Report, LabelsOfOneSlugGetDataFilesOfTheirOwn) {
                                                         {"trajectory_k90_a_b_3.dat", "3"}}));
 }
 
+// Values gnuplot would read as one (a constant table's row norms, counts that are all 0) get a y range around them:
+// without one gnuplot warns and widens it, to [-1:1] around 0.
+TEST(Report, AFlatSeriesGetsAYRangeAroundItsValue) {
+  EXPECT_EQ(yrange_if_flat({0, 0, NAN, 0}), "  set yrange [0:1]\n");
+  EXPECT_EQ(yrange_if_flat({4, 4.0000000001, 3.9999999999}), "  set yrange [3.6:4.4]\n");
+  EXPECT_EQ(yrange_if_flat({-2, -2}), "  set yrange [-2.2:-1.8]\n");
+  EXPECT_EQ(yrange_if_flat({1e-9, 1e-9}), "  set yrange [-0.000999999:0.001000001]\n");
+  EXPECT_EQ(yrange_if_flat({0, 1}), "");
+  EXPECT_EQ(yrange_if_flat({4, 4.001}), "");
+  EXPECT_EQ(yrange_if_flat({}), "");
+  EXPECT_EQ(yrange_if_flat({NAN}), "");
+}
+
 // A report goes into a new or empty folder, or over poslab's own earlier page; a folder of other files only with
 // --force, which leaves the files of other names; a file never.
 TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
