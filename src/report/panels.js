@@ -41,7 +41,8 @@ const Panels = (function () {
   function decode(D) {
     const frames = D.frames.map((f) => ({
       step: f.step, trainLoss: f.train_loss, valLoss: f.val_loss, sim: bytes(f.sim), path: int16s(f.path),
-      share: f.path_share, sv: f.sv, floor: f.floor, rank: f.signal_rank, metrics: f.metrics, power: f.periodogram,
+      share: f.path_share, sv: f.sv, svOf: f.sv_of || f.sv.length, floor: f.floor, rank: f.signal_rank,
+      metrics: f.metrics, power: f.periodogram, powerOf: f.periodogram_of || f.periodogram.length,
       circle: f.circle,
       kernels: f.kernels ? bytes(f.kernels) : null, kinds: f.kinds, textKinds: f.text_kinds,
     }));
@@ -200,13 +201,19 @@ const Panels = (function () {
     ctx.strokeRect(m.l, m.t, w, h);
     ctx.fillStyle = "#444";
     ctx.textAlign = "right";
-    for (let e = Math.ceil(S.lo); e <= Math.floor(S.hi); ++e) {
-      ctx.fillText("1e" + e, m.l - 4, Y(Math.pow(10, e)) + 4);
+    // Ticks at the powers of ten in range; within one decade there is none, so the range's ends are labelled.
+    const ticks = [];
+    for (let e = Math.ceil(S.lo); e <= Math.floor(S.hi); ++e) ticks.push([Math.pow(10, e), "1e" + e]);
+    if (ticks.length === 0)
+      for (const e of [S.lo + 0.05, S.hi - 0.05]) ticks.push([Math.pow(10, e), Math.pow(10, e).toPrecision(2)]);
+    for (const [v, text] of ticks) {
+      ctx.fillText(text, m.l - 4, Y(v) + 4);
       ctx.strokeStyle = "#eee";
-      ctx.beginPath(); ctx.moveTo(m.l, Y(Math.pow(10, e))); ctx.lineTo(m.l + w, Y(Math.pow(10, e))); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(m.l, Y(v)); ctx.lineTo(m.l + w, Y(v)); ctx.stroke();
     }
     ctx.textAlign = "center";
-    ctx.fillText("component k (1 … " + f.sv.length + ")", m.l + w / 2, c.height - 8);
+    ctx.fillText("component k (1 … " + f.sv.length + (f.svOf > f.sv.length ? " of " + f.svOf : "") + ")",
+                 m.l + w / 2, c.height - 8);
     if (f.floor > 0) {
       ctx.strokeStyle = "#b5651d";
       ctx.setLineDash([5, 4]);
@@ -234,10 +241,13 @@ const Panels = (function () {
     ctx.strokeRect(m.l, m.t, w, h);
     ctx.fillStyle = "#444";
     ctx.textAlign = "right";
-    for (const v of [0, S.powerMax / 2, S.powerMax]) ctx.fillText((100 * v).toFixed(0) + " %", m.l - 4, Y(v) + 4);
+    // Two significant figures below 10 % (1.5 %, not a rounded 1 %: the ticks are half and all of the top).
+    const percent = (v) => (v === 0 ? "0" : 100 * S.powerMax < 10 ? (100 * v).toPrecision(2) : (100 * v).toFixed(0));
+    for (const v of [0, S.powerMax / 2, S.powerMax]) ctx.fillText(percent(v) + " %", m.l - 4, Y(v) + 4);
     ctx.textAlign = "center";
     for (const k of [1, Math.ceil(n / 4), Math.ceil(n / 2), n]) ctx.fillText(String(k), m.l + (k - 0.5) * bar, m.t + h + 14);
-    ctx.fillText("cycles over the table (1 … " + f.power.length + ")", m.l + w / 2, c.height - 4);
+    ctx.fillText("cycles over the table (1 … " + f.power.length + (f.powerOf > f.power.length ? " of " + f.powerOf : "") +
+                 ")", m.l + w / 2, c.height - 4);
     for (let k = 0; k < f.power.length; ++k) {
       const on = f.circle && Math.abs(k + 1 - f.circle.turns) < 0.5;
       ctx.fillStyle = on ? "#b5651d" : "#21918c";

@@ -81,7 +81,7 @@ namespace {
 
 // The headline metrics of analysis/metric_list.h, one column per series, and the boundary outliers.
 std::string metrics_table(const std::vector<Series>& columns) {
-  std::string h = "<table>\n<tr><th>metric</th>";
+  std::string h = "<div class=\"wide\"><table>\n<tr><th>metric</th>";
   for (const auto& c : columns) h += "<th>" + html_escape(c.label) + "</th>";
   h += "</tr>\n";
   for (const Metric& m : headline_metrics()) {
@@ -96,7 +96,7 @@ std::string metrics_table(const std::vector<Series>& columns) {
       if (r.outlier) s += (s.empty() ? "" : ", ") + std::to_string(r.position);
     h += "<td>" + (s.empty() ? std::string("none") : s) + "</td>";
   }
-  return h + "</tr>\n</table>\n";
+  return h + "</tr>\n</table></div>\n";
 }
 
 }  // namespace
@@ -142,14 +142,18 @@ std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tabl
       "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes”): least "
       "squares from a row to its index, 5-fold over the rows in a shuffled order, as the mean distance of "
       "the rounded prediction from the true index; and logistic regression on pairs of rows, "
-      "“which comes first”, as held-out accuracy (chance 0.5).</p>\n<table>\n<tr><th>table</th>"
+      "“which comes first”, as held-out accuracy. Read both against the random row, not against 0.5 or the middle "
+      "position: the test pairs share their rows with the training pairs, so even a random table scores well above "
+      "0.5 on the relative probe, and with as many columns as rows the absolute probe fits noise.</p>\n"
+      "<div class=\"wide\"><table>\n"
+      "<tr><th>table</th>"
       "<th>absolute: mean error (positions)</th><th>relative: accuracy</th><th>pairs</th></tr>\n";
   for (const auto& [name, W] : tables) {
     const LiteratureProbes p = literature_probes(W, seed);
     h += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.3f}</td><td>{}</td></tr>\n", html_escape(name),
                      p.absolute_mae, p.relative_accuracy, p.pairs);
   }
-  return h + "</table>\n";
+  return h + "</table></div>\n";
 }
 
 }  // namespace

@@ -244,13 +244,15 @@ UsageSection usage_section(const std::string& run_dir, const std::vector<Traject
   out.html += heads_table(first, last, first_step, last_step);
   out.html +=
       "<p>Position against token directions (docs/analysis.md, “Position and token subspaces”): the smallest "
-      "principal angle between the table's top components (those above its noise floor) and as many of the token "
+      "principal angle between the table's top k components (those above its noise floor; the first one when none "
+      "is) and as many of the token "
       "embedding's top directions; the token embedding's variance along the table's directions relative to its "
       "mean per direction; where they sit in the token spectrum (0 top, 0.5 a random direction, 1 bottom); the "
-      "largest |cos| between a token row and a position row.</p>\n<table>\n<tr><th>step</th><th>k</th>"
+      "largest |cos| between a token row and a position row.</p>\n<div "
+      "class=\"wide\"><table>\n<tr><th>step</th><th>k</th>"
       "<th>smallest angle</th><th>token variance ratio</th><th>place in token spectrum</th><th>max |cos|</th></tr>\n" +
       geometry_row(("step " + std::to_string(first_step)).c_str(), pt0) +
-      geometry_row(("step " + std::to_string(last_step)).c_str(), pt1) + "</table>\n";
+      geometry_row(("step " + std::to_string(last_step)).c_str(), pt1) + "</table></div>\n";
   try {
     const auto flat = read_npy_table(run.snapshot_kernels(last_step));
     const int64_t n_head = static_cast<int64_t>(last["attention_kernels"]["heads"].size());

@@ -142,11 +142,13 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     if (static_cast<int64_t>(sv.size()) > limits.max_singular_values)
       sv.resize(static_cast<size_t>(limits.max_singular_values));
     frame["sv"] = sv;
+    frame["sv_of"] = a.singular_values_centered.size();  // the panels say "1 … 64 of 128" when cut
     frame["floor"] = a.noise.threshold;
     frame["signal_rank"] = a.noise.signal_rank;
     const size_t bins = std::min<size_t>(a.periodogram.size(), static_cast<size_t>(limits.max_frequencies));
     frame["periodogram"] =
         std::vector<double>(a.periodogram.begin(), a.periodogram.begin() + static_cast<std::ptrdiff_t>(bins));
+    frame["periodogram_of"] = a.periodogram.size();
     frame["circle"] = nullptr;
     if (!a.circles.empty())
       frame["circle"] = {{"components", {a.circles[0].first, a.circles[0].second}},

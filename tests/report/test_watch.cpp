@@ -144,6 +144,8 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
 
   // spectrum, floor and metrics are the analysis's
   EXPECT_EQ(data["frames"][2]["sv"].size(), points[2].analysis.singular_values_centered.size());
+  EXPECT_EQ(data["frames"][2]["sv_of"], points[2].analysis.singular_values_centered.size());
+  EXPECT_EQ(data["frames"][2]["periodogram_of"], points[2].analysis.periodogram.size());
   EXPECT_DOUBLE_EQ(data["frames"][2]["floor"].get<double>(), points[2].analysis.noise.threshold);
   EXPECT_EQ(data["frames"][2]["signal_rank"], points[2].analysis.noise.signal_rank);
   EXPECT_EQ(data["frames"][2]["metrics"].size(), data["metrics"].size());
@@ -263,6 +265,15 @@ TEST(Watch, SeedsDataHoldsEachSeedWithSnapshotsInASmallerPage) {
   EXPECT_EQ(data["seeds"][0]["name"], "seed-7");
   EXPECT_EQ(data["seeds"][0]["data"], watch_data(one, p1, seeds_limits()));
   const WatchLimits l = seeds_limits();
+  // Cut to the seeds page's limits, a frame keeps the full counts: its panels say "1 … 64 of 128".
+  WatchLimits tight = l;
+  tight.max_singular_values = 2;
+  tight.max_frequencies = 3;
+  const nlohmann::json cut = watch_data(one, p1, tight)["frames"][0];
+  EXPECT_EQ(cut["sv"].size(), 2u);
+  EXPECT_EQ(cut["sv_of"], p1[0].analysis.singular_values_centered.size());
+  EXPECT_EQ(cut["periodogram"].size(), 3u);
+  EXPECT_EQ(cut["periodogram_of"], p1[0].analysis.periodogram.size());
   EXPECT_EQ(l.kernel_bytes, 0);
   EXPECT_LT(l.max_sim_rows, WatchLimits().max_sim_rows);
   EXPECT_LT(l.max_frames, WatchLimits().max_frames);
