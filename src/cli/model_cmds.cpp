@@ -22,6 +22,7 @@
 #include "load/model_tables.h"
 #include "report/report.h"
 #include "run/run_files.h"
+#include "run/run_folder.h"
 #include "train/evaluate.h"
 #include "train/memory_need.h"
 #include "util/cuda.h"
@@ -36,6 +37,17 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A run folder where a checkpoint goes stands for its latest checkpoint (as export takes it): "poslab sample
+// runs/default". Anything else is left as given, for the command to read or to refuse.
+const CLI::Validator kRunFolderToCheckpoint = CLI::Validator(
+    [](std::string& s) -> std::string {
+      std::error_code ec;
+      if (fs::is_directory(s, ec) && fs::is_regular_file(RunFolder(s).latest_checkpoint(), ec))
+        s = RunFolder(s).latest_checkpoint();
+      return "";
+    },
+    "");
 
 void add_device_option(CLI::App* cmd, std::string& device) {
   cmd->add_option("--device", device, "auto (CUDA when present) | cpu | cuda")
@@ -112,8 +124,9 @@ CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
                                  "describe a checkpoint (config, step, sizes, losses, tokenizer, its position "
                                  "table) or a Hugging Face model folder (its files and position tables)");
   cmd->add_option("checkpoint", a.checkpoint,
-                  "RUN_DIR/checkpoints/latest.pt or best.pt, or a model folder / .safetensors")
-      ->required();
+                  "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt), or a model folder / .safetensors")
+      ->required()
+      ->transform(kRunFolderToCheckpoint);
   return cmd;
 }
 
@@ -169,7 +182,9 @@ int run_inspect(const InspectArgs& a) {
 
 CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   auto* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
-  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt)")
+      ->required()
+      ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--prompt", a.prompt, "text to continue (default: start from a new line)");
   cmd->add_option("--tokens", a.options.tokens, "new tokens to generate")->capture_default_str()->check(kNonNegative);
   cmd->add_option("--temperature", a.options.temperature, "0 = greedy")->capture_default_str()->check(kNonNegative);
@@ -200,7 +215,9 @@ int run_sample(const SampleArgs& a) {
 
 CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   auto* cmd = app.add_subcommand("eval", "loss, perplexity and the loss at each position of a checkpoint");
-  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt")->required();
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt)")
+      ->required()
+      ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--split", a.split, "val | train")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
   cmd->add_option("--batches", a.batches, "batches to score (default: the run's train.eval_batches)")->check(kPositive);
   cmd->add_option("--batch-size", a.batch_size, "sequences per batch (default: the run's train.batch_size)")
@@ -293,7 +310,9 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
   auto* cmd = app.add_subcommand("extend",
                                  "stretch a checkpoint's context to N positions by rebuilding its learned "
                                  "table (then: poslab eval, poslab train --init-from)");
-  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt")->required();
+  cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt (RUN_DIR: its latest.pt)")
+      ->required()
+      ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(kPositive);
   cmd->add_option("--method", a.method, "linear | cubic | nearest | copy | random (the control)")
       ->capture_default_str()

@@ -353,6 +353,15 @@ if "$poslab" sample "$ckpt" --prompt "$(printf '\t--  x')" --tokens 5 --temperat
 else
   failed=$((failed + 1)); echo "FAIL sample keeps a tab prompt"; od -c "$tmp/s4" | head -3; cat "$tmp/err"
 fi
+# A run folder stands for its latest checkpoint in inspect, sample, eval and extend, as in export.
+if "$poslab" inspect "$tmp/x/default" | grep -q "^checkpoint   $tmp/x/default/checkpoints/latest.pt " &&
+   [ "$("$poslab" sample "$tmp/x/default" --tokens 5 --seed 2 2>/dev/null)" = \
+     "$("$poslab" sample "$ckpt" --tokens 5 --seed 2 2>/dev/null)" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL a run folder for its checkpoint"; "$poslab" inspect "$tmp/x/default" | head -2
+fi
+expect_error "a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint \\(nor a run folder" sample "$tmp/x"
 # On a terminal (script(1) gives sample one) the text's control characters are shown as symbols: an ESC in the prompt
 # comes back as ␛ and cannot recolour the terminal; a pipe gets the bytes as they are (above).
 esc_prompt=$(printf 'a\033[31mb')
