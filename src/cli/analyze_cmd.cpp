@@ -80,9 +80,10 @@ void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
 }
 
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
-  auto* cmd = app.add_subcommand("analyze",
-                                 "analyse a position table: spectrum, effective rank, similarity, "
-                                 "smoothness, boundaries, sinusoids");
+  auto* cmd = app.add_subcommand("analyze", "analyse a run's, a model's or one position table");
+  cmd->footer(
+      "What it measures: spectrum and noise floor, effective rank, similarity, smoothness, boundaries, sinusoids, "
+      "periods, circles and the helix (docs/analysis.md).");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
   cmd->add_flag("--force", a.force, "replace an existing --json file");

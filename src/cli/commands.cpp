@@ -51,7 +51,7 @@ struct BenchArgs {
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
-  auto* cmd = app.add_subcommand("train", "train a model from a YAML config (or resume a run)");
+  auto* cmd = app.add_subcommand("train", "train a model from a YAML config, or resume a run");
   cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")->take_all();
@@ -71,14 +71,14 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
 }
 
 CLI::App* add_config_command(CLI::App& app, ConfigArgs& a) {
-  auto* cmd = app.add_subcommand("config", "print the effective config (defaults + file + --set) as YAML");
+  auto* cmd = app.add_subcommand("config", "print the effective config as YAML");
   cmd->add_option("config", a.path, "YAML config")->check(CLI::ExistingFile);
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
   return cmd;
 }
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
-  auto* cmd = app.add_subcommand("bench", "training speed of a config: tokens/s, ms/step, MFU, snapshot cost");
+  auto* cmd = app.add_subcommand("bench", "a config's training speed: tokens/s, MFU");
   cmd->add_option("config", a.config, "YAML config")->check(CLI::ExistingFile);
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
@@ -205,7 +205,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"poslab: train a small GPT with a learned position table and watch the table take shape"};
+  CLI::App app{"poslab: a small GPT whose learned position table you watch take shape"};
   app.require_subcommand(1);
   // A callback: the summary looks for a GPU, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>([] {
@@ -238,6 +238,10 @@ int run_cli(int argc, char** argv) {
   CompareArgs compare_args;
   auto* compare_cmd = add_compare_command(app, compare_args);
 
+  // Set after the subcommands, which would inherit it.
+  app.footer(
+      "poslab help COMMAND (or poslab COMMAND --help): a command's options. docs/cli.md: every command, "
+      "option and config key.");
   // "poslab help" and "poslab help train" are "poslab --help" and "poslab train --help".
   std::vector<char*> help_args;
   if (argc > 1 && std::string(argv[1]) == "help") {

@@ -19,9 +19,10 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
-  auto* cmd = app.add_subcommand("export",
-                                 "a run in other tools: a Hugging Face transformers folder (GPT-2 layout, "
-                                 "tokenizer, a logits check) or TensorBoard's event and projector files");
+  auto* cmd = app.add_subcommand("export", "a run for transformers or TensorBoard");
+  cmd->footer(
+      "--to hf: a Hugging Face transformers folder (GPT-2 layout, tokenizer, a logits check); --to tensorboard: "
+      "TensorBoard's event and projector files (docs/interop.md).");
   cmd->add_option("input", a.input, "a checkpoint (RUN_DIR/checkpoints/latest.pt) or a run folder (its latest.pt)")
       ->required()
       ->check(CLI::ExistingPath);

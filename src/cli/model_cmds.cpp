@@ -58,9 +58,10 @@ void add_device_option(CLI::App* cmd, std::string& device) {
 }  // namespace
 
 CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
-  auto* cmd = app.add_subcommand("report",
-                                 "draw the analysis as an HTML page with figures (gnuplot): a run folder, "
-                                 "one table (.npy, .safetensors, .pt, --synthetic), or a model folder's tables");
+  auto* cmd = app.add_subcommand("report", "an HTML page of figures: a run, a table, a model");
+  cmd->footer(
+      "Draws the analysis with gnuplot: a run folder, one table (.npy, .safetensors, .pt, --synthetic), or a model "
+      "folder's tables; a run's page comes with watch.html, which plays the table forming.");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')");
   cmd->add_flag("--force", a.force,
@@ -120,9 +121,10 @@ int run_report(const ReportArgs& a) {
 }
 
 CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
-  auto* cmd = app.add_subcommand("inspect",
-                                 "describe a checkpoint (config, step, sizes, losses, tokenizer, its position "
-                                 "table) or a Hugging Face model folder (its files and position tables)");
+  auto* cmd = app.add_subcommand("inspect", "what a checkpoint or a model folder holds");
+  cmd->footer(
+      "A checkpoint: its config, step, sizes, losses, tokenizer and position table. A Hugging Face model folder: "
+      "its files and position tables.");
   cmd->add_option("checkpoint", a.checkpoint,
                   "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt), or a model folder / .safetensors")
       ->required()
@@ -214,7 +216,7 @@ int run_sample(const SampleArgs& a) {
 }
 
 CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
-  auto* cmd = app.add_subcommand("eval", "loss, perplexity and the loss at each position of a checkpoint");
+  auto* cmd = app.add_subcommand("eval", "a checkpoint's loss, perplexity, loss by position");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt)")
       ->required()
       ->transform(kRunFolderToCheckpoint);
@@ -307,9 +309,8 @@ int run_eval(const EvalArgs& a) {
 }
 
 CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
-  auto* cmd = app.add_subcommand("extend",
-                                 "stretch a checkpoint's context to N positions by rebuilding its learned "
-                                 "table (then: poslab eval, poslab train --init-from)");
+  auto* cmd = app.add_subcommand("extend", "stretch a checkpoint's context to N positions");
+  cmd->footer("Rebuilds the learned table at N rows; then: poslab eval, poslab train --init-from.");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt (RUN_DIR: its latest.pt)")
       ->required()
       ->transform(kRunFolderToCheckpoint);

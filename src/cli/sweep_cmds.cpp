@@ -22,9 +22,8 @@ namespace poslab {
 namespace fs = std::filesystem;
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
-  auto* cmd = app.add_subcommand("sweep",
-                                 "train every (variant, seed) of a sweep file, one run after another; "
-                                 "run it again to resume");
+  auto* cmd = app.add_subcommand("sweep", "train every variant × seed of a sweep file");
+  cmd->footer("One run after another; run it again to resume (docs/cli.md, \"Sweeps\").");
   cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
       ->take_all();
@@ -38,10 +37,10 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
 }
 
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
-  auto* cmd = app.add_subcommand("compare",
-                                 "one HTML page comparing runs by variant, seeds pooled as mean ± sd, and a "
-                                 "page per variant playing its seeds side by side; or "
-                                 "position tables of any widths (model folders, .safetensors, .npy, .pt)");
+  auto* cmd = app.add_subcommand("compare", "one page comparing runs (seeds pooled) or tables");
+  cmd->footer(
+      "Runs: by variant, seeds pooled as mean ± sd, with a page per variant playing its seeds side by side. Tables: "
+      "position tables of any widths (model folders, .safetensors, .npy, .pt) on one page.");
   cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
       ->required()
       ->check(CLI::ExistingPath);
