@@ -64,10 +64,16 @@ void Progress::update(int64_t step) {
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200) && step < last_) return;
   last_draw_ = now;
-  const double done = static_cast<double>(step - first_);
-  const double total = static_cast<double>(std::max<int64_t>(1, last_ - first_));
+  // The rate since the first draw: the first step also carries step 0's eval and snapshot, and the kernel paths'
+  // measurement, which made the first ETA several times the run's length.
+  if (!timing_) {
+    timing_ = true;
+    start_ = now;
+    start_step_ = step;
+  }
+  const double done = static_cast<double>(step - start_step_);
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double eta = done > 0 ? elapsed / done * (total - done) : 0.0;
+  const double eta = done > 0 ? elapsed / done * static_cast<double>(last_ - step) : 0.0;
   // Measured at each draw: a window resized mid-run gets lines that fit it.
   std::fprintf(stderr, "\r\033[K%s",
                line(step, first_, last_, done > 0 ? format_duration(eta) : "?", terminal_columns()).c_str());

@@ -24,6 +24,8 @@ class Progress {
   int64_t first_, last_;
   bool enabled_;
   bool drawn_ = false;
+  bool timing_ = false;     // the first draw sets the rate's start
+  int64_t start_step_ = 0;  // the step of the first draw
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 

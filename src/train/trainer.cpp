@@ -319,8 +319,11 @@ TrainSummary train(const TrainRequest& req) {
   TrainingRun run(fresh, cfg, rdir, device, threads, comm, resume_meta);
   TrainSummary s = run.loop();
   s.seconds = seconds_since(wall_start);
-  spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} tok/s | {}", s.steps, s.train_loss,
-               s.val_loss, s.seconds, human_rate(s.tokens_per_s), RunFolder(rdir).latest_checkpoint());
+  // A resume of a finished run trains no step: no rate to give.
+  spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps, s.train_loss,
+               s.val_loss, s.seconds,
+               s.tokens_per_s > 0 ? human_rate(s.tokens_per_s) + " tok/s" : std::string("no step to train"),
+               RunFolder(rdir).latest_checkpoint());
   return s;
 }
 
