@@ -53,10 +53,10 @@ struct BenchArgs {
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   auto* cmd = app.add_subcommand("train", "train a model from a YAML config, or resume a run");
   cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
-      ->check(CLI::ExistingFile);
+      ->check(existing("file"));
   cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")->take_all();
   cmd->add_option("--resume", a.req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
-      ->check(CLI::ExistingDirectory);
+      ->check(existing("folder"));
   cmd->add_option("--init-from", a.req.init_from,
                   "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
                   "without a config, from its config too (e.g. a checkpoint of poslab extend)");
@@ -72,14 +72,14 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
 
 CLI::App* add_config_command(CLI::App& app, ConfigArgs& a) {
   auto* cmd = app.add_subcommand("config", "print the effective config as YAML");
-  cmd->add_option("config", a.path, "YAML config")->check(CLI::ExistingFile);
+  cmd->add_option("config", a.path, "YAML config")->check(existing("file"));
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
   return cmd;
 }
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* cmd = app.add_subcommand("bench", "a config's training speed: tokens/s, MFU");
-  cmd->add_option("config", a.config, "YAML config")->check(CLI::ExistingFile);
+  cmd->add_option("config", a.config, "YAML config")->check(existing("file"));
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
   cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);
@@ -197,7 +197,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << e.what() << "\n"
-              << "hint: see poslab --help, or poslab SUBCOMMAND --help\n";
+              << "hint: poslab help lists the commands, poslab help COMMAND a command's options\n";
     return 2;
   }
   return std::nullopt;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/validators.h"
 #include "export/export_hf.h"
 #include "export/export_tensorboard.h"
 #include "run/run_folder.h"
@@ -25,7 +26,7 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
       "TensorBoard's event and projector files (docs/interop.md).");
   cmd->add_option("input", a.input, "a checkpoint (RUN_DIR/checkpoints/latest.pt) or a run folder (its latest.pt)")
       ->required()
-      ->check(CLI::ExistingPath);
+      ->check(existing("path"));
   cmd->add_option("--to", a.to,
                   "hf: a folder GPT2LMHeadModel.from_pretrained loads | tensorboard: tensorboard --logdir DIR")
       ->capture_default_str()

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   auto* cmd = app.add_subcommand("sweep", "train every variant × seed of a sweep file");
   cmd->footer("One run after another; run it again to resume (docs/cli.md, \"Sweeps\").");
-  cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(existing("file"));
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
       ->take_all();
   cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
@@ -41,9 +41,10 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
   cmd->footer(
       "Runs: by variant, seeds pooled as mean ± sd, with a page per variant playing its seeds side by side. Tables: "
       "position tables of any widths (model folders, .safetensors, .npy, .pt) on one page.");
-  cmd->add_option("dirs", a.dirs, "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
+  cmd->add_option("inputs", a.dirs,
+                  "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
       ->required()
-      ->check(CLI::ExistingPath);
+      ->check(existing("path"));
   cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
   cmd->add_flag("--force", a.force,
                 "write into a folder that holds files other than poslab's earlier page, replacing those of the same "

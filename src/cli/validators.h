@@ -1,11 +1,13 @@
-// Checks of the subcommands' numeric options that say what the option takes. CLI11's PositiveNumber and
-// NonNegativeNumber print the double's whole range ("Value 0 not in range 0.000000 to 17976931348623157…").
+// Checks of the subcommands' options that say what the option takes. CLI11's PositiveNumber and NonNegativeNumber
+// print the double's whole range ("Value 0 not in range 0.000000 to 17976931348623157…"); its ExistingFile says
+// "File does not exist" of a folder too.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace poslab {
@@ -43,5 +45,22 @@ inline const CLI::Validator kShare = CLI::Validator(
       return "must be a number from 0 to 1, not '" + s + "'";
     },
     "NUMBER in [0, 1]");
+
+// A path that exists: a file ("file"), a folder ("folder") or either ("path"). CLI11 puts the option's name first:
+// "config: nosuch.yaml: no such file".
+inline CLI::Validator existing(const std::string& kind) {
+  return CLI::Validator(
+      [kind](std::string& s) -> std::string {
+        std::error_code ec;
+        const auto st = std::filesystem::status(s, ec);
+        if (!std::filesystem::exists(st)) return s + ": no such " + (kind == "path" ? "file or folder" : kind);
+        if (kind == "file" && std::filesystem::is_directory(st)) return s + ": a folder, not a file";
+        if (kind == "folder" && !std::filesystem::is_directory(st)) return s + ": a file, not a folder";
+        return "";
+      },
+      kind == "path"   ? "PATH"
+      : kind == "file" ? "FILE"
+                       : "DIR");
+}
 
 }  // namespace poslab
