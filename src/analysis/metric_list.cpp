@@ -128,7 +128,11 @@ std::vector<Metric> headline_metrics() {
 
 std::string format_metric(const Metric& m, const Analysis& a) {
   const double v = m.value(a);
-  return std::isfinite(v) ? fmt::format(fmt::runtime(m.format), v) : std::string("-");
+  if (!std::isfinite(v)) return "-";
+  std::string s = fmt::format(fmt::runtime(m.format), v);
+  // A small negative value that rounds to zero reads "0.000", not "-0.000".
+  if (s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
+  return s;
 }
 
 nlohmann::json metric_json(const Metric& m, const Analysis& a) {

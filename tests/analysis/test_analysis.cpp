@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "analysis/analysis.h"
+#include "analysis/metric_list.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
 #include "analysis/table_io.h"
@@ -270,6 +271,20 @@ TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
   EXPECT_NEAR(a.explained_variance[2], 0.054, 1e-3);
   EXPECT_EQ(a.k90, 2);
   EXPECT_NEAR(a.smooth.adjacent_cosine, 0.9969, 1e-4);
+}
+
+// A value that rounds to zero in its metric's format reads without a sign; a value that does not keeps it.
+TEST(Analysis, AMetricRoundingToZeroHasNoMinusSign) {
+  Analysis a;
+  for (const Metric& m : scalar_metrics())
+    if (std::string(m.key) == "probe_r2") {
+      a.probe.r2 = -0.0004;
+      EXPECT_EQ(format_metric(m, a), "0.000");
+      a.probe.r2 = -0.0006;
+      EXPECT_EQ(format_metric(m, a), "-0.001");
+      a.probe.r2 = 0.0;
+      EXPECT_EQ(format_metric(m, a), "0.000");
+    }
 }
 
 }  // namespace
