@@ -326,11 +326,20 @@ std::string write_seeds_pages(const Comparison& c, const std::string& out_dir) {
          ".</p>\n";
 }
 
-std::string runs_list(const Comparison& c) {
+// Each run, with a link to its report where it has one.
+std::string runs_list(const Comparison& c, const std::string& out_dir) {
   std::string items;
-  for (const auto& r : c.runs)
-    items += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f})</li>\n", html_escape(r.variant), r.seed,
-                         html_escape(RunFolder(r.run_dir).path()), r.step, r.val_loss);
+  for (const auto& r : c.runs) {
+    const fs::path report = fs::path(r.run_dir) / "report" / "index.html";
+    std::error_code ec;
+    std::string link;
+    if (fs::is_regular_file(report, ec)) {
+      const fs::path rel = fs::relative(fs::absolute(report), fs::absolute(out_dir), ec);
+      if (!ec && !rel.empty()) link = " · <a href=\"" + html_escape(href_path(rel.string())) + "\">report</a>";
+    }
+    items += fmt::format("<li>{} seed {}: {} (step {}, val {:.4f}){}</li>\n", html_escape(r.variant), r.seed,
+                         html_escape(RunFolder(r.run_dir).path()), r.step, r.val_loss, link);
+  }
   return items;
 }
 
@@ -346,7 +355,7 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   fill_line(top, "<!--POSLAB_FORM-->", form_table(c));
   fill_line(top, "<!--POSLAB_HALF_CHANGE-->", half_change_table(c));
   fill_line(top, "<!--POSLAB_AGREEMENT-->", agreement_section(c));
-  fill_line(top, "<!--POSLAB_RUNS-->", runs_list(c));
+  fill_line(top, "<!--POSLAB_RUNS-->", runs_list(c, out_dir));
   const std::string html = report_page(
       "poslab compare: " + std::to_string(c.rows.size()) + " variants, " + std::to_string(c.runs.size()) + " runs",
       fs::absolute(out_dir).string(), top, figures);

@@ -1,8 +1,25 @@
 #include "report/html.h"
 
+#include <cctype>
+
 #include "util/error.h"
 
 namespace poslab {
+
+std::string href_path(const std::string& relative) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : relative) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
 
 std::string html_escape(const std::string& s) {
   std::string out;

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "analysis/analysis.h"
-#include "analysis/metric_list.h"
 #include "analysis/baselines.h"
 #include "analysis/format.h"
+#include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "source_paths.h"
 #include "util/error.h"

@@ -75,6 +75,11 @@ TEST(Html, Base64MatchesRfc4648AndEscapingCoversMarkup) {
   EXPECT_EQ(html_escape("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
 }
 
+TEST(Html, AHrefPathKeepsSafeBytesAndEncodesTheRest) {
+  EXPECT_EQ(href_path("../runs/a-b_c.1/seed-1/report/index.html"), "../runs/a-b_c.1/seed-1/report/index.html");
+  EXPECT_EQ(href_path("my runs/#1?x&y/é.html"), "my%20runs/%231%3Fx%26y/%C3%A9.html");
+}
+
 TEST(Html, FillLineReplacesTheMarkersLineAndNamesAMissingOne) {
   std::string page = "<p>\n<!--X-->\n</p>\n";
   fill_line(page, "<!--X-->", "a\nb\n");

@@ -298,6 +298,9 @@ TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
   const SweepSummary again = run_sweep(file, one);
   EXPECT_EQ(again.done_before, 1);
   EXPECT_TRUE(fs::is_regular_file(dir_ / "runs/rep/a/seed-1/report/index.html"));
+  // The comparison links each run to its report, from where the page is.
+  const std::string page = slurp(write_comparison(compare_runs({dir_ / "runs/rep"}), dir_ / "runs/rep/compare"));
+  EXPECT_NE(page.find("<a href=\"../a/seed-1/report/index.html\">report</a>"), std::string::npos) << page;
 }
 
 TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
