@@ -26,9 +26,9 @@ struct PairAgreement {
 std::string agreement_cell(const PairAgreement& p) {
   return fmt::format(
       "<td title=\"{} positions; similarity correlation {:.3f} (shuffled {:.3f} ± {:.3f})\">{:.3f}<br>"
-      "<small class=\"null\">{:.3f} ± {:.3f}</small></td>",
+      "<small class=\"null\">{:.3f} ± {:.3f}<br>random {:.3f}</small></td>",
       p.positions, p.g.similarity_correlation, p.g.similarity_shuffled.mean, p.g.similarity_shuffled.sd, p.g.cka,
-      p.g.cka_shuffled.mean, p.g.cka_shuffled.sd);
+      p.g.cka_shuffled.mean, p.g.cka_shuffled.sd, p.g.cka_random);
 }
 
 }  // namespace
@@ -109,7 +109,9 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
       "order z: the adjacent cosine in sd of row-shuffled copies (docs/analysis.md).</p>\n"
       "<h2>How alike, up to rotation</h2>\n<p>Linear CKA of each pair over the positions both have (any widths), and "
       "below it the same against the column table with its rows shuffled (mean ± sd of 20 copies): the null for "
-      "structured tables. Hover a cell for the similarity correlation. docs/models.md.</p>\n<div "
+      "structured tables; then what two independent random tables of these shapes give (high where the widths near "
+      "the positions: a CKA is read against both). Hover a cell for the similarity correlation. docs/models.md.</p>\n"
+      "<div "
       "class=\"wide\"><table>\n" +
       matrix + "</table></div>\n<h2>Figures</h2>\n";
   write_file_atomic((fs::path(out_dir) / "atlas.json").string(), j.dump(2) + "\n");

@@ -52,6 +52,10 @@ TEST(TableAtlas, PairsOfAnyWidthOnThePositionsTheyShare) {
   EXPECT_TRUE(fs::exists(dir / "atlas/spectrum.png"));
   EXPECT_NE(read_file(dir / "atlas/spectrum.gp").find("title 'wide one' noenhanced"), std::string::npos);
   EXPECT_NE(html.find(fmt::format("{:.3f}", g.cka)), std::string::npos);
+  // beside both nulls: the shuffled copies' and two independent random tables'
+  EXPECT_NE(
+      html.find(fmt::format("{:.3f} ± {:.3f}<br>random {:.3f}", g.cka_shuffled.mean, g.cka_shuffled.sd, g.cka_random)),
+      std::string::npos);
 }
 
 TEST(TableAtlas, OneTableIsNotAComparison) {
