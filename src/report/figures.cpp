@@ -97,7 +97,7 @@ Figure spectrum_figure(const std::vector<Series>& series) {
   f.script =
       both_formats(f.name,
                    "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
-                   "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key top right\n  set grid\n"
+                   "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key below\n  set grid\n"
                    "  plot " +
                        plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
   return f;
@@ -235,16 +235,19 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
   f.data["loss.dat"] = loss;
   f.script = both_formats(
       f.name,
-      "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n"
-      "  set title 'components'\n  set ylabel 'components'\n  set key top right\n"
+      // Keys below the panels (no corner stays clear of every curve) and a margin on both sides of the steps (the
+      // first and last error bars were cut in half by the edges).
+      "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n  set autoscale xfix\n"
+      "  set offsets graph 0.03, graph 0.03, 0, 0\n"
+      "  set title 'components'\n  set ylabel 'components'\n  set key below\n"
       "  plot 'trajectory.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'above the noise floor', "
       "'trajectory.dat' using 1:2 with linespoints pt 6 ps 0.6 lw 1 title 'k90 (noise included)'\n"
       "  set title 'share of the variance above the noise floor'\n  set ylabel 'signal share'\n  set yrange [0:1]\n"
       "  plot 'trajectory.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 notitle\n  set autoscale y\n"
-      "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key top left\n"
+      "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key below\n"
       "  plot 'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
       "'trajectory.dat' using 1:6:7 with yerrorlines pt 7 ps 0.4 lw 1 title 'row-shuffled copies (mean ± sd)'\n"
-      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key top right\n" +
+      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key below\n" +
           (metrics.empty()  // a folder of snapshots alone: an empty panel that says so
                ? std::string("  set xrange [0:1]\n  set yrange [0:1]\n  set label 1 'no losses: the run has no "
                              "metrics.jsonl' at graph 0.5,0.5 center\n  plot -1 notitle\n  unset label 1\n")
