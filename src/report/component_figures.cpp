@@ -126,7 +126,10 @@ Figure helix_figure(const Series& s) {
         std::string(kPalette) +
             fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n  set zlabel 'PC{}' rotate parallel\n", u, v, w) +
             range +
-            "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0\n"
+            // The base plane a little below the lowest z tic, and the x and y tics nudged off the corners: the
+            // three axes' end labels ran together ("-4-0.6").
+            "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0.08\n"
+            "  set xtics offset -0.5, -0.3\n  set ytics offset 0.8, -0.3\n"
             "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
             "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
             "  set autoscale cb\n",
