@@ -1,6 +1,7 @@
 # Writes generated/poslab_version.h: poslab's version (project() in CMakeLists.txt) and the git commit the build's
 # sources are at, with whether tracked files differ from it. Run at every build by the poslab_version target; the
-# header is rewritten only when its text changes, so only src/util/version.cpp recompiles, and only then.
+# header is rewritten only when its text changes, so only src/util/version.cpp recompiles, and only then (it is built
+# on its own, without LibTorch's precompiled header: see SKIP_PRECOMPILE_HEADERS in CMakeLists.txt).
 #   cmake -DSOURCE=. -DOUTPUT=generated/poslab_version.h -DVERSION=0.1.0 -P scripts/version.cmake
 
 if(NOT SOURCE OR NOT OUTPUT OR NOT VERSION)

@@ -241,14 +241,15 @@ int run_cli(int argc, char** argv) {
 
   // Set after the subcommands, which would inherit it.
   app.footer(
-      "poslab help COMMAND (or poslab COMMAND --help): a command's options. docs/cli.md: every command, "
-      "option and config key.");
+      "poslab help COMMAND (or poslab COMMAND --help): a command's options.\n"
+      "docs/cli.md: every command, option and config key.");
   // "poslab help" and "poslab help train" are "poslab --help" and "poslab train --help".
   std::vector<char*> help_args;
   if (argc > 1 && std::string(argv[1]) == "help") {
     static char help_flag[] = "--help";
     help_args.push_back(argv[0]);
-    for (int i = 2; i < argc; ++i) help_args.push_back(argv[i]);
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) != "help") help_args.push_back(argv[i]);  // "poslab help help" is poslab help
     help_args.push_back(help_flag);
     argc = static_cast<int>(help_args.size());
     argv = help_args.data();

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "cli/validators.h"
 #include "export/export_hf.h"
@@ -62,13 +63,27 @@ std::string interop_python() {
   const fs::path dir = cache != nullptr && *cache != '\0' ? fs::path(cache)
                        : home != nullptr                  ? fs::path(home) / ".cache/poslab"
                                                           : fs::path();
+  // Of several, the newest torch: its version's numbers compared as numbers (2.11.0 after 2.9.0).
+  const auto version = [](const std::string& name) {
+    std::vector<long> parts;
+    for (size_t at = name.find_first_of("0123456789"); at != std::string::npos;
+         at = name.find_first_of("0123456789", at)) {
+      size_t used = 0;
+      parts.push_back(std::stol(name.substr(at), &used));
+      at += used;
+    }
+    return parts;
+  };
   std::error_code ec;
-  std::string found;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind("torch-", 0) == 0 && fs::exists(e.path() / ".complete", ec) &&
-        fs::exists(e.path() / "bin/python", ec))
-      found = std::max(found, (e.path() / "bin/python").string());  // of several, the last by name
-  return found.empty() ? "PYTHON" : shell_word(found);
+  fs::path found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("torch-", 0) != 0 || !fs::exists(e.path() / ".complete", ec) ||
+        !fs::exists(e.path() / "bin/python", ec))
+      continue;
+    if (found.empty() || version(name) > version(found.filename().string())) found = e.path();
+  }
+  return found.empty() ? "PYTHON" : shell_word((found / "bin/python").string());
 }
 
 }  // namespace

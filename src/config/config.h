@@ -126,9 +126,13 @@ struct ConfigChange {
   std::string key, from, to;
 };
 
-// Where a key's value came from, for messages: a file's path, "--set", a checkpoint's "(stored config)", or
-// "default" (also for a config built in code, which records no origins).
+// Where a key's value came from: a file's path, "--set", a checkpoint's "(stored config)", or "default" (also for a
+// config built in code, which records no origins).
 std::string origin_of(const Config& c, const std::string& key);
+// The same for messages: "poslab's default" for "default" (a "default:" read as configs/default.yaml); and as a
+// message's prefix, "SOURCE: ", or nothing for a default.
+std::string origin_words(const Config& c, const std::string& key);
+std::string origin_prefix(const Config& c, const std::string& key);
 
 // Every key, in section order, whose value in `to` differs from its value in `from`.
 std::vector<ConfigChange> config_changes(const Config& from, const Config& to);

@@ -164,6 +164,16 @@ std::string origin_of(const Config& c, const std::string& key) {
   return it == c.origin.end() ? std::string("default") : it->second;
 }
 
+std::string origin_words(const Config& c, const std::string& key) {
+  const std::string o = origin_of(c, key);
+  return o == "default" ? "poslab's default" : o;
+}
+
+std::string origin_prefix(const Config& c, const std::string& key) {
+  const std::string o = origin_of(c, key);
+  return o == "default" ? "" : o + ": ";
+}
+
 std::vector<ConfigChange> config_changes(const Config& from, const Config& to) {
   const auto text = [](const ConfigField& f, const Config& c) {
     YAML::Emitter e;

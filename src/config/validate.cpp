@@ -44,8 +44,7 @@ struct Checks {
     return src == "--set" ? 2 : src == "default" ? 0 : 1;
   }
   std::string described(const std::string& key, const std::string& value) const {
-    const std::string src = source_of(key);
-    return value + ", " + (src == "default" ? "poslab's default" : "from " + src);
+    return value + ", " + (source_of(key) == "default" ? "" : "from ") + origin_words(c, key);
   }
 
   void one_of(const std::string& key, const std::string& v, std::initializer_list<const char*> ok) const {

@@ -122,7 +122,7 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
     try {
       data.tokenizer = Tokenizer::from_file(tc.model);
     } catch (const Error& e) {
-      throw Error(origin_of(cfg, "data.tokenizer.model") + ": data.tokenizer.model = " + e.what(), e.hint());
+      throw Error(origin_prefix(cfg, "data.tokenizer.model") + "data.tokenizer.model = " + e.what(), e.hint());
     }
     spdlog::info("tokenizer: loaded {} ({} pieces)", tc.model, data.tokenizer.vocab_size());
   } else {
@@ -157,7 +157,7 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
         bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);
       } catch (const Error& e) {  // the words name the key; the text file is a temporary copy of the corpus
         fs::remove(base + ".txt", ec);
-        throw Error(origin_of(cfg, "data.tokenizer.vocab_size") + ": " + e.what(), e.hint());
+        throw Error(origin_prefix(cfg, "data.tokenizer.vocab_size") + e.what(), e.hint());
       } catch (...) {
         fs::remove(base + ".txt", ec);
         throw;

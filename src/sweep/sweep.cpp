@@ -94,12 +94,20 @@ void check_settings_unchanged(const Sweep& sweep, const SweepRun& r, const std::
 
 // SWEEP_DIR/sweep.json written by another sweep file with other contents (two files of one stem, without a name:
 // of their own): this sweep would replace its index and mix its runs with that sweep's. The same file edited
-// (a seed added) or the same text from another path (a copy, a move) is this sweep.
+// (a seed added), by any spelling or link, or the same text from another path (a copy, a move) is this sweep. An
+// index that does not say (an older poslab's) or does not read is left to be written again.
 void check_folder_is_this_sweeps(const Sweep& sweep, const std::string& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(fs::path(dir) / "sweep.json", ec)) return;
-  const SweepIndex was = read_sweep_index(dir);
-  if (was.file == fs::absolute(sweep.file).string() || was.sweep_yaml == read_file(sweep.file)) return;
+  SweepIndex was;
+  try {
+    was = read_sweep_index(dir);
+  } catch (const Error& e) {
+    spdlog::warn("sweep {}: {} (written again by this sweep)", sweep.name, e.what());
+    return;
+  }
+  if (was.file.empty() && was.sweep_yaml.empty()) return;
+  if (fs::equivalent(was.file, sweep.file, ec) || was.sweep_yaml == read_file(sweep.file)) return;
   throw Error("sweep " + sweep.name + ": " + dir + " is the folder of another sweep file, " + was.file +
                   " (its sweep.json); " + sweep.file + " would mix its runs with that sweep's",
               "give this sweep a folder of its own: name: OTHER_NAME in " + sweep.file +
@@ -133,6 +141,14 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     if (!fs::is_regular_file(latest, ec)) continue;
     const CheckpointMeta meta = read_checkpoint_meta(latest);
     check_settings_unchanged(sweep, r, latest, meta, configs.back(), cli_keys);
+    try {  // --set passes the check above, but not a key the started run's checkpoint fixed
+      check_resume_keeps_its_start(latest, config_from_yaml(meta.config_yaml, latest), configs.back());
+    } catch (const Error& e) {
+      throw Error("sweep " + sweep.name + ": " + e.what(),
+                  "leave that key out of --set: the sweep's started runs keep the value they began with, and its "
+                  "runs would not share their settings; sweep the new value into a folder of its own (another "
+                  "name: in the sweep file)");
+    }
     steps.back() = meta.step;
   }
   make_dirs(sum.dir);

@@ -225,7 +225,16 @@ void check_variants(const Sweep& s) {
     try {
       load_config(s.base, o);
     } catch (const Error& e) {
-      throw Error(s.file + ": variant " + v.name + ": " + e.what(), e.hint());
+      // These overrides are the sweep file's set: and the variant's, which load_config calls "--set".
+      const auto in_the_file = [&](std::string text) {
+        if (text.rfind("--set: ", 0) == 0) text.erase(0, 7);
+        for (const auto& [from, to] : {std::pair<std::string, std::string>{"from --set", "from the sweep file"},
+                                       {" in --set", " in the variant's set: (or the sweep's) in " + s.file}})
+          for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+            text.replace(at, from.size(), to);
+        return text;
+      };
+      throw Error(s.file + ": variant " + v.name + ": " + in_the_file(e.what()), in_the_file(e.hint()));
     }
   }
 }

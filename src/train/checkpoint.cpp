@@ -37,7 +37,9 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
 void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw Error(path + ": is a folder, not a checkpoint (nor a run folder: it holds no checkpoints/latest.pt)",
+    throw Error(path +
+                    ": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt, which this "
+                    "one lacks)",
                 "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run (inspect, sample, eval and extend "
                 "also take RUN_DIR itself)");
   if (!std::filesystem::is_regular_file(path, ec))

@@ -76,8 +76,6 @@ void remove_interrupted_writes(const std::string& rdir) {
   if (stale > 0) spdlog::warn("removed {} temporary file{} left by an interrupted write", stale, stale == 1 ? "" : "s");
 }
 
-}  // namespace
-
 // A --set of run.name or run.out_dir on a resume: the run's folder stays where it is, so they may only name it (a
 // sweep names its runs' folders so, and a moved sweep names their new place).
 void check_resume_stays_in_its_folder(const std::string& rdir, const Config& requested) {
@@ -92,8 +90,8 @@ void check_resume_stays_in_its_folder(const std::string& rdir, const Config& req
                   shell_word(rdir) + " NEW_DIR && poslab train --resume NEW_DIR");
 }
 
-// The keys a resume cannot change, each with why and what to do instead: the checkpoint fixed them when the run
-// began, and config.yaml would record a value the run does not use.
+}  // namespace
+
 void check_resume_keeps_its_start(const std::string& latest, const Config& stored, const Config& requested) {
   struct Fixed {
     const char* key;
@@ -110,18 +108,24 @@ void check_resume_keeps_its_start(const std::string& latest, const Config& store
       {"data.tokenizer.vocab_size", "a resumed run keeps the tokenizer stored in its checkpoint", false},
       {"data.tokenizer.model", "a resumed run keeps the tokenizer stored in its checkpoint", false},
   };
-  for (const ConfigChange& c : config_changes(stored, requested))
+  for (const ConfigChange& c : config_changes(stored, requested)) {
+    // A char tokenizer takes no vocab_size: its value changes nothing.
+    if (c.key == "data.tokenizer.vocab_size" && stored.data.tokenizer.type == "char" &&
+        requested.data.tokenizer.type == "char")
+      continue;
+    const std::string set = shell_word(c.key + "=" + c.to);
     for (const Fixed& f : fixed)
       if (c.key == f.key)
-        throw Error(fmt::format("--set {}={}: {} is at {} = {}; {}", c.key, c.to, latest, c.key, c.from, f.why),
-                    f.new_weights_run
-                        ? fmt::format("leave {} out of --set when resuming; to train with it, start a new run from "
-                                      "this one's weights: poslab train --init-from {} --set run.name=NEW_NAME --set "
-                                      "{}={}",
-                                      c.key, shell_word(latest), c.key, c.to)
-                        : fmt::format("leave {} out of --set when resuming; another tokenizer needs a new run from "
-                                      "the config: poslab train CONFIG --set {}={}",
-                                      c.key, c.key, c.to));
+        throw Error(
+            fmt::format("--set {}={}: {} is at {} = {}; {}", c.key, c.to, latest, c.key, c.from, f.why),
+            f.new_weights_run
+                ? fmt::format("leave {} out of --set when resuming; to train with it, start a new run from "
+                              "this one's weights: poslab train --init-from {} --set run.name=NEW_NAME --set {}",
+                              c.key, shell_word(latest), set)
+                : fmt::format("leave {} out of --set when resuming; another tokenizer needs a new run from "
+                              "the config: poslab train CONFIG --set {}",
+                              c.key, set));
+  }
 }
 
 bool restarts_in_place(const TrainRequest& req) {
@@ -223,7 +227,7 @@ void check_corpus_paths(const Config& cfg) {
   for (const std::string& p : cfg.data.corpus) {
     std::error_code ec;
     if (fs::exists(p, ec)) continue;
-    throw Error(origin_of(cfg, "data.corpus") + ": data.corpus: " + p + ": corpus path not found",
+    throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": corpus path not found",
                 "fix data.corpus: list existing files or folders");
   }
 }
@@ -232,7 +236,7 @@ void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const C
                              bool resuming) {
   if (!resuming || resume_meta.step <= cfg.train.max_steps) return;
   throw Error(fmt::format("{}: train.max_steps = {} ({}), but the run is at step {} already", req.resume_dir,
-                          cfg.train.max_steps, origin_of(cfg, "train.max_steps"), resume_meta.step),
+                          cfg.train.max_steps, origin_words(cfg, "train.max_steps"), resume_meta.step),
               fmt::format("leave train.max_steps as the run has it, or raise it past {} to train on; nothing was "
                           "changed",
                           resume_meta.step));

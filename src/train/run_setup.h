@@ -27,6 +27,12 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta);
 // Whether --resume names a run folder with no checkpoint yet but its config: the run starts again there.
 bool restarts_in_place(const TrainRequest& req);
 
+// What a resume cannot change, the checkpoint having fixed it when the run began: run.seed, data.val_fraction and
+// data.tokenizer.* (config.yaml would record a value the run does not use). `stored` is the checkpoint's config
+// (`latest` names it), `requested` the one with the overrides. Throws poslab::Error naming the key, both values and
+// how to train with the new value.
+void check_resume_keeps_its_start(const std::string& latest, const Config& stored, const Config& requested);
+
 // A run folder without its latest checkpoint starts again from step 0 (a run stopped before its step-0
 // checkpoint), unless it logged a later step: then checkpoints/latest.pt was written and is lost (deleted, moved),
 // and a restart would overwrite what the run wrote since. Throws poslab::Error naming the folder, the last step

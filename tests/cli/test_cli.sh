@@ -361,7 +361,7 @@ if "$poslab" inspect "$tmp/x/default" | grep -q "^checkpoint   $tmp/x/default/ch
 else
   failed=$((failed + 1)); echo "FAIL a run folder for its checkpoint"; "$poslab" inspect "$tmp/x/default" | head -2
 fi
-expect_error "a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint \\(nor a run folder" sample "$tmp/x"
+expect_error "a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint \\(a run folder stands for" sample "$tmp/x"
 # On a terminal (script(1) gives sample one) the text's control characters are shown as symbols: an ESC in the prompt
 # comes back as ␛ and cannot recolour the terminal; a pipe gets the bytes as they are (above).
 esc_prompt=$(printf 'a\033[31mb')

@@ -349,8 +349,8 @@ TEST_F(SweepTest, ASweepFolderBelongsToOneSweepAtATimeAndToOneSweepFile) {
                 std::string::npos)
           << e.what();
     }
+    EXPECT_TRUE(fs::exists(dir + "/sweep.lock")) << "the refused sweep removed the running one's lock";
   }
-  EXPECT_FALSE(fs::exists(dir + "/sweep.lock")) << "the refused sweep removed the running one's lock, or left one";
   EXPECT_EQ(run_sweep(file, {}).done_before, 1);
   EXPECT_FALSE(fs::exists(dir + "/sweep.lock")) << "a sweep left its lock";
 
@@ -365,6 +365,10 @@ TEST_F(SweepTest, ASweepFolderBelongsToOneSweepAtATimeAndToOneSweepFile) {
   }
   EXPECT_EQ(slurp(dir + "/sweep.json"), index);
   EXPECT_FALSE(fs::exists(dir + "/default/seed-2"));
+  // An index that does not name its file (an older poslab's) or does not read is written again.
+  test::write_text(dir + "/sweep.json", "{not json");
+  EXPECT_EQ(run_sweep(file, {}).done_before, 1);
+  EXPECT_EQ(slurp(dir + "/sweep.json"), index);
   // The file edited (a seed added), then its text from another path (a copy): the same sweep.
   sweep_file("seeds: [1, 2]\n", "one.yaml");
   EXPECT_EQ(run_sweep(file, {}).trained, 1);
@@ -382,6 +386,18 @@ TEST_F(SweepTest, ARunTrainedWithOtherSettingsThanTheFilesGiveNowIsAnError) {
   SweepOptions one;
   one.max_runs = 1;
   run_sweep(file, one);  // run a, with the base's 32 channels
+  // --set may extend every run, but not change what a started run's checkpoint fixed: refused before any training,
+  // or the fresh runs would train on another split than run a.
+  SweepOptions split;
+  split.sets = {"data.val_fraction=0.2"};
+  try {
+    run_sweep(file, split);
+    FAIL() << "a --set of the split was taken by a sweep with a started run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep edit: --set data.val_fraction=0.2: "), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("leave that key out of --set"), std::string::npos) << e.hint();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "runs/edit/b")) << "run b trained on another split";
   const std::string base = slurp(dir_ / "configs/base.yaml");
   // How a run is carried out (here its threads) may change between calls; what it trains may not.
   const std::string threads = std::regex_replace(base, std::regex("threads: 1"), "threads: 2");
@@ -442,6 +458,11 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layers: [1, 2]}\n").find("variant n_layers-1"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layers: [1, 2]}\n").find("model.n_layers"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_head: [3]}\n").find("variant n_head-3"), std::string::npos);
+  // A variant's value is the sweep file's, not a --set's: the error names it so (its hint too, in load_sweep's).
+  EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: odd, set: {model.n_head: 3}}]\n")
+                .find("bad.yaml: variant odd: model.n_head = 3: must divide model.n_embd (32, from "),
+            std::string::npos)
+      << sweep_error("seeds: [1]\nvariants: [{name: odd, set: {model.n_head: 3}}]\n");
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a}, {name: a}]\n").find("two variants are named 'a'"),
             std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a/b}]\n").find("not a folder name"), std::string::npos);

@@ -333,7 +333,7 @@ TEST(Trainer, ResumeErrors) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"run.seed=5", "run.seed = 1337; the run's random streams go on from the checkpoint"},
       {"data.val_fraction=0.3", "data.val_fraction = 0.1; the split between training and validation tokens"},
-      {"data.tokenizer.vocab_size=300", "a resumed run keeps the tokenizer stored in its checkpoint"},
+      {"data.tokenizer.type=bpe", "a resumed run keeps the tokenizer stored in its checkpoint"},
       {"run.name=elsewhere", "--set run.name=elsewhere: a resumed run stays in its folder " + dir / "done"},
       {"run.out_dir=" + dir / "other", "--set run.out_dir=" + dir / "other" + ": a resumed run stays in its folder"},
   };

@@ -77,8 +77,6 @@ TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
             std::string::npos);
 }
 
-// A folder that cannot be made because a file holds its place (or its parent's): that file is named, with the
-// caller's hint.
 // What a refused folder holds, as errors list it, and inputs given twice by any spelling.
 TEST(Fs, FolderContentsAndInputsGivenOnce) {
   TempDir dir;
@@ -100,6 +98,8 @@ TEST(Fs, FolderContentsAndInputsGivenOnce) {
               "compare: " + again + " is given twice (as a.txt and as it again) | name each table once");
 }
 
+// A folder that cannot be made because a file holds its place (or its parent's): that file is named, with the
+// caller's hint.
 TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
   TempDir dir;
   test::write_text(dir / "runs", "a file");

@@ -62,8 +62,6 @@ TEST(Platform, OpenBlasStartedWithTheCoreTypeGetenvGave) {
   EXPECT_EQ(strcasecmp(corename(), wanted), 0) << corename() << " against " << wanted;
 }
 
-// glibc serves a block above its mmap threshold (128 KiB by default) with its own mapping, returned to the
-// kernel when freed; after keep_freed_memory() a 16 MiB block (two slices' logits) comes from the heap.
 // run.threads: auto (0) takes every core (LibTorch's own default was 1 thread on some AMD Zen 5 machines), shared
 // among the processes of this machine; more threads than cores run, with a warning naming what auto would take
 // (1000 threads on 2 cores ran like a hang).
@@ -97,6 +95,8 @@ TEST(Platform, ThreadsAutoTakeEveryCoreAndMoreThanTheCoresGiveAWarning) {
   EXPECT_NE(shared.find("auto takes " + std::to_string(std::max(1, cores / 2))), std::string::npos) << shared;
 }
 
+// glibc serves a block above its mmap threshold (128 KiB by default) with its own mapping, returned to the
+// kernel when freed; after keep_freed_memory() a 16 MiB block (two slices' logits) comes from the heap.
 TEST(Platform, KeepFreedMemoryServesLargeBlocksFromTheHeap) {
   keep_freed_memory();
   const size_t mapped_before = mallinfo2().hblks;
