@@ -14,8 +14,8 @@ find_program(GIT git)
 if(GIT AND EXISTS "${SOURCE}/.git")
   execute_process(COMMAND ${GIT} -C ${SOURCE} rev-parse --short=12 HEAD OUTPUT_VARIABLE commit
     RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(NOT rc EQUAL 0)
-    set(commit "")
+  if(NOT rc EQUAL 0)  # a checkout git will not read (another user's: "dubious ownership")
+    set(commit "unknown")
   else()
     execute_process(COMMAND ${GIT} -C ${SOURCE} status --porcelain --untracked-files=no OUTPUT_VARIABLE changes
       RESULT_VARIABLE rc ERROR_QUIET)

@@ -11,6 +11,8 @@ std::string poslab_commit() { return POSLAB_COMMIT; }
 std::string poslab_version() {
   const std::string commit = poslab_commit();
   if (commit.empty()) return "poslab " + poslab_version_number() + " (not built from a git checkout)";
+  if (commit == "unknown")
+    return "poslab " + poslab_version_number() + " (commit unknown: git could not read the checkout)";
   return "poslab " + poslab_version_number() + " (commit " + commit +
          (POSLAB_MODIFIED ? " with uncommitted changes)" : ")");
 }

@@ -26,7 +26,7 @@ fi
 if env -u OPENBLAS_CORETYPE -u OPENBLAS_NUM_THREADS -u POSLAB_NO_REEXEC \
      strace -f -qq -e trace=execve -o "$tmp/execs" "$poslab" --version >"$tmp/out" 2>"$tmp/err" &&
    [ "$(grep -c 'execve(' "$tmp/execs")" = 1 ] &&
-   grep -Eq "^poslab [0-9]+\.[0-9]+\.[0-9]+ \((commit [0-9a-f]{12}( with uncommitted changes)?|not built from a git checkout)\)$" \
+   grep -Eq "^poslab [0-9]+\.[0-9]+\.[0-9]+ \((commit [0-9a-f]{12}( with uncommitted changes)?|not built from a git checkout|commit unknown: .*)\)$" \
      "$tmp/out" &&
    grep -Eq "^built with LibTorch [0-9]+\.[0-9]+\.[0-9]+.* (\(CPU only\)|with CUDA [0-9]+\.[0-9]+; GPU: )" "$tmp/out" &&
    grep -Eq "^BLAS: " "$tmp/out" &&
