@@ -319,7 +319,9 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember(extend_methods()));
   cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)");
-  cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")->check(kSeed);
+  cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
+      ->type_name("UINT")  // -1 inside, for "the run's"; a seed given is 0 or more, as sample's
+      ->check(kSeed);
   cmd->add_flag("--force", a.force, "overwrite an existing --out");
   return cmd;
 }
