@@ -185,16 +185,17 @@ std::string agreement_text(const Agreement& g) {
                                 : fmt::format("{} positions, widths {} and {}", g.positions, g.dims, g.dims_b);
   std::string s =
       fmt::format("agreement of {} and {} ({}), up to rotation and scale:\n", g.a_source, g.b_source, shape);
-  // "B shuffled": the measure against B with its rows shuffled, mean ± sd over the copies.
+  // "B shuffled": the measure against B with its rows shuffled, mean ± sd over the copies. The values keep a column
+  // for their sign, so that a negative correlation lines up with the rest.
   auto null = [&](const ShuffledNull& n) {
     return g.shuffles > 0 ? fmt::format("B's rows shuffled: {:.4f} ± {:.4f}; ", n.mean, n.sd) : std::string();
   };
   s += fmt::format(
-      "  linear CKA               {:.4f}   ({}independent random tables: {:.4f}; identical up to rotation: 1)\n", g.cka,
+      "  linear CKA              {: .4f}   ({}independent random tables: {:.4f}; identical up to rotation: 1)\n", g.cka,
       null(g.cka_shuffled), g.cka_random);
-  s += fmt::format("  Procrustes residual      {:.4f}   ({}0: B is a rotated, rescaled A; 1: nothing in common)\n",
+  s += fmt::format("  Procrustes residual     {: .4f}   ({}0: B is a rotated, rescaled A; 1: nothing in common)\n",
                    g.procrustes_residual, null(g.procrustes_shuffled));
-  s += fmt::format("  similarity correlation   {:.4f}   ({}Pearson r of the two cosine matrices, off the diagonal)\n",
+  s += fmt::format("  similarity correlation  {: .4f}   ({}Pearson r of the two cosine matrices, off the diagonal)\n",
                    g.similarity_correlation, null(g.similarity_shuffled));
   if (g.k == 0) {
     s += fmt::format(
