@@ -301,8 +301,10 @@ int run_eval(const EvalArgs& a) {
     const auto T = static_cast<std::ptrdiff_t>(m.cfg.model.extended_from);
     const double inside = std::accumulate(p.begin(), p.begin() + T, 0.0) / static_cast<double>(T);
     const double beyond = std::accumulate(p.begin() + T, p.end(), 0.0) / static_cast<double>(p.size() - T);
-    std::cout << fmt::format("extended from {} by {}: positions 0-{}: {:.4f} | {}-{}: {:.4f}\n", T,
-                             m.cfg.model.extend_method, T - 1, inside, T, p.size() - 1, beyond);
+    std::cout << fmt::format(
+        "extended from {} by {}: {} loss at the trained positions 0-{}: {:.4f} | at the new {}-{}: "
+        "{:.4f}\n",
+        T, m.cfg.model.extend_method, a.split, T - 1, inside, T, p.size() - 1, beyond);
   }
   std::cout << "wrote " << out << "\n";
   return 0;
