@@ -36,7 +36,12 @@ if env -u OPENBLAS_CORETYPE -u OPENBLAS_NUM_THREADS -u POSLAB_NO_REEXEC \
 else
   failed=$((failed + 1)); echo "FAIL --version"; cat "$tmp/out" "$tmp/err" "$tmp/execs"
 fi
-expect_error "missing config" "^error: .*nonexistent.yaml" train nonexistent.yaml
+expect_error "missing config" "^error: config: nonexistent.yaml: no such file$" train nonexistent.yaml
+# A path of the wrong kind says which kind was wanted.
+expect_error "a folder as the config" "^error: config: $tmp: a folder, not a file$" train "$tmp"
+expect_error "a file to resume" "^error: --resume: configs/default.yaml: a file, not a folder$" \
+  train --resume configs/default.yaml
+expect_error "compare of nothing" "^error: inputs: $tmp/nosuch: no such file or folder$" compare "$tmp/nosuch"
 expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
 expect_error "wrong type" "^error: --set: train.lr = fast: expected finite number" train configs/default.yaml --set train.lr=fast
 # The README's example of a bad input (docs/cli.md shows it too): the program prints these two lines word for word,
@@ -362,6 +367,23 @@ else
   failed=$((failed + 1)); echo "FAIL a run folder for its checkpoint"; "$poslab" inspect "$tmp/x/default" | head -2
 fi
 expect_error "a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint \\(a run folder stands for" sample "$tmp/x"
+# A resume of a finished run trains no step: it says so rather than a rate of 0 tok/s.
+if "$poslab" train --resume "$tmp/x/default" --set run.report=false >/dev/null 2>"$tmp/err" &&
+   grep -q "done: 6 steps | .* | no step to train | " "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL resume of a finished run"; grep "done:" "$tmp/err"
+fi
+# export's check commands name the pip build's Python where there is one, the newest torch (2.11 after 2.9).
+mkdir -p "$tmp/pc/torch-2.9.0/bin" "$tmp/pc/torch-2.11.0/bin"
+touch "$tmp/pc/torch-2.9.0/.complete" "$tmp/pc/torch-2.11.0/.complete" "$tmp/pc/torch-2.9.0/bin/python" \
+  "$tmp/pc/torch-2.11.0/bin/python"
+if POSLAB_CACHE="$tmp/pc" "$poslab" export "$tmp/x/default" --out "$tmp/hf" >/dev/null 2>"$tmp/err" &&
+   grep -q "^  $tmp/pc/torch-2.11.0/bin/python scripts/check_hf_export.py $tmp/hf$" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL export's check commands"; cat "$tmp/err"
+fi
 # On a terminal (script(1) gives sample one) the text's control characters are shown as symbols: an ESC in the prompt
 # comes back as ␛ and cannot recolour the terminal; a pipe gets the bytes as they are (above).
 esc_prompt=$(printf 'a\033[31mb')

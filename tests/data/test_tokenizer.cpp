@@ -257,6 +257,10 @@ TEST(Tokenizer, TrainTokensSplitAndErrors) {
   EXPECT_NE(msg.find("data.tokenizer.vocab_size = 100 is below the 269 pieces the corpus needs"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hint: set data.tokenizer.vocab_size to 269 or more"), std::string::npos) << msg;
+  // A size nobody set (poslab's default) is named without a "default:" prefix, which read as configs/default.yaml.
+  c.origin.erase("data.tokenizer.vocab_size");
+  EXPECT_EQ(error_of().rfind("training the bpe tokenizer: data.tokenizer.vocab_size = 100 is below", 0), 0u)
+      << error_of();
   // data.tokenizer.model naming a folder or a file that is not a model.
   c.data.tokenizer.model = dir.str();
   c.origin["data.tokenizer.model"] = "own.yaml";

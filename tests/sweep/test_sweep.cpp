@@ -372,6 +372,8 @@ TEST_F(SweepTest, ASweepFolderBelongsToOneSweepAtATimeAndToOneSweepFile) {
   // The file edited (a seed added), then its text from another path (a copy): the same sweep.
   sweep_file("seeds: [1, 2]\n", "one.yaml");
   EXPECT_EQ(run_sweep(file, {}).trained, 1);
+  sweep_file("seeds: [1, 2]\n# the same sweep\n", "one.yaml");  // edited again, named another way
+  EXPECT_EQ(run_sweep(dir_ / "configs/sweeps/../sweeps/one.yaml", {}).done_before, 2);
   test::write_text(dir_ / "configs/other/one.yaml", slurp(file));
   EXPECT_EQ(run_sweep(dir_ / "configs/other/one.yaml", {}).done_before, 2);
 }
