@@ -30,19 +30,23 @@ namespace fs = std::filesystem;
 void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("input", t.input,
                   "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
-                  "folder (every table its family keeps: docs/models.md)");
+                  "folder (every table its family keeps: docs/models.md)")
+      ->type_name("PATH");
   cmd->add_option("--tensor", t.tensor,
-                  "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight");
-  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook");
+                  "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight")
+      ->type_name("NAME");
+  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook")
+      ->type_name("KIND");
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str()->check(kPositive);
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str()->check(kPositive);
-  cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table (the baselines always use seed 0)")
+  cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table; the baselines always use seed 0")
       ->capture_default_str()
       ->check(kSeed);
-  cmd->add_option("--std", t.std, "std of a synthetic random table (the random baseline always uses 0.02)")
+  cmd->add_option("--std", t.std, "std of a synthetic random table; the random baseline always uses 0.02")
       ->capture_default_str()
       ->check(kPositive);
-  cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64");
+  cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64")
+      ->type_name("BEGIN:END");
 }
 
 void check_tensor_option(const TableSource& t) {
@@ -85,7 +89,7 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
       "What it measures: spectrum and noise floor, effective rank, similarity, smoothness, boundaries, sinusoids, "
       "periods, circles and the helix (docs/analysis.md).");
   add_table_options(cmd, a.table, a.rows);
-  cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)");
+  cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)")->type_name("FILE");
   cmd->add_flag("--force", a.force, "replace an existing --json file");
   cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
   cmd->add_flag("--probes", a.probes,
@@ -105,11 +109,13 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
       ->check(kPositive);
   add_verdict_options(cmd, a.thresholds);
   cmd->add_option(
-      "--against", a.against,
-      "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
-      "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)");
+         "--against", a.against,
+         "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
+         "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)")
+      ->type_name("PATH");
   cmd->add_option("--against-tensor", a.against_tensor,
-                  "tensor name when --against is a .safetensors file (default: --tensor)");
+                  "tensor name when --against is a .safetensors file (default: --tensor)")
+      ->type_name("NAME");
   cmd->add_option("--k", a.k,
                   "with --against: principal angles between the top K components (default: the smaller "
                   "number above the noise floor)")

@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 #include "cli/analyze_cmd.h"
 #include "cli/export_cmd.h"
+#include "cli/help_format.h"
 #include "cli/model_cmds.h"
 #include "cli/sweep_cmds.h"
 #include "cli/validators.h"
@@ -54,12 +55,15 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   auto* cmd = app.add_subcommand("train", "train a model from a YAML config, or resume a run");
   cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
       ->check(existing("file"));
-  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")->take_all();
+  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
   cmd->add_option("--resume", a.req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
       ->check(existing("folder"));
   cmd->add_option("--init-from", a.req.init_from,
                   "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
-                  "without a config, from its config too (e.g. a checkpoint of poslab extend)");
+                  "without a config, from its config too (e.g. a checkpoint of poslab extend)")
+      ->type_name("CHECKPOINT");
   cmd->add_option("--stop-at", a.req.stop_at,
                   "stop at this step with a checkpoint, as if interrupted; continue later with --resume")
       ->check(kNonNegative);
@@ -73,21 +77,23 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
 CLI::App* add_config_command(CLI::App& app, ConfigArgs& a) {
   auto* cmd = app.add_subcommand("config", "print the effective config as YAML");
   cmd->add_option("config", a.path, "YAML config")->check(existing("file"));
-  cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
+  cmd->add_option("--set", a.sets, "override one key (repeatable)")->type_name("KEY=VALUE")->take_all();
   return cmd;
 }
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* cmd = app.add_subcommand("bench", "a config's training speed: tokens/s, MFU");
   cmd->add_option("config", a.config, "YAML config")->check(existing("file"));
-  cmd->add_option("--set", a.sets, "override one key (repeatable)")->take_all();
+  cmd->add_option("--set", a.sets, "override one key (repeatable)")->type_name("KEY=VALUE")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
   cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);
-  cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)");
+  cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)")->type_name("FILE");
   cmd->add_option("--export", a.options.export_dir,
-                  "write initial weights, batches and losses to DIR for scripts/torch_reference.py");
+                  "write initial weights, batches and losses to DIR for scripts/torch_reference.py")
+      ->type_name("DIR");
   cmd->add_option("--profile", a.options.profile_path,
-                  "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)");
+                  "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)")
+      ->type_name("FILE");
   cmd->add_flag("--force", a.force, "replace an existing --json or --profile file");
   return cmd;
 }
@@ -208,6 +214,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"poslab: a small GPT whose learned position table you watch take shape"};
   app.require_subcommand(1);
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which take their parent's
   // A callback: the summary looks for a GPU, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>([] {
                          return poslab_version() + "\nbuilt with " + build_summary() + "\nBLAS: " + blas_summary();

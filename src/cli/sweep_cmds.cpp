@@ -26,6 +26,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   cmd->footer("One run after another; run it again to resume (docs/cli.md, \"Sweeps\").");
   cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(existing("file"));
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
+      ->type_name("KEY=VALUE")
       ->take_all();
   cmd->add_option("--max-runs", a.options.max_runs, "train at most N runs now (finished runs do not count)")
       ->check(kPositive);
@@ -45,7 +46,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
                   "run folders and/or sweep folders; or tables: model folders, .safetensors, .npy, .pt")
       ->required()
       ->check(existing("path"));
-  cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)");
+  cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)")
+      ->type_name("DIR");
   cmd->add_flag("--force", a.force,
                 "write into a folder that holds files other than poslab's earlier page, replacing those of the same "
                 "name");

@@ -80,6 +80,29 @@ else
   failed=$((failed + 1)); echo "FAIL poslab help"; cat "$tmp/out"
 fi
 expect_error "help for an unknown command" "^error: unknown command 'frob'" help frob
+# Every command's help reads on an 80-column terminal (where it is not a terminal too): no line wider, each value
+# named for what it is with its default after the description, not CLI11's "INT:NUMBER > 0=20".
+help_faults=""
+for command in "" train config bench analyze report inspect sample eval extend export sweep compare; do
+  # shellcheck disable=SC2086 # no command: poslab's own help
+  "$poslab" $command --help >"$tmp/out" 2>&1 || help_faults="$help_faults; $command: exit $?"
+  width=$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")
+  [ "$width" -le 80 ] || help_faults="$help_faults; ${command:-poslab}: a line of $width columns"
+  # The options' column: a type (INT, UINT, FLOAT), a check's name (:FILE, NUMBER > 0) or =DEFAULT is CLI11's.
+  cli11=$(cut -c1-28 "$tmp/out" | grep -E "^  [-a-z]" | grep -E "\<(INT|UINT|FLOAT)\>|NUMBER [<>]|:(FILE|DIR|PATH|SEED|NUMBER|\{)|=[0-9a-z]" |
+    head -1)
+  [ -z "$cli11" ] || help_faults="$help_faults; ${command:-poslab}: CLI11's type text: $cli11"
+done
+"$poslab" bench --help >"$tmp/out" 2>&1
+grep -Eq "^  --steps N +timed steps \(default: 20\)$" "$tmp/out" || help_faults="$help_faults; bench: no '--steps N ... (default: 20)'"
+grep -Eq "^  config FILE +YAML config$" "$tmp/out" || help_faults="$help_faults; bench: no 'config FILE'"
+"$poslab" eval --help >"$tmp/out" 2>&1
+grep -Eq "^  --device \{auto,cpu,cuda\} +auto" "$tmp/out" || help_faults="$help_faults; eval: no '--device {auto,cpu,cuda}'"
+if [ -z "$help_faults" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL every command's help at 80 columns${help_faults}"
+fi
 expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '../escaped': must be one folder name" \
   train configs/default.yaml --set run.name=../escaped --set "run.out_dir=$tmp/runs"
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1

@@ -3,6 +3,7 @@
 
 #include "util/plural.h"
 #include "util/shell.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace {
@@ -23,6 +24,34 @@ TEST(Words, APathPrintedForTheShellIsOneWord) {
   EXPECT_EQ(shell_word("it's"), "'it'\\''s'");
   EXPECT_EQ(shell_word("$HOME;rm"), "'$HOME;rm'");
   EXPECT_EQ(shell_word(""), "''");
+}
+
+// The help's wrapping: lines of at most `width` columns from column `indent`, broken at spaces.
+TEST(Words, TextWrapsAtSpacesToTheWidthFromItsIndent) {
+  EXPECT_EQ(wrap_text("one two three four", 9), "one two\nthree\nfour");
+  EXPECT_EQ(wrap_text("one two three four", 13), "one two three\nfour");
+  // From column 4: 5 columns a line; each next line starts after 4 spaces.
+  EXPECT_EQ(wrap_text("one two three", 9, 4), "one\n    two\n    three");
+  EXPECT_EQ(wrap_text("short", 80, 28), "short");
+  EXPECT_EQ(wrap_text("", 10), "");
+}
+
+TEST(Words, AWordLongerThanALineStandsAlone) {
+  EXPECT_EQ(wrap_text("a RUN_DIR/checkpoints/latest.pt b", 10), "a\nRUN_DIR/checkpoints/latest.pt\nb");
+}
+
+TEST(Words, NewlinesStartLinesAndInnerSpacesStay) {
+  EXPECT_EQ(wrap_text("first line\nsecond", 80, 2), "first line\n  second");
+  EXPECT_EQ(wrap_text("a  b", 80), "a  b");
+  EXPECT_EQ(wrap_text("ends with a newline\n", 80), "ends with a newline\n");
+  EXPECT_EQ(wrap_text("trailing   ", 80), "trailing");
+}
+
+// "−", "×" and "…" are two or three bytes and one column each: a line of them is not broken early.
+TEST(Words, WidthCountsColumnsNotBytes) {
+  EXPECT_EQ(display_width("S … S + length − 1"), 18u);
+  EXPECT_EQ(wrap_text("a × b − c", 9), "a × b − c");
+  EXPECT_EQ(wrap_text("a × b − c", 8), "a × b −\nc");
 }
 
 }  // namespace
