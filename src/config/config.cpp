@@ -4,9 +4,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "config/fields.h"
 #include "util/error.h"
@@ -22,13 +24,55 @@ std::string describe(const YAML::Node& n) {
   return e.c_str();
 }
 
+// Edits (insertions, deletions, substitutions) from a to b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// What to write instead of an unknown key: the keys it is a slip of (a letter or two, the section's dot or an
+// underscore, a name shortened or run on), else its section's keys, else the sections.
+std::string unknown_key_hint(const std::string& key) {
+  auto bare = [](std::string k) {  // "snapshot.every", "train.snapshot_every" → "snapshotevery", "trainsnapshotevery"
+    k.erase(std::remove_if(k.begin(), k.end(), [](char c) { return c == '.' || c == '_'; }), k.end());
+    return k;
+  };
+  const std::string b = bare(key);
+  std::vector<std::string> near, section_keys, sections;
+  const std::string section = key.substr(0, key.find('.'));
+  for (const std::string& k : config_keys()) {
+    const std::string bk = bare(k);
+    const bool contains =
+        bk.size() >= 5 && b.size() >= 5 && (b.find(bk) != std::string::npos || bk.find(b) != std::string::npos);
+    if (edit_distance(b, bk) <= 2 || contains) near.push_back(k);
+    if (k.rfind(section + ".", 0) == 0) section_keys.push_back(k);
+    const std::string s = k.substr(0, k.find('.'));
+    if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
+  }
+  auto join = [](const std::vector<std::string>& v, const std::string& last) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i == 0 ? "" : i + 1 == v.size() ? last : ", ") + v[i];
+    return out;
+  };
+  const std::string more = "; poslab config prints every key with its value, docs/cli.md says what each does";
+  if (!near.empty() && near.size() <= 4) return "did you mean " + join(near, " or ") + "?" + more.substr(1);
+  if (!section_keys.empty()) return "the keys of " + section + " are " + join(section_keys, " and ") + more;
+  return "a key is SECTION.NAME, the sections being " + join(sections, " and ") + more;
+}
+
 void set_field(Config& cfg, const std::string& key, const YAML::Node& value, const std::string& source) {
   const ConfigField* f = find_config_field(key);
-  if (f == nullptr) {
-    std::string all;
-    for (const auto& k : config_keys()) all += (all.empty() ? "" : ", ") + k;
-    throw Error(source + ": unknown config key '" + key + "'", "valid keys are: " + all);
-  }
+  if (f == nullptr) throw Error(source + ": unknown config key '" + key + "'", unknown_key_hint(key));
   try {
     if (!value.IsDefined() || value.IsNull()) throw YAML::BadConversion(value.Mark());
     f->set(cfg, value);

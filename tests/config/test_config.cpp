@@ -91,9 +91,29 @@ TEST(Config, UnknownKeyNamesKeyAndFile) {
   const std::string msg = error_of([&] { load_config(dir / "bad.yaml"); });
   EXPECT_NE(msg.find("model.n_layers"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bad.yaml"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("model.n_layer"), std::string::npos) << msg;  // the valid keys are listed
+  EXPECT_NE(msg.find("did you mean model.n_layer?"), std::string::npos) << msg;
   EXPECT_NE(error_of([] { load_config("", {"trian.lr=1"}); }).find("trian.lr"), std::string::npos);
   EXPECT_NE(error_of([] { load_config("", {"bogus=1"}); }).find("bogus"), std::string::npos);
+}
+
+// The hint names the keys the unknown one is a slip of, else its section's keys, else the sections.
+TEST(Config, UnknownKeyHintNamesTheNearestKeys) {
+  auto hint = [](const std::string& set) {
+    const std::string msg = error_of([&] { load_config("", {set}); });
+    return msg.substr(msg.find(" | ") + 3);
+  };
+  EXPECT_EQ(hint("trian.lr=1").rfind("did you mean train.lr? ", 0), 0u) << hint("trian.lr=1");
+  // The section's dot written as an underscore, under another section.
+  EXPECT_EQ(hint("train.snapshot_every=5").rfind("did you mean snapshot.every? ", 0), 0u);
+  EXPECT_EQ(hint("train.lrate=1").rfind("did you mean train.lr? ", 0), 0u);
+  const std::string model = hint("model.colour=1");
+  EXPECT_EQ(model.rfind("the keys of model are model.n_layer, model.n_head, ", 0), 0u) << model;
+  EXPECT_NE(model.find(" and model.extend_method; "), std::string::npos) << model;
+  EXPECT_EQ(model.find("train."), std::string::npos) << model;
+  EXPECT_EQ(hint("bogus=1").rfind("a key is SECTION.NAME, the sections being run, data, model, train and snapshot", 0),
+            0u)
+      << hint("bogus=1");
+  EXPECT_NE(hint("bogus=1").find("poslab config prints every key"), std::string::npos);
 }
 
 TEST(Config, WrongTypeNamesKeyValueAndFile) {
