@@ -375,7 +375,9 @@ if starts resume; then
   run_dir=$(head -1 "$work/train.out" 2>/dev/null || true)
   if [ "$rc" = 0 ]; then
     note "train configs/default.yaml on $device: $(run_summary "$run_dir"), $((SECONDS - t0)) s wall"
-    verdict=$(within build-gpu/poslab analyze "$run_dir" 2>/dev/null | grep -i -m1 'verdict' || true)
+    # The verdict's paragraph (wrapped at 80 columns), as one line.
+    verdict=$(within build-gpu/poslab analyze "$run_dir" 2>/dev/null |
+      sed -n '/^verdict (/,/^  at steps/{/^  at steps/!p}' | tr '\n' ' ' | tr -s ' ' || true)
     [ -n "$verdict" ] && note "  $verdict"
     grep -m1 'device:' "$work/train.log" | sed 's/^[0-9:]* info /  /' >&2 || true
   elif out_of_time; then

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "analysis/metric_list.h"
+#include "util/wrap.h"
 
 namespace poslab {
 
@@ -204,15 +205,31 @@ std::string summary_text(const Analysis& a) {
   return s;
 }
 
-std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns) {
-  size_t width = 6;  // the longest headline label, so that the columns line up
-  for (const Metric& m : headline_metrics()) width = std::max(width, std::string(m.label).size() + 1);
-  std::string s = fmt::format("{:<{}}", "metric", width);
-  for (const auto& [name, a] : columns) s += fmt::format("{:>14}", name);
+std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns, size_t width) {
+  const std::vector<Metric> metrics = headline_metrics();
+  auto cols = [](const std::string& s) { return display_width(s); };
+  size_t value_width = 8;  // each column as wide as its name or widest value, and a space
+  for (const auto& [name, a] : columns) {
+    value_width = std::max(value_width, cols(name));
+    for (const Metric& m : metrics) value_width = std::max(value_width, cols(format_metric(m, *a)));
+  }
+  ++value_width;
+  // The metrics' labels where they fit the width beside the columns, else their column names (docs/cli.md).
+  size_t label_width = cols("metric");
+  for (const Metric& m : metrics) label_width = std::max(label_width, cols(m.label));
+  const bool labels = label_width + 1 + columns.size() * value_width <= width;
+  if (!labels) {
+    label_width = cols("metric");
+    for (const Metric& m : metrics) label_width = std::max(label_width, cols(m.column));
+  }
+  auto left = [&](const std::string& text) { return text + std::string(label_width + 1 - cols(text), ' '); };
+  auto right = [&](const std::string& text) { return std::string(value_width - cols(text), ' ') + text; };
+  std::string s = left("metric");
+  for (const auto& [name, a] : columns) s += right(name);
   s += "\n";
-  for (const Metric& m : headline_metrics()) {
-    s += fmt::format("{:<{}}", m.label, width);
-    for (const auto& [name, a] : columns) s += fmt::format("{:>14}", format_metric(m, *a));
+  for (const Metric& m : metrics) {
+    s += left(labels ? m.label : m.column);
+    for (const auto& [name, a] : columns) s += right(format_metric(m, *a));
     s += "\n";
   }
   return s;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -20,7 +21,8 @@ std::string one_line(const Analysis& a);
 // Several lines for a terminal: the headline metrics and the named outliers.
 std::string summary_text(const Analysis& a);
 
-// A table of the headline metrics side by side, one column per (name, analysis).
-std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns);
+// A table of the headline metrics side by side, one column per (name, analysis), within `width` columns where it
+// can: each metric named by its label where the labels fit, else by its column name ("sig share").
+std::string comparison_table(const std::vector<std::pair<std::string, const Analysis*>>& columns, size_t width = 80);
 
 }  // namespace poslab

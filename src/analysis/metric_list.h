@@ -20,6 +20,9 @@ struct Metric {
   bool headline;       // shown in the comparison tables and the per-step console table
   bool integer;        // a count (k90): an integer in JSON
   double (*value)(const Analysis&);
+  // A headline metric's console table in `poslab analyze RUN_DIR` (those of one group print together): "spectrum",
+  // "order" or "form".
+  const char* group = "";
 };
 
 const std::vector<Metric>& scalar_metrics();

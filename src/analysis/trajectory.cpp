@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "run/run_files.h"
 #include "util/error.h"
+#include "util/wrap.h"
 
 namespace poslab {
 
@@ -172,6 +174,76 @@ std::vector<HalfChange> half_change_steps(const std::vector<TrajectoryPoint>& po
     out.push_back(h);
   }
   return out;
+}
+
+std::string trajectory_tables(const std::vector<TrajectoryPoint>& points, std::optional<int64_t> emerged_from,
+                              size_t width) {
+  constexpr size_t kMaxRows = 21;
+  std::vector<size_t> rows;
+  if (points.size() <= kMaxRows) {
+    for (size_t i = 0; i < points.size(); ++i) rows.push_back(i);
+  } else {
+    for (size_t r = 0; r < kMaxRows; ++r)
+      rows.push_back((r * (points.size() - 1) + (kMaxRows - 1) / 2) / (kMaxRows - 1));
+    for (size_t i = 0; emerged_from && i < points.size(); ++i)
+      if (points[i].step == *emerged_from) rows.push_back(i);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  }
+  struct Column {
+    std::string header, group;
+    std::vector<std::string> values;  // by point
+    std::string half = "-";           // its half-change step; "" for the val loss, which has none
+  };
+  std::vector<Column> columns;
+  {
+    Column loss{"val loss", "spectrum", {}, ""};
+    for (const auto& p : points)
+      loss.values.push_back(std::isfinite(p.val_loss) ? fmt::format("{:.4f}", p.val_loss) : "");
+    columns.push_back(loss);
+  }
+  const std::vector<HalfChange> half = half_change_steps(points);
+  const std::vector<Metric> metrics = headline_metrics();
+  for (size_t k = 0; k < metrics.size(); ++k) {
+    Column c{metrics[k].column, metrics[k].group, {}, "-"};
+    for (const auto& p : points) c.values.push_back(format_metric(metrics[k], p.analysis));
+    if (k < half.size() && half[k].step) c.half = std::to_string(*half[k].step);
+    columns.push_back(c);
+  }
+  const std::map<std::string, std::string> titles = {{"spectrum", "the spectrum, and the val loss"},
+                                                     {"order", "order along position, against row-shuffled copies"},
+                                                     {"form", "form: sinusoids, interpolation, a position probe"}};
+  const size_t per_table = std::max<size_t>(1, (std::max<size_t>(width, 18) - 8) / 10);
+  std::string s;
+  for (size_t begin = 0; begin < columns.size();) {
+    size_t end = begin + 1;
+    while (end < columns.size() && end - begin < per_table && columns[end].group == columns[begin].group) ++end;
+    const auto title = titles.find(columns[begin].group);
+    s += "\n" + wrap_text(title == titles.end() ? columns[begin].group : title->second, width) + "\n";
+    s += fmt::format("{:>8}", "step");
+    for (size_t c = begin; c < end; ++c) s += fmt::format(" {:>9}", columns[c].header);
+    s += "\n";
+    for (size_t r : rows) {
+      s += fmt::format("{:>8}", points[r].step);
+      for (size_t c = begin; c < end; ++c) s += fmt::format(" {:>9}", columns[c].values[r]);
+      s += "\n";
+    }
+    s += fmt::format("{:>8}", "half-way");
+    for (size_t c = begin; c < end; ++c) s += fmt::format(" {:>9}", columns[c].half);
+    while (s.back() == ' ') s.pop_back();
+    s += "\n";
+    begin = end;
+  }
+  s += "\n" + wrap_text(
+                  "half-way: the first snapshot by which the metric had moved half of its change from the first "
+                  "snapshot to the "
+                  "last.",
+                  width);
+  if (rows.size() < points.size())
+    s += "\n" + wrap_text(fmt::format("{} of the {} snapshots shown; every one is in trajectory.csv.", rows.size(),
+                                      points.size()),
+                          width);
+  return s + "\n";
 }
 
 nlohmann::json trajectory_json(const std::vector<TrajectoryPoint>& points) {

@@ -57,6 +57,13 @@ struct HalfChange {
 };
 std::vector<HalfChange> half_change_steps(const std::vector<TrajectoryPoint>& points);
 
+// For a terminal `width` columns wide (80: the step's column of 8 and 7 of 10): the val loss and the headline metrics
+// by snapshot, one table per metric group (the spectrum with the val loss, order, form), each under a title and
+// ending in a "half-way" row of the metrics' half-change steps. At most 21 snapshots, evenly spaced, with the first,
+// the last and `emerged_from` among them (trajectory.csv has every one: a line says so).
+std::string trajectory_tables(const std::vector<TrajectoryPoint>& points, std::optional<int64_t> emerged_from,
+                              size_t width);
+
 // Reads RUN_DIR/snapshots/index.jsonl and analyses every snapshot (in step order).
 // Throws poslab::Error naming the folder when it has no snapshots.
 std::vector<TrajectoryPoint> analyze_run(const std::string& run_dir, const AnalysisOptions& opt = {});

@@ -2,6 +2,9 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -23,6 +26,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -125,20 +129,6 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
 
 namespace {
 
-// One row per snapshot: the step, the headline metrics (analysis/metric_list.h) and the val loss.
-std::string step_table(const std::vector<TrajectoryPoint>& points) {
-  const std::vector<Metric> metrics = headline_metrics();
-  std::string s = fmt::format("{:>8}", "step");
-  for (const Metric& m : metrics) s += fmt::format(" {:>9}", m.column);
-  s += fmt::format(" {:>9}\n", "val loss");
-  for (const auto& p : points) {
-    s += fmt::format("{:>8}", p.step);
-    for (const Metric& m : metrics) s += fmt::format(" {:>9}", format_metric(m, p.analysis));
-    s += fmt::format(" {:>9}\n", std::isfinite(p.val_loss) ? fmt::format("{:.4f}", p.val_loss) : "");
-  }
-  return s;
-}
-
 void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json.empty()) return;
   if (a.json == "-") {
@@ -213,7 +203,7 @@ int run_agreement(const AnalyzeArgs& a, std::ostream& out) {
 
 // The baselines' columns beside `main`'s, printed as one table; their JSON.
 nlohmann::json baselines_table(const AnalyzeArgs& a, std::vector<std::pair<std::string, Analysis>>& columns,
-                               const Analysis& main, std::ostream& out) {
+                               const Analysis& main, std::ostream& out, size_t width) {
   nlohmann::json bj;
   for (const Baseline& b : baseline_analyses(main.positions, main.dims, a.options)) {
     bj[b.name] = to_json(b.analysis);
@@ -221,7 +211,7 @@ nlohmann::json baselines_table(const AnalyzeArgs& a, std::vector<std::pair<std::
   }
   std::vector<std::pair<std::string, const Analysis*>> view;
   for (const auto& [name, an] : columns) view.emplace_back(name, &an);
-  out << "\n" << comparison_table(view);
+  out << "\n" << comparison_table(view, width);
   return bj;
 }
 
@@ -239,7 +229,7 @@ nlohmann::json folder_usage(const ModelFolder& m, const ModelTables& t, const Mo
 
 // poslab analyze MODEL (a Hugging Face folder or .safetensors file) with no --tensor: every learned table on its
 // positions, and layer 0's reading of it where the layout is known.
-int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
+int run_model_folder(const AnalyzeArgs& a, std::ostream& out, size_t width) {
   const ModelFolder m = open_model_folder(a.table.input);
   const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
   out << "model " << a.table.input << ": " << tables_text(t);
@@ -280,7 +270,7 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
       tj["model_usage"] = folder_usage(m, t, mt, out);
     if (a.baselines) {
       std::vector<std::pair<std::string, Analysis>> columns = {{mt.spec.role, an}};
-      tj["baselines"] = baselines_table(a, columns, an, out);
+      tj["baselines"] = baselines_table(a, columns, an, out, width);
     }
     tables.push_back(tj);
   }
@@ -292,8 +282,11 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out) {
 }  // namespace
 
 int run_analyze(const AnalyzeArgs& a) {
-  // With --json -, stdout carries the JSON alone and the summary goes to stderr.
-  std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  // With --json -, stdout carries the JSON alone and the summary goes to stderr; either within the terminal's width.
+  const int fd = a.json == "-" ? STDERR_FILENO : STDOUT_FILENO;
+  const size_t width = terminal_width(fd);
+  WrappedLines wrapped(fd == STDERR_FILENO ? std::cerr : std::cout, width);
+  std::ostream out(&wrapped);
   if (!a.json.empty()) check_output_file(a.json, "--json", a.force, {a.table.input, a.against});
   check_tensor_option(a.table);
   if (a.against.empty() && !a.against_tensor.empty())
@@ -307,7 +300,7 @@ int run_analyze(const AnalyzeArgs& a) {
   std::error_code ec;
   const bool model = a.table.synthetic.empty() && !a.table.input.empty() &&
                      (is_model_folder(a.table.input) || fs::path(a.table.input).extension() == ".safetensors");
-  if (model && a.table.tensor.empty()) return run_model_folder(a, out);
+  if (model && a.table.tensor.empty()) return run_model_folder(a, out, width);
   const bool run_folder =
       !model && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
@@ -334,13 +327,8 @@ int run_analyze(const AnalyzeArgs& a) {
     j["trajectory"] = tj;
     j["verdict"] = vj;
     out << fmt::format("run {}: {}\n", a.table.input, snapshot_span(points));
-    out << step_table(points);
-    out << "\nverdict (" << outcome_name(v.outcome) << "): " << v.summary << "\n";
-    std::string half;
-    for (const HalfChange& h : half_change_steps(points))
-      half += fmt::format("{}{} {}", half.empty() ? "" : " | ", h.key, h.step ? std::to_string(*h.step) : "-");
-    out << "half-change step: " << half << "\n";
-    out << "wrote " << run.trajectory_csv() << ", " << run.trajectory_json() << ", " << run.verdict_json() << "\n\n";
+    out << trajectory_tables(points, v.emerged_from, width);
+    out << "wrote trajectory.csv, trajectory.json and verdict.json to " << run.analysis_dir() << "\n\n";
     out << "last snapshot:\n" << summary_text(main);
     columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);
     columns.emplace_back("step " + std::to_string(points.back().step), main);
@@ -371,7 +359,7 @@ int run_analyze(const AnalyzeArgs& a) {
   }
 
   const bool with_baselines = a.baselines || run_folder;
-  if (with_baselines) j["baselines"] = baselines_table(a, columns, main, out);
+  if (with_baselines) j["baselines"] = baselines_table(a, columns, main, out, width);
   out << fmt::format("\nanalysed in {:.1f} ms ({} x {})\n", 1000 * main.seconds, main.positions, main.dims);
   if (run_folder) out << run_ending_text(a.table.input, points, verdict, terminal_takes_unicode());
   emit_json(a, j);

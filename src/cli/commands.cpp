@@ -31,6 +31,7 @@
 #include "util/shell.h"
 #include "util/signals.h"
 #include "util/version.h"
+#include "util/wrap.h"
 
 namespace poslab {
 
@@ -135,7 +136,8 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   TrainSummary s = train(req);
   if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
   if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
-  if (s.interrupted_by == 0) std::cerr << run_ending_of(s.run_dir);  // what the run found, where to look
+  if (s.interrupted_by == 0)  // what the run found, where to look
+    std::cerr << wrap_lines(run_ending_of(s.run_dir), terminal_width(STDERR_FILENO));
   std::cout << s.run_dir << "\n";
   if (!s.report_html.empty()) std::cout << s.report_html << "\n";
   if (s.interrupted_by != 0) {

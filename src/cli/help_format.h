@@ -3,7 +3,6 @@
 // column reads "INT:NUMBER > 0=20" (the type, the checks' names, the default) and its lines run on past any width.
 #pragma once
 
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -46,13 +45,7 @@ inline std::string value_name(const std::string& type_name) {
 
 class HelpFormatter : public CLI::Formatter {
  public:
-  HelpFormatter() {
-    // The terminal help is printed on; 80 columns elsewhere; past 100, lines grow too long to read.
-    winsize w{};
-    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0)
-      width_ = std::clamp<size_t>(w.ws_col, 60, 100);
-    column_width(28);
-  }
+  HelpFormatter() : width_(terminal_width(STDOUT_FILENO)) { column_width(28); }
 
   std::string make_option(const CLI::Option* opt, bool is_positional) const override {
     const std::string left = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
@@ -95,7 +88,7 @@ class HelpFormatter : public CLI::Formatter {
   }
 
  private:
-  size_t width_ = 80;
+  size_t width_;
 };
 
 }  // namespace poslab

@@ -32,6 +32,7 @@
 #include "util/platform.h"
 #include "util/shell.h"
 #include "util/utf8.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -175,7 +176,9 @@ int run_inspect(const InspectArgs& a) {
   std::cout << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
                            m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
   if (m.model->wpe) {
-    std::cout << "position table\n" << summary_text(analyze_table(m.model->position_table(), "wpe.weight"));
+    std::cout << "position table\n"
+              << wrap_lines(summary_text(analyze_table(m.model->position_table(), "wpe.weight")),
+                            terminal_width(STDOUT_FILENO));
   } else {
     std::cout << "position table none (model.position = none)\n";
   }

@@ -1,10 +1,25 @@
-// Text wrapped to a terminal's width: the help of every command, whose descriptions are single long lines.
+// Text wrapped to a terminal's width: every command's help, whose descriptions are single long lines, and the
+// prose and tables of poslab analyze.
 #pragma once
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstddef>
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 namespace poslab {
+
+// The width to write text for on file descriptor `fd`: its terminal's, from 60 to 100 columns (past 100 lines grow
+// too long to read); 80 where it is not a terminal.
+inline size_t terminal_width(int fd) {
+  winsize w{};
+  if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return std::clamp<size_t>(w.ws_col, 60, 100);
+  return 80;
+}
 
 // Columns `s` takes on a terminal: its UTF-8 code points ("−", "×" and "…" take one each).
 inline size_t display_width(const std::string& s) {
@@ -50,5 +65,100 @@ inline std::string wrap_text(const std::string& text, size_t width, size_t inden
     begin = nl + 1;
   }
 }
+
+// Each line of `text` within `width` columns. A line too long continues under its own text: after its label (the
+// first run of two spaces or more within it, as "  noise floor   14 components …" continues at column 16), else two
+// columns in from its start (in its own column where it is an indented line of items). It breaks between items
+// separated by " | " where it can, else between words.
+inline std::string wrap_lines(const std::string& text, size_t width) {
+  std::string out;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t nl = text.find('\n', begin);
+    const bool newline = nl != std::string::npos;
+    if (!newline) nl = text.size();
+    const std::string line = text.substr(begin, nl - begin);
+    begin = nl + 1;
+    if (display_width(line) <= width) {
+      out += line + (newline ? "\n" : "");
+      continue;
+    }
+    const size_t lead = line.find_first_not_of(' ');
+    // A line of items without a label, itself indented, continues in its own column (the items line up).
+    size_t indent = lead > 0 && line.find(" | ", lead) != std::string::npos ? lead : lead + 2;
+    if (const size_t gap = line.find("  ", lead); gap != std::string::npos) {
+      const size_t text_at = line.find_first_not_of(' ', gap);
+      if (text_at != std::string::npos && text_at < width / 2) indent = text_at;
+    }
+    const std::string pad(indent, ' ');
+    std::string current = line.substr(0, indent);
+    size_t used = display_width(current);
+    bool empty = true;  // no item on the current line yet
+    const std::string body = line.substr(indent);
+    for (size_t at = 0; at <= body.size();) {
+      size_t end = body.find(" | ", at);
+      if (end == std::string::npos) end = body.size();
+      const std::string item = body.substr(at, end - at);
+      const size_t need = display_width(item) + (empty ? 0 : 3);
+      if (!empty && used + need > width) {
+        out += current + "\n";
+        current = pad;
+        used = indent;
+        empty = true;
+      }
+      if (empty && used + display_width(item) > width) {
+        const std::string wrapped = wrap_text(item, width, indent);
+        const size_t last = wrapped.rfind('\n');
+        current += wrapped;
+        used = last == std::string::npos ? used + display_width(wrapped) : display_width(wrapped.substr(last + 1));
+      } else {
+        current += (empty ? "" : " | ") + item;
+        used += empty ? display_width(item) : need;
+      }
+      empty = false;
+      at = end + 3;
+    }
+    out += current + (newline ? "\n" : "");
+  }
+  return out;
+}
+
+// An output stream's buffer that writes each line to `dest` through wrap_lines: a command's output at the terminal's
+// width, whatever writes it. A last line without a newline is written when the buffer goes.
+class WrappedLines : public std::streambuf {
+ public:
+  WrappedLines(std::ostream& dest, size_t width) : dest_(dest), width_(width) {}
+  WrappedLines(const WrappedLines&) = delete;
+  WrappedLines& operator=(const WrappedLines&) = delete;
+  ~WrappedLines() override {
+    if (!line_.empty()) dest_ << wrap_lines(line_, width_);
+    dest_.flush();
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    xsputn(&ch, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    line_.append(s, static_cast<size_t>(n));
+    const size_t last = line_.rfind('\n');
+    if (last != std::string::npos) {
+      dest_ << wrap_lines(line_.substr(0, last + 1), width_);
+      line_.erase(0, last + 1);
+    }
+    return n;
+  }
+  int sync() override {
+    dest_.flush();
+    return 0;
+  }
+
+ private:
+  std::ostream& dest_;
+  size_t width_;
+  std::string line_;
+};
 
 }  // namespace poslab

@@ -12,6 +12,7 @@
 #include "source_paths.h"
 #include "util/error.h"
 #include "util/positions.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace {
@@ -285,6 +286,39 @@ TEST(Analysis, AMetricRoundingToZeroHasNoMinusSign) {
       a.probe.r2 = 0.0;
       EXPECT_EQ(format_metric(m, a), "0.000");
     }
+}
+
+// The console's side-by-side table: the metrics' labels where they fit the width, their column names where not, and
+// every headline metric in list order either way; each group of metrics has a console table (cli/analyze_cmd.cpp).
+TEST(Analysis, ComparisonTableFitsItsWidth) {
+  const Analysis a = analyze_table(sinusoidal_table(64, 32), "sin");
+  const Analysis b = analyze_table(torch::randn({64, 32}, torch::TensorOptions().dtype(torch::kFloat64)), "random");
+  const std::vector<std::pair<std::string, const Analysis*>> columns = {
+      {"step 0", &b}, {"step 1500", &a}, {"random", &b}, {"sinusoidal", &a}, {"handbook", &a}};
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = text.find('\n', at);
+      out.push_back(text.substr(at, nl - at));
+      at = nl + 1;
+    }
+    return out;
+  };
+  const std::vector<Metric> metrics = headline_metrics();
+  const std::vector<std::string> wide = lines_of(comparison_table(columns, 200));
+  const std::vector<std::string> narrow = lines_of(comparison_table(columns, 80));
+  ASSERT_EQ(wide.size(), metrics.size() + 1);
+  ASSERT_EQ(narrow.size(), metrics.size() + 1);
+  for (size_t k = 0; k < metrics.size(); ++k) {
+    EXPECT_EQ(wide[k + 1].rfind(std::string(metrics[k].label) + " ", 0), 0u) << wide[k + 1];
+    EXPECT_EQ(narrow[k + 1].rfind(std::string(metrics[k].column) + " ", 0), 0u) << narrow[k + 1];
+    EXPECT_TRUE(std::string("spectrum order form").find(metrics[k].group) != std::string::npos &&
+                std::string(metrics[k].group).size() > 0)
+        << metrics[k].key << ": no console group";
+  }
+  for (const std::string& line : narrow) EXPECT_LE(display_width(line), 80u) << line;
+  // The values right-aligned under their names: the last column ends where its header does.
+  EXPECT_EQ(narrow[0].size(), narrow[0].find("handbook") + std::string("handbook").size());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "source_paths.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace {
@@ -220,6 +221,52 @@ TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
   TempDir same;
   trajectory_run(same, {{0, smooth_table(3)}, {100, smooth_table(3)}});
   for (const auto& h : half_change_steps(analyze_run(same / "run"))) EXPECT_FALSE(h.step.has_value()) << h.key;
+}
+
+// The console's tables: three groups, each with its title, header, rows and half-way row, within 80 columns; a long
+// run shows 21 snapshots evenly spaced with the emergence step among them, and says where the rest are.
+TEST(Trajectory, TheConsoleTablesFitEightyColumns) {
+  std::vector<TrajectoryPoint> points(41);
+  for (size_t i = 0; i < points.size(); ++i) {
+    points[i].step = static_cast<int64_t>(i) * 50;
+    points[i].val_loss = 8.0 - 0.1 * static_cast<double>(i);
+    points[i].analysis.noise.signal_rank = static_cast<int>(i / 4);
+    points[i].analysis.noise.signal_share = static_cast<double>(i) / 40;
+  }
+  const std::string text = trajectory_tables(points, 1150, 80);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  size_t halves = 0, headers = 0, step_rows = 0;
+  bool emergence = false, first = false, last = false;
+  for (const std::string& line : lines) {
+    EXPECT_LE(display_width(line), 80u) << line;
+    halves += line.rfind("half-way ", 0) == 0;
+    headers += line.rfind("    step ", 0) == 0;
+    if (line.size() > 8 && line.find_first_not_of(' ') < 8 && std::isdigit(static_cast<unsigned char>(line[7]))) {
+      ++step_rows;
+      const std::string step = line.substr(line.find_first_not_of(' '),
+                                           line.find(' ', line.find_first_not_of(' ')) - line.find_first_not_of(' '));
+      emergence = emergence || step == "1150";
+      first = first || step == "0";
+      last = last || step == "2000";
+    }
+  }
+  EXPECT_EQ(halves, 3u) << text;
+  EXPECT_EQ(headers, 3u) << text;
+  EXPECT_EQ(step_rows, 3u * 22) << text;  // 21 evenly spaced (1150 is not one of them) and the emergence step
+  EXPECT_TRUE(emergence && first && last) << text;
+  EXPECT_NE(text.find("    step  val loss signal rk sig share       k90  eff rank"), std::string::npos) << text;
+  EXPECT_NE(text.find("22 of the 41 snapshots shown; every one is in trajectory.csv."), std::string::npos) << text;
+  // The signal rank and share reach half their change at step 1000; metrics that stay put have none ("-"); the val
+  // loss is not a headline metric (blank).
+  EXPECT_NE(text.find("\nhalf-way                1000      1000         -         -\n"), std::string::npos) << text;
+  // A short run shows every snapshot, and no line about the rest.
+  points.resize(5);
+  EXPECT_EQ(trajectory_tables(points, std::nullopt, 80).find("snapshots shown"), std::string::npos);
 }
 
 TEST(Trajectory, TheSnapshotSpanCountsInWords) {

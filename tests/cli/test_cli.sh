@@ -279,9 +279,9 @@ if LC_ALL=C "$poslab" train configs/default.yaml --set train.max_steps=6 --set t
    [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
    [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
    grep -Eq "BLAS: (OpenBLAS|MKL \(inside LibTorch\))" "$tmp/err" && [ "$(sed -n 2p "$tmp/out")" = "$tmp/x/default/report/index.html" ] &&
-   tail -8 "$tmp/err" | grep -q "^verdict (not formed): " &&
-   tail -8 "$tmp/err" | grep -q "^  components above the noise floor  0 -> 0$" &&
-   tail -8 "$tmp/err" | grep -q "^layer-0 heads at step 6: " &&
+   tail -14 "$tmp/err" | grep -q "^verdict (not formed): " &&
+   tail -14 "$tmp/err" | grep -q "^  components above the noise floor  0 -> 0$" &&
+   tail -14 "$tmp/err" | grep -q "^layer-0 heads at step 6: " &&
    [ "$(tail -1 "$tmp/err")" = "watch:  $tmp/x/default/report/watch.html" ]; then
   passed=$((passed + 1))
 else
@@ -289,11 +289,16 @@ else
   echo "FAIL default config short run (trained, snapshots, the run's last lines):"
   tail -20 "$tmp/err"
 fi
+# Its analysis reads on an 80-column terminal: the snapshots' metrics in three tables (spectrum, order, form), each
+# with its half-way row; no line wider, the checkpoint's analysis neither.
 if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
-   tail -10 "$tmp/out" | grep -q "^  components above the noise floor  0 → 0  *▁▁▁$" &&
+   tail -14 "$tmp/out" | grep -q "^  components above the noise floor  0 → 0  *▁▁▁$" &&
+   [ "$(grep -c "^half-way " "$tmp/out")" -eq 3 ] && grep -Eq "^    step  val loss signal rk" "$tmp/out" &&
+   [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ] &&
    [ -f "$tmp/x/default/analysis/verdict.json" ] && [ -f "$tmp/x/default/analysis/trajectory.csv" ] &&
    [ -f "$tmp/x/default/snapshots/wpe_step000006.json" ] &&
-   "$poslab" analyze "$tmp/x/default/checkpoints/latest.pt" >"$tmp/out" 2>"$tmp/err"; then
+   "$poslab" analyze "$tmp/x/default/checkpoints/latest.pt" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
@@ -352,11 +357,13 @@ if "$poslab" report "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "positi
 else
   failed=$((failed + 1)); echo "FAIL report with the eval figure"; cat "$tmp/out" "$tmp/err"
 fi
-# analyze and report show the same numbers for the same run: step 0, the end and the three baselines.
+# analyze and report show the same numbers for the same run: step 0, the end and the three baselines (the console's
+# table names each metric by its column at 80 columns, the report by its label).
 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err"
 same=0
-for label in "components for 90 % (k90)" "entropy effective rank" "adjacent cosine" "sinusoid R²"; do
-  console=$(grep -F "$label  " "$tmp/out" | head -1 | sed "s/^$label *//" | tr -s ' ')
+for pair in "k90|components for 90 % (k90)" "eff rank|entropy effective rank" "adj cos|adjacent cosine" "sin R²|sinusoid R²"; do
+  column=${pair%%|*} label=${pair#*|}
+  console=$(grep -F "$column  " "$tmp/out" | grep -v "^ *step" | tail -1 | sed "s/^$column *//" | tr -s ' ')
   html=$(grep -o "<tr><td>$label</td>.*</tr>" "$tmp/x/default/report/index.html" | head -1 |
          sed -e "s|<tr><td>$label</td>||" -e 's|</td><td>| |g' -e 's|<[^>]*>||g')
   if [ -n "$console" ] && [ "$console" = "$html" ]; then same=$((same + 1)); else echo "  $label: analyze '$console', report '$html'"; fi
@@ -366,7 +373,8 @@ if [ "$same" -eq 4 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); 
 last=$(ls "$tmp/x/default/snapshots"/wpe_step*.npy | tail -1)
 step=$((10#$(basename "$last" .npy | sed 's/wpe_step//')))
 "$poslab" analyze "$last" --probes >"$tmp/out" 2>&1
-console=$(sed -n 's/.*absolute MAE \([0-9.]*\) positions.*relative accuracy \([0-9.]*\) over.*/\1 \2/p' "$tmp/out")
+console=$(tr '\n' ' ' <"$tmp/out" | tr -s ' ' |  # the line wraps at 80 columns
+          sed -n 's/.*absolute MAE \([0-9.]*\) positions.*relative accuracy \([0-9.]*\) over.*/\1 \2/p')
 html=$(grep -o "<tr><td>step $step</td><td>[0-9.]*</td><td>[0-9.]*</td>" "$tmp/x/default/report/index.html" |
        sed -e "s|<tr><td>step $step</td><td>||" -e 's|</td><td>| |' -e 's|</td>||')
 if [ -n "$console" ] && [ "$console" = "$html" ]; then

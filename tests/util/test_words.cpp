@@ -1,6 +1,8 @@
 // util/plural.h and util/shell.h: the words of poslab's messages.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "util/plural.h"
 #include "util/shell.h"
 #include "util/wrap.h"
@@ -52,6 +54,36 @@ TEST(Words, WidthCountsColumnsNotBytes) {
   EXPECT_EQ(display_width("S … S + length − 1"), 18u);
   EXPECT_EQ(wrap_text("a × b − c", 9), "a × b − c");
   EXPECT_EQ(wrap_text("a × b − c", 8), "a × b −\nc");
+}
+
+// A line too long continues under its own text: after its label, in its own column for an indented line of items,
+// else two columns in; it breaks between " | " items where it can. Lines that fit are left as they are.
+TEST(Words, LongLinesContinueUnderTheirText) {
+  EXPECT_EQ(wrap_lines("  noise floor   aaaa bbbb | cccc dddd | eeee\n", 40),
+            "  noise floor   aaaa bbbb | cccc dddd\n                eeee\n");
+  // An item longer than the room left: its words wrapped in the same column.
+  EXPECT_EQ(wrap_lines("  noise floor   aaaa bbbb cccc dddd eeee ffff gggg", 40),
+            "  noise floor   aaaa bbbb cccc dddd eeee\n                ffff gggg");
+  EXPECT_EQ(wrap_lines("                PC1 abcd | PC2 efgh", 30),
+            "                PC1 abcd\n                PC2 efgh");
+  EXPECT_EQ(wrap_lines("verdict (x): one two three four five", 20), "verdict (x): one two\n  three four five");
+  const std::string fits = "short line\n  and another | with items\n\n";
+  EXPECT_EQ(wrap_lines(fits, 30), fits);
+}
+
+// A stream through WrappedLines: lines wrapped as they end, written in pieces or at once; the last, without its
+// newline, when the buffer goes.
+TEST(Words, WrappedLinesWrapAStreamLineByLine) {
+  std::ostringstream dest;
+  {
+    WrappedLines buffer(dest, 20);
+    std::ostream out(&buffer);
+    out << "verdict (x): one "
+        << "two three four five\nshort\n"
+        << 'n' << "o newline";
+    EXPECT_EQ(dest.str(), "verdict (x): one two\n  three four five\nshort\n");
+  }
+  EXPECT_EQ(dest.str(), "verdict (x): one two\n  three four five\nshort\nno newline");
 }
 
 }  // namespace
