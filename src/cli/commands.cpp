@@ -23,6 +23,7 @@
 #include "report/report.h"
 #include "report/run_ending.h"
 #include "train/trainer.h"
+#include "tune/autotune_search.h"
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -153,7 +154,10 @@ int run_bench_command(const BenchArgs& a) {
   check_output_file(a.json, "--json", a.force, {a.config});
   check_output_file(a.options.profile_path, "--profile", a.force, {a.config});
   const nlohmann::json j = run_bench(load_config(a.config, a.sets), a.options);
-  std::ostream& out = a.json == "-" ? std::cerr : std::cout;
+  // With --json -, stdout carries the JSON alone and the figures go to stderr; either within the terminal's width.
+  const int fd = a.json == "-" ? STDERR_FILENO : STDOUT_FILENO;
+  WrappedLines wrapped(fd == STDERR_FILENO ? std::cerr : std::cout, terminal_width(fd));
+  std::ostream out(&wrapped);
   const std::string gpu = j["gpu"].get<std::string>();
   out << fmt::format("{}{}{} | ", j["device"].get<std::string>(), gpu.empty() ? "" : " " + gpu,
                      j["cuda_graph"].get<bool>() ? " (the step as a CUDA graph)" : "");
@@ -170,17 +174,15 @@ int run_bench_command(const BenchArgs& a) {
                      k.contains("sdpa_kernel") ? fmt::format(" | attention: scaled_dot_product_attention's {} kernel",
                                                              k["sdpa_kernel"].get<std::string>())
                                                : "");
-  size_t width = 0;  // the longest paths' text: the times line up
-  for (const auto& row : k["timings"]) width = std::max(width, row["paths"].get<std::string>().size());
-  for (const auto& row : k["timings"])
-    if (row.contains("unavailable"))
-      out << fmt::format("  {:<{}} cannot run here: {}\n", row["paths"].get<std::string>(), width,
-                         row["unavailable"].get<std::string>());
-    else
-      out << fmt::format("  {:<{}} {:8.2f} ms per forward + backward{}{}\n", row["paths"].get<std::string>(), width,
-                         row["ms"].get<double>(),
-                         row.contains("rounds") ? fmt::format(" (median of {} rounds)", row["rounds"].get<int>()) : "",
-                         row["paths"] == k["chosen"] ? "  <- chosen" : "");
+  // The candidates timed, as training logs them (tune/autotune_search.h).
+  KernelTuning tuning;
+  tuning.chosen = parse_kernel_paths(k["chosen"].get<std::string>(), KernelPaths(), "kernel_paths.chosen");
+  for (const auto& row : k["timings"]) {
+    const std::string why = row.value("unavailable", std::string());
+    tuning.timings.push_back({parse_kernel_paths(row["paths"].get<std::string>(), KernelPaths(), "kernel_paths"),
+                              why.empty() ? row["ms"].get<double>() : INFINITY, row.value("rounds", 0), why});
+  }
+  if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning);
   if (a.json == "-")
     std::cout << j.dump(2) << "\n";
   else if (!a.json.empty())

@@ -144,15 +144,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                t.sdpa_kernel.empty()
                    ? ""
                    : fmt::format(" | attention: scaled_dot_product_attention's {} kernel", t.sdpa_kernel));
-  if (!t.timings.empty()) {
-    const bool run_off =
-        std::any_of(t.timings.begin(), t.timings.end(), [](const PathTiming& p) { return p.rounds > 0; });
-    spdlog::info("kernel paths, ms per forward + backward{}:\n{}",
-                 run_off ? " (one timing from the search each; the finalists' median of the run-off rounds, which "
-                           "decides: the two are taken at different moments)"
-                         : "",
-                 tuning_text(t));
-  }
+  if (!t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
   return t;
 }
 

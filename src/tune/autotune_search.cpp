@@ -148,24 +148,54 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
 }
 
 std::string tuning_text(const KernelTuning& t) {
+  if (t.timings.empty()) return "";
   double chosen_ms = NAN;
   for (const PathTiming& p : t.timings)
     if (p.paths == t.chosen) chosen_ms = p.ms;
-  size_t width = 0;  // the longest paths' text: the times line up
-  for (const PathTiming& p : t.timings) width = std::max(width, to_string(p.paths).size());
+  // A column per choice that differs among the candidates; the ones they share are said once, above them.
+  std::vector<const KernelChoice*> varied;
+  std::vector<size_t> widths;
+  std::string shared;
+  const KernelPaths& first = t.timings.front().paths;
+  for (const KernelChoice& c : kernel_choices()) {
+    size_t w = std::string(c.name).size();
+    bool varies = false;
+    for (const PathTiming& p : t.timings) {
+      varies = varies || p.paths.*c.field != first.*c.field;
+      w = std::max(w, (p.paths.*c.field).size());
+    }
+    if (varies) {
+      varied.push_back(&c);
+      widths.push_back(w);
+    } else {
+      shared += (shared.empty() ? "" : ",") + std::string(c.name) + "=" + first.*c.field;
+    }
+  }
   std::string s;
+  if (!shared.empty()) s += "  each with " + shared + "\n";
+  std::string header = " ";
+  for (size_t k = 0; k < varied.size(); ++k) header += fmt::format(" {:<{}}", varied[k]->name, widths[k]);
+  s += header + fmt::format(" {:>8}  {:>9}\n", "ms", "vs chosen");
+  int rounds = 0;
   for (const PathTiming& p : t.timings) {
+    std::string row = " ";
+    for (size_t k = 0; k < varied.size(); ++k) row += fmt::format(" {:<{}}", p.paths.*varied[k]->field, widths[k]);
     if (!p.unavailable.empty()) {
-      s += fmt::format("  {:<{}} cannot run here: {}\n", to_string(p.paths), width, p.unavailable);
+      s += row + "  cannot run here: " + p.unavailable + "\n";
       continue;
     }
-    s += fmt::format("  {:<{}} {:8.2f} ms{}{}{}\n", to_string(p.paths), width, p.ms,
-                     p.rounds > 0 ? fmt::format(" (median of {} interleaved rounds)", p.rounds) : "",
-                     std::isfinite(chosen_ms) && p.paths != t.chosen
-                         ? fmt::format("  ({:+.0f} % against the chosen)", 100.0 * (p.ms / chosen_ms - 1.0))
-                         : "",
-                     p.paths == t.chosen ? "  <- chosen" : "");
+    rounds = std::max(rounds, p.rounds);
+    std::string against = p.paths == t.chosen        ? "chosen"
+                          : std::isfinite(chosen_ms) ? fmt::format("{:+.0f} %", 100.0 * (p.ms / chosen_ms - 1.0))
+                                                     : "";
+    if (against == "-0 %" || against == "+0 %") against = "0 %";  // within half a percent, either way
+    s += row + fmt::format(" {:8.2f}{} {:>9}\n", p.ms, p.rounds > 0 ? "*" : " ", against);
   }
+  if (rounds > 0)
+    s += fmt::format(
+        "  * the median of {} interleaved rounds of the run-off, which decides; the others' time is one "
+        "timing from the search\n",
+        rounds);
   return s;
 }
 

@@ -57,7 +57,16 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
 // The median of repeated timings (NaN when there are none): how the search and the timer sum them up.
 double median_ms(std::vector<double> ms);
 
-// "attention=fused,… 12.3 ms | attention=libtorch … 14.0 ms (+14 %) …": one line per candidate.
+// The candidates as a table: a column per choice that differs among them (the ones they share on a line above),
+// each one's ms per forward + backward (marked * for a finalist of the run-off: its median, explained below them) and
+// its difference from the chosen; a candidate that cannot run here says why.
+//
+//     each with pointwise=fused,batch_split=none,step=direct,sdpa=auto
+//     bf16_products attention       ms  vs chosen
+//     onednn        fused        46.63*    chosen
+//     onednn        libtorch     47.16*      +1 %
+//     float         fused        92.72      +99 %
+//     * the median of 3 interleaved rounds of the run-off, which decides; the others' time is one timing from …
 std::string tuning_text(const KernelTuning& t);
 
 }  // namespace poslab

@@ -183,7 +183,9 @@ small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set mo
 if env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" --json "$tmp/k1.json" >"$tmp/out" 2>"$tmp/err" &&
    cat "$tmp/out" "$tmp/err" >"$tmp/k1.txt" &&
    grep -Eq "^kernel paths: bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+,step=[a-z]+,sdpa=[a-z]+ \(measured in" "$tmp/k1.txt" &&
-   [ "$(grep -c " ms per forward + backward" "$tmp/k1.txt")" -ge 3 ] && grep -q '"timings"' "$tmp/k1.json" &&
+   grep -q "^kernel paths, ms per forward + backward:" "$tmp/k1.txt" &&
+   [ "$(grep -Ec "^  [a-z0-9_ ]+ +[0-9]+\.[0-9]{2}[* ] +([+-][0-9]+ %|chosen)$" "$tmp/k1.txt")" -ge 6 ] &&
+   grep -Eq "[0-9][* ] +chosen$" "$tmp/k1.txt" && grep -q '"timings"' "$tmp/k1.json" &&
    env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" >"$tmp/out" 2>"$tmp/err" &&
    cat "$tmp/out" "$tmp/err" | grep -q "^kernel paths: .* (cached ("; then
   passed=$((passed + 1))
