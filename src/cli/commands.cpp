@@ -170,10 +170,10 @@ int run_bench_command(const BenchArgs& a) {
       j["matmul_gflops"].get<double>(), j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
       j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
-  out << fmt::format("kernel paths: {} ({}){}\n", k["chosen"].get<std::string>(), k["how"].get<std::string>(),
-                     k.contains("sdpa_kernel") ? fmt::format(" | attention: scaled_dot_product_attention's {} kernel",
-                                                             k["sdpa_kernel"].get<std::string>())
-                                               : "");
+  // The chosen paths on a line of their own: one word, too long to share a line of 80 columns.
+  out << fmt::format("kernel paths ({}):\n  {}\n", k["how"].get<std::string>(), k["chosen"].get<std::string>());
+  if (k.contains("sdpa_kernel"))
+    out << "  attention: scaled_dot_product_attention's " << k["sdpa_kernel"].get<std::string>() << " kernel\n";
   // The candidates timed, as training logs them (tune/autotune_search.h).
   KernelTuning tuning;
   tuning.chosen = parse_kernel_paths(k["chosen"].get<std::string>(), KernelPaths(), "kernel_paths.chosen");
