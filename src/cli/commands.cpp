@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -180,7 +181,8 @@ int run_bench_command(const BenchArgs& a) {
   for (const auto& row : k["timings"]) {
     const std::string why = row.value("unavailable", std::string());
     tuning.timings.push_back({parse_kernel_paths(row["paths"].get<std::string>(), KernelPaths(), "kernel_paths"),
-                              why.empty() ? row["ms"].get<double>() : INFINITY, row.value("rounds", 0), why});
+                              why.empty() ? row["ms"].get<double>() : INFINITY, row.value("rounds", 0),
+                              row.value("vs_chosen", double(NAN)), why});
   }
   if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning);
   if (a.json == "-")

@@ -66,6 +66,10 @@ void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_pa
   }
   t.chosen = finalists[winner];
   for (size_t f = 0; f < n; ++f) {
+    // Against the winner round by round (the winner ran every round; so did each finalist that did not fail).
+    std::vector<double> against;
+    for (size_t r = 0; failed[f].empty() && r < ms[f].size() && r < ms[winner].size(); ++r)
+      against.push_back(ms[f][r] / ms[winner][r]);
     auto it =
         std::find_if(t.timings.begin(), t.timings.end(), [&](const PathTiming& p) { return p.paths == finalists[f]; });
     if (!failed[f].empty()) {
@@ -75,6 +79,7 @@ void run_off(KernelTuning& t, const PathTimer& time, const KernelPaths& torch_pa
     } else {
       it->ms = median_ms(ms[f]);
       it->rounds = rounds;
+      it->vs_chosen = median_ms(against) - 1.0;
       it->unavailable.clear();  // LibTorch's paths, a finalist always, may have failed in the sweeps and run now
     }
   }
@@ -136,7 +141,7 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
   out.how = "measured";
   size_t fastest = 0;
   for (size_t i = 0; i < all.size(); ++i) {
-    out.timings.push_back({all[i], ms[i], 0, unavailable[i]});
+    out.timings.push_back({all[i], ms[i], 0, NAN, unavailable[i]});
     if (ms[i] < ms[fastest]) fastest = i;
   }
   if (ms[fastest] < ms[0] * (1.0 - margin)) out.chosen = all[fastest];  // all[0] is start
@@ -185,16 +190,18 @@ std::string tuning_text(const KernelTuning& t) {
       continue;
     }
     rounds = std::max(rounds, p.rounds);
-    std::string against = p.paths == t.chosen        ? "chosen"
-                          : std::isfinite(chosen_ms) ? fmt::format("{:+.0f} %", 100.0 * (p.ms / chosen_ms - 1.0))
-                                                     : "";
+    // A finalist's difference is the run-off's, round by round; the others' their one timing's against the chosen.
+    const double vs = std::isfinite(p.vs_chosen) ? p.vs_chosen : p.ms / chosen_ms - 1.0;
+    std::string against = p.paths == t.chosen ? "chosen"
+                          : std::isfinite(vs) ? fmt::format("{:+.0f} %", 100.0 * vs)
+                                              : "";
     if (against == "-0 %" || against == "+0 %") against = "0 %";  // within half a percent, either way
     s += row + fmt::format(" {:8.2f}{} {:>9}\n", p.ms, p.rounds > 0 ? "*" : " ", against);
   }
   if (rounds > 0)
     s += fmt::format(
-        "  * the median of {} interleaved rounds of the run-off, which decides; the others' time is one "
-        "timing from the search\n",
+        "  * the run-off's finalists: the median of {} interleaved rounds, and against the chosen the "
+        "median of the rounds' ratios, which decides; the others: one timing from the search\n",
         rounds);
   return s;
 }

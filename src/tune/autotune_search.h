@@ -3,6 +3,7 @@
 // timer with known timings; tune/pass_timer.h times the model itself.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,8 @@ struct PathTiming {
   KernelPaths paths;
   double ms = 0;            // median ms of one forward + backward of the whole batch (infinite: cannot run)
   int rounds = 0;           // > 0: a finalist, ms the median over that many interleaved rounds of the run-off
+  double vs_chosen = NAN;   // a finalist's: the median over the rounds of its time over the chosen's in the same
+                            // round, less 1 (what decides: the medians of the times can differ from it)
   std::string unavailable;  // why these paths cannot run this model here ("" when they ran)
 };
 

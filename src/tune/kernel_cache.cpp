@@ -27,6 +27,7 @@ nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
     else
       row["unavailable"] = t.unavailable;  // no time: JSON has no infinity
     if (t.rounds > 0) row["rounds"] = t.rounds;
+    if (std::isfinite(t.vs_chosen)) row["vs_chosen"] = t.vs_chosen;
     j.push_back(row);
   }
   return j;
@@ -48,7 +49,8 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
     for (const auto& row : e.at("timings")) {
       const std::string why = row.value("unavailable", std::string());
       t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
-                           why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0), why});
+                           why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0),
+                           row.value("vs_chosen", double(NAN)), why});
     }
     t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
     return t;

@@ -60,18 +60,19 @@ TEST(Autotune, TheTimingsReadAsATableOfWhatVaries) {
   torch_attention.attention = "libtorch";
   threads.batch_split = "threads";
   t.chosen = base;
-  t.timings = {{base, 46.634, 3, ""}, {torch_attention, 47.16, 3, ""}, {threads, 52.18, 0, ""}};
+  // A finalist's difference is the run-off's median ratio (0.012 here), not its median time's (47.16 / 46.634).
+  t.timings = {{base, 46.634, 3, 0.0, ""}, {torch_attention, 47.16, 3, 0.024, ""}, {threads, 52.18, 0, NAN, ""}};
   EXPECT_EQ(tuning_text(t),
             "  each with bf16_products=onednn,pointwise=fused,step=direct,sdpa=auto\n"
             "  attention batch_split       ms  vs chosen\n"
             "  fused     none           46.63*    chosen\n"
-            "  libtorch  none           47.16*      +1 %\n"
+            "  libtorch  none           47.16*      +2 %\n"
             "  fused     threads        52.18      +12 %\n"
-            "  * the median of 3 interleaved rounds of the run-off, which decides; the others' time is one timing from "
-            "the search\n");
+            "  * the run-off's finalists: the median of 3 interleaved rounds, and against the chosen the median of the "
+            "rounds' ratios, which decides; the others: one timing from the search\n");
   t.timings[2].ms = 46.6;  // faster by less than half a percent: within the margin, and neither + nor -
   EXPECT_NE(tuning_text(t).find("  fused     threads        46.60        0 %\n"), std::string::npos) << tuning_text(t);
-  t.timings.push_back({torch_attention, INFINITY, 0, "not here"});
+  t.timings.push_back({torch_attention, INFINITY, 0, NAN, "not here"});
   t.timings.back().paths.batch_split = "threads";
   EXPECT_NE(tuning_text(t).find("\n  libtorch  threads      cannot run here: not here\n"), std::string::npos)
       << tuning_text(t);
@@ -206,11 +207,16 @@ TEST(Autotune, TheRunOffUndoesAChoiceThatTheMachinesDriftMadeAndKeepsClearLosers
     if (p.paths == r.chosen) {
       EXPECT_EQ(p.rounds, 3);
       EXPECT_DOUBLE_EQ(p.ms, 8.5);  // the median over rounds: 8.5, 8.5 * 1.3, 8.5
+      EXPECT_DOUBLE_EQ(p.vs_chosen, 0.0);
+    } else if (to_string(p.paths) == start_s) {
+      EXPECT_NEAR(p.vs_chosen, 10 / 8.5 - 1, 1e-12);  // round by round against the chosen: 10 / 8.5 each time
+    } else if (to_string(p.paths) == torch_s) {
+      EXPECT_NEAR(p.vs_chosen, 12 / 8.5 - 1, 1e-12);
     } else if (to_string(p.paths) != start_s && to_string(p.paths) != torch_s) {
       EXPECT_EQ(p.rounds, 0) << to_string(p.paths);
     }
   }
-  EXPECT_NE(tuning_text(r).find("* the median of 3 interleaved rounds"), std::string::npos);
+  EXPECT_NE(tuning_text(r).find("* the run-off's finalists: the median of 3 interleaved rounds"), std::string::npos);
 
   // a path that the search took in a fast spell loses the run-off to the default
   DriftingTimer lucky;
