@@ -41,7 +41,8 @@ namespace {
 
 struct TrainArgs {
   TrainRequest req;
-  int nproc = 1;  // --nproc: worker processes on this machine
+  std::vector<std::string> sets;  // --set: req.overrides, from "--set"
+  int nproc = 1;                  // --nproc: worker processes on this machine
 };
 struct ConfigArgs {
   std::string path;
@@ -58,7 +59,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   auto* cmd = app.add_subcommand("train", "train a model from a YAML config, or resume a run");
   cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
       ->check(existing("file"));
-  cmd->add_option("--set", a.req.overrides, "override one key, e.g. --set train.max_steps=50 (repeatable)")
+  cmd->add_option("--set", a.sets, "override one key, e.g. --set train.max_steps=50 (repeatable)")
       ->type_name("KEY=VALUE")
       ->take_all();
   cmd->add_option("--resume", a.req.resume_dir, "continue RUN_DIR from its checkpoints/latest.pt")
@@ -118,7 +119,8 @@ int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
 
 // poslab train: one process, a worker of a launcher, or the launcher of --nproc workers.
 int run_train(const TrainArgs& a, int argc, char** argv) {
-  const TrainRequest& req = a.req;
+  TrainRequest req = a.req;
+  req.overrides = command_line_sets(a.sets);
   if (!req.resume_dir.empty() && !req.config_path.empty())
     throw Error("train: give a config or --resume RUN_DIR, not both (a run keeps its config)",
                 "poslab train --resume " + shell_word(req.resume_dir) +
@@ -154,7 +156,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
 int run_bench_command(const BenchArgs& a) {
   check_output_file(a.json, "--json", a.force, {a.config});
   check_output_file(a.options.profile_path, "--profile", a.force, {a.config});
-  const nlohmann::json j = run_bench(load_config(a.config, a.sets), a.options);
+  const nlohmann::json j = run_bench(load_config(a.config, command_line_sets(a.sets)), a.options);
   // With --json -, stdout carries the JSON alone and the figures go to stderr; either within the terminal's width.
   const int fd = a.json == "-" ? STDERR_FILENO : STDOUT_FILENO;
   WrappedLines wrapped(fd == STDERR_FILENO ? std::cerr : std::cout, terminal_width(fd));
@@ -193,7 +195,7 @@ int run_bench_command(const BenchArgs& a) {
 }
 
 int run_config(const ConfigArgs& a) {
-  std::cout << to_yaml(load_config(a.path, a.sets));
+  std::cout << to_yaml(load_config(a.path, command_line_sets(a.sets)));
   return 0;
 }
 

@@ -160,22 +160,29 @@ bool has_second_document(const std::string& text) {
   return false;
 }
 
-void apply_override(Config& cfg, const std::string& assignment) {
+void apply_override(Config& cfg, const Override& o) {
+  const std::string& assignment = o.assignment;
+  // "--set train.lr=x: …" on the command line; "sweeps/x.yaml: variant v: train.lr=x: …" from a sweep file.
+  const std::string named = o.source == "--set" ? "--set " + assignment : o.source + ": " + assignment;
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error("--set " + assignment + ": expected section.key=value", "for example --set train.max_steps=50");
+    throw Error(named + ": expected section.key=value", "for example --set train.max_steps=50");
   const std::string key = assignment.substr(0, eq);
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw Error("--set " + assignment + ": the value is not valid YAML: " + e.what(),
+    throw Error(named + ": the value is not valid YAML: " + e.what(),
                 "write the value as YAML: a number, a word, a quoted string or a list like [a.txt, b.txt]");
   }
   if (find_config_field(key) == nullptr && is_config_section(key))
-    throw Error("--set " + assignment + ": '" + key + "' is a section, not a key",
-                "name a key, e.g. " + key + ".<key>=value");
-  set_field(cfg, key, value, "--set");
+    throw Error(named + ": '" + key + "' is a section, not a key", "name a key, e.g. " + key + ".<key>=value");
+  set_field(cfg, key, value, o.source);
+  cfg.overridden.insert(key);
+}
+
+std::vector<Override> command_line_sets(const std::vector<std::string>& sets) {
+  return std::vector<Override>(sets.begin(), sets.end());
 }
 
 Config config_from_yaml(const std::string& yaml, const std::string& source_name) {
@@ -185,7 +192,7 @@ Config config_from_yaml(const std::string& yaml, const std::string& source_name)
   return cfg;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& path, const std::vector<Override>& overrides) {
   Config cfg = with_default_origins();
   if (!path.empty()) {
     std::error_code ec;

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace poslab {
@@ -90,13 +92,30 @@ struct Config {
   TrainConfig train;
   SnapshotConfig snapshot;
 
-  // Where each key's value came from: "default", a file path, or "--set". Used in error messages.
+  // Where each key's value came from: "default", a file path, an override's source ("--set", a sweep file's set: or
+  // variant). Used in error messages.
   std::map<std::string, std::string> origin;
+  // The keys whose value an override gave, on top of a file: of two keys that clash, validate blames the one given
+  // most directly.
+  std::set<std::string> overridden;
 };
+
+// One "section.key=value" given on top of a config, and where it was given: "--set" on the command line, or a sweep
+// file's "sweeps/x.yaml: set:" or "sweeps/x.yaml: variant lr-0.003". Errors about its key name that source.
+struct Override {
+  Override(std::string assignment_, std::string source_ = "--set")
+      : assignment(std::move(assignment_)), source(std::move(source_)) {}
+  Override(const char* assignment_) : assignment(assignment_) {}
+  std::string assignment;
+  std::string source = "--set";
+};
+
+// The command line's --set values, each as an Override from "--set".
+std::vector<Override> command_line_sets(const std::vector<std::string>& sets);
 
 // Defaults, then the YAML file (may be empty: defaults only), then each "section.key=value" override.
 // Throws poslab::Error naming the file, key and value for unknown keys, wrong types, impossible values.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+Config load_config(const std::string& path, const std::vector<Override>& overrides = {});
 
 // Whether YAML text holds a second document: content after a "---" or "..." marker line that follows content
 // (yaml-cpp's Load reads the first document and drops the rest without a word). Config and sweep files are one.
@@ -105,8 +124,8 @@ bool has_second_document(const std::string& text);
 // Parses YAML text as if read from `source_name` (used for configs stored in checkpoints).
 Config config_from_yaml(const std::string& yaml, const std::string& source_name);
 
-// Applies one "section.key=value" override (value parsed as YAML).
-void apply_override(Config& cfg, const std::string& assignment);
+// Applies one "section.key=value" override (value parsed as YAML), its key's origin the override's source.
+void apply_override(Config& cfg, const Override& o);
 
 // Checks cross-field constraints (n_embd % n_head, block_size >= 2, lr > 0, ...).
 void validate(const Config& cfg);

@@ -37,12 +37,9 @@ struct Checks {
     throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + " in " + src);
   }
 
-  // How directly a key's value was chosen: --set over a file over poslab's default. Of two keys that clash, the
-  // error names the one chosen most directly, as the one to change.
-  int chosen(const std::string& key) const {
-    const std::string src = source_of(key);
-    return src == "--set" ? 2 : src == "default" ? 0 : 1;
-  }
+  // How directly a key's value was chosen: an override (--set, a sweep's set: or variant) over a file over poslab's
+  // default. Of two keys that clash, the error names the one chosen most directly, as the one to change.
+  int chosen(const std::string& key) const { return c.overridden.count(key) ? 2 : source_of(key) == "default" ? 0 : 1; }
   std::string described(const std::string& key, const std::string& value) const {
     return value + ", " + (source_of(key) == "default" ? "" : "from ") + origin_words(c, key);
   }

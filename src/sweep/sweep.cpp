@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/lock.h"
+#include "util/plural.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -222,12 +223,17 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
       break;
     }
   }
-  spdlog::info("sweep {}: {} runs | {} done before, {} trained, {} resumed | {} finished | {}", sweep.name, sum.runs,
-               sum.done_before, sum.trained, sum.resumed, sum.finished, sum.dir);
-  if (!failed.empty())
-    throw Error("sweep " + sweep.name + ": " + std::to_string(failed.size()) + " run" +
-                    (failed.size() == 1 ? "" : "s") + " failed (first: " + failed.front() + "); the others are trained",
+  spdlog::info("sweep {}: {} | {} done before, {} trained, {} resumed | {} finished | {}", sweep.name,
+               counted(sum.runs, "run"), sum.done_before, sum.trained, sum.resumed, sum.finished, sum.dir);
+  if (!failed.empty()) {
+    const size_t others = runs.size() - failed.size();
+    throw Error("sweep " + sweep.name + ": " +
+                    (failed.size() == 1
+                         ? "the run " + failed.front() + " failed"
+                         : fmt::format("{} of {} runs failed, the first {}", failed.size(), sum.runs, failed.front())) +
+                    (others == 0 ? std::string() : "; the sweep went on with the " + counted(int64_t(others), "other")),
                 "see each run's error above; fix it and run the sweep again: finished runs are not trained again");
+  }
   return sum;
 }
 

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/config.h"
+
 namespace poslab {
 
 struct SweepVariant {
@@ -41,8 +43,8 @@ Sweep load_sweep(const std::string& path);
 struct SweepRun {
   std::string variant;
   int64_t seed = 0;
-  std::string run_dir;                 // RUN_OUT/NAME/VARIANT/seed-S
-  std::vector<std::string> overrides;  // "key=value" for load_config, in order (base sets, variant, seed, folder, CLI)
+  std::string run_dir;              // RUN_OUT/NAME/VARIANT/seed-S
+  std::vector<Override> overrides;  // for load_config, in order: the sweep's set:, the variant's, --set, seed, folder
 };
 
 // Every run of the sweep, seed-major (all variants of the first seed first, so that a sweep cut short still

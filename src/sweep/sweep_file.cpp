@@ -56,6 +56,15 @@ std::vector<std::string> as_override_list(const std::vector<std::pair<std::strin
   return out;
 }
 
+// The overrides of a variant's run, each named by where the sweep file gives it: its set: ("x.yaml: set:"), then
+// the variant's own ("x.yaml: variant NAME").
+std::vector<Override> variant_overrides(const Sweep& s, const SweepVariant& v) {
+  std::vector<Override> out;
+  for (const std::string& o : as_override_list(s.sets)) out.emplace_back(o, s.file + ": set:");
+  for (const std::string& o : as_override_list(v.sets)) out.emplace_back(o, s.file + ": variant " + v.name);
+  return out;
+}
+
 // A key given twice in one map, at any depth (yaml-cpp keeps one of them without a word); `where` is its path.
 void check_no_repeated_keys(const YAML::Node& n, const std::string& path, const std::string& where) {
   if (n.IsSequence())
@@ -220,21 +229,13 @@ void check_variants(const Sweep& s) {
     if (!names.insert(v.name).second)
       throw Error(s.file + ": two variants are named '" + v.name + "'", "give each variant its own name");
   for (const auto& v : s.variants) {
-    std::vector<std::string> o = as_override_list(s.sets);
-    for (const auto& x : as_override_list(v.sets)) o.push_back(x);
     try {
-      load_config(s.base, o);
+      load_config(s.base, variant_overrides(s, v));
     } catch (const Error& e) {
-      // These overrides are the sweep file's set: and the variant's, which load_config calls "--set".
-      const auto in_the_file = [&](std::string text) {
-        if (text.rfind("--set: ", 0) == 0) text.erase(0, 7);
-        for (const auto& [from, to] : {std::pair<std::string, std::string>{"from --set", "from the sweep file"},
-                                       {" in --set", " in the variant's set: (or the sweep's) in " + s.file}})
-          for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-            text.replace(at, from.size(), to);
-        return text;
-      };
-      throw Error(s.file + ": variant " + v.name + ": " + in_the_file(e.what()), in_the_file(e.hint()));
+      // Its message names the sweep file where a value of the file is wrong; one of the base config's, the variant.
+      const std::string what = e.what();
+      if (what.rfind(s.file + ": ", 0) == 0) throw;
+      throw Error(s.file + ": variant " + v.name + ": " + what, e.hint());
     }
   }
 }
@@ -262,7 +263,8 @@ Sweep load_sweep(const std::string& path) {
 }
 
 std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
-  std::vector<std::string> o = as_override_list(sweep.sets);
+  std::vector<Override> o;
+  for (const std::string& x : as_override_list(sweep.sets)) o.emplace_back(x, sweep.file + ": set:");
   o.insert(o.end(), cli_sets.begin(), cli_sets.end());
   return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
 }
@@ -277,12 +279,13 @@ std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::stri
       r.variant = v.name;
       r.seed = seed;
       r.run_dir = sweep_run_dir(dir, v.name, seed);
-      r.overrides = as_override_list(sweep.sets);
-      for (const auto& x : as_override_list(v.sets)) r.overrides.push_back(x);
-      r.overrides.insert(r.overrides.end(), cli_sets.begin(), cli_sets.end());
-      r.overrides.push_back("run.seed=" + std::to_string(seed));
-      r.overrides.push_back("run.out_dir=" + (fs::path(dir) / v.name).string());
-      r.overrides.push_back("run.name=" + sweep_run_name(seed));
+      r.overrides = variant_overrides(sweep, v);
+      r.overrides.insert(r.overrides.end(), cli_sets.begin(), cli_sets.end());  // from "--set"
+      // What the sweep sets for each run itself.
+      const std::string own = "the sweep " + sweep.file;
+      r.overrides.emplace_back("run.seed=" + std::to_string(seed), own);
+      r.overrides.emplace_back("run.out_dir=" + (fs::path(dir) / v.name).string(), own);
+      r.overrides.emplace_back("run.name=" + sweep_run_name(seed), own);
       runs.push_back(r);
     }
   return runs;

@@ -114,17 +114,20 @@ void check_resume_keeps_its_start(const std::string& latest, const Config& store
         requested.data.tokenizer.type == "char")
       continue;
     const std::string set = shell_word(c.key + "=" + c.to);
+    // Where the new value was given: --set, or a sweep file's set: or variant.
+    const std::string source = origin_of(requested, c.key);
+    const std::string given = source == "--set" ? "--set " + c.key + "=" + c.to : source + ": " + c.key + "=" + c.to;
     for (const Fixed& f : fixed)
       if (c.key == f.key)
         throw Error(
-            fmt::format("--set {}={}: {} is at {} = {}; {}", c.key, c.to, latest, c.key, c.from, f.why),
+            fmt::format("{}: {} is at {} = {}; {}", given, latest, c.key, c.from, f.why),
             f.new_weights_run
-                ? fmt::format("leave {} out of --set when resuming; to train with it, start a new run from "
+                ? fmt::format("leave {} out of {} when resuming; to train with it, start a new run from "
                               "this one's weights: poslab train --init-from {} --set run.name=NEW_NAME --set {}",
-                              c.key, shell_word(latest), set)
-                : fmt::format("leave {} out of --set when resuming; another tokenizer needs a new run from "
+                              c.key, source, shell_word(latest), set)
+                : fmt::format("leave {} out of {} when resuming; another tokenizer needs a new run from "
                               "the config: poslab train CONFIG --set {}",
-                              c.key, set));
+                              c.key, source, set));
   }
 }
 

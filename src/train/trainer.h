@@ -4,17 +4,19 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace poslab {
 
 struct TrainRequest {
   std::string config_path;  // YAML file; empty = defaults
   std::string config_yaml;  // non-empty: the config as to_yaml wrote it, read in place of config_path's file (which
                             // names it in messages): a sweep's run as the sweep resolved it when it started
-  std::vector<std::string> overrides;  // "section.key=value", applied last
-  std::string resume_dir;              // non-empty: continue this RUN_DIR from checkpoints/latest.pt
-  std::string init_from;  // non-empty: a new run starting from this checkpoint's weights (train.init_from);
-                          // without a config file, the checkpoint's own config is the base
-  int64_t stop_at = -1;   // stop at this step with a checkpoint, as if interrupted (-1 = never)
+  std::vector<Override> overrides;  // "section.key=value" with its source (--set, a sweep file's), applied last
+  std::string resume_dir;           // non-empty: continue this RUN_DIR from checkpoints/latest.pt
+  std::string init_from;            // non-empty: a new run starting from this checkpoint's weights (train.init_from);
+                                    // without a config file, the checkpoint's own config is the base
+  int64_t stop_at = -1;             // stop at this step with a checkpoint, as if interrupted (-1 = never)
 };
 
 struct TrainSummary {

@@ -42,9 +42,9 @@ POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 // In bf16 on a CPU the report names how the products ran: in float (the kernel path bf16_products=float)
 // or through oneDNN; in float32 the field is empty.
 TEST(Bench, NamesHowBf16ProductsRan) {
-  const std::vector<std::string> tiny = {"model.n_layer=1",    "model.n_head=2",     "model.n_embd=16",
-                                         "model.block_size=8", "train.batch_size=4", "data.tokenizer.vocab_size=50",
-                                         "run.device=cpu"};
+  const std::vector<Override> tiny = {"model.n_layer=1",    "model.n_head=2",     "model.n_embd=16",
+                                      "model.block_size=8", "train.batch_size=4", "data.tokenizer.vocab_size=50",
+                                      "run.device=cpu"};
   BenchOptions opt;
   opt.steps = 1;
   opt.warmup = 0;

@@ -97,6 +97,34 @@ TEST(Config, UnknownKeyNamesKeyAndFile) {
 }
 
 // The hint names the keys the unknown one is a slip of, else its section's keys, else the sections.
+// An override's source names it in errors ("--set", or a sweep file's set: or variant), and an override is the key
+// blamed when it clashes with a file's value, whatever its source.
+TEST(Config, AnOverrideIsNamedByItsSourceAndBlamedBeforeAFile) {
+  const std::string variant = "sweeps/x.yaml: variant heads-3";
+  const std::string msg = error_of([&] { load_config("", {Override("model.n_head=3", variant)}); });
+  EXPECT_EQ(msg, variant +
+                     ": model.n_head = 3: must divide model.n_embd (128, poslab's default) | change model.n_head in " +
+                     variant)
+      << msg;
+  EXPECT_EQ(error_of([&] {
+              load_config("", {Override("model.n_embd=wide", variant)});
+            }).rfind(variant + ": model.n_embd = wide: expected", 0),
+            0u);
+  EXPECT_EQ(error_of([&] {
+              load_config("", {Override("model.n_embd", variant)});
+            }).rfind(variant + ": model.n_embd: expected section.key=value", 0),
+            0u);
+  TempDir dir;
+  write_text(dir / "heads.yaml", "model:\n  n_head: 3\n");
+  const std::string clash = error_of([&] { load_config(dir / "heads.yaml", {Override("model.n_embd=100", variant)}); });
+  EXPECT_EQ(clash.rfind(variant + ": model.n_embd = 100: ", 0), 0u) << clash;
+  EXPECT_NE(clash.find("model.n_head (3, from " + (dir / "heads.yaml") + ")"), std::string::npos) << clash;
+  const Config c = load_config("", {Override("train.lr=0.002", variant), "train.max_steps=5"});
+  EXPECT_EQ(origin_of(c, "train.lr"), variant);
+  EXPECT_EQ(origin_of(c, "train.max_steps"), "--set");
+  EXPECT_EQ(c.overridden, (std::set<std::string>{"train.lr", "train.max_steps"}));
+}
+
 TEST(Config, UnknownKeyHintNamesTheNearestKeys) {
   auto hint = [](const std::string& set) {
     const std::string msg = error_of([&] { load_config("", {set}); });
@@ -225,11 +253,11 @@ TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
 
 // The keys poslab extend and --init-from write: what a hand-edited config could get wrong.
 TEST(Config, ExtensionAndInitFromKeysAreChecked) {
-  const std::vector<std::string> extended = {"model.block_size=256", "model.extended_from=128",
-                                             "model.extend_method=cubic"};
+  const std::vector<Override> extended = {"model.block_size=256", "model.extended_from=128",
+                                          "model.extend_method=cubic"};
   EXPECT_EQ(load_config("", extended).model.extended_from, 128);
   auto with = [&](const std::string& change) {
-    std::vector<std::string> o = extended;
+    std::vector<Override> o = extended;
     o.push_back(change);
     return error_of([&] { load_config("", o); });
   };

@@ -136,7 +136,7 @@ class Fixture {
 };
 
 Config reference_config(const std::string& dtype) {
-  std::vector<std::string> settings = kSettings;
+  std::vector<Override> settings(kSettings.begin(), kSettings.end());
   settings.push_back("train.dtype=" + dtype);
   return load_config("", settings);
 }

@@ -20,6 +20,7 @@
 #include "source_paths.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
+#include "train/run_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/lock.h"
@@ -83,10 +84,29 @@ TEST_F(SweepTest, GridAndNamedVariantsCrossAndNameTheirFolders) {
   const auto runs = sweep_runs(s, {"train.max_steps=2"});
   ASSERT_EQ(runs.size(), 4u);
   EXPECT_EQ(runs[1].run_dir, dir_ / "runs/tiny/decay_block_size-16_wpe_init_std-0.002/seed-7");
-  // The sweep's set, the variant's, --set, then the run's own seed and folder.
-  EXPECT_EQ(runs[1].overrides.front(), "train.max_steps=4");
-  EXPECT_EQ(runs[1].overrides[4], "train.max_steps=2");
-  EXPECT_EQ(runs[1].overrides.back(), "run.name=seed-7");
+  // The sweep's set, the variant's, --set, then the run's own seed and folder, each named by where it was given.
+  const std::string file = dir_ / "configs/sweeps/tiny.yaml";
+  EXPECT_EQ(runs[1].overrides.front().assignment, "train.max_steps=4");
+  EXPECT_EQ(runs[1].overrides.front().source, file + ": set:");
+  EXPECT_EQ(runs[1].overrides[1].assignment, "train.decay_position_table=true");
+  EXPECT_EQ(runs[1].overrides[1].source, file + ": variant decay_block_size-16_wpe_init_std-0.002");
+  EXPECT_EQ(runs[1].overrides[4].assignment, "train.max_steps=2");
+  EXPECT_EQ(runs[1].overrides[4].source, "--set");
+  EXPECT_EQ(runs[1].overrides.back().assignment, "run.name=seed-7");
+  EXPECT_EQ(runs[1].overrides.back().source, "the sweep " + file);
+}
+
+// A value the sweep file gives is named by it in the errors of its runs, those of training too: no "--set" the user
+// never typed.
+TEST_F(SweepTest, ARunsErrorsNameTheSweepFileForItsValues) {
+  const std::string file =
+      sweep_file("seeds: [1]\nvariants:\n  - {name: elsewhere, set: {data.corpus: " + (dir_ / "nothing-here") + "}}\n");
+  const Sweep s = load_sweep(file);
+  const auto runs = sweep_runs(s, {});
+  const Config cfg = load_config(s.base, runs.front().overrides);
+  const std::string msg = test::error_of([&] { check_corpus_paths(cfg); });
+  EXPECT_EQ(msg.rfind(file + ": variant elsewhere: data.corpus: ", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("--set"), std::string::npos) << msg;
 }
 
 TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesByVariant) {
