@@ -16,6 +16,7 @@
 #include "util/fs.h"
 #include "util/plural.h"
 #include "util/shell.h"
+#include "util/wrap.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -109,15 +110,18 @@ int run_export(const ExportArgs& a) {
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);
   const std::string python = interop_python();
-  std::cerr << fmt::format(
-      "wrote {} files: transformers loads them with GPT2LMHeadModel.from_pretrained (docs/interop.md). To check them "
-      "against poslab's own logits in transformers and TransformerLens, from poslab's source folder{}:\n"
-      "  {} scripts/check_hf_export.py {}\n  {} scripts/check_tl_export.py {}\n",
-      r.files.size(),
-      python == "PYTHON" ? " with a Python that has torch, transformers and transformer-lens (bash scripts/libtorch.sh "
-                           "pip makes one in ~/.cache/poslab)"
-                         : "",
-      python, shell_word(r.dir), python, shell_word(r.dir));
+  // The words at the terminal's width; the commands each on one line, to paste.
+  std::cerr << wrap_text(fmt::format("wrote {} files: transformers loads them with GPT2LMHeadModel.from_pretrained "
+                                     "(docs/interop.md). To check them against poslab's own logits in transformers "
+                                     "and TransformerLens, from poslab's source folder{}:",
+                                     r.files.size(),
+                                     python == "PYTHON" ? " with a Python that has torch, transformers and "
+                                                          "transformer-lens (bash scripts/libtorch.sh pip makes one "
+                                                          "in ~/.cache/poslab)"
+                                                        : ""),
+                         terminal_width(STDERR_FILENO))
+            << fmt::format("\n  {} scripts/check_hf_export.py {}\n  {} scripts/check_tl_export.py {}\n", python,
+                           shell_word(r.dir), python, shell_word(r.dir));
   std::cout << r.dir << "\n";
   return 0;
 }

@@ -346,7 +346,7 @@ int run_extend(const ExtendArgs& a) {
   req.seed = a.seed;
   req.force = a.force;
   const ExtendResult r = extend_checkpoint(req);
-  std::cerr << r.summary;
+  std::cerr << wrap_lines(r.summary, terminal_width(STDERR_FILENO));
   std::cerr << "next: poslab eval " << shell_word(r.checkpoint) << "\n      poslab train --init-from "
             << shell_word(r.checkpoint) << " --set train.max_steps=200\n";
   std::cout << r.checkpoint << "\n";

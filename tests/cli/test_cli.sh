@@ -486,7 +486,7 @@ fi
 quick=(--set train.dtype=float32 --set train.eval_batches=2)
 ext="$tmp/x/default/extend/160-cubic/checkpoint.pt"
 if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$ext" ] &&
-   grep -q "from 128 to 160 positions by cubic" "$tmp/err" &&
+   tr '\n' ' ' <"$tmp/err" | tr -s ' ' | grep -q "from 128 to 160 positions by cubic" &&
    "$poslab" eval "$ext" --batches 1 >"$tmp/out" 2>>"$tmp/err" &&
    grep -q "^extended from 128 by cubic: val loss at the trained positions 0-127: .* | at the new 128-159: " "$tmp/out" &&
    [ "$(wc -l <"$tmp/x/default/extend/160-cubic/eval/per_position_loss_val.csv")" -eq 161 ] &&
