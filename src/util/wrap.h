@@ -83,17 +83,23 @@ inline std::string wrap_lines(const std::string& text, size_t width) {
       continue;
     }
     const size_t lead = line.find_first_not_of(' ');
-    // A line of items without a label, itself indented, continues in its own column (the items line up).
-    size_t indent = lead > 0 && line.find(" | ", lead) != std::string::npos ? lead : lead + 2;
+    if (lead == std::string::npos) {  // spaces only
+      out += line + (newline ? "\n" : "");
+      continue;
+    }
+    // Where the text after the label starts (a byte offset): the continuation lines start under it. A line of items
+    // without a label, itself indented, continues in its own column (the items line up).
+    size_t head = lead > 0 && line.find(" | ", lead) != std::string::npos ? lead : std::min(lead + 2, line.size());
     if (const size_t gap = line.find("  ", lead); gap != std::string::npos) {
       const size_t text_at = line.find_first_not_of(' ', gap);
-      if (text_at != std::string::npos && text_at < width / 2) indent = text_at;
+      if (text_at != std::string::npos && display_width(line.substr(0, text_at)) < width / 2) head = text_at;
     }
+    std::string current = line.substr(0, head);
+    const size_t indent = display_width(current);
     const std::string pad(indent, ' ');
-    std::string current = line.substr(0, indent);
-    size_t used = display_width(current);
+    size_t used = indent;
     bool empty = true;  // no item on the current line yet
-    const std::string body = line.substr(indent);
+    const std::string body = line.substr(head);
     for (size_t at = 0; at <= body.size();) {
       size_t end = body.find(" | ", at);
       if (end == std::string::npos) end = body.size();

@@ -69,6 +69,10 @@ TEST(Words, LongLinesContinueUnderTheirText) {
   EXPECT_EQ(wrap_lines("verdict (x): one two three four five", 20), "verdict (x): one two\n  three four five");
   const std::string fits = "short line\n  and another | with items\n\n";
   EXPECT_EQ(wrap_lines(fits, 30), fits);
+  // A label of two-byte characters: the continuation starts under the text, counted in columns.
+  EXPECT_EQ(wrap_lines("  R² × R²   aaaa bbbb cccc dddd eeee ffff", 30),
+            "  R² × R²   aaaa bbbb cccc\n            dddd eeee ffff");
+  EXPECT_EQ(wrap_lines(std::string(30, ' '), 20), std::string(30, ' '));
 }
 
 // A stream through WrappedLines: lines wrapped as they end, written in pieces or at once; the last, without its
