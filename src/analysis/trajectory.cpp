@@ -234,11 +234,10 @@ std::string trajectory_tables(const std::vector<TrajectoryPoint>& points, std::o
     s += "\n";
     begin = end;
   }
-  s += "\n" + wrap_text(
-                  "half-way: the first snapshot by which the metric had moved half of its change from the first "
-                  "snapshot to the "
-                  "last.",
-                  width);
+  const std::string note =
+      "half-way: the first snapshot by which the metric had moved half of its change from the first snapshot to "
+      "the last.";
+  s += "\n" + wrap_text(note, width);
   if (rows.size() < points.size())
     s += "\n" + wrap_text(fmt::format("{} of the {} snapshots shown; every one is in trajectory.csv.", rows.size(),
                                       points.size()),
