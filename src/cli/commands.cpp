@@ -25,6 +25,7 @@
 #include "report/run_ending.h"
 #include "train/trainer.h"
 #include "tune/autotune_search.h"
+#include "tune/kernel_cache.h"
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -179,13 +180,8 @@ int run_bench_command(const BenchArgs& a) {
     out << "  attention: scaled_dot_product_attention's " << k["sdpa_kernel"].get<std::string>() << " kernel\n";
   // The candidates timed, as training logs them (tune/autotune_search.h).
   KernelTuning tuning;
-  tuning.chosen = parse_kernel_paths(k["chosen"].get<std::string>(), KernelPaths(), "kernel_paths.chosen");
-  for (const auto& row : k["timings"]) {
-    const std::string why = row.value("unavailable", std::string());
-    tuning.timings.push_back({parse_kernel_paths(row["paths"].get<std::string>(), KernelPaths(), "kernel_paths"),
-                              why.empty() ? row["ms"].get<double>() : INFINITY, row.value("rounds", 0),
-                              row.value("vs_chosen", double(NAN)), why});
-  }
+  tuning.chosen = parse_kernel_paths(k["chosen"].get<std::string>(), kernel_paths(), "kernel_paths.chosen");
+  tuning.timings = timings_from_json(k["timings"], "kernel_paths.timings");
   if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning);
   if (a.json == "-")
     std::cout << j.dump(2) << "\n";

@@ -35,6 +35,17 @@ nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
 
 }  // namespace
 
+std::vector<PathTiming> timings_from_json(const nlohmann::json& rows, const std::string& what) {
+  std::vector<PathTiming> timings;
+  for (const auto& row : rows) {
+    const std::string why = row.value("unavailable", std::string());
+    timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), what),
+                       why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0),
+                       row.value("vs_chosen", double(NAN)), why});
+  }
+  return timings;
+}
+
 std::string kernel_cache_path(const Config& cfg) { return (fs::path(cache_dir(cfg)) / "kernel_paths.json").string(); }
 
 std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std::string& key) {
@@ -46,12 +57,7 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
     KernelTuning t;
     t.key = key;
     t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
-    for (const auto& row : e.at("timings")) {
-      const std::string why = row.value("unavailable", std::string());
-      t.timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), path),
-                           why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0),
-                           row.value("vs_chosen", double(NAN)), why});
-    }
+    t.timings = timings_from_json(e.at("timings"), path);
     t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
     return t;
   } catch (const std::exception& e) {

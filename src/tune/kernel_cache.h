@@ -25,5 +25,7 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
 void write_kernel_cache(const std::string& path, const KernelTuning& t);
 
 nlohmann::json to_json(const KernelTuning& t);
+// The timings as to_json writes them, read back (`what` names their file in errors).
+std::vector<PathTiming> timings_from_json(const nlohmann::json& rows, const std::string& what);
 
 }  // namespace poslab
