@@ -139,6 +139,8 @@ namespace {
 // poslab inspect MODEL: a Hugging Face folder's files, config and position tables.
 int inspect_model_folder(const std::string& path) {
   const ModelFolder m = open_model_folder(path);
+  WrappedLines wrapped(std::cout, terminal_width(STDOUT_FILENO));  // its lines within the terminal's width
+  std::ostream out(&wrapped);
   int64_t params = 0;
   std::map<std::string, int> dtypes;
   for (const auto& [name, w] : m.tensors) {
@@ -147,13 +149,13 @@ int inspect_model_folder(const std::string& path) {
   }
   std::string types;
   for (const auto& [d, n] : dtypes) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", n, d);
-  std::cout << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
-                           m.files.size() == 1 ? "" : "s", m.tensors.size(), types, params);
-  std::cout << "config       "
-            << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
-                                      : m.config_path)
-            << "\n";
-  std::cout << "tables       " << tables_text(find_position_tables(m.config, tensor_shapes(m)));
+  out << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
+                     m.files.size() == 1 ? "" : "s", m.tensors.size(), types, params);
+  out << "config       "
+      << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
+                                : m.config_path)
+      << "\n";
+  out << "tables       " << tables_text(find_position_tables(m.config, tensor_shapes(m)));
   return 0;
 }
 
@@ -163,24 +165,27 @@ int run_inspect(const InspectArgs& a) {
   if (is_model_folder(a.checkpoint) || fs::path(a.checkpoint).extension() == ".safetensors")
     return inspect_model_folder(a.checkpoint);
   const LoadedModel m = load_model(a.checkpoint);
-  auto loss = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("unknown"); };
-  std::cout << fmt::format("checkpoint   {} (format {})\n", a.checkpoint, m.meta.format_version);
-  std::cout << fmt::format("step         {} of train.max_steps {}\n", m.meta.step, m.cfg.train.max_steps);
-  std::cout << fmt::format("parameters   {} ({} without the position table)\n", m.model->num_params(),
-                           m.model->num_params(false));
-  std::cout << fmt::format("model        n_layer {} | n_head {} | n_embd {} | block_size {} | position {}\n",
-                           m.cfg.model.n_layer, m.cfg.model.n_head, m.cfg.model.n_embd, m.cfg.model.block_size,
-                           m.cfg.model.position);
-  std::cout << fmt::format("loss         train {} | val {} | best val {}\n", loss(m.meta.train_loss),
-                           loss(m.meta.val_loss), loss(m.meta.best_val_loss));
-  std::cout << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
-                           m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
-  if (m.model->wpe) {
-    std::cout << "position table\n"
-              << wrap_lines(summary_text(analyze_table(m.model->position_table(), "wpe.weight")),
-                            terminal_width(STDOUT_FILENO));
-  } else {
-    std::cout << "position table none (model.position = none)\n";
+  {
+    // Its lines within the terminal's width; the config after them as YAML, untouched.
+    WrappedLines wrapped(std::cout, terminal_width(STDOUT_FILENO));
+    std::ostream out(&wrapped);
+    auto loss = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("unknown"); };
+    out << fmt::format("checkpoint   {} (format {})\n", a.checkpoint, m.meta.format_version);
+    out << fmt::format("step         {} of train.max_steps {}\n", m.meta.step, m.cfg.train.max_steps);
+    out << fmt::format("parameters   {} ({} without the position table)\n", m.model->num_params(),
+                       m.model->num_params(false));
+    out << fmt::format("model        n_layer {} | n_head {} | n_embd {} | block_size {} | position {}\n",
+                       m.cfg.model.n_layer, m.cfg.model.n_head, m.cfg.model.n_embd, m.cfg.model.block_size,
+                       m.cfg.model.position);
+    out << fmt::format("loss         train {} | val {} | best val {}\n", loss(m.meta.train_loss), loss(m.meta.val_loss),
+                       loss(m.meta.best_val_loss));
+    out << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
+                       m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
+    if (m.model->wpe) {
+      out << "position table\n" << summary_text(analyze_table(m.model->position_table(), "wpe.weight"));
+    } else {
+      out << "position table none (model.position = none)\n";
+    }
   }
   std::cout << "config\n" << to_yaml(m.cfg);
   return 0;

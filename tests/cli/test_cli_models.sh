@@ -20,7 +20,8 @@ if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err"
    grep -q "how layer 0 reads the table (gpt2 layout, 2 heads, causal" "$tmp/out" &&
    "$poslab" analyze "$hf/vit" >"$tmp/out" 2>"$tmp/err" && grep -q "2-D grid 4 x 4: row part" "$tmp/out" &&
    "$poslab" inspect "$hf/clip" >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "vision   vision_model.embeddings.position_embedding.weight  17 rows x 16: positions 0..15 are rows 1..16; learned, 4 x 4 patch grid" "$tmp/out" &&
+   tr '\n' ' ' <"$tmp/out" | tr -s ' ' |
+     grep -q "vision vision_model.embeddings.position_embedding.weight 17 rows x 16: positions 0..15 are rows 1..16; learned, 4 x 4 patch grid" &&
    "$poslab" analyze "$hf/llama" >"$tmp/out" 2>"$tmp/err" && grep -q "no learned position table: rotary" "$tmp/out" &&
    "$poslab" report "$hf/whisper" --out "$tmp/whisper" >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/whisper/index.html" ] &&
    grep -q "whisper:model.decoder.embed_positions.weight" "$tmp/whisper/index.html" &&
