@@ -64,21 +64,24 @@ void Progress::update(int64_t step) {
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200) && step < last_) return;
   last_draw_ = now;
-  // The rate since the first draw: the first step also carries step 0's eval and snapshot, and the kernel paths'
-  // measurement, which made the first ETA several times the run's length.
+  // Measured at each draw: a window resized mid-run gets lines that fit it.
+  std::fprintf(stderr, "\r\033[K%s", line(step, first_, last_, eta(step, now), terminal_columns()).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+std::string Progress::eta(int64_t step, std::chrono::steady_clock::time_point now) {
+  // The rate since the first draw: counted from the start, the first step's extra work made the first ETA several
+  // times the run's length.
   if (!timing_) {
     timing_ = true;
     start_ = now;
     start_step_ = step;
   }
   const double done = static_cast<double>(step - start_step_);
+  if (!(done > 0)) return "?";
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double eta = done > 0 ? elapsed / done * static_cast<double>(last_ - step) : 0.0;
-  // Measured at each draw: a window resized mid-run gets lines that fit it.
-  std::fprintf(stderr, "\r\033[K%s",
-               line(step, first_, last_, done > 0 ? format_duration(eta) : "?", terminal_columns()).c_str());
-  std::fflush(stderr);
-  drawn_ = true;
+  return format_duration(elapsed / done * static_cast<double>(last_ - step));
 }
 
 void Progress::clear() {

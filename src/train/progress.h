@@ -10,6 +10,10 @@ class Progress {
  public:
   Progress(int64_t first_step, int64_t last_step, bool draw = true);  // draw: false on ranks other than 0
   void update(int64_t step);                                          // redraws at most ~5 times a second
+
+  // The ETA at `step`, drawn at `now`: from the rate since the first draw (whose step also carried step 0's eval
+  // and snapshot and the kernel paths' measurement); "?" at the first. What update() shows.
+  std::string eta(int64_t step, std::chrono::steady_clock::time_point now);
   void clear();  // erases the bar so that a log line can be printed
 
   // "1m23s" style duration.

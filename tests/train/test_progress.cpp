@@ -1,6 +1,8 @@
 // The progress bar's line: its parts at known steps, and a line that never wraps, whatever the terminal's width.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "train/progress.h"
 
 namespace poslab {
@@ -25,6 +27,20 @@ TEST(Progress, TheLineFitsANarrowTerminal) {
   EXPECT_EQ(Progress::line(400, 0, 1000, "1m02s", 12), "40% step 40");
   for (int columns = 1; columns <= 120; ++columns)
     EXPECT_LT(Progress::line(123456, 0, 9999999, "10h00m", columns).size(), static_cast<size_t>(columns)) << columns;
+}
+
+// The ETA counts from the first draw: a first step of 60 s (step 0's eval and snapshot, the kernel paths measured)
+// then 2 s a step gives 2 s a step for the rest, not 80 s over 11 steps.
+TEST(Progress, TheEtaCountsFromTheFirstDraw) {
+  Progress p(0, 1000, /*draw=*/false);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.eta(1, t0 + std::chrono::seconds(60)), "?");
+  EXPECT_EQ(p.eta(11, t0 + std::chrono::seconds(80)), "32m58s");  // 20 s for 10 steps, 989 to go
+  EXPECT_EQ(p.eta(1000, t0 + std::chrono::seconds(2058)), "0s");
+  // A resumed run's first draw is at its own first step.
+  Progress resumed(500, 1500, false);
+  EXPECT_EQ(resumed.eta(500, t0), "?");
+  EXPECT_EQ(resumed.eta(600, t0 + std::chrono::seconds(50)), "7m30s");  // 0.5 s a step, 900 to go
 }
 
 }  // namespace
