@@ -129,7 +129,9 @@ inline std::string wrap_lines(const std::string& text, size_t width) {
 }
 
 // An output stream's buffer that writes each line to `dest` through wrap_lines: a command's output at the terminal's
-// width, whatever writes it. A last line without a newline is written when the buffer goes.
+// width, whatever writes it. A last line without a newline is written when the buffer goes. It flushes `dest` only
+// when asked (std::flush): a command's output to a pipe goes out in one piece at its end, as std::cout's own does
+// (a reader that stops at its first match, `grep -q`, would otherwise close the pipe on the rest).
 class WrappedLines : public std::streambuf {
  public:
   WrappedLines(std::ostream& dest, size_t width) : dest_(dest), width_(width) {}
@@ -137,7 +139,6 @@ class WrappedLines : public std::streambuf {
   WrappedLines& operator=(const WrappedLines&) = delete;
   ~WrappedLines() override {
     if (!line_.empty()) dest_ << wrap_lines(line_, width_);
-    dest_.flush();
   }
 
  protected:

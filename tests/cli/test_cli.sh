@@ -327,6 +327,16 @@ if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         
 else
   failed=$((failed + 1)); echo "FAIL inspect"; cat "$tmp/out" "$tmp/err"
 fi
+# inspect's output (a few KB) goes to a pipe in one piece at its end, as std::cout's does: a reader that stops at
+# its first match (grep -q) leaves poslab's exit status 0, which scripts under pipefail read
+# (tests/distributed/test_torchrun.sh does). A flush after its first lines made it 141 (SIGPIPE) most times.
+"$poslab" inspect "$ckpt" 2>/dev/null | grep -q "^step "
+inspect_rc=${PIPESTATUS[0]}
+if [ "$inspect_rc" = 0 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL inspect read by grep -q: exit $inspect_rc"
+fi
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s1" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s2" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 4 >"$tmp/s3" 2>/dev/null
