@@ -126,7 +126,9 @@ echo "node-b killed: node-a stopped in $took s: $(grep '^rank 0: error' "$tmp/lo
 stopped=$("$poslab" inspect "$tmp/runs/lost/checkpoints/latest.pt" | awk '/^step/ {print $2}')
 on node-a "$poslab" train --resume "$tmp/runs/lost" --set train.max_steps=$((stopped + 5)) >/dev/null 2>"$tmp/resume.err" ||
   { cat "$tmp/resume.err"; fail "resuming on one node"; }
-"$poslab" inspect "$tmp/runs/lost/checkpoints/latest.pt" | grep -Eq "^step +$((stopped + 5)) of" || fail "resumed run's step"
+# Read whole, then matched: grep -q on the pipe would close it on the rest of the output (SIGPIPE under pipefail).
+info=$("$poslab" inspect "$tmp/runs/lost/checkpoints/latest.pt") || fail "inspect of the resumed run failed"
+grep -Eq "^step +$((stopped + 5)) of" <<<"$info" || fail "resumed run's step"
 
 # 4. scripts/slurm_example.sh on the two nodes, under a stand-in srun and scontrol.
 mkdir -p "$tmp/bin"
@@ -165,5 +167,6 @@ chmod +x "$tmp/bin/scontrol" "$tmp/bin/srun"
   { cat "$tmp/slurm.err"; fail "scripts/slurm_example.sh under the stand-in srun"; }
 grep -q "distributed: 2 processes (1 per machine), gloo backend, rendezvous node-a:$((port + 1)) (SLURM)" "$tmp/slurm.err" ||
   { cat "$tmp/slurm.err"; fail "the SLURM launch did not make one 2-node group"; }
-"$poslab" inspect "$tmp/runs/slurm-4242/checkpoints/latest.pt" | grep -Eq "^step +6 of" || fail "the SLURM run's step"
+info=$("$poslab" inspect "$tmp/runs/slurm-4242/checkpoints/latest.pt") || fail "inspect of the SLURM run failed"
+grep -Eq "^step +6 of" <<<"$info" || fail "the SLURM run's step"
 echo "PASS: two nodes in network namespaces ($ip_a, $ip_b): equal to one process, a lost node named, resumed on one, and slurm_example.sh under a stand-in srun"

@@ -35,5 +35,7 @@ grep -q "done: 6 steps" "$tmp/err" || fail "the run did not finish 6 steps"
 ! grep -q "\[rank 1\]" "$tmp/err" || fail "rank 1 logged more than warnings and errors"
 [ -f "$tmp/runs/torchrun/checkpoints/latest.pt" ] || fail "no checkpoint"
 [ "$(wc -l < "$tmp/runs/torchrun/snapshots/index.jsonl")" -eq 3 ] || fail "expected one snapshot line per snapshot (steps 0, 3, 6)"
-"$poslab" inspect "$tmp/runs/torchrun/checkpoints/latest.pt" | grep -Eq "^step +6 of" || fail "the checkpoint is not at step 6"
+# Read whole, then matched: grep -q on the pipe would close it on the rest of the output (SIGPIPE under pipefail).
+info=$("$poslab" inspect "$tmp/runs/torchrun/checkpoints/latest.pt") || fail "inspect of the checkpoint failed"
+grep -Eq "^step +6 of" <<<"$info" || fail "the checkpoint is not at step 6"
 echo "PASS: torchrun trained 6 steps on 2 processes; rank 0 alone wrote $tmp/runs/torchrun"
