@@ -56,11 +56,16 @@ std::vector<std::string> as_override_list(const std::vector<std::pair<std::strin
   return out;
 }
 
-// The overrides of a variant's run, each named by where the sweep file gives it: its set: ("x.yaml: set:"), then
-// the variant's own ("x.yaml: variant NAME").
-std::vector<Override> variant_overrides(const Sweep& s, const SweepVariant& v) {
+// The sweep's set: as overrides, each named by where the sweep file gives it ("x.yaml: set:").
+std::vector<Override> set_overrides(const Sweep& s) {
   std::vector<Override> out;
   for (const std::string& o : as_override_list(s.sets)) out.emplace_back(o, s.file + ": set:");
+  return out;
+}
+
+// The overrides of a variant's run: the sweep's set:, then the variant's own ("x.yaml: variant NAME").
+std::vector<Override> variant_overrides(const Sweep& s, const SweepVariant& v) {
+  std::vector<Override> out = set_overrides(s);
   for (const std::string& o : as_override_list(v.sets)) out.emplace_back(o, s.file + ": variant " + v.name);
   return out;
 }
@@ -263,8 +268,7 @@ Sweep load_sweep(const std::string& path) {
 }
 
 std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
-  std::vector<Override> o;
-  for (const std::string& x : as_override_list(sweep.sets)) o.emplace_back(x, sweep.file + ": set:");
+  std::vector<Override> o = set_overrides(sweep);
   o.insert(o.end(), cli_sets.begin(), cli_sets.end());
   return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
 }

@@ -1,10 +1,11 @@
 #include "train/progress.h"
 
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+
+#include "util/wrap.h"
 
 namespace poslab {
 
@@ -48,24 +49,14 @@ std::string Progress::line(int64_t step, int64_t first_step, int64_t last_step, 
   return out;
 }
 
-namespace {
-
-// The terminal's width on stderr; 80 where it says none.
-int terminal_columns() {
-  winsize w{};
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
-  return 80;
-}
-
-}  // namespace
-
 void Progress::update(int64_t step) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200) && step < last_) return;
   last_draw_ = now;
   // Measured at each draw: a window resized mid-run gets lines that fit it.
-  std::fprintf(stderr, "\r\033[K%s", line(step, first_, last_, eta(step, now), terminal_columns()).c_str());
+  std::fprintf(stderr, "\r\033[K%s",
+               line(step, first_, last_, eta(step, now), static_cast<int>(terminal_columns(STDERR_FILENO))).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

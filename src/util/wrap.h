@@ -13,13 +13,16 @@
 
 namespace poslab {
 
-// The width to write text for on file descriptor `fd`: its terminal's, from 60 to 100 columns (past 100 lines grow
-// too long to read); 80 where it is not a terminal.
-inline size_t terminal_width(int fd) {
+// The columns of the terminal on file descriptor `fd`; 80 where it is not a terminal or says none.
+inline size_t terminal_columns(int fd) {
   winsize w{};
-  if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return std::clamp<size_t>(w.ws_col, 60, 100);
+  if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
   return 80;
 }
+
+// The width to write text for on `fd`: its terminal's, from 60 to 100 columns (past 100 lines grow too long to
+// read); 80 where it is not a terminal.
+inline size_t terminal_width(int fd) { return std::clamp<size_t>(terminal_columns(fd), 60, 100); }
 
 // Columns `s` takes on a terminal: its UTF-8 code points ("−", "×" and "…" take one each).
 inline size_t display_width(const std::string& s) {

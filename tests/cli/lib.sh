@@ -1,5 +1,5 @@
 # Shared by the CLI test scripts (sourced): a temporary folder removed at exit, a fresh tokenizer cache, the pass
-# and fail counters, and expect_error. The sourcing script sets $poslab first.
+# and fail counters, expect_error and unwrapped. The sourcing script sets $poslab first.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export POSLAB_CACHE_DIR="$tmp/cache"
@@ -19,4 +19,10 @@ expect_error() {
     echo "FAIL $name: exit $rc, stderr:"
     cat "$tmp/err"
   fi
+}
+
+# unwrapped FILE: its text on one line, each run of spaces and newlines one space: a phrase that poslab wrapped at
+# 80 columns matches whole.
+unwrapped() {
+  tr '\n' ' ' <"$1" | tr -s ' '
 }

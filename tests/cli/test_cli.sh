@@ -396,7 +396,7 @@ if [ "$same" -eq 4 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); 
 last=$(ls "$tmp/x/default/snapshots"/wpe_step*.npy | tail -1)
 step=$((10#$(basename "$last" .npy | sed 's/wpe_step//')))
 "$poslab" analyze "$last" --probes >"$tmp/out" 2>&1
-console=$(tr '\n' ' ' <"$tmp/out" | tr -s ' ' |  # the line wraps at 80 columns
+console=$(unwrapped "$tmp/out" |  # the line wraps at 80 columns
           sed -n 's/.*absolute MAE \([0-9.]*\) positions.*relative accuracy \([0-9.]*\) over.*/\1 \2/p')
 html=$(grep -o "<tr><td>step $step</td><td>[0-9.]*</td><td>[0-9.]*</td>" "$tmp/x/default/report/index.html" |
        sed -e "s|<tr><td>step $step</td><td>||" -e 's|</td><td>| |' -e 's|</td>||')
@@ -496,7 +496,7 @@ fi
 quick=(--set train.dtype=float32 --set train.eval_batches=2)
 ext="$tmp/x/default/extend/160-cubic/checkpoint.pt"
 if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$ext" ] &&
-   tr '\n' ' ' <"$tmp/err" | tr -s ' ' | grep -q "from 128 to 160 positions by cubic" &&
+   unwrapped "$tmp/err" | grep -q "from 128 to 160 positions by cubic" &&
    "$poslab" eval "$ext" --batches 1 >"$tmp/out" 2>>"$tmp/err" &&
    grep -q "^extended from 128 by cubic: val loss at the trained positions 0-127: .* | at the new 128-159: " "$tmp/out" &&
    [ "$(wc -l <"$tmp/x/default/extend/160-cubic/eval/per_position_loss_val.csv")" -eq 161 ] &&

@@ -14,19 +14,19 @@ hf=tests/fixtures/hf
 if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err" &&
    grep -q "^== encoder table model.encoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
    grep -q "^== decoder table model.decoder.embed_positions.weight (24 positions x 16) ==" "$tmp/out" &&
-   tr '\n' ' ' <"$tmp/out" | tr -s ' ' | grep -q "positions 0..23 are rows 2..25; learned; left out: rows 0-1" &&
+   unwrapped "$tmp/out" | grep -q "positions 0..23 are rows 2..25; learned; left out: rows 0-1" &&
    [ "$(grep -c '"first_row": 2' "$tmp/bart.json")" -eq 4 ] &&
    "$poslab" analyze "$hf/gpt2" >"$tmp/out" 2>"$tmp/err" &&
    grep -q "how layer 0 reads the table (gpt2 layout, 2 heads, causal" "$tmp/out" &&
    "$poslab" analyze "$hf/vit" >"$tmp/out" 2>"$tmp/err" && grep -q "2-D grid 4 x 4: row part" "$tmp/out" &&
    "$poslab" inspect "$hf/clip" >"$tmp/out" 2>"$tmp/err" &&
-   tr '\n' ' ' <"$tmp/out" | tr -s ' ' |
+   unwrapped "$tmp/out" |
      grep -q "vision vision_model.embeddings.position_embedding.weight 17 rows x 16: positions 0..15 are rows 1..16; learned, 4 x 4 patch grid" &&
    "$poslab" analyze "$hf/llama" >"$tmp/out" 2>"$tmp/err" && grep -q "no learned position table: rotary" "$tmp/out" &&
    "$poslab" report "$hf/whisper" --out "$tmp/whisper" >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/whisper/index.html" ] &&
    grep -q "whisper:model.decoder.embed_positions.weight" "$tmp/whisper/index.html" &&
    "$poslab" analyze "$hf/gpt2" --against "$hf/gpt_neo" >"$tmp/out" 2>"$tmp/err" &&
-   tr '\n' ' ' <"$tmp/out" | tr -s ' ' | grep -q "(24 positions, widths 16 and 8)" && grep -q "B's rows shuffled: " "$tmp/out"; then
+   unwrapped "$tmp/out" | grep -q "(24 positions, widths 16 and 8)" && grep -q "B's rows shuffled: " "$tmp/out"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL Hugging Face folders"; cat "$tmp/out" "$tmp/err"
