@@ -327,6 +327,13 @@ if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         
 else
   failed=$((failed + 1)); echo "FAIL inspect"; cat "$tmp/out" "$tmp/err"
 fi
+# Its lines, and a model folder's, within 80 columns (the config's YAML after them is short).
+if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ] &&
+   "$poslab" inspect tests/fixtures/hf/bart >"$tmp/out" 2>"$tmp/err" && [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL inspect at 80 columns"; cat "$tmp/out"
+fi
 # inspect's output (a few KB) goes to a pipe in one piece at its end, as std::cout's does: a reader that stops at
 # its first match (grep -q) leaves poslab's exit status 0, which scripts under pipefail read
 # (tests/distributed/test_torchrun.sh does). A flush after its first lines made it 141 (SIGPIPE) most times.

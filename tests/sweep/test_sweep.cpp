@@ -109,6 +109,18 @@ TEST_F(SweepTest, ARunsErrorsNameTheSweepFileForItsValues) {
   EXPECT_EQ(msg.find("--set"), std::string::npos) << msg;
 }
 
+// A sweep whose runs failed says which, counting in words; the runs that failed did not stop the others.
+TEST_F(SweepTest, ASweepsFailuresAreCountedInWords) {
+  const std::string variant = "variants:\n  - {name: elsewhere, set: {data.corpus: " + (dir_ / "nothing-here") + "}}\n";
+  std::string msg = test::error_of([&] { run_sweep(sweep_file("seeds: [1]\n" + variant, "one.yaml"), {}); });
+  EXPECT_NE(msg.find("sweep one: the run " + (dir_ / "runs/one/elsewhere/seed-1") + " failed |"), std::string::npos)
+      << msg;
+  msg = test::error_of([&] { run_sweep(sweep_file("seeds: [1, 2]\n" + variant, "two.yaml"), {}); });
+  EXPECT_NE(msg.find("sweep two: 2 of 2 runs failed, the first " + (dir_ / "runs/two/elsewhere/seed-1") + " |"),
+            std::string::npos)
+      << msg;
+}
+
 TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesByVariant) {
   const std::string file = sweep_file(kTinySweep);
   SweepOptions first;
