@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/periodicity_numpy.json: each component's period, power share and spectral entropy, the
 circles and the helix, the periodogram, the sinusoid R² of the K lowest and K strongest frequencies, translation
-invariance and monotonicity of three tables (a planted helix in noise, GPT-2's rows 1-63, a real default run's table
-at step 1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_periodicity_numpy.cpp.
+invariance and monotonicity of four tables (two planted helices in noise, the second's ramp of a circle coordinate's
+variance, GPT-2's rows 1-63, a real default run's table at step 1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_periodicity_numpy.cpp.
 
 Usage: /usr/bin/python3 scripts/periodicity_numpy.py   (needs python3-numpy)
 
@@ -88,20 +88,73 @@ def circles(curves, explained, periods):
     return out
 
 
-def helix(found, explained, periods):
+def is_slow(p, circle_frequency):
+    return 0 < p["frequency"] < 1.5 and p["frequency"] <= circle_frequency and p["power_share"] >= 0.5
+
+
+def circle_of(x, y):
+    """The circle test of two curves (circles() above, for one pair), or None."""
+    px, py = curve_period(x), curve_period(y)
+    fa, fb = px["frequency"], py["frequency"]
+    if not (fa > 0 and fb > 0) or abs(fa - fb) > 1.0:
+        return None
+    z = x / np.linalg.norm(x) + 1j * y / np.linalg.norm(y)
+    P = len(z)
+    f = dense_argmax(lambda f: abs(dtft(z, f)) ** 2 + abs(dtft(z, -f)) ** 2, max(0.25, min(fa, fb) - 0.5),
+                     min(P / 2, max(fa, fb) + 0.5))
+    plus, minus = abs(dtft(z, f)) ** 2, abs(dtft(z, -f)) ** 2
+    conc, circ = (plus + minus) / (2 * P), abs(plus - minus) / (plus + minus)
+    if f >= 0.9 and conc >= 0.5 and circ >= 0.8:
+        return {"period": P / f, "frequency": f, "concentration": conc, "circularity": circ}
+    return None
+
+
+def turned_apart(c, k, curves, explained):
+    """The circle's components and component k (0-based) turned apart: the slow axis u minimizes u'Du / u'Gu, D the
+    Gram matrix of the curves' differences over a quarter of the circle's period, G theirs (here the least
+    eigenvalue of G^-1 D by np.linalg.eig); the circle's axes are the principal axes of u's complement."""
+    a, b = c["components"][0] - 1, c["components"][1] - 1
+    Y = np.stack([curves[a], curves[b], curves[k]], axis=1)  # (P, 3)
+    lag = int(min(max(round(c["period"] / 4), 1), len(Y) - 1))
+    dY = Y[lag:] - Y[:-lag]
+    G, D = Y.T @ Y, dY.T @ dY
+    values, vectors = np.linalg.eig(np.linalg.solve(G, D))
+    u = np.real(vectors[:, int(np.argmin(np.real(values)))])
+    u /= np.linalg.norm(u)
+    basis = np.linalg.svd(u[None, :])[2][1:]  # (2, 3): u's orthogonal complement
+    w, v = np.linalg.eigh(basis @ G @ basis.T)
+    axes = [basis.T @ v[:, 1], basis.T @ v[:, 0], u]  # the plane's larger axis first, then the slow axis
+    circle = circle_of(Y @ axes[0], Y @ axes[1])
+    slow = curve_period(Y @ axes[2])
+    if circle is None or not is_slow(slow, circle["frequency"]):
+        return None
+    per_unit = (explained[a] + explained[b] + explained[k]) / np.trace(G)
+    shares = [per_unit * float(np.sum((Y @ x) ** 2)) for x in axes]
+    circle["explained"] = shares[0] + shares[1]
+    return {"slow_component": k + 1, "slow_period": slow["period"], "explained": sum(shares), "rotated": True,
+            "components": [a + 1, b + 1, k + 1], "circle": circle}
+
+
+def helix(found, curves, explained, periods):
     if not found:
         return None
     c = found[0]
     used = {k for o in found for k in o["components"]}
     best = None
     for k, p in enumerate(periods):
-        if k + 1 in used or p["frequency"] >= 1.5 or p["frequency"] > c["frequency"] or p["power_share"] < 0.5:
+        if k + 1 in used or not is_slow(p, c["frequency"]):
             continue
         if best is None or explained[k] > explained[best]:
             best = k
-    if best is None:
-        return None
-    return {"slow_component": best + 1, "slow_period": periods[best]["period"], "explained": c["explained"] + explained[best]}
+    if best is not None:
+        return {"slow_component": best + 1, "slow_period": periods[best]["period"],
+                "explained": c["explained"] + explained[best], "rotated": False}
+    for k in range(len(periods)):
+        if k + 1 not in used:
+            h = turned_apart(c, k, curves, explained)
+            if h is not None:
+                return h
+    return None
 
 
 def fit_r2(W, freqs):
@@ -158,7 +211,7 @@ def analyse(W):
         "signal_rank": int(signal_rank),
         "components": [dict(component=i + 1, explained=float(explained[i]), **periods[i]) for i in range(n)],
         "circles": found,
-        "helix": helix(found, list(explained[keep]), [periods[k] for k in keep]),
+        "helix": helix(found, [curves[k] for k in keep], list(explained[keep]), [periods[k] for k in keep]),
         "periodogram": [float(v) for v in periodogram],
         "sinusoid_r2": fit_r2(W, list(range(1, k + 1))),
         "strongest_frequencies": strongest,
@@ -168,21 +221,28 @@ def analyse(W):
     }
 
 
-def planted_helix(P=96, d=24, seed=3):
-    """A helix (3.5 turns over the table, on two random orthonormal directions, with a slow ramp on a third) in noise."""
+def planted_helix(P=96, d=24, seed=3, ramp=None):
+    """A helix (3.5 turns over the table, on two random orthonormal directions, with a slow ramp on a third) in noise:
+    the ramp from -1.25 to 1.25, or of variance `ramp` (a circle coordinate's is 0.5)."""
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((d, 3)))
     p = np.arange(P)
     angle = 2 * np.pi * 3.5 * p / P
-    coords = np.stack([np.cos(angle), np.sin(angle), 2.5 * (p / (P - 1) - 0.5)], axis=1)
+    line = 2.5 * (p / (P - 1) - 0.5)
+    if ramp is not None:
+        line = line / line.std() * np.sqrt(ramp)
+    coords = np.stack([np.cos(angle), np.sin(angle), line], axis=1)
     return (coords @ Q.T + 0.05 * rng.standard_normal((P, d))).astype(np.float32)
 
 
 def main():
     helix_path = os.path.join(FIX, "planted_helix_96x24.npy")
     np.save(helix_path, planted_helix())
+    turned_path = os.path.join(FIX, "planted_helix_even_96x24.npy")
+    np.save(turned_path, planted_helix(ramp=0.5, seed=5))
     tables = {
         "planted_helix_96x24.npy": np.load(helix_path),
+        "planted_helix_even_96x24.npy": np.load(turned_path),
         "gpt2_wpe_rows0-63.npy[1:64]": np.load(os.path.join(FIX, "gpt2_wpe_rows0-63.npy"))[1:64],
         "runs/default_float32_seed1/wpe_step001500.npy": np.load(os.path.join(FIX, "runs/default_float32_seed1/wpe_step001500.npy")),
     }

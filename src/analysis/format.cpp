@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "analysis/metric_list.h"
@@ -47,11 +48,19 @@ nlohmann::json to_json(const Analysis& a) {
   json circles = json::array();
   for (const auto& c : a.circles) circles.push_back(circle_json(c));
   json helix = nullptr;
-  if (a.helix)
-    helix = {{"circle", circle_json(a.helix->circle)},
-             {"slow_component", a.helix->slow},
-             {"slow_period", a.helix->slow_period},
-             {"explained", a.helix->explained}};
+  if (a.helix) {
+    const Helix& h = *a.helix;
+    helix = {{"circle", circle_json(h.circle)},
+             {"slow_component", h.slow},
+             {"slow_period", h.slow_period},
+             {"explained", h.explained},
+             {"components", {h.circle.first, h.circle.second, h.slow}},
+             {"rotated", h.rotated}};
+    if (h.rotated) {  // the axes' weights on the three components, and their curves along position
+      helix["axes"] = {{"circle_first", h.axes[0]}, {"circle_second", h.axes[1]}, {"slow", h.axes[2]}};
+      helix["projections"] = h.curves;
+    }
+  }
   // The vectors and structures; every scalar metric comes from the one list (analysis/metric_list.h).
   json j = {
       {"source", a.source},
@@ -171,12 +180,18 @@ std::string summary_text(const Analysis& a) {
                            circles.empty() ? "" : " | ", c.first, c.second, c.period, 100 * c.explained, c.circularity);
   s += fmt::format("  circles       {}\n",
                    circles.empty() ? std::string("none among the components above the noise floor") : circles);
-  if (a.helix)  // a slow component at half a cycle or less over the table (a ramp) reads "≥ 2P", as above
-    s +=
-        fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} (period {}{:.1f}): {:.1f}% of the variance\n",
-                    a.helix->circle.first, a.helix->circle.second, a.helix->circle.period, a.helix->slow,
-                    a.helix->slow_period >= 2.0 * static_cast<double>(a.positions) - 1e-6 ? "≥" : "",
-                    a.helix->slow_period, 100 * a.helix->explained);
+  if (a.helix) {  // a slow component at half a cycle or less over the table (a ramp) reads "≥ 2P", as above
+    const Helix& h = *a.helix;
+    const std::string slow = fmt::format(
+        "(period {}{:.1f})", h.slow_period >= 2.0 * static_cast<double>(a.positions) - 1e-6 ? "≥" : "", h.slow_period);
+    const std::array<int, 3> within = helix_space(h);
+    s += h.rotated ? fmt::format(
+                         "  helix         a circle (period {:.1f}) along a slow axis {}, turned apart within "
+                         "PC{}, PC{} and PC{}: {:.1f}% of the variance\n",
+                         h.circle.period, slow, within[0], within[1], within[2], 100 * h.explained)
+                   : fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} {}: {:.1f}% of the variance\n",
+                                 h.circle.first, h.circle.second, h.circle.period, h.slow, slow, 100 * h.explained);
+  }
   std::string strongest;
   for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
     strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);

@@ -1,10 +1,12 @@
 #include "analysis/periodicity.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "util/parallel.h"
@@ -75,6 +77,158 @@ double falling_pairs(std::vector<double>& s, std::vector<double>& buf) {
   return static_cast<double>(falling) + 0.5 * static_cast<double>(ties);
 }
 
+// 3 × 3 matrices, row-major.
+using Mat3 = std::array<double, 9>;
+using Vec3 = std::array<double, 3>;
+
+Mat3 operator*(const Mat3& a, const Mat3& b) {
+  Mat3 c{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int m = 0; m < 3; ++m) c[i * 3 + j] += a[i * 3 + m] * b[m * 3 + j];
+  return c;
+}
+
+// The eigenvalues of a symmetric A, ascending, and their unit eigenvectors (each signed with its largest weight
+// positive), by cyclic Jacobi rotations.
+void symmetric_eigen(Mat3 A, Vec3& values, std::array<Vec3, 3>& vectors) {
+  Mat3 V = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  double scale = 0;
+  for (double v : A) scale += v * v;
+  for (int sweep = 0; sweep < 64; ++sweep) {
+    const double off = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
+    if (!(off > 1e-30 * scale)) break;
+    for (int p = 0; p < 3; ++p)
+      for (int q = p + 1; q < 3; ++q) {
+        if (A[p * 3 + q] == 0) continue;
+        // the rotation J in the plane (p, q) that zeroes A[p][q] in Jᵀ A J
+        const double theta = (A[q * 3 + q] - A[p * 3 + p]) / (2 * A[p * 3 + q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const double cs = 1 / std::sqrt(t * t + 1), sn = t * cs;
+        auto turn = [&](double& x, double& y) {
+          const double x0 = x;
+          x = cs * x0 - sn * y, y = sn * x0 + cs * y;
+        };
+        for (int k = 0; k < 3; ++k) turn(A[k * 3 + p], A[k * 3 + q]);  // A J
+        for (int k = 0; k < 3; ++k) turn(A[p * 3 + k], A[q * 3 + k]);  // Jᵀ (A J)
+        for (int k = 0; k < 3; ++k) turn(V[k * 3 + p], V[k * 3 + q]);  // V J
+      }
+  }
+  std::array<int, 3> order = {0, 1, 2};
+  std::stable_sort(order.begin(), order.end(), [&](int l, int r) { return A[l * 3 + l] < A[r * 3 + r]; });
+  for (int k = 0; k < 3; ++k) {
+    values[k] = A[order[k] * 4];
+    for (int i = 0; i < 3; ++i) vectors[k][i] = V[i * 3 + order[k]];
+    const auto big = std::max_element(vectors[k].begin(), vectors[k].end(),
+                                      [](double l, double r) { return std::abs(l) < std::abs(r); });
+    if (*big < 0)
+      for (double& x : vectors[k]) x = -x;
+  }
+}
+
+// x and y as a circle: z = x/‖x‖ + i·y/‖y‖ at the frequency of z's own peak near theirs (within a bin of each
+// other); nullopt when their peaks lie further apart or a curve is flat. Components and explained are left 0.
+std::optional<Circle> circle_of(const std::vector<double>& x, const std::vector<double>& y, const CurvePeriod& px,
+                                const CurvePeriod& py) {
+  const double fa = px.frequency, fb = py.frequency;
+  if (!(fa > 0) || !(fb > 0) || std::abs(fa - fb) > 1.0) return std::nullopt;
+  const double nx = std::sqrt(std::inner_product(x.begin(), x.end(), x.begin(), 0.0));
+  const double ny = std::sqrt(std::inner_product(y.begin(), y.end(), y.begin(), 0.0));
+  if (!(nx > 0) || !(ny > 0)) return std::nullopt;
+  std::vector<cplx> z(x.size());
+  for (size_t p = 0; p < x.size(); ++p) z[p] = cplx(x[p] / nx, y[p] / ny);  // Σ|z|² = 2
+  const double P = static_cast<double>(x.size());
+  auto both = [&](double f) { return std::norm(dtft(z, f)) + std::norm(dtft(z, -f)); };
+  const double f = argmax_on(both, std::max(0.25, std::min(fa, fb) - 0.5), std::min(P / 2, std::max(fa, fb) + 0.5));
+  const double plus = std::norm(dtft(z, f)), minus = std::norm(dtft(z, -f));
+  Circle c;
+  c.frequency = f;
+  c.period = P / f;
+  c.concentration = (plus + minus) / (2 * P);  // Parseval: Σ over the P bins of |Z|² = P Σ|z|² = 2P
+  c.circularity = plus + minus > 0 ? std::abs(plus - minus) / (plus + minus) : 0.0;
+  return c;
+}
+
+bool is_circle(const Circle& c) {
+  return c.frequency >= kCircleMinTurns && c.concentration >= kCircleConcentration &&
+         c.circularity >= kCircleCircularity;
+}
+
+// A slow axis for a circle turning `circle_frequency` times: about one cycle over the table or less, its power mostly
+// at that peak, no faster than the circle.
+bool is_slow(const CurvePeriod& p, double circle_frequency) {
+  return p.frequency > 0 && p.frequency < 1.5 && p.frequency <= circle_frequency && p.power_share >= kSlowPowerShare;
+}
+
+// The circle c (components c.first and c.second) and component k turned apart (find_helix); nullopt when the
+// turned axes are no circle along a slow axis.
+std::optional<Helix> turned_apart(const Circle& c, int k, const std::vector<std::vector<double>>& projections,
+                                  const std::vector<double>& explained) {
+  const std::array<int, 3> comp = {c.first, c.second, k};
+  std::array<const std::vector<double>*, 3> y{};
+  for (int i = 0; i < 3; ++i) y[i] = &projections[static_cast<size_t>(comp[i] - 1)];
+  const size_t P = y[0]->size();
+  if (P < 3 || y[1]->size() != P || y[2]->size() != P) return std::nullopt;
+  // G: the curves' Gram matrix (their variances, times P); D: that of their differences over a quarter of the
+  // circle's period, where a circle coordinate's is largest (twice its variance) and a noise's no larger than at
+  // one position.
+  const size_t lag = std::clamp<size_t>(static_cast<size_t>(std::lround(c.period / 4)), 1, P - 1);
+  Mat3 G{}, D{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const auto &a = *y[i], &b = *y[j];
+      for (size_t p = 0; p < P; ++p) G[i * 3 + j] += a[p] * b[p];
+      for (size_t p = 0; p + lag < P; ++p) D[i * 3 + j] += (a[p + lag] - a[p]) * (b[p + lag] - b[p]);
+    }
+  // The slow axis u minimizes uᵀDu / uᵀGu: with W = G^{-1/2}, u ∝ W e for e the least eigenvector of W D W.
+  Vec3 g, mu, lambda;
+  std::array<Vec3, 3> V, E, A;
+  symmetric_eigen(G, g, V);
+  if (!(g[0] > 1e-12 * g[2])) return std::nullopt;  // the three curves not independent
+  Mat3 W{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int m = 0; m < 3; ++m) W[i * 3 + j] += V[m][i] * V[m][j] / std::sqrt(g[m]);
+  symmetric_eigen(W * D * W, mu, E);
+  Vec3 u{};
+  for (int i = 0; i < 3; ++i)
+    for (int m = 0; m < 3; ++m) u[i] += W[i * 3 + m] * E[0][m];
+  const double norm = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+  for (double& v : u) v /= norm;
+  // The circle's plane: u's orthogonal complement, on its principal axes (the eigenvectors of Q G Q, Q = I − u uᵀ,
+  // of the two largest eigenvalues; u's own is 0).
+  Mat3 Q{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) Q[i * 3 + j] = (i == j ? 1.0 : 0.0) - u[i] * u[j];
+  symmetric_eigen(Q * G * Q, lambda, A);
+  Helix h;
+  h.rotated = true;
+  h.axes = {A[2], A[1], u};
+  // the three components' share of the variance per unit of ‖curve‖²
+  const double per_unit = (explained[static_cast<size_t>(c.first - 1)] + explained[static_cast<size_t>(c.second - 1)] +
+                           explained[static_cast<size_t>(k - 1)]) /
+                          (G[0] + G[4] + G[8]);
+  Vec3 share{};
+  for (int r = 0; r < 3; ++r) {
+    std::vector<double> curve(P, 0.0);
+    for (int i = 0; i < 3; ++i)
+      for (size_t p = 0; p < P; ++p) curve[p] += h.axes[r][i] * (*y[i])[p];
+    share[r] = per_unit * std::inner_product(curve.begin(), curve.end(), curve.begin(), 0.0);
+    h.curves.push_back(std::move(curve));
+  }
+  std::optional<Circle> circle =
+      circle_of(h.curves[0], h.curves[1], curve_period(h.curves[0]), curve_period(h.curves[1]));
+  const CurvePeriod slow = curve_period(h.curves[2]);
+  if (!circle || !is_circle(*circle) || !is_slow(slow, circle->frequency)) return std::nullopt;
+  h.circle = *circle;
+  h.circle.first = c.first, h.circle.second = c.second;
+  h.circle.explained = share[0] + share[1];
+  h.slow = k;
+  h.slow_period = slow.period;
+  h.explained = share[0] + share[1] + share[2];
+  return h;
+}
+
 }  // namespace
 
 std::vector<double> power_spectrum(const std::vector<double>& x) {
@@ -142,35 +296,24 @@ CurvePeriod curve_period(const std::vector<double>& x) {
   return c;
 }
 
+std::array<int, 3> helix_space(const Helix& h) {
+  std::array<int, 3> within = {h.circle.first, h.circle.second, h.slow};
+  std::sort(within.begin(), within.end());
+  return within;
+}
+
 std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
                                  const std::vector<double>& explained, const std::vector<CurvePeriod>& periods) {
   const size_t n = std::min({projections.size(), explained.size(), periods.size()});
   std::vector<Circle> candidates;
   for (size_t a = 0; a < n; ++a) {
     for (size_t b = a + 1; b < n; ++b) {
-      const double fa = periods[a].frequency, fb = periods[b].frequency;
-      if (!(fa > 0) || !(fb > 0) || std::abs(fa - fb) > 1.0) continue;
-      const auto& x = projections[a];
-      const auto& y = projections[b];
-      const double nx = std::sqrt(std::inner_product(x.begin(), x.end(), x.begin(), 0.0));
-      const double ny = std::sqrt(std::inner_product(y.begin(), y.end(), y.begin(), 0.0));
-      if (!(nx > 0) || !(ny > 0)) continue;
-      std::vector<cplx> z(x.size());
-      for (size_t p = 0; p < x.size(); ++p) z[p] = cplx(x[p] / nx, y[p] / ny);  // Σ|z|² = 2
-      const double P = static_cast<double>(x.size());
-      auto both = [&](double f) { return std::norm(dtft(z, f)) + std::norm(dtft(z, -f)); };
-      const double f = argmax_on(both, std::max(0.25, std::min(fa, fb) - 0.5), std::min(P / 2, std::max(fa, fb) + 0.5));
-      const double plus = std::norm(dtft(z, f)), minus = std::norm(dtft(z, -f));
-      Circle c;
-      c.first = static_cast<int>(a + 1);
-      c.second = static_cast<int>(b + 1);
-      c.frequency = f;
-      c.period = P / f;
-      c.explained = explained[a] + explained[b];
-      c.concentration = (plus + minus) / (2 * P);  // Parseval: Σ over the P bins of |Z|² = P Σ|z|² = 2P
-      c.circularity = plus + minus > 0 ? std::abs(plus - minus) / (plus + minus) : 0.0;
-      if (f >= kCircleMinTurns && c.concentration >= kCircleConcentration && c.circularity >= kCircleCircularity)
-        candidates.push_back(c);
+      std::optional<Circle> c = circle_of(projections[a], projections[b], periods[a], periods[b]);
+      if (!c || !is_circle(*c)) continue;
+      c->first = static_cast<int>(a + 1);
+      c->second = static_cast<int>(b + 1);
+      c->explained = explained[a] + explained[b];
+      candidates.push_back(*c);
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -185,25 +328,31 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
   return circles;
 }
 
-std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<double>& explained,
-                                const std::vector<CurvePeriod>& periods) {
+std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<std::vector<double>>& projections,
+                                const std::vector<double>& explained, const std::vector<CurvePeriod>& periods) {
   if (circles.empty()) return std::nullopt;
   const Circle& c = circles.front();
-  std::vector<bool> in_circle(periods.size() + 1, false);
+  const size_t n = std::min({projections.size(), explained.size(), periods.size()});
+  std::vector<bool> in_circle(n + 1, false);
   for (const Circle& o : circles) {
-    if (o.first <= static_cast<int>(periods.size())) in_circle[o.first] = true;
-    if (o.second <= static_cast<int>(periods.size())) in_circle[o.second] = true;
+    if (o.first <= static_cast<int>(n)) in_circle[o.first] = true;
+    if (o.second <= static_cast<int>(n)) in_circle[o.second] = true;
   }
   std::optional<Helix> best;
-  for (size_t k = 0; k < periods.size() && k < explained.size(); ++k) {
-    const CurvePeriod& p = periods[k];
-    if (in_circle[k + 1] || !(p.frequency > 0) || p.frequency >= 1.5 || p.frequency > c.frequency ||
-        p.power_share < kSlowPowerShare)
-      continue;
-    if (!best || explained[k] > explained[static_cast<size_t>(best->slow - 1)])
-      best = Helix{c, static_cast<int>(k + 1), p.period, c.explained + explained[k]};
+  for (size_t k = 0; k < n; ++k) {
+    if (in_circle[k + 1] || !is_slow(periods[k], c.frequency)) continue;
+    if (best && explained[k] <= explained[static_cast<size_t>(best->slow - 1)]) continue;
+    best = Helix{};
+    best->circle = c;
+    best->slow = static_cast<int>(k + 1);
+    best->slow_period = periods[k].period;
+    best->explained = c.explained + explained[k];
   }
-  return best;
+  if (best || c.first > static_cast<int>(n) || c.second > static_cast<int>(n)) return best;
+  for (size_t k = 0; k < n; ++k)  // components in order of variance: the strongest first
+    if (!in_circle[k + 1])
+      if (std::optional<Helix> h = turned_apart(c, static_cast<int>(k + 1), projections, explained)) return h;
+  return std::nullopt;
 }
 
 double translation_invariance(const double* C, int64_t P, const std::vector<int64_t>* perm) {

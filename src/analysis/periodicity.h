@@ -7,6 +7,7 @@
 // in docs/analysis.md ("Periods, circles and the helix", "Translation invariance and monotonicity").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -53,7 +54,17 @@ struct Helix {
   int slow = 0;            // 1-based component number
   double slow_period = 0;  // its period (at least the circle's)
   double explained = 0;    // the three components' share of the centred variance
+  // Turned apart (find_helix): the circle lies in the space of components circle.first, circle.second and slow, not
+  // on two of them. axes[i] holds the weights on those three of the circle's two axes (i = 0, 1; the larger first)
+  // and of the slow axis (i = 2), curves[i] its curve along position; circle's and slow_period's figures are the
+  // axes'. Empty when not turned.
+  bool rotated = false;
+  std::array<std::array<double, 3>, 3> axes{};
+  std::vector<std::vector<double>> curves;
 };
+
+// The helix's three components in increasing order: the space a turned helix lies in.
+std::array<int, 3> helix_space(const Helix& h);
 
 // Thresholds of the circle and helix rules (docs/analysis.md).
 constexpr double kCircleConcentration = 0.5;  // at least half the pair's power at one frequency
@@ -68,10 +79,16 @@ constexpr double kSlowPowerShare = 0.5;       // the slow component's power most
 std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
                                  const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
 
-// The strongest circle with the strongest component outside every circle that is slow: its power mostly in the
-// lowest bin (one cycle over the table or less), its frequency no higher than the circle's; nullopt without one.
-std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<double>& explained,
-                                const std::vector<CurvePeriod>& periods);
+// The strongest circle with the strongest component outside every circle that is slow: its power mostly at its own
+// peak, at about one cycle over the table or less (f* < 1.5), no faster than the circle. Failing that, the circle
+// turned apart from each component outside every circle in turn, strongest first: principal components of nearly
+// equal variance come out mixed, a slow axis of a circle coordinate's variance spread over all three. The slow axis
+// is the direction of their space whose curve changes least over a quarter of the circle's period for its variance
+// (the least generalized eigenvector of the Gram matrix of those differences against the curves'), the circle's
+// plane the rest; the first whose axes pass the circle rule and whose slow axis passes the slow rule. nullopt
+// without one.
+std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<std::vector<double>>& projections,
+                                const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
 
 // Translation invariance of a (P, P) similarity matrix C: the share of the variance of its off-diagonal entries
 // (i < j) explained by the mean of each diagonal j − i. 1 for a Toeplitz matrix; about 2/P for noise.

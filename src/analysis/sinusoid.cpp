@@ -55,7 +55,7 @@ void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const
     }
   }
   out.circles = find_circles(curves, explained, periods);
-  out.helix = find_helix(out.circles, explained, periods);
+  out.helix = find_helix(out.circles, curves, explained, periods);
   // The helix's (or the strongest circle's) components keep their projections too: the figures draw them.
   auto keep = [&](int component) {
     auto& f = out.pc_frequencies[static_cast<size_t>(component - 1)];

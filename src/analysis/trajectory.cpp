@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -79,6 +80,17 @@ const Analysis* at_step(const std::vector<TrajectoryPoint>& points, int64_t step
   return nullptr;
 }
 
+// ", a helix …" after the verdict's circle: the slow component, or the three components the helix was turned apart in.
+std::string helix_words(const std::optional<Helix>& h) {
+  if (!h) return "";
+  if (h->rotated) {
+    const std::array<int, 3> within = helix_space(*h);
+    return fmt::format(", a helix turned apart within components {}, {} and {} ({:.1f} %)", within[0], within[1],
+                       within[2], 100 * h->explained);
+  }
+  return fmt::format(", a helix with component {} ({:.1f} %)", h->slow, 100 * h->explained);
+}
+
 }  // namespace
 
 Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThresholds& t) {
@@ -147,10 +159,7 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
     v.summary += fmt::format(
         " A circle from step {}: at step {}, components {} and {} turn in quadrature with a period of {:.1f} "
         "positions ({:.1f} % of the variance){}.",
-        *v.circle_from, last.step, c.first, c.second, c.period, 100 * c.explained,
-        last.analysis.helix ? fmt::format(", a helix with component {} ({:.1f} %)", last.analysis.helix->slow,
-                                          100 * last.analysis.helix->explained)
-                            : std::string());
+        *v.circle_from, last.step, c.first, c.second, c.period, 100 * c.explained, helix_words(last.analysis.helix));
   }
   return v;
 }

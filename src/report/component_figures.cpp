@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <array>
 
 #include "report/figures.h"
 
@@ -78,7 +79,15 @@ Figure helix_figure(const Series& s) {
   int u = 1, v = 2, w = 0;
   std::string what =
       "the plane of its first two principal components, where GPT-2's positions trace an arc; noise is a cloud";
-  if (a.helix) {
+  const bool turned = a.helix && a.helix->rotated && a.helix->curves.size() == 3;
+  if (turned) {
+    const std::array<int, 3> within = helix_space(*a.helix);
+    u = within[0], v = within[1], w = within[2];
+    what = fmt::format(
+        "the space of PC{}, PC{} and PC{}, turned so that two axes turn in quadrature (period {:.1f}) and the third "
+        "is the slow axis: the helix the analysis found ({:.0f} % of the variance)",
+        u, v, w, a.helix->circle.period, 100 * a.helix->explained);
+  } else if (a.helix) {
     u = a.helix->circle.first, v = a.helix->circle.second, w = a.helix->slow;
     what = fmt::format(
         "the space of PC{} and PC{}, which turn in quadrature (period {:.1f}), and PC{}, the slow axis: "
@@ -103,8 +112,18 @@ Figure helix_figure(const Series& s) {
                                                                                          : nullptr;
   };
   const auto *x = projection(u), *y = projection(v), *z = w ? projection(w) : nullptr;
-  std::string d =
-      fmt::format("# position pc{} pc{}{} (each figure keeps its own data)\n", u, v, z ? fmt::format(" pc{}", w) : "");
+  // The axes' names: the components', or the turned helix's own axes.
+  std::array<std::string, 3> name = {fmt::format("PC{}", u), fmt::format("PC{}", v), fmt::format("PC{}", w)};
+  if (turned) {
+    x = &a.helix->curves[0], y = &a.helix->curves[1], z = &a.helix->curves[2];
+    name = {"circle axis 1", "circle axis 2", "slow axis"};
+  }
+  std::string d = turned ? fmt::format(
+                               "# position circle_axis_1 circle_axis_2 slow_axis (turned within pc{}, pc{}, "
+                               "pc{}; each figure keeps its own data)\n",
+                               u, v, w)
+                         : fmt::format("# position pc{} pc{}{} (each figure keeps its own data)\n", u, v,
+                                       z ? fmt::format(" pc{}", w) : "");
   if (x && y)
     for (size_t i = 0; i < x->size(); ++i)
       d += fmt::format("{} {} {}{}\n", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
@@ -121,19 +140,19 @@ Figure helix_figure(const Series& s) {
     return f;
   }
   if (z) {
-    f.script = both_formats(
-        f.name,
-        std::string(kPalette) +
-            fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n  set zlabel 'PC{}' rotate parallel\n", u, v, w) +
-            range +
-            // The base plane a little below the lowest z tic, and the x and y tics nudged off the corners: the
-            // three axes' end labels ran together ("-4-0.6").
-            "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0.08\n"
-            "  set xtics offset -0.5, -0.3\n  set ytics offset 0.8, -0.3\n"
-            "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
-            "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
-            "  set autoscale cb\n",
-        760, 620);
+    f.script = both_formats(f.name,
+                            std::string(kPalette) +
+                                fmt::format("  set xlabel '{}'\n  set ylabel '{}'\n  set zlabel '{}' rotate parallel\n",
+                                            name[0], name[1], name[2]) +
+                                range +
+                                // The base plane a little below the lowest z tic, and the x and y tics nudged off the
+                                // corners: the three axes' end labels ran together ("-4-0.6").
+                                "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0.08\n"
+                                "  set xtics offset -0.5, -0.3\n  set ytics offset 0.8, -0.3\n"
+                                "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
+                                "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
+                                "  set autoscale cb\n",
+                            760, 620);
     return f;
   }
   f.script =

@@ -1,6 +1,7 @@
 // The analysis's periods, circles, helix, periodogram, strongest-frequency fit, translation invariance and
-// monotonicity on whole tables: planted structure of known answer, and NumPy's numbers on a planted helix, GPT-2's
-// rows 1-63 and a real run's table (tests/fixtures/periodicity_numpy.json, scripts/periodicity_numpy.py).
+// monotonicity on whole tables: planted structure of known answer, and NumPy's numbers on two planted helices (one
+// found turned apart), GPT-2's rows 1-63 and a real run's table (tests/fixtures/periodicity_numpy.json,
+// scripts/periodicity_numpy.py).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -122,12 +123,37 @@ TEST(Frequencies, ASinusoidalTableIsTranslationInvariantAndItsShuffleIsNot) {
   EXPECT_NEAR(a.shuffled_monotonicity, 0.5, 0.05);
 }
 
+// A helix found turned apart says so in the summary and the JSON: the three components, the axes' weights on them
+// and the axes' curves; one found on its own components has neither.
+TEST(Frequencies, ATurnedHelixIsSaidAndWrittenSo) {
+  const Analysis turned = analyze_table(read_npy_table(frequency_fixture("planted_helix_even_96x24.npy")), "even");
+  ASSERT_TRUE(turned.helix && turned.helix->rotated);
+  EXPECT_NE(summary_text(turned).find("turned apart within PC1, PC2 and PC3"), std::string::npos)
+      << summary_text(turned);
+  const auto h = to_json(turned)["helix"];
+  EXPECT_TRUE(h["rotated"].get<bool>());
+  EXPECT_EQ(h["components"].size(), 3u);
+  EXPECT_EQ(h["components"][2].get<int>(), h["slow_component"].get<int>());
+  for (const char* axis : {"circle_first", "circle_second", "slow"}) EXPECT_EQ(h["axes"][axis].size(), 3u) << axis;
+  ASSERT_EQ(h["projections"].size(), 3u);
+  EXPECT_EQ(h["projections"][2].size(), 96u);
+
+  const Analysis plain = analyze_table(read_npy_table(frequency_fixture("planted_helix_96x24.npy")), "plain");
+  ASSERT_TRUE(plain.helix && !plain.helix->rotated);
+  EXPECT_NE(summary_text(plain).find("PC2+PC3 (period 27.7) along PC1"), std::string::npos) << summary_text(plain);
+  const auto p = to_json(plain)["helix"];
+  EXPECT_FALSE(p["rotated"].get<bool>());
+  EXPECT_FALSE(p.contains("axes"));
+  EXPECT_FALSE(p.contains("projections"));
+}
+
 TEST(Frequencies, MatchesNumPy) {
   std::ifstream in(frequency_fixture("periodicity_numpy.json"));
   ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";
   const auto j = nlohmann::json::parse(in);
   const std::vector<std::tuple<std::string, std::string, std::string>> tables = {
       {"planted_helix_96x24.npy", ":", "planted_helix_96x24.npy"},
+      {"planted_helix_even_96x24.npy", ":", "planted_helix_even_96x24.npy"},
       {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"},
       {"runs/default_float32_seed1/wpe_step001500.npy", ":", "runs/default_float32_seed1/wpe_step001500.npy"}};
   for (const auto& [file, rows, key] : tables) {
@@ -158,8 +184,19 @@ TEST(Frequencies, MatchesNumPy) {
     }
     ASSERT_EQ(a.helix.has_value(), !e["helix"].is_null());
     if (a.helix) {
-      EXPECT_EQ(a.helix->slow, e["helix"]["slow_component"].get<int>());
-      EXPECT_NEAR(a.helix->explained, e["helix"]["explained"].get<double>(), 1e-9);
+      const auto& h = e["helix"];
+      EXPECT_EQ(a.helix->slow, h["slow_component"].get<int>());
+      EXPECT_NEAR(a.helix->explained, h["explained"].get<double>(), 1e-9);
+      ASSERT_EQ(a.helix->rotated, h["rotated"].get<bool>());
+      EXPECT_NEAR(a.positions / a.helix->slow_period, a.positions / h["slow_period"].get<double>(), 2e-4);
+      if (a.helix->rotated) {  // the circle of the turned axes
+        EXPECT_EQ(a.helix->circle.first, h["components"][0].get<int>());
+        EXPECT_EQ(a.helix->circle.second, h["components"][1].get<int>());
+        EXPECT_NEAR(a.helix->circle.frequency, h["circle"]["frequency"].get<double>(), 2e-4);
+        EXPECT_NEAR(a.helix->circle.concentration, h["circle"]["concentration"].get<double>(), 1e-4);
+        EXPECT_NEAR(a.helix->circle.circularity, h["circle"]["circularity"].get<double>(), 1e-4);
+        EXPECT_NEAR(a.helix->circle.explained, h["circle"]["explained"].get<double>(), 1e-9);
+      }
     }
     ASSERT_EQ(a.periodogram.size(), e["periodogram"].size());
     for (size_t k = 0; k < a.periodogram.size(); ++k)

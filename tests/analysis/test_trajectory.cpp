@@ -107,6 +107,22 @@ TEST(Trajectory, TheVerdictSaysFromWhichStepTheTableHoldsACircle) {
   EXPECT_TRUE(verdict_json(w)["circle_from"].is_null());
 }
 
+// The verdict names the helix's slow component, or the three components a helix was turned apart within (the planted
+// helices of tests/fixtures: the second's ramp holds a circle coordinate's variance).
+TEST(Trajectory, TheVerdictNamesTheHelixAndHowItWasFound) {
+  for (const auto& [file, words] : std::vector<std::pair<std::string, std::string>>{
+           {"planted_helix_96x24.npy", ", a helix with component 1 (96.8 %)."},
+           {"planted_helix_even_96x24.npy", ", a helix turned apart within components 1, 2 and 3 (96.8 %)."}}) {
+    SCOPED_TRACE(file);
+    const torch::Tensor helix = read_npy_table(test::source_dir() + "/tests/fixtures/" + file);
+    TempDir dir;
+    trajectory_run(dir, {{0, random_table(96, 24, 0.02, 1)}, {100, helix}, {200, helix}});
+    const Verdict v = judge(analyze_run(dir / "run"));
+    ASSERT_TRUE(v.circle_from.has_value());
+    EXPECT_NE(v.summary.find(words), std::string::npos) << v.summary;
+  }
+}
+
 TEST(Trajectory, NoiseStaysNoise) {
   TempDir dir;
   trajectory_run(dir, {{0, random_table(64, 32, 0.02, 1)}, {100, random_table(64, 32, 0.02, 2)}});

@@ -131,16 +131,29 @@ TEST(Report, OneTableReport) {
   expect_links_exist(r.index_html);
 }
 
-// The helix figure: in 3-D for a table with a helix (the planted one of tests/fixtures), in the circle's plane for
-// a circle without a slow axis.
+// The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
+// the axes it was turned apart to), in the circle's plane for a circle without a slow axis.
 TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
-  const NpyArray h = read_npy(poslab::test::source_dir() + "/tests/fixtures/planted_helix_96x24.npy");
-  const torch::Tensor helix = torch::tensor(h.data, torch::kFloat64).view({h.shape[0], h.shape[1]});
-  const ReportResult r = write_table_report(helix, "helix", dir / "helix");
+  auto fixture = [](const std::string& name) {
+    const NpyArray h = read_npy(poslab::test::source_dir() + "/tests/fixtures/" + name);
+    return torch::tensor(h.data, torch::kFloat64).view({h.shape[0], h.shape[1]});
+  };
+  const ReportResult r = write_table_report(fixture("planted_helix_96x24.npy"), "helix", dir / "helix");
   expect_valid_images(dir / "helix", r.figures);
   EXPECT_NE(read_file(dir / "helix/helix.gp").find("splot"), std::string::npos);
+  EXPECT_NE(read_file(dir / "helix/helix.gp").find("set zlabel 'PC1'"), std::string::npos);
+
+  const ReportResult t = write_table_report(fixture("planted_helix_even_96x24.npy"), "turned", dir / "turned");
+  expect_valid_images(dir / "turned", t.figures);
+  const std::string turned = read_file(dir / "turned/helix.gp");
+  EXPECT_NE(turned.find("splot"), std::string::npos);
+  EXPECT_NE(turned.find("set xlabel 'circle axis 1'"), std::string::npos) << turned;
+  EXPECT_NE(turned.find("set zlabel 'slow axis'"), std::string::npos) << turned;
+  EXPECT_NE(read_file(dir / "turned/pcs_helix.dat").find("slow_axis (turned within pc1, pc2, pc3"), std::string::npos);
+  EXPECT_NE(read_file(dir / "turned/index.html").find("the space of PC1, PC2 and PC3, turned so that"),
+            std::string::npos);
 
   const auto pos = torch::arange(80, torch::kFloat64) * (2 * M_PI / 10);  // 8 turns of period 10
   const torch::Tensor circle = torch::cat(
