@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/periodicity_numpy.json: each component's period, power share and spectral entropy, the
 circles and the helix, the periodogram, the sinusoid R² of the K lowest and K strongest frequencies, translation
-invariance and monotonicity of four tables (two planted helices in noise, the second's ramp of a circle coordinate's
-variance, GPT-2's rows 1-63, a real default run's table at step 1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_periodicity_numpy.cpp.
+invariance and monotonicity of five tables (two planted helices in noise, the second's ramp of a circle coordinate's
+variance, GPT-2's rows 1-63, the tables of a real default run and of a 128-row run that grew a circle, at step
+1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_periodicity_numpy.cpp.
 
 Usage: /usr/bin/python3 scripts/periodicity_numpy.py   (needs python3-numpy)
 
@@ -149,8 +150,9 @@ def helix(found, curves, explained, periods):
     if best is not None:
         return {"slow_component": best + 1, "slow_period": periods[best]["period"],
                 "explained": c["explained"] + explained[best], "rotated": False}
+    coordinate = c["explained"] / 2  # components mix where their variances nearly match: within 3x a coordinate's
     for k in range(len(periods)):
-        if k + 1 not in used:
+        if k + 1 not in used and coordinate / 3 <= explained[k] <= 3 * coordinate:
             h = turned_apart(c, k, curves, explained)
             if h is not None:
                 return h
@@ -245,6 +247,7 @@ def main():
         "planted_helix_even_96x24.npy": np.load(turned_path),
         "gpt2_wpe_rows0-63.npy[1:64]": np.load(os.path.join(FIX, "gpt2_wpe_rows0-63.npy"))[1:64],
         "runs/default_float32_seed1/wpe_step001500.npy": np.load(os.path.join(FIX, "runs/default_float32_seed1/wpe_step001500.npy")),
+        "runs/circles_rows128_seed1/wpe_step001500.npy": np.load(os.path.join(FIX, "runs/circles_rows128_seed1/wpe_step001500.npy")),
     }
     out = {"command": "/usr/bin/python3 scripts/periodicity_numpy.py", "numpy": np.__version__,
            "tables": {name: analyse(W) for name, W in tables.items()}}

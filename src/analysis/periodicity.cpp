@@ -349,9 +349,15 @@ std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::v
     best->explained = c.explained + explained[k];
   }
   if (best || c.first > static_cast<int>(n) || c.second > static_cast<int>(n)) return best;
-  for (size_t k = 0; k < n; ++k)  // components in order of variance: the strongest first
-    if (!in_circle[k + 1])
-      if (std::optional<Helix> h = turned_apart(c, static_cast<int>(k + 1), projections, explained)) return h;
+  // Components mix where their variances nearly match: those within kTurnVarianceRatio of a circle coordinate's
+  // (half the circle's share), in order of variance, the strongest first.
+  const double coordinate = c.explained / 2;
+  for (size_t k = 0; k < n; ++k) {
+    if (in_circle[k + 1] || explained[k] > kTurnVarianceRatio * coordinate ||
+        explained[k] < coordinate / kTurnVarianceRatio)
+      continue;
+    if (std::optional<Helix> h = turned_apart(c, static_cast<int>(k + 1), projections, explained)) return h;
+  }
   return std::nullopt;
 }
 

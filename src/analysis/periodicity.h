@@ -57,7 +57,7 @@ struct Helix {
   // Turned apart (find_helix): the circle lies in the space of components circle.first, circle.second and slow, not
   // on two of them. axes[i] holds the weights on those three of the circle's two axes (i = 0, 1; the larger first)
   // and of the slow axis (i = 2), curves[i] its curve along position; circle's and slow_period's figures are the
-  // axes'. Empty when not turned.
+  // axes'. Not turned: axes all 0, curves empty.
   bool rotated = false;
   std::array<std::array<double, 3>, 3> axes{};
   std::vector<std::vector<double>> curves;
@@ -71,6 +71,7 @@ constexpr double kCircleConcentration = 0.5;  // at least half the pair's power 
 constexpr double kCircleCircularity = 0.8;    // |Z₊|² at least 9 × |Z₋|²
 constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less is an arc
 constexpr double kSlowPowerShare = 0.5;       // the slow component's power mostly at its own peak
+constexpr double kTurnVarianceRatio = 3;      // a component turned with a circle: within 3× a coordinate's variance
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at
@@ -81,8 +82,9 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
 
 // The strongest circle with the strongest component outside every circle that is slow: its power mostly at its own
 // peak, at about one cycle over the table or less (f* < 1.5), no faster than the circle. Failing that, the circle
-// turned apart from each component outside every circle in turn, strongest first: principal components of nearly
-// equal variance come out mixed, a slow axis of a circle coordinate's variance spread over all three. The slow axis
+// turned apart from each component outside every circle whose variance lies within kTurnVarianceRatio of a circle
+// coordinate's (half the circle's), in turn, strongest first: principal components of nearly equal variance come
+// out mixed, a slow axis of a circle coordinate's variance spread over all three. The slow axis
 // is the direction of their space whose curve changes least over a quarter of the circle's period for its variance
 // (the least generalized eigenvector of the Gram matrix of those differences against the curves'), the circle's
 // plane the rest; the first whose axes pass the circle rule and whose slow axis passes the slow rule. nullopt

@@ -145,6 +145,15 @@ TEST(Frequencies, ATurnedHelixIsSaidAndWrittenSo) {
   EXPECT_FALSE(p["rotated"].get<bool>());
   EXPECT_FALSE(p.contains("axes"));
   EXPECT_FALSE(p.contains("projections"));
+
+  // A real table with a circle of PC2 and PC4 (7.3 %): PC6 (0.3 %, a period of 5 positions) is no slow axis, turned
+  // or not; a coordinate of the circle holds 12 times its variance.
+  const Analysis rows128 =
+      analyze_table(read_npy_table(frequency_fixture("runs/circles_rows128_seed1/wpe_step001500.npy")), "128");
+  ASSERT_EQ(rows128.circles.size(), 1u);
+  EXPECT_EQ(rows128.circles[0].first, 2);
+  EXPECT_EQ(rows128.circles[0].second, 4);
+  EXPECT_FALSE(rows128.helix.has_value());
 }
 
 TEST(Frequencies, MatchesNumPy) {
@@ -155,7 +164,8 @@ TEST(Frequencies, MatchesNumPy) {
       {"planted_helix_96x24.npy", ":", "planted_helix_96x24.npy"},
       {"planted_helix_even_96x24.npy", ":", "planted_helix_even_96x24.npy"},
       {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"},
-      {"runs/default_float32_seed1/wpe_step001500.npy", ":", "runs/default_float32_seed1/wpe_step001500.npy"}};
+      {"runs/default_float32_seed1/wpe_step001500.npy", ":", "runs/default_float32_seed1/wpe_step001500.npy"},
+      {"runs/circles_rows128_seed1/wpe_step001500.npy", ":", "runs/circles_rows128_seed1/wpe_step001500.npy"}};
   for (const auto& [file, rows, key] : tables) {
     SCOPED_TRACE(key);
     const Analysis a = analyze_table(select_rows(read_npy_table(frequency_fixture(file)), rows), key);

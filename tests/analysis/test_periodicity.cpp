@@ -220,6 +220,19 @@ TEST(Periodicity, AHelixMixedAmongItsComponentsIsTurnedApart) {
   }
 }
 
+// Components of far different variance do not mix in a PCA: a third far weaker (or stronger) than the circle's
+// coordinates is not turned with them, however slow the turn would make it.
+TEST(Periodicity, OnlyAComponentOfAboutACircleCoordinatesVarianceIsTurnedWithIt) {
+  const std::vector<std::vector<double>> curves = mixed(ramp_table());
+  std::vector<CurvePeriod> periods;
+  for (const auto& c : curves) periods.push_back(curve_period(c));
+  Circle c;
+  c.first = 1, c.second = 2, c.frequency = kP / 10.7, c.period = 10.7, c.explained = 0.66;
+  // a coordinate holds 0.33: the third turned from 0.33 / 3 to 3 × 0.33, not beyond
+  for (double third : {0.12, 0.33, 0.9}) EXPECT_TRUE(find_helix({c}, curves, {0.33, 0.33, third}, periods)) << third;
+  for (double third : {0.1, 1.0}) EXPECT_FALSE(find_helix({c}, curves, {0.33, 0.33, third}, periods)) << third;
+}
+
 TEST(Periodicity, ACircleMixedWithAFastOrNoisyThirdIsNoHelix) {
   for (const std::vector<double>& third : {wave(5.0), noise(11)}) {
     const std::vector<std::vector<double>> curves = mixed(third);
