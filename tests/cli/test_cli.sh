@@ -292,6 +292,24 @@ else
   echo "FAIL default config short run (trained, snapshots, the run's last lines):"
   tail -20 "$tmp/err"
 fi
+# On a terminal (script(1)'s pseudo-terminal) training draws its progress bar on one line, each redrawn and erased
+# ("\r\e[K") before a log line takes its place: no line of the screen holds a bar left behind or a bar beside a log
+# line, and the last step's bar was drawn. Into a pipe it draws none.
+cmd="LC_ALL=C $poslab train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 \
+  --set train.eval_batches=2 --set snapshot.every=3 --set run.out_dir=$tmp/tty-run"
+script -qec "$cmd" /dev/null </dev/null >"$tmp/tty.raw" 2>&1
+# the screen's lines: colours dropped, each line what follows its last carriage return
+sed 's/\x1b\[[0-9;]*m//g; s/\r$//' "$tmp/tty.raw" | awk -F'\r' '{print $NF}' | sed 's/^\x1b\[K//' >"$tmp/tty.screen"
+if [ "$(grep -c $'\r\x1b\\[K\\[[#.]*\\] ' "$tmp/tty.raw")" -ge 2 ] && grep -q "\] 100% step 6/6 ETA" "$tmp/tty.raw" &&
+   ! grep -Eq "% step [0-9]+/6 ETA" "$tmp/tty.screen" && ! grep -Eq ".[0-9]{2}:[0-9]{2}:[0-9]{2} (info|warning)" "$tmp/tty.screen" &&
+   grep -q "eval step 6 " "$tmp/tty.screen" && [ -f "$tmp/tty-run/default/checkpoints/latest.pt" ] &&
+   ! grep -q $'\r' "$tmp/err"; then  # (the short run above wrote its log to a file)
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL the progress bar on a terminal (or a carriage return into a pipe):"
+  cat -v "$tmp/tty.raw" | tail -20
+fi
 # Its analysis reads on an 80-column terminal: the snapshots' metrics in three tables (spectrum, order, form), each
 # with its half-way row; no line wider, the checkpoint's analysis neither.
 if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
