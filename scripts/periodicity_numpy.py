@@ -3,7 +3,7 @@
 circles and the helix, the periodogram, the sinusoid R² of the K lowest and K strongest frequencies, translation
 invariance and monotonicity of five tables (two planted helices in noise, the second's ramp of a circle coordinate's
 variance, GPT-2's rows 1-63, the tables of a real default run and of a 128-row run that grew a circle, at step
-1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_periodicity_numpy.cpp.
+1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_frequencies.cpp.
 
 Usage: /usr/bin/python3 scripts/periodicity_numpy.py   (needs python3-numpy)
 
@@ -63,39 +63,9 @@ def curve_period(x):
     return {"frequency": f, "period": P / f, "power_share": float(ac[peak - 1] / total), "spectral_entropy": entropy}
 
 
-def circles(curves, explained, periods):
-    found = []
-    for a, b in itertools.combinations(range(len(curves)), 2):
-        fa, fb = periods[a]["frequency"], periods[b]["frequency"]
-        if abs(fa - fb) > 1.0:
-            continue
-        x, y = curves[a], curves[b]
-        z = x / np.linalg.norm(x) + 1j * y / np.linalg.norm(y)
-        P = len(z)
-        f = dense_argmax(lambda f: abs(dtft(z, f)) ** 2 + abs(dtft(z, -f)) ** 2, max(0.25, min(fa, fb) - 0.5),
-                         min(P / 2, max(fa, fb) + 0.5))
-        plus, minus = abs(dtft(z, f)) ** 2, abs(dtft(z, -f)) ** 2
-        conc = (plus + minus) / (2 * P)
-        circ = abs(plus - minus) / (plus + minus)
-        if f >= 0.9 and conc >= 0.5 and circ >= 0.8:
-            found.append({"components": [a + 1, b + 1], "period": P / f, "explained": explained[a] + explained[b],
-                          "concentration": conc, "circularity": circ, "frequency": f})
-    found.sort(key=lambda c: -c["explained"])
-    used, out = set(), []
-    for c in found:
-        if not used & set(c["components"]):
-            used |= set(c["components"])
-            out.append(c)
-    return out
-
-
-def is_slow(p, circle_frequency):
-    return 0 < p["frequency"] < 1.5 and p["frequency"] <= circle_frequency and p["power_share"] >= 0.5
-
-
-def circle_of(x, y):
-    """The circle test of two curves (circles() above, for one pair), or None."""
-    px, py = curve_period(x), curve_period(y)
+def circle_of(x, y, px, py):
+    """Two curves (with their curve_period) as a circle: its period, frequency, concentration and circularity, or
+    None."""
     fa, fb = px["frequency"], py["frequency"]
     if not (fa > 0 and fb > 0) or abs(fa - fb) > 1.0:
         return None
@@ -108,6 +78,25 @@ def circle_of(x, y):
     if f >= 0.9 and conc >= 0.5 and circ >= 0.8:
         return {"period": P / f, "frequency": f, "concentration": conc, "circularity": circ}
     return None
+
+
+def circles(curves, explained, periods):
+    found = []
+    for a, b in itertools.combinations(range(len(curves)), 2):
+        c = circle_of(curves[a], curves[b], periods[a], periods[b])
+        if c is not None:
+            found.append(dict(c, components=[a + 1, b + 1], explained=explained[a] + explained[b]))
+    found.sort(key=lambda c: -c["explained"])
+    used, out = set(), []
+    for c in found:
+        if not used & set(c["components"]):
+            used |= set(c["components"])
+            out.append(c)
+    return out
+
+
+def is_slow(p, circle_frequency):
+    return 0 < p["frequency"] < 1.5 and p["frequency"] <= circle_frequency and p["power_share"] >= 0.5
 
 
 def turned_apart(c, k, curves, explained):
@@ -125,7 +114,8 @@ def turned_apart(c, k, curves, explained):
     basis = np.linalg.svd(u[None, :])[2][1:]  # (2, 3): u's orthogonal complement
     w, v = np.linalg.eigh(basis @ G @ basis.T)
     axes = [basis.T @ v[:, 1], basis.T @ v[:, 0], u]  # the plane's larger axis first, then the slow axis
-    circle = circle_of(Y @ axes[0], Y @ axes[1])
+    x, y = Y @ axes[0], Y @ axes[1]
+    circle = circle_of(x, y, curve_period(x), curve_period(y))
     slow = curve_period(Y @ axes[2])
     if circle is None or not is_slow(slow, circle["frequency"]):
         return None
