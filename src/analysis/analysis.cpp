@@ -50,7 +50,7 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
   auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (P, d)
   if (!torch::isfinite(W).all().item<bool>()) {
     auto bad = torch::nonzero(~torch::isfinite(W));
-    throw Error(source + ": the table holds " + std::to_string(bad.size(0)) + " NaN or Inf values (first at row " +
+    throw Error(source + ": the table holds " + counted(bad.size(0), "NaN or Inf value") + " (first at row " +
                     std::to_string(bad[0][0].item<int64_t>()) + ", column " +
                     std::to_string(bad[0][1].item<int64_t>()) + ")",
                 "the model diverged or the file is damaged: analyse an earlier snapshot");

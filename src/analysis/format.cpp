@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "analysis/metric_list.h"
+#include "util/plural.h"
 #include "util/wrap.h"
 
 namespace poslab {
@@ -131,9 +132,9 @@ std::string summary_text(const Analysis& a) {
                                                   : fmt::format("ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho",
                                                                 a.noise.omega, a.noise.beta);
   s += fmt::format(
-      "  noise floor   {} components above it hold {:.1f}% of the variance | noise sd {:.3g} | threshold "
-      "σ > {:.3g} ({})\n",
-      a.noise.signal_rank, 100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, rule);
+      "  noise floor   {} above it {} {:.1f}% of the variance | noise sd {:.3g} | threshold σ > {:.3g} ({})\n",
+      counted(a.noise.signal_rank, "component"), a.noise.signal_rank == 1 ? "holds" : "hold",
+      100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, rule);
   std::string top;
   for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
     top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);

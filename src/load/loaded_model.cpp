@@ -3,6 +3,7 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/plural.h"
 
 namespace poslab {
 
@@ -18,8 +19,7 @@ LoadedModel load_model(const std::string& path, const torch::Device& device) {
   for (const auto& p : m.model->named_parameters()) {
     const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
     if (bad > 0)
-      throw Error(path + ": " + p.key() + " holds " + std::to_string(bad) + " NaN or Inf values",
-                  damaged_checkpoint_hint(path));
+      throw Error(path + ": " + p.key() + " holds " + counted(bad, "NaN or Inf value"), damaged_checkpoint_hint(path));
   }
   m.model->to(device);
   m.model->eval();

@@ -31,6 +31,7 @@
 #include "util/fs.h"
 #include "util/lock.h"
 #include "util/platform.h"
+#include "util/plural.h"
 #include "util/shell.h"
 #include "util/signals.h"
 
@@ -253,7 +254,9 @@ TrainSummary TrainingRun::finish() {
       train_seconds_ > 0 ? static_cast<double>(train_steps_run_ * tokens_per_step()) / train_seconds_ : 0.0;
   s.interrupted_by = stop_signal();
   s.skipped_steps = skipped_steps_;
-  if (skipped_steps_ > 0) spdlog::warn("{} steps were skipped for non-finite loss or gradient", skipped_steps_);
+  if (skipped_steps_ > 0)
+    spdlog::warn("{} skipped for non-finite loss or gradient",
+                 skipped_steps_ == 1 ? "1 step was" : counted(skipped_steps_, "step") + " were");
   if (!s.finished)
     spdlog::info("stopped at step {}{}: continue with poslab train --resume {}", finished_at_,
                  s.interrupted_by ? fmt::format(" by signal {}", s.interrupted_by) : "", shell_word(rdir_));

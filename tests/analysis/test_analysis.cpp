@@ -200,7 +200,11 @@ TEST(Analysis, BadTablesAreClearErrors) {
   EXPECT_NE(message(torch::zeros({3, 4})).find("at least 4 rows"), std::string::npos);
   auto nan = torch::randn({8, 4});
   nan[5][2] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_NE(message(nan).find("NaN or Inf values (first at row 5, column 2)"), std::string::npos) << message(nan);
+  EXPECT_NE(message(nan).find("holds 1 NaN or Inf value (first at row 5, column 2)"), std::string::npos)
+      << message(nan);
+  nan[6][1] = std::numeric_limits<float>::infinity();
+  EXPECT_NE(message(nan).find("holds 2 NaN or Inf values (first at row 5, column 2)"), std::string::npos)
+      << message(nan);
   auto inf = torch::randn({8, 4});
   inf[1][0] = std::numeric_limits<float>::infinity();
   EXPECT_NE(message(inf).find("NaN or Inf"), std::string::npos);
@@ -275,6 +279,18 @@ TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
 }
 
 // A value that rounds to zero in its metric's format reads without a sign; a value that does not keeps it.
+// The summary counts its components in words: one component above the floor "holds", several "hold".
+TEST(Analysis, TheNoiseFloorLineCountsItsComponents) {
+  const torch::Tensor ramp = torch::arange(64, torch::kFloat64).unsqueeze(1) / 63.0 - 0.5;
+  const torch::Tensor rank1 = ramp * torch::ones({1, 16}, torch::kFloat64) + random_table(64, 16, 1e-3, 3);
+  const Analysis one = analyze_table(rank1, "one");
+  ASSERT_EQ(one.noise.signal_rank, 1);
+  EXPECT_NE(summary_text(one).find("noise floor   1 component above it holds "), std::string::npos)
+      << summary_text(one);
+  EXPECT_NE(summary_text(analyze_table(handbook_table(32, 16, 0), "h")).find(" components above it hold "),
+            std::string::npos);
+}
+
 TEST(Analysis, AMetricRoundingToZeroHasNoMinusSign) {
   Analysis a;
   for (const Metric& m : scalar_metrics())
