@@ -131,6 +131,10 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
         "train: give --init-from CHECKPOINT or --resume RUN_DIR, not both (a resumed run continues from its "
         "own checkpoint)",
         "--resume goes on with a run; --init-from starts a new one from a checkpoint's weights");
+  if (req.config_path.empty() && req.resume_dir.empty() && req.init_from.empty())
+    throw Error("train: name a config, --resume RUN_DIR or --init-from CHECKPOINT",
+                "poslab train configs/default.yaml trains the default model; configs/ holds the others, and "
+                "poslab help train lists the options");
   if (a.nproc > 1) return launch_train(req, a.nproc, argc, argv);
   const DistEnv env = read_dist_env();
   if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
@@ -206,8 +210,13 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // The command's own options when it was named, else the list of commands.
+    const std::vector<CLI::App*> named = app.get_subcommands();
     std::cerr << "error: " << e.what() << "\n"
-              << "hint: poslab help lists the commands, poslab help COMMAND a command's options\n";
+              << "hint: "
+              << (named.empty() ? std::string("poslab help lists the commands, poslab help COMMAND a command's options")
+                                : "poslab help " + named.front()->get_name() + " lists its options")
+              << "\n";
     return 2;
   }
   return std::nullopt;

@@ -70,6 +70,13 @@ else
 fi
 expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
+# A bad option value: the hint names the command's own help.
+expect_error "a bad option's hint names its command" "^hint: poslab help analyze lists its options$" \
+  analyze tests/fixtures/planted_helix_96x24.npy --top-pcs 0
+# Nothing to train from: an error, not a run of the built-in defaults.
+expect_error "train without a config" "^error: train: name a config, --resume RUN_DIR or --init-from CHECKPOINT$" \
+  train --set "run.out_dir=$tmp/noconfig"
+[ ! -e "$tmp/noconfig" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL train without a config wrote $tmp/noconfig"; }
 expect_error "no subcommand" "^error: " 
 expect_error "unknown subcommand" "^error: unknown command 'frob'" frob configs/default.yaml
 # "poslab help" is --help; "poslab help train" is train's --help.
