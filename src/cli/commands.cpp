@@ -58,7 +58,8 @@ struct BenchArgs {
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   auto* cmd = app.add_subcommand("train", "train a model from a YAML config, or resume a run");
-  cmd->add_option("config", a.req.config_path, "YAML config; keys not listed keep their defaults")
+  cmd->add_option("config", a.req.config_path,
+                  "YAML config (keys it leaves out keep their defaults); needed without --resume or --init-from")
       ->check(existing("file"));
   cmd->add_option("--set", a.sets, "override one key, e.g. --set train.max_steps=50 (repeatable)")
       ->type_name("KEY=VALUE")
