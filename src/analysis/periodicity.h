@@ -1,10 +1,9 @@
-// Periods along position, circles and the helix, and how the similarity of two rows depends on their offset.
-// Torch-free: curves are std::vector<double> of P values (a component's projection along position), the similarity
-// matrix a row-major (P, P) array.
+// Periods along position, circles and the helix. Torch-free: curves are std::vector<double> of P values (a
+// component's projection along position).
 //
 // Frequencies are in cycles per table (f cycles over P positions; period P / f positions). The power spectrum of a
 // curve x is |X_f|², X_f = Σ_p x_p e^{−2πi f p / P}, at the integer bins f = 0 … ⌊P/2⌋. Every formula is written out
-// in docs/analysis.md ("Periods, circles and the helix", "Translation invariance and monotonicity").
+// in docs/analysis.md ("Periods, circles and the helix").
 #pragma once
 
 #include <array>
@@ -91,16 +90,5 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
 // without one.
 std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::vector<std::vector<double>>& projections,
                                 const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
-
-// Translation invariance of a (P, P) similarity matrix C: the share of the variance of its off-diagonal entries
-// (i < j) explained by the mean of each diagonal j − i. 1 for a Toeplitz matrix; about 2/P for noise.
-double translation_invariance(const double* C, int64_t P, const std::vector<int64_t>* perm = nullptr);
-
-// Monotonicity: over every triple i < j < k, the share of the two comparisons C[i][j] > C[i][k] (seen from i) and
-// C[k][j] > C[k][i] (seen from k) that hold, ties counted half. 1 when similarity falls with distance from every
-// row; 0.5 for noise. O(P² log P).
-double monotonicity(const double* C, int64_t P, const std::vector<int64_t>* perm = nullptr);
-
-// (perm: read C as the matrix of the rows reordered, row i of the copy being row perm[i] of the table.)
 
 }  // namespace poslab

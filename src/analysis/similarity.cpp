@@ -5,6 +5,7 @@
 #include <random>
 
 #include "analysis/metrics.h"
+#include "analysis/offsets.h"
 
 namespace poslab {
 namespace {
