@@ -1,8 +1,6 @@
 // The run folder's layout and the readers of its files: good files read back what was written; a damaged file is
 // an error that names the file, the line (for line-based files) or the key, and what to do.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -156,15 +154,14 @@ TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
   const RunFolder run(dir.str());
   write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 100}\n{\"step\": 200}\n{\"step\": 2");
   write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 200, \"file\": \"b.npy\"}\n");
-  std::ostringstream log;  // the repaired last line is said
-  const auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
-  truncate_logs_after(run, 100);
-  spdlog::set_default_logger(previous);
-  EXPECT_HAS(log.str(),
-             run.metrics() + ": its last line was cut short (10 bytes, a crash while it was written): left out");
-  EXPECT_EQ(log.str().find(run.snapshot_index()), std::string::npos) << log.str();
+  std::string log;  // the repaired last line is said
+  {
+    const test::CapturedLog captured;
+    truncate_logs_after(run, 100);
+    log = captured.str();
+  }
+  EXPECT_HAS(log, run.metrics() + ": its last line was cut short (10 bytes, a crash while it was written): left out");
+  EXPECT_EQ(log.find(run.snapshot_index()), std::string::npos) << log;
   // Step 100's record goes (the resumed run writes it again after step 100's update); its snapshot stays.
   EXPECT_EQ(read_file(run.metrics()), "{\"step\":0}\n");
   EXPECT_EQ(read_snapshot_index(run).size(), 1u);

@@ -27,6 +27,7 @@
 namespace poslab {
 namespace {
 
+using test::CapturedLog;
 using test::read_jsonl;
 using test::TempDir;
 namespace fs = std::filesystem;
@@ -398,9 +399,25 @@ TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   TrainRequest skip = tiny_run(dir, "skip", 4);
   skip.overrides.push_back("model.wpe_init_std=1e300");
   skip.overrides.push_back("train.on_nonfinite=skip");
-  const TrainSummary s = train(skip);
+  std::string log;
+  TrainSummary s;
+  {
+    const CapturedLog captured;
+    s = train(skip);
+    log = captured.str();
+  }
   EXPECT_TRUE(s.finished);
   EXPECT_EQ(s.skipped_steps, 4);
+  EXPECT_NE(log.find("4 steps were skipped for non-finite loss or gradient"), std::string::npos) << log;
+  TrainRequest one = tiny_run(dir, "skip-one", 1);  // counted in words
+  one.overrides.push_back("model.wpe_init_std=1e300");
+  one.overrides.push_back("train.on_nonfinite=skip");
+  {
+    const CapturedLog captured;
+    EXPECT_EQ(train(one).skipped_steps, 1);
+    log = captured.str();
+  }
+  EXPECT_NE(log.find("1 step was skipped for non-finite loss or gradient"), std::string::npos) << log;
 }
 
 // The step on the device (train.adamw fused), on the CPU here and on a GPU in the CUDA case: a run stopped and

@@ -3,15 +3,12 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <strings.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -68,20 +65,17 @@ TEST(Platform, OpenBlasStartedWithTheCoreTypeGetenvGave) {
 TEST(Platform, ThreadsAutoTakeEveryCoreAndMoreThanTheCoresGiveAWarning) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int before = at::get_num_threads();
-  std::ostringstream log;
-  const auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  auto log = std::make_unique<test::CapturedLog>();
   EXPECT_EQ(apply_threads(0), cores);
   EXPECT_EQ(at::get_num_threads(), cores);
   EXPECT_EQ(apply_threads(0, 2 * cores), 1);  // more processes than cores: one thread each
   EXPECT_EQ(apply_threads(cores), cores);
-  const std::string quiet = log.str();
+  const std::string quiet = log->str();
   EXPECT_EQ(apply_threads(cores + 1), cores + 1);
-  const std::string over = log.str().substr(quiet.size());
+  const std::string over = log->str().substr(quiet.size());
   EXPECT_EQ(apply_threads(cores, 2), cores);
-  const std::string shared = log.str().substr(quiet.size() + over.size());
-  spdlog::set_default_logger(previous);
+  const std::string shared = log->str().substr(quiet.size() + over.size());
+  log.reset();
   apply_threads(before);
   EXPECT_EQ(quiet, "") << "a warning where the threads fit the cores";
   EXPECT_NE(over.find("run.threads " + std::to_string(cores + 1) + " is more than this machine's " +
