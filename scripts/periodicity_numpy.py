@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Writes tests/fixtures/periodicity_numpy.json: each component's period, power share and spectral entropy, the
-circles and the helix, the periodogram, the sinusoid R² of the K lowest and K strongest frequencies, translation
-invariance and monotonicity of five tables (two planted helices in noise, the second's ramp of a circle coordinate's
-variance, GPT-2's rows 1-63, the tables of a real default run and of a 128-row run that grew a circle, at step
-1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_frequencies.cpp.
+"""Writes tests/fixtures/periodicity_numpy.json: each component's period, power share, spectral entropy and slow
+share, the circles and the helix, the periodogram, the sinusoid R² of the K lowest and K strongest frequencies,
+translation invariance and monotonicity of five tables (two planted helices in noise, the second's ramp of a circle
+coordinate's variance, GPT-2's rows 1-63, the tables of a real default run and of a 128-row run that grew a circle,
+at step 1500), computed by NumPy, for the C++ cross-check in tests/analysis/test_frequencies.cpp.
 
 Usage: /usr/bin/python3 scripts/periodicity_numpy.py   (needs python3-numpy)
 
@@ -48,19 +48,33 @@ def dense_argmax(g, lo, hi):
     return float(grid[int(np.argmax(values))])
 
 
+def slow_share(x):
+    """The variance about the mean held by half a cycle and one cycle, cos(πk(p + ½)/P), k = 1, 2: a least-squares
+    fit with the constant (the C++ projects on the two cosines, orthogonal on the grid)."""
+    P = len(x)
+    if P < 3:
+        return 0.0
+    t = (np.arange(P) + 0.5) / P
+    B = np.stack([np.ones(P), np.cos(np.pi * t), np.cos(2 * np.pi * t)], axis=1)
+    coef, *_ = np.linalg.lstsq(B, x, rcond=None)
+    variance = float(np.sum((x - x.mean()) ** 2))
+    return float(np.sum((B[:, 1:] @ coef[1:]) ** 2)) / variance if variance > 0 else 0.0
+
+
 def curve_period(x):
     P = len(x)
     power = np.abs(np.fft.rfft(x)) ** 2
     ac = power[1:]
     total = ac.sum()
     if total <= 1e-20 * P * np.dot(x, x):
-        return {"frequency": 0.0, "period": 0.0, "power_share": 0.0, "spectral_entropy": 0.0}
+        return {"frequency": 0.0, "period": 0.0, "power_share": 0.0, "spectral_entropy": 0.0, "slow_share": 0.0}
     peak = int(np.argmax(ac)) + 1
     f = dense_argmax(lambda f: sinusoid_energy(x, f), max(0.5, peak - 0.5), min(P / 2, peak + 0.5))
     p = ac / total
     p = p[p > 0]
     entropy = float(-(p * np.log(p)).sum() / np.log(len(ac))) if len(ac) > 1 else 0.0
-    return {"frequency": f, "period": P / f, "power_share": float(ac[peak - 1] / total), "spectral_entropy": entropy}
+    return {"frequency": f, "period": P / f, "power_share": float(ac[peak - 1] / total), "spectral_entropy": entropy,
+            "slow_share": slow_share(x)}
 
 
 def circle_of(x, y, px, py):
@@ -96,7 +110,7 @@ def circles(curves, explained, periods):
 
 
 def is_slow(p, circle_frequency):
-    return 0 < p["frequency"] < 1.5 and p["frequency"] <= circle_frequency and p["power_share"] >= 0.5
+    return 0 < p["frequency"] <= circle_frequency and p["slow_share"] >= 0.5
 
 
 def turned_apart(c, k, curves, explained):

@@ -57,6 +57,7 @@ struct PCFrequency {
   double period = 0;               // positions per cycle
   double power_share = 0;          // share of the curve's (non-DC) power at the dominant frequency's bin
   double spectral_entropy = 0;     // of the curve's power over the bins: 0 for one frequency, ≈ 1 for noise
+  double slow_share = 0;           // of its variance in half a cycle and one cycle over the table (periodicity.h)
   std::vector<double> projection;  // (P,) the positions projected on this component; the first top_pcs only
 };
 

@@ -33,8 +33,9 @@ nlohmann::json to_json(const Analysis& a) {
   json pcs = json::array();
   for (const auto& f : a.pc_frequencies) {
     json pc = {
-        {"component", f.component}, {"explained", f.explained},     {"cycles_per_position", f.cycles_per_position},
-        {"period", f.period},       {"power_share", f.power_share}, {"spectral_entropy", f.spectral_entropy}};
+        {"component", f.component},  {"explained", f.explained},     {"cycles_per_position", f.cycles_per_position},
+        {"period", f.period},        {"power_share", f.power_share}, {"spectral_entropy", f.spectral_entropy},
+        {"slow_share", f.slow_share}};
     if (!f.projection.empty()) pc["projection"] = f.projection;
     pcs.push_back(pc);
   }

@@ -116,10 +116,28 @@ bool is_circle(const Circle& c) {
          c.circularity >= kCircleCircularity;
 }
 
-// A slow axis for a circle turning `circle_frequency` times: about one cycle over the table or less, its power mostly
-// at that peak, no faster than the circle.
+// A slow axis for a circle turning `circle_frequency` times: its variance mostly in half a cycle and one cycle over
+// the table, its peak no faster than the circle.
 bool is_slow(const CurvePeriod& p, double circle_frequency) {
-  return p.frequency > 0 && p.frequency < 1.5 && p.frequency <= circle_frequency && p.power_share >= kSlowPowerShare;
+  return p.frequency > 0 && p.frequency <= circle_frequency && p.slow_share >= kSlowShare;
+}
+
+// CurvePeriod::slow_share. The cosines k = 1, 2 are orthogonal to the constant and to each other over the P
+// positions, each of squared norm P/2.
+double slow_share(const std::vector<double>& x) {
+  const size_t P = x.size();
+  const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(P);
+  double variance = 0;
+  for (double v : x) variance += (v - mean) * (v - mean);
+  if (P < 3 || !(variance > 0)) return 0.0;
+  double slow = 0;
+  for (int k = 1; k <= 2; ++k) {
+    double dot = 0;
+    for (size_t p = 0; p < P; ++p)
+      dot += x[p] * std::cos(M_PI * k * (static_cast<double>(p) + 0.5) / static_cast<double>(P));
+    slow += dot * dot / (static_cast<double>(P) / 2);
+  }
+  return slow / variance;
 }
 
 // The circle c (components c.first and c.second) and component k turned apart (find_helix); nullopt when the
@@ -255,6 +273,7 @@ CurvePeriod curve_period(const std::vector<double>& x) {
   for (size_t f = 1; f <= bins; ++f)
     if (power[f] > 0) h -= power[f] / total * std::log(power[f] / total);
   c.spectral_entropy = bins > 1 ? h / std::log(static_cast<double>(bins)) : 0.0;
+  c.slow_share = slow_share(x);
   return c;
 }
 

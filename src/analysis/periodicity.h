@@ -30,10 +30,14 @@ struct CurvePeriod {
   double period = 0;       // P / frequency positions (0 for a flat curve)
   double power_share = 0;  // share of the non-DC power at the peak's bin
   double spectral_entropy = 0;  // −Σ p_f ln p_f / ln(⌊P/2⌋) over the non-DC bins: 0 for one bin, ≈ 1 for white noise
+  // Share of the variance about the mean in the two slowest cosines that need not close over the table, half a cycle
+  // and one cycle: cos(πk(p + ½)/P), k = 1, 2 (DCT-II). A ramp holds 98.6 % in them, bent or with an outlying end
+  // row still most, white noise 2/P.
+  double slow_share = 0;
 };
 
 // The dominant period of a curve: the bin of most power (f ≥ 1), refined to the maximum of sinusoid_energy within
-// half a bin of it.
+// half a bin of it; and its slow share.
 CurvePeriod curve_period(const std::vector<double>& x);
 
 // Two components at one period in quadrature: the rows go round a circle (an ellipse, each axis scaled to unit
@@ -69,7 +73,7 @@ std::array<int, 3> helix_space(const Helix& h);
 constexpr double kCircleConcentration = 0.5;  // at least half the pair's power at one frequency
 constexpr double kCircleCircularity = 0.8;    // |Z₊|² at least 9 × |Z₋|²
 constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less is an arc
-constexpr double kSlowPowerShare = 0.5;       // the slow component's power mostly at its own peak
+constexpr double kSlowShare = 0.5;            // the slow component's variance mostly in half a cycle and one cycle
 constexpr double kTurnVarianceRatio = 3;      // a component turned with a circle: within 3× a coordinate's variance
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
@@ -79,10 +83,10 @@ constexpr double kTurnVarianceRatio = 3;      // a component turned with a circl
 std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
                                  const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
 
-// The strongest circle with the strongest component outside every circle that is slow: its power mostly at its own
-// peak, at about one cycle over the table or less (f* < 1.5), no faster than the circle. Failing that, the circle
-// turned apart from each component outside every circle whose variance lies within kTurnVarianceRatio of a circle
-// coordinate's (half the circle's), in turn, strongest first: principal components of nearly equal variance come
+// The strongest circle with the strongest component outside every circle that is slow: at least kSlowShare of its
+// variance in half a cycle and one cycle over the table (slow_share), its peak no faster than the circle. Failing that,
+// the circle turned apart from each component outside every circle whose variance lies within kTurnVarianceRatio of a
+// circle coordinate's (half the circle's), in turn, strongest first: principal components of nearly equal variance come
 // out mixed, a slow axis of a circle coordinate's variance spread over all three. The slow axis
 // is the direction of their space whose curve changes least over a quarter of the circle's period for its variance
 // (the least generalized eigenvector of the Gram matrix of those differences against the curves'), the circle's

@@ -46,6 +46,7 @@ void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const
     f.period = c.period;
     f.power_share = c.power_share;
     f.spectral_entropy = c.spectral_entropy;
+    f.slow_share = c.slow_share;
     if (k < opt.top_pcs) f.projection = proj;
     out.pc_frequencies.push_back(f);
     if (k < above && f.explained > 1e-9) {  // circles only among components that stand above the noise

@@ -146,14 +146,20 @@ TEST(Frequencies, ATurnedHelixIsSaidAndWrittenSo) {
   EXPECT_FALSE(p.contains("axes"));
   EXPECT_FALSE(p.contains("projections"));
 
-  // A real table with a circle of PC2 and PC4 (7.3 %): PC6 (0.3 %, a period of 5 positions) is no slow axis, turned
-  // or not; a coordinate of the circle holds 12 times its variance.
+  // A real table with a circle of PC2 and PC4 (7.3 %) beside a ramp (PC1) whose first row stands out: the ramp's
+  // power leaks from its peak (49.7 %), its variance does not leave half a cycle and one cycle (94 %). It is the
+  // slow axis, untouched; PC6 (0.3 %, a period of 5 positions), a circle coordinate's variance ÷ 12, is not.
   const Analysis rows128 =
       analyze_table(read_npy_table(frequency_fixture("runs/circles_rows128_seed1/wpe_step001500.npy")), "128");
   ASSERT_EQ(rows128.circles.size(), 1u);
   EXPECT_EQ(rows128.circles[0].first, 2);
   EXPECT_EQ(rows128.circles[0].second, 4);
-  EXPECT_FALSE(rows128.helix.has_value());
+  EXPECT_LT(rows128.pc_frequencies[0].power_share, 0.5);
+  EXPECT_GT(rows128.pc_frequencies[0].slow_share, 0.9);
+  ASSERT_TRUE(rows128.helix.has_value());
+  EXPECT_FALSE(rows128.helix->rotated);
+  EXPECT_EQ(rows128.helix->slow, 1);
+  EXPECT_NE(summary_text(rows128).find("PC2+PC4 (period 108.1) along PC1"), std::string::npos) << summary_text(rows128);
 }
 
 TEST(Frequencies, MatchesNumPy) {
@@ -180,6 +186,7 @@ TEST(Frequencies, MatchesNumPy) {
       EXPECT_NEAR(f.cycles_per_position * a.positions, n["frequency"].get<double>(), 2e-4) << "PC" << f.component;
       EXPECT_NEAR(f.power_share, n["power_share"].get<double>(), 1e-9) << "PC" << f.component;
       EXPECT_NEAR(f.spectral_entropy, n["spectral_entropy"].get<double>(), 1e-9) << "PC" << f.component;
+      EXPECT_NEAR(f.slow_share, n["slow_share"].get<double>(), 1e-9) << "PC" << f.component;
       EXPECT_NEAR(f.explained, n["explained"].get<double>(), 1e-9) << "PC" << f.component;
     }
     ASSERT_EQ(a.circles.size(), e["circles"].size());

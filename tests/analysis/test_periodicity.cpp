@@ -35,7 +35,7 @@ std::vector<double> noise(uint32_t seed, int P = kP) {
   return x;
 }
 
-// cos and sin at a period of 10.7 and a third curve, each of variance ½, turned by 40° about (1, 1, 1): components of
+// cos and sin at a period of 10.7 and a third curve, each of variance ½, turned by 60° about (1, 1, 1): components of
 // equal variance come out of a PCA mixed like this, none of them the third curve alone.
 std::vector<std::vector<double>> mixed(const std::vector<double>& third) {
   std::vector<std::vector<double>> source = {wave(10.7), wave(10.7, -M_PI / 2), third};
@@ -45,7 +45,7 @@ std::vector<std::vector<double>> mixed(const std::vector<double>& third) {
     for (double& v : x) v -= mean, sq += v * v;
     for (double& v : x) v *= std::sqrt(0.5 * kP / sq);
   }
-  const double t = 40 * M_PI / 180, c = std::cos(t), s = std::sin(t), n = 1 / std::sqrt(3.0);
+  const double t = 60 * M_PI / 180, c = std::cos(t), s = std::sin(t), n = 1 / std::sqrt(3.0);
   // Rodrigues: R = c I + s [n]× + (1 − c) n nᵀ
   const double R[3][3] = {{c + (1 - c) * n * n, -s * n + (1 - c) * n * n, s * n + (1 - c) * n * n},
                           {s * n + (1 - c) * n * n, c + (1 - c) * n * n, -s * n + (1 - c) * n * n},
@@ -130,6 +130,44 @@ TEST(Periodicity, NoiseHasNoPeakAndHighEntropy) {
   EXPECT_EQ(flat.power_share, 0.0);
 }
 
+TEST(Periodicity, TheSlowShareIsTheVarianceInHalfACycleAndOneCycle) {
+  auto cosine = [](double k, double scale, double offset) {
+    std::vector<double> x(kP);
+    for (int p = 0; p < kP; ++p) x[p] = offset + scale * std::cos(M_PI * k * (p + 0.5) / kP);
+    return x;
+  };
+  EXPECT_NEAR(curve_period(cosine(1, 3.0, 5.0)).slow_share, 1.0, 1e-12);   // half a cycle, whatever its scale
+  EXPECT_NEAR(curve_period(cosine(2, 0.1, -1.0)).slow_share, 1.0, 1e-12);  // one cycle
+  EXPECT_NEAR(curve_period(cosine(3, 1.0, 0.0)).slow_share, 0.0, 1e-12);   // a cycle and a half: none
+  // A ramp's cosine coefficients fall as 1/k² at odd k: Σ over odd k of k⁻⁴ is π⁴/96, so k = 1 holds 96/π⁴.
+  EXPECT_NEAR(curve_period(ramp_table()).slow_share, 96 / std::pow(M_PI, 4), 1e-4);
+  for (uint32_t seed : {1u, 2u, 3u}) EXPECT_LT(curve_period(noise(seed)).slow_share, 0.1) << seed;  // about 2/P
+  EXPECT_EQ(curve_period(std::vector<double>(kP, 2.0)).slow_share, 0.0);
+}
+
+// Trained tables' ramps are not straight: their power leaks from the peak bin, their variance stays slow.
+TEST(Periodicity, ABentRampIsASlowAxis) {
+  std::vector<double> log_ramp(kP), cube(kP);
+  for (int p = 0; p < kP; ++p) {
+    log_ramp[p] = std::log(p + 1.0);
+    cube[p] = std::pow(2.0 * p / (kP - 1) - 1, 3);  // flat in the middle: its peak at 2 cycles
+  }
+  for (const auto& bent : {log_ramp, cube}) {
+    const std::vector<std::vector<double>> curves = {bent, wave(10.7), wave(10.7, -M_PI / 2), noise(7)};
+    const std::vector<double> explained = {0.4, 0.25, 0.25, 0.1};
+    std::vector<CurvePeriod> periods;
+    for (const auto& c : curves) periods.push_back(curve_period(c));
+    EXPECT_LT(periods[0].power_share, 0.5);
+    EXPECT_GT(periods[0].slow_share, 0.7);
+    const std::vector<Circle> circles = find_circles(curves, explained, periods);
+    ASSERT_EQ(circles.size(), 1u);
+    const std::optional<Helix> helix = find_helix(circles, curves, explained, periods);
+    ASSERT_TRUE(helix.has_value());
+    EXPECT_FALSE(helix->rotated);
+    EXPECT_EQ(helix->slow, 1);
+  }
+}
+
 TEST(Periodicity, APlantedCircleIsFoundWithItsPeriod) {
   // components: a ramp (1), cos and sin at a period of 10.7 (2, 3), noise (4)
   const std::vector<std::vector<double>> curves = {ramp_table(), wave(10.7), wave(10.7, -M_PI / 2), noise(7)};
@@ -185,7 +223,7 @@ TEST(Periodicity, AHelixMixedAmongItsComponentsIsTurnedApart) {
   ASSERT_EQ(circles.size(), 1u);
   for (size_t k = 0; k < curves.size(); ++k) {  // no component on its own is slow
     if (static_cast<int>(k + 1) == circles[0].first || static_cast<int>(k + 1) == circles[0].second) continue;
-    EXPECT_LT(periods[k].power_share, kSlowPowerShare) << "component " << k + 1;
+    EXPECT_LT(periods[k].slow_share, kSlowShare) << "component " << k + 1;
   }
   const std::optional<Helix> helix = find_helix(circles, curves, explained, periods);
   ASSERT_TRUE(helix.has_value());
