@@ -7,7 +7,7 @@ at step 1500), computed by NumPy, for the C++ cross-check in tests/analysis/test
 
 Usage: /usr/bin/python3 scripts/periodicity_numpy.py   (needs python3-numpy)
 
-Definitions (docs/analysis.md, "Periods, circles and the helix"). Computed here another way than the C++ does:
+Definitions: docs/analysis.md, "What each metric means". Computed here another way than the C++ does:
 peaks between bins by a dense grid (steps of 1e-4 bin) of np.linalg.lstsq fits instead of golden-section search
 on the closed form; the
 spectrum by np.fft.rfft instead of a direct DFT; monotonicity by counting every triple instead of merge sort; the

@@ -1,6 +1,6 @@
 // How the similarity of two rows depends on their offset: translation invariance and monotonicity of a row-major
-// (P, P) similarity matrix. Torch-free. The formulas are written out in docs/analysis.md ("Translation invariance and
-// monotonicity").
+// (P, P) similarity matrix. Torch-free. The formulas are written out in docs/analysis.md ("What each metric means":
+// `translation_invariance`, `monotonicity`).
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 //
 // Frequencies are in cycles per table (f cycles over P positions; period P / f positions). The power spectrum of a
 // curve x is |X_f|², X_f = Σ_p x_p e^{−2πi f p / P}, at the integer bins f = 0 … ⌊P/2⌋. Every formula is written out
-// in docs/analysis.md ("Periods, circles and the helix").
+// in docs/analysis.md ("What each metric means": `pc_frequencies`, `circles`, `helix`).
 #pragma once
 
 #include <array>
