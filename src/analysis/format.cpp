@@ -197,9 +197,13 @@ std::string summary_text(const Analysis& a) {
   std::string strongest;
   for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
     strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);
+  // White noise has P − 1 directions of variance once centred, 2K of them in the basis.
+  const double noise_r2 =
+      a.positions > 1 ? std::min(1.0, 2.0 * a.sinusoid_k / static_cast<double>(a.positions - 1)) : 1.0;
   s += fmt::format(
-      "  sinusoids     R² of the {} lowest frequencies {:.3f} | of the {} strongest {:.3f} (periods {}{})\n",
-      a.sinusoid_k, a.sinusoid_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
+      "  sinusoids     R² of the {} lowest frequencies {:.3f} (white noise ≈ {:.3f}) | of the {} strongest {:.3f} "
+      "(periods {}{})\n",
+      a.sinusoid_k, a.sinusoid_r2, noise_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
       a.strongest_frequencies.size() > 4 ? ", …" : "");
   s += fmt::format(
       "  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",

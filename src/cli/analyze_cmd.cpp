@@ -154,16 +154,19 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
   out << fmt::format("\nhow the model reads its table (layer 0, {} heads; docs/analysis.md):\n", trained.n_head)
       << fmt::format(" position-only attention kernels at step {} (mean token embedding added):\n", m.meta.step)
       << kernels_text(trained) << " the same at initialisation:\n"
-      << kernels_text(initial) << fmt::format(" position vs token directions, step {} | initialisation:\n", m.meta.step)
-      << fmt::format(
-             "  principal angles (top {}) {:.0f}° | {:.0f}° (smallest); token variance along them {:.2f} | {:.2f}; "
-             "place in the token spectrum {:.2f} | {:.2f}\n",
-             pt["k"].get<int>(), pt["principal_angles_degrees"][0].get<double>(),
-             pt0["principal_angles_degrees"][0].get<double>(), pt["mean_token_variance_ratio"].get<double>(),
-             pt0["mean_token_variance_ratio"].get<double>(), pt["mean_token_spectrum_quantile"].get<double>(),
-             pt0["mean_token_spectrum_quantile"].get<double>())
-      << fmt::format("  max |cos| token row vs position row {:.3f} | {:.3f}\n", pt["max_abs_cosine"].get<double>(),
-                     pt0["max_abs_cosine"].get<double>());
+      << kernels_text(initial)
+      << fmt::format(" {:<38}{:>10}{:>16}\n", "position vs token directions:", fmt::format("step {}", m.meta.step),
+                     "initialisation")
+      << fmt::format("  {:<37}{:>9.0f}°{:>15.0f}°\n",
+                     fmt::format("smallest principal angle (top {})", pt["k"].get<int>()),
+                     pt["principal_angles_degrees"][0].get<double>(), pt0["principal_angles_degrees"][0].get<double>())
+      << fmt::format("  {:<37}{:>10.2f}{:>16.2f}\n", "token variance along them",
+                     pt["mean_token_variance_ratio"].get<double>(), pt0["mean_token_variance_ratio"].get<double>())
+      << fmt::format("  {:<37}{:>10.2f}{:>16.2f}\n", "place in the token spectrum",
+                     pt["mean_token_spectrum_quantile"].get<double>(),
+                     pt0["mean_token_spectrum_quantile"].get<double>())
+      << fmt::format("  {:<37}{:>10.3f}{:>16.3f}\n", "max |cos| token row vs position row",
+                     pt["max_abs_cosine"].get<double>(), pt0["max_abs_cosine"].get<double>());
   // The attention the model pays on real validation windows (its corpus must be where its config says).
   try {
     const TokenData data = prepare_tokens(m.cfg, apply_threads(m.cfg.run.threads), &m.tokenizer);
@@ -309,6 +312,13 @@ int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
   std::vector<TrajectoryPoint> points;                    // a run folder's, and its verdict
   Verdict verdict;
+  if (run_folder && !fs::exists(RunFolder(a.table.input).config(), ec) &&
+      !fs::exists(RunFolder(a.table.input).snapshot_index(), ec))
+    throw Error(a.table.input +
+                    ": neither a run folder (no config.yaml, no snapshots/index.jsonl) nor a model folder "
+                    "(no config.json)",
+                "analyze takes a run folder, a checkpoint .pt, a .npy, a Hugging Face model folder or a .safetensors "
+                "file");
   if (run_folder) {
     if (!a.rows.empty())
       throw Error("--rows applies to a single table, not to a run folder", "analyse one snapshot .npy with --rows");

@@ -29,6 +29,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/near_words.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"
@@ -196,7 +197,9 @@ int run_bench_command(const BenchArgs& a) {
 }
 
 int run_config(const ConfigArgs& a) {
-  std::cout << to_yaml(load_config(a.path, command_line_sets(a.sets)));
+  const Config cfg = load_config(a.path, command_line_sets(a.sets));
+  validate_new_run(cfg);  // what train would refuse for a new run, config refuses too
+  std::cout << to_yaml(cfg);
   return 0;
 }
 
@@ -213,10 +216,32 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // The command's own options when it was named, else the list of commands.
     const std::vector<CLI::App*> named = app.get_subcommands();
-    std::cerr << "error: " << e.what() << "\n"
-              << "hint: "
-              << (named.empty() ? std::string("poslab help lists the commands, poslab help COMMAND a command's options")
-                                : "poslab help " + named.front()->get_name() + " lists its options")
+    const CLI::App* cmd = named.empty() ? &app : named.front();
+    const std::string help = named.empty() ? "poslab help lists the commands, poslab help COMMAND a command's options"
+                                           : "poslab help " + cmd->get_name() + " lists its options";
+    const std::vector<std::string> extra = cmd->remaining();
+    if (extra.empty()) {
+      std::cerr << "error: " << e.what() << "\nhint: " << help << "\n";
+      return 2;
+    }
+    // Words the command does not take, as the user typed them (CLI11's message lists them backwards): an option
+    // mistyped, with the options it is likely a slip of.
+    const std::string where = named.empty() ? "poslab" : "poslab " + cmd->get_name();
+    const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) { return w[0] == '-'; });
+    if (option == extra.end()) {
+      std::string words;
+      for (const std::string& w : extra) words += (words.empty() ? "" : " ") + w;
+      std::cerr << "error: " << where << ": unexpected " << (extra.size() > 1 ? "arguments '" : "argument '") << words
+                << "'\nhint: " << help << "\n";
+      return 2;
+    }
+    const std::string typed = option->substr(0, option->find('='));
+    std::vector<std::string> names;
+    for (const CLI::Option* o : cmd->get_options())
+      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    const std::vector<std::string> near = near_words(typed, names, 4);
+    std::cerr << "error: " << where << ": no option " << typed
+              << "\nhint: " << (near.empty() || near.size() > 3 ? "" : "did you mean " + either(near) + "? ") << help
               << "\n";
     return 2;
   }
@@ -268,9 +293,13 @@ int run_cli(int argc, char** argv) {
   std::vector<char*> help_args;
   if (argc > 1 && std::string(argv[1]) == "help") {
     static char help_flag[] = "--help";
+    if (argc > 3) {  // the words after the command would be read as its arguments, and checked
+      std::cerr << "error: poslab help: one command at most, not '" << argv[3] << "' after " << argv[2]
+                << "\nhint: poslab help " << argv[2] << " lists its options\n";
+      return 2;
+    }
     help_args.push_back(argv[0]);
-    for (int i = 2; i < argc; ++i)
-      if (std::string(argv[i]) != "help") help_args.push_back(argv[i]);  // "poslab help help" is poslab help
+    if (argc == 3 && std::string(argv[2]) != "help") help_args.push_back(argv[2]);  // "poslab help help": poslab help
     help_args.push_back(help_flag);
     argc = static_cast<int>(help_args.size());
     argv = help_args.data();

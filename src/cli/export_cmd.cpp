@@ -106,7 +106,11 @@ int run_export(const ExportArgs& a) {
     std::cout << r.dir << "\n";
     return 0;
   }
-  const std::string checkpoint = is_dir ? RunFolder(a.input).latest_checkpoint() : a.input;
+  std::error_code ec;
+  // A folder without a checkpoint goes as it is: the reader says what it lacks.
+  const std::string checkpoint = is_dir && fs::is_regular_file(RunFolder(a.input).latest_checkpoint(), ec)
+                                     ? RunFolder(a.input).latest_checkpoint()
+                                     : a.input;
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);
   const std::string python = interop_python();

@@ -164,6 +164,10 @@ int inspect_model_folder(const std::string& path) {
 int run_inspect(const InspectArgs& a) {
   if (is_model_folder(a.checkpoint) || fs::path(a.checkpoint).extension() == ".safetensors")
     return inspect_model_folder(a.checkpoint);
+  std::error_code ec;
+  if (fs::is_directory(a.checkpoint, ec))  // neither kind of folder (a run folder is its checkpoint by now)
+    throw Error(a.checkpoint + ": neither a run folder (no checkpoints/latest.pt) nor a model folder (no config.json)",
+                "inspect takes a run folder, a checkpoint .pt, a Hugging Face model folder or a .safetensors file");
   const LoadedModel m = load_model(a.checkpoint);
   {
     // Its lines within the terminal's width; the config after them as YAML, untouched.

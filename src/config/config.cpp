@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "config/fields.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/near_words.h"
 
 namespace poslab {
 namespace {
@@ -22,22 +24,6 @@ std::string describe(const YAML::Node& n) {
   YAML::Emitter e;
   e << YAML::Flow << n;
   return e.c_str();
-}
-
-// Edits (insertions, deletions, substitutions) from a to b.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // What to write instead of an unknown key: the keys it is a slip of (a letter or two, the section's dot or an
@@ -77,7 +63,9 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
     if (!value.IsDefined() || value.IsNull()) throw YAML::BadConversion(value.Mark());
     f->set(cfg, value);
   } catch (const YAML::Exception&) {
-    throw Error(source + ": " + key + " = " + describe(value) + ": expected " + f->type,
+    const bool whole = value.IsScalar() && std::regex_match(value.Scalar(), std::regex("[-+]?[0-9]+"));
+    throw Error(source + ": " + key + " = " + describe(value) + ": expected " + f->type +
+                    (whole && !f->range.empty() ? " " + f->range : ""),
                 "fix the value of " + key + " in " + source);
   }
   cfg.origin[key] = source;

@@ -130,8 +130,8 @@ void apply_override(Config& cfg, const Override& o);
 // Checks cross-field constraints (n_embd % n_head, block_size >= 2, lr > 0, ...).
 void validate(const Config& cfg);
 
-// What a run about to be made needs beyond validate: run.name one folder name inside run.out_dir. Not asked of a
-// stored config (a checkpoint's, a run folder's), which names a folder that exists already.
+// What a run about to be made needs beyond validate: run.name one folder name inside run.out_dir, run.seed 0 or
+// more. Not asked of a stored config (a checkpoint's, a run folder's), which names a folder that exists already.
 void validate_new_run(const Config& cfg);
 
 // The full effective config as YAML, every key, in section order.

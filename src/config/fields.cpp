@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -32,6 +33,9 @@ ConfigField make_field(std::string key, std::string type, Get get) {
   ConfigField f;
   f.key = std::move(key);
   f.type = std::move(type);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    f.range = "from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+              std::to_string(std::numeric_limits<T>::max());
   f.set = [get](Config& c, const YAML::Node& n) {
     get(c) = n.as<T>();
     if constexpr (std::is_floating_point_v<T>)  // .inf and .nan are YAML numbers, and no key's value

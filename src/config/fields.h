@@ -14,8 +14,9 @@ namespace poslab {
 
 // One config key: how to read it from YAML into the struct and write it back.
 struct ConfigField {
-  std::string key;   // "section.key" (or "data.tokenizer.type")
-  std::string type;  // for messages: "int", "float", "bool", "string", "list of strings", ...
+  std::string key;    // "section.key" (or "data.tokenizer.type")
+  std::string type;   // for messages: "int", "float", "bool", "string", "list of strings", ...
+  std::string range;  // an integer key's: "from -2147483648 to 2147483647" (for a whole number out of it); else ""
   std::function<void(Config&, const YAML::Node&)> set;  // throws a YAML::Exception for a value of the wrong type
   std::function<void(const Config&, YAML::Emitter&)> emit;
 };

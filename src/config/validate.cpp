@@ -153,6 +153,8 @@ void validate_new_run(const Config& c) {
   if (c.run.name == "." || c.run.name == ".." || c.run.name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
     check.fail("run.name", "'" + c.run.name + "'",
                "must be one folder name inside run.out_dir (no '/', '.' or '..'): set run.out_dir for another place");
+  // the generators take an unsigned seed; sample and sweeps take 0 and up
+  if (c.run.seed < 0) check.fail("run.seed", str(c.run.seed), "must be 0 or more");
 }
 
 }  // namespace poslab

@@ -12,6 +12,7 @@
 #include "run/run_folder.h"
 #include "sweep/sweep.h"
 #include "util/error.h"
+#include "util/near_words.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -135,7 +136,9 @@ void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
     } else if (key == "set") {
       s.sets = read_sets(v, path + ": set");
     } else if (key != "grid" && key != "variants") {
-      throw Error(path + ": unknown key '" + key + "'", std::string("a sweep file has: ") + kSweepKeys);
+      const std::vector<std::string> near = near_words(key, {"name", "base", "seeds", "set", "grid", "variants"}, 3);
+      throw Error(path + ": unknown key '" + key + "'",
+                  (near.empty() ? "" : "did you mean " + either(near) + "? ") + "a sweep file has: " + kSweepKeys);
     }
   }
 }

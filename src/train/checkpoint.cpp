@@ -40,8 +40,8 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
     throw Error(path +
                     ": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt, which this "
                     "one lacks)",
-                "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run (inspect, sample, eval and extend "
-                "also take RUN_DIR itself)");
+                "pass a run folder poslab train made (one that holds checkpoints/latest.pt), or a checkpoint: "
+                "RUN_DIR/checkpoints/latest.pt or best.pt");
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(path + ": checkpoint not found", "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   if (::access(path.c_str(), R_OK) != 0) {

@@ -199,6 +199,11 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
     return cfg;
   }
   const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
+  std::error_code ec;
+  if (!fs::exists(latest, ec))  // and no config.yaml (restarts_in_place): not a run folder at all
+    throw Error(
+        "--resume " + req.resume_dir + ": not a run folder (it holds no config.yaml and no " + "checkpoints/latest.pt)",
+        "--resume takes the folder poslab train made for a run, run.out_dir/run.name (e.g. runs/default)");
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
   check_checkpoint_is_the_runs(RunFolder(req.resume_dir), cfg);

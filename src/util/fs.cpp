@@ -131,7 +131,8 @@ void check_output_file(const std::string& path, const std::string& option, bool 
   const bool exists = fs::exists(path, ec);
   if (exists && !force) throw Error(named + ": already exists", "name a new file, or pass --force to replace it");
   const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  if (!fs::is_directory(folder, ec)) return;
+  if (!fs::is_directory(folder, ec))
+    make_dirs(folder.string(), "name " + option + " a file in a folder you can write to");
   const std::string trial = (folder / (".poslab-trial." + std::to_string(::getpid()))).string();
   const int fd = ::open(trial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)

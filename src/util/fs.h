@@ -52,9 +52,9 @@ void make_dirs(const std::string& dir, const std::string& hint = "");
 
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing
-// file only with `force` (an empty path, no output, passes too), and, where its folder exists, a place that takes a
-// file (a trial file is made there and removed). Checked before the command's work; a missing folder is left to the
-// command (eval makes it, bench refuses it). Throws poslab::Error naming the option and the path.
+// file only with `force` (an empty path, no output, passes too), and a place that takes a file (a trial file is made
+// there and removed). Its folder is made when missing, as the commands make the folders they write. Checked before
+// the command's work. Throws poslab::Error naming the option and the path (or the folder that cannot be made).
 void check_output_file(const std::string& path, const std::string& option, bool force,
                        const std::vector<std::string>& inputs = {});
 

@@ -68,11 +68,20 @@ if [ -e "$tmp/runs/default" ]; then  # stopped before the run folder was made
 else
   passed=$((passed + 1))
 fi
-expect_error "resume without checkpoint" "^error: .*checkpoints/latest.pt: checkpoint not found" train --resume "$tmp"
+expect_error "resume of a folder that is no run" "^error: --resume $tmp: not a run folder \\(it holds no config.yaml and no checkpoints/latest.pt\\)$" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 # A bad option value: the hint names the command's own help.
 expect_error "a bad option's hint names its command" "^hint: poslab help analyze lists its options$" \
   analyze tests/fixtures/planted_helix_96x24.npy --top-pcs 0
+# A mistyped option is named as typed, with the options it is a slip of; words a command does not take, in order.
+expect_error "a mistyped option" "^error: poslab train: no option --sett$" \
+  train configs/default.yaml --sett train.max_steps=5
+grep -q "^hint: did you mean --set? poslab help train lists its options$" "$tmp/err" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL a mistyped option's hint"; cat "$tmp/err"; }
+expect_error "a mistyped option before the command" "^hint: did you mean --version\\? poslab help lists" --versio
+expect_error "an option of no likeness" "^hint: poslab help compare lists its options$" compare --frobnicate
+expect_error "words a command does not take" "^error: poslab train: unexpected arguments 'one two'$" \
+  train configs/default.yaml one two
 # Nothing to train from: an error, not a run of the built-in defaults.
 expect_error "train without a config" "^error: train: name a config, --resume RUN_DIR or --init-from CHECKPOINT$" \
   train --set "run.out_dir=$tmp/noconfig"
@@ -87,6 +96,7 @@ else
   failed=$((failed + 1)); echo "FAIL poslab help"; cat "$tmp/out"
 fi
 expect_error "help for an unknown command" "^error: unknown command 'frob'" help frob
+expect_error "help with words after its command" "^error: poslab help: one command at most, not 'extra' after train$" help train extra
 # Every command's help reads on an 80-column terminal (where it is not a terminal too): no line wider, each value
 # named for what it is with its default after the description, not CLI11's "INT:NUMBER > 0=20".
 help_faults=""
@@ -112,6 +122,8 @@ else
 fi
 expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '../escaped': must be one folder name" \
   train configs/default.yaml --set run.name=../escaped --set "run.out_dir=$tmp/runs"
+expect_error "config refuses the run name train refuses" "^error: --set: run.name = '..': must be one folder name" \
+  config configs/default.yaml --set run.name=..
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1
@@ -179,9 +191,9 @@ EOF
 else
   failed=$((failed + 1)); echo "FAIL bench --profile"; cat "$tmp/err" "$tmp/table" "$tmp/gtable" 2>/dev/null
 fi
-expect_error "bench --profile into a missing folder" \
-  "bench --profile .*/none/trace.json: the trace cannot be written there \\(.*/none is not a folder\\)" \
-  bench configs/default.yaml --steps 1 --profile "$tmp/none/trace.json"
+expect_error "bench --profile into a folder that is a file" \
+  "^error: $tmp/table: cannot create folder: $tmp/table is a file" \
+  bench configs/default.yaml --steps 1 --profile "$tmp/table/trace.json"
 expect_error "bench --profile given a folder" "^error: --profile $tmp/: is a folder, not a file" \
   bench configs/default.yaml --steps 1 --profile "$tmp/"
 # bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
@@ -207,6 +219,15 @@ if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q '^error: POSLAB_KERNELS = att
 else
   failed=$((failed + 1)); echo "FAIL a bad POSLAB_KERNELS is named"; cat "$tmp/err"
 fi
+# train names it before its run folder is made
+POSLAB_KERNELS=attention=warp "$poslab" train configs/default.yaml --set "run.out_dir=$tmp/kruns" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q '^error: POSLAB_KERNELS = attention=warp: ' "$tmp/err" &&
+   [ ! -e "$tmp/kruns" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL train: a bad POSLAB_KERNELS before the run folder"; cat "$tmp/err"; ls -R "$tmp/kruns"
+fi
 expect_error "a bad run.kernels" '^error: .*run.kernels = fastest: "fastest" is not NAME=VALUE' \
   config configs/default.yaml --set run.kernels=fastest
 
@@ -216,6 +237,13 @@ if "$poslab" analyze --synthetic handbook --positions 64 --dim 32 --json - >"$tm
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL analyze --synthetic --json -"; cat "$tmp/err"
+fi
+# --json into a folder that is not there yet: made, as the commands make the folders they write
+if "$poslab" analyze --synthetic random --positions 16 --dim 8 --json "$tmp/new/deeper/a.json" >/dev/null 2>"$tmp/err" &&
+   grep -q '"sinusoid_r2"' "$tmp/new/deeper/a.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze --json into a missing folder"; cat "$tmp/err"
 fi
 # a table of one column has no plane of two components: its report says so in that figure (gnuplot had no data)
 if "$poslab" report --synthetic random --positions 16 --dim 1 --out "$tmp/one_column" >"$tmp/out" 2>"$tmp/err" &&
@@ -238,7 +266,9 @@ expect_error "analyze missing file" "^error: $tmp/nope.npy: not found" analyze "
 expect_error "analyze unknown kind" "unknown kind of input '.txt'" analyze "$tmp/table.txt"
 expect_error "analyze safetensors without --tensor" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors"
 expect_error "analyze truncated safetensors" "bad.safetensors: truncated" analyze "$tmp/bad.safetensors" --tensor wpe.weight
-expect_error "analyze empty run folder" "empty-run: no snapshots" analyze "$tmp/empty-run"
+expect_error "analyze of an empty folder" "empty-run: neither a run folder" analyze "$tmp/empty-run"
+mkdir -p "$tmp/unsnapped" && cp configs/default.yaml "$tmp/unsnapped/config.yaml"
+expect_error "analyze of a run folder without snapshots" "unsnapped: no snapshots" analyze "$tmp/unsnapped"
 # An option that does not apply to the input is an error, never ignored.
 fixture=tests/fixtures/gpt2_wpe_rows0-63.npy
 expect_error "--tensor with a .npy" "^error: --tensor wpe: applies to a .safetensors file or a model folder, not $fixture" \
@@ -453,6 +483,13 @@ else
   failed=$((failed + 1)); echo "FAIL a run folder for its checkpoint"; "$poslab" inspect "$tmp/x/default" | head -2
 fi
 expect_error "a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint \\(a run folder stands for" sample "$tmp/x"
+expect_error "export of a folder that is no run" "^error: $tmp/x: is a folder, not a checkpoint" export "$tmp/x"
+[ ! -e "$tmp/x/export" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL export of no run wrote"; }
+# A folder of model folders is neither kind of folder: inspect and analyze name both, and what they take.
+expect_error "inspect of a folder that is neither" \
+  "^error: tests/fixtures/hf: neither a run folder \\(no checkpoints/latest.pt\\) nor a model folder" inspect tests/fixtures/hf
+expect_error "analyze of a folder that is neither" \
+  "^hint: analyze takes a run folder, a checkpoint .pt, a .npy, a Hugging Face model folder" analyze tests/fixtures/hf
 # A resume of a finished run trains no step: it says so rather than a rate of 0 tok/s.
 if "$poslab" train --resume "$tmp/x/default" --set run.report=false >/dev/null 2>"$tmp/err" &&
    grep -q "done: 6 steps | .* | no step to train | " "$tmp/err"; then

@@ -159,6 +159,13 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
     const std::string e = error_of([&] { load_config("", {v}); });
     EXPECT_NE(e.find("expected finite number"), std::string::npos) << v << ": " << e;
   }
+  // A whole number past its key's type says the type's range; other text does not.
+  const std::string big = error_of([] { load_config("", {"train.max_steps=99999999999999"}); });
+  EXPECT_NE(big.find("train.max_steps = 99999999999999: expected integer from -2147483648 to 2147483647"),
+            std::string::npos)
+      << big;
+  const std::string word = error_of([] { load_config("", {"train.max_steps=many"}); });
+  EXPECT_NE(word.find("train.max_steps = many: expected integer |"), std::string::npos) << word;
 }
 
 TEST(Config, ARepeatedKeyOrASecondDocumentIsAnError) {
@@ -193,6 +200,10 @@ TEST(Config, ARunNameIsOneFolderName) {
     EXPECT_NE(e.find("one folder name"), std::string::npos) << v << ": " << e;
   }
   EXPECT_NO_THROW(validate_new_run(load_config("", {"run.name=my-run_2.b"})));
+  // and a new run's seed is 0 or more, as sample's and a sweep's are
+  const std::string seed = error_of([] { validate_new_run(load_config("", {"run.seed=-1"})); });
+  EXPECT_NE(seed.find("run.seed = -1: must be 0 or more"), std::string::npos) << seed;
+  EXPECT_NO_THROW(validate_new_run(load_config("", {"run.seed=0"})));
 }
 
 TEST(Config, ImpossibleValuesNameKeyValueAndSource) {

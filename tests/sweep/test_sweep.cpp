@@ -59,14 +59,17 @@ class SweepTest : public ::testing::Test {
     return path;
   }
   // The poslab::Error load_sweep throws for `body` ("" if none).
-  std::string sweep_error(const std::string& body) {
+  // The error and hint of a sweep file that fails to load ("" when it loads).
+  std::pair<std::string, std::string> sweep_failure(const std::string& body) {
     try {
       load_sweep(sweep_file(body, "bad.yaml"));
     } catch (const Error& e) {
-      return e.what();
+      return {e.what(), e.hint()};
     }
-    return "";
+    return {};
   }
+  std::string sweep_error(const std::string& body) { return sweep_failure(body).first; }
+  std::string sweep_hint(const std::string& body) { return sweep_failure(body).second; }
   TempDir dir_;
 };
 
@@ -484,6 +487,11 @@ TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
 TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"),
             std::string::npos);
+  EXPECT_EQ(sweep_hint("seeds: [1]\ngird: {model.n_layer: [1]}\n"),
+            "did you mean grid? a sweep file has: name, base, seeds, set, grid, variants");
+  EXPECT_EQ(sweep_hint("seed: [1]\n"),
+            "did you mean seeds or set? a sweep file has: name, base, seeds, set, grid, variants");
+  EXPECT_EQ(sweep_hint("seeds: [1]\nbatch: 3\n"), "a sweep file has: name, base, seeds, set, grid, variants");
   EXPECT_NE(sweep_error("grid: {model.n_layer: [1]}\n").find("bad.yaml: seeds: missing"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: []\n").find("seeds: expected a non-empty list"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);
