@@ -114,7 +114,10 @@ StepTimes run_steps(GPT& model, torch::optim::AdamW& optimizer, BatchSampler& sa
   for (int s = 0; s < t.max_steps; ++s) {
     if (s == opt.warmup) {
       if (device.is_cuda()) torch::cuda::synchronize();
-      if (!opt.profile_path.empty()) profile = std::make_unique<TraceProfile>(opt.profile_path, device.is_cuda());
+      if (!opt.profile_path.empty()) {
+        if (fs::path(opt.profile_path).has_parent_path()) make_dirs(fs::path(opt.profile_path).parent_path().string());
+        profile = std::make_unique<TraceProfile>(opt.profile_path, device.is_cuda());
+      }
       t0 = Clock::now();
     }
     const double lr = lr_at(s, t);
@@ -177,19 +180,8 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   Config cfg = config;
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
   check_cuda_graph(cfg, device, 1);  // before anything is measured
-  if (!opt.profile_path.empty()) {   // the trace's file can be written: known now, not after the steps
-    const fs::path file = fs::absolute(opt.profile_path), folder = file.parent_path();
-    std::string why;
-    if (!fs::path(opt.profile_path).has_filename() || fs::is_directory(file))
-      why = "a folder, not a file";
-    else if (!fs::is_directory(folder))
-      why = folder.string() + " is not a folder";
-    else if (access(folder.c_str(), W_OK | X_OK) != 0)
-      why = folder.string() + " is not writable";
-    if (!why.empty())
-      throw Error("poslab bench --profile " + opt.profile_path + ": the trace cannot be written there (" + why + ")",
-                  "give --profile a file in a folder that exists and is writable");
-  }
+  // The trace's file can be written: known now, not after the steps (its folder is made when the trace starts).
+  if (!opt.profile_path.empty()) check_output_file(opt.profile_path, "--profile", /*force=*/true);
   // char: tinyshakespeare's vocabulary (its characters, <unk>, the newline piece) + the 256 byte pieces.
   const int64_t vocab = cfg.data.tokenizer.type == "char" ? 66 + 256 : cfg.data.tokenizer.vocab_size;
   torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));

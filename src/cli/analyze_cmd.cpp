@@ -134,7 +134,7 @@ void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json == "-") {
     std::cout << j.dump(2) << "\n";
   } else {
-    write_file_atomic(a.json, j.dump(2) + "\n");
+    write_output_file(a.json, j.dump(2) + "\n");
     std::cerr << "wrote " << a.json << "\n";
   }
 }

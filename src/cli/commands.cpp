@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/kernel_paths.h"
 #include "util/near_words.h"
 #include "util/platform.h"
 #include "util/plural.h"
@@ -113,6 +115,7 @@ int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
         "leave out --nproc under torchrun or srun: they start the processes");
   const Config cfg = train_config(req);
   check_divides("train.batch_size", cfg.train.batch_size, nproc);
+  check_kernels_env();
   LocalLaunch launch;
   launch.nproc = nproc;
   launch.argv = without_nproc(std::vector<std::string>(argv, argv + argc));
@@ -192,7 +195,7 @@ int run_bench_command(const BenchArgs& a) {
   if (a.json == "-")
     std::cout << j.dump(2) << "\n";
   else if (!a.json.empty())
-    write_file_atomic(a.json, j.dump(2) + "\n");
+    write_output_file(a.json, j.dump(2) + "\n");
   return 0;
 }
 
@@ -214,20 +217,27 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // The command's own options when it was named, else the list of commands.
+    // Words CLI11 could not place: the command's, else those before its name (poslab's own).
     const std::vector<CLI::App*> named = app.get_subcommands();
     const CLI::App* cmd = named.empty() ? &app : named.front();
-    const std::string help = named.empty() ? "poslab help lists the commands, poslab help COMMAND a command's options"
-                                           : "poslab help " + cmd->get_name() + " lists its options";
-    const std::vector<std::string> extra = cmd->remaining();
-    if (extra.empty()) {
+    std::vector<std::string> extra = cmd->remaining();
+    if (extra.empty() && cmd != &app && !app.remaining().empty()) cmd = &app, extra = app.remaining();
+    // The command's own options, else the list of commands.
+    const std::string help = cmd == &app ? "poslab help lists the commands, poslab help COMMAND a command's options"
+                                         : "poslab help " + cmd->get_name() + " lists its options";
+    // Other errors (a value missing or of the wrong kind, a command missing) as CLI11 words them; so too where no
+    // command was named and no word was left over.
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty());
+    if (!extras || extra.empty()) {
       std::cerr << "error: " << e.what() << "\nhint: " << help << "\n";
       return 2;
     }
     // Words the command does not take, as the user typed them (CLI11's message lists them backwards): an option
-    // mistyped, with the options it is likely a slip of.
-    const std::string where = named.empty() ? "poslab" : "poslab " + cmd->get_name();
-    const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) { return w[0] == '-'; });
+    // mistyped, with the options it is likely a slip of. "-" and "-5" are no options.
+    const std::string where = cmd == &app ? "poslab" : "poslab " + cmd->get_name();
+    const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) {
+      return w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
+    });
     if (option == extra.end()) {
       std::string words;
       for (const std::string& w : extra) words += (words.empty() ? "" : " ") + w;

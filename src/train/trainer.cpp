@@ -304,8 +304,7 @@ TrainSummary train(const TrainRequest& req) {
   check_resumed_max_steps(req, cfg, resume_meta, resuming);
   check_stop_at(req, cfg, resume_meta, resuming);
   check_corpus_paths(cfg);
-  if (const char* env = std::getenv("POSLAB_KERNELS"); env != nullptr && *env != '\0')
-    parse_kernel_paths(env, KernelPaths(), "POSLAB_KERNELS");  // read when the run starts; checked before its folder
+  check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
   const std::unique_ptr<RunLock> lock =

@@ -130,9 +130,13 @@ void check_output_file(const std::string& path, const std::string& option, bool 
                   "name another file");
   const bool exists = fs::exists(path, ec);
   if (exists && !force) throw Error(named + ": already exists", "name a new file, or pass --force to replace it");
-  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  // Its folder, or where a missing one would be made: the nearest folder above that exists.
+  fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  while (!fs::exists(folder, ec) && folder.has_parent_path() && folder.parent_path() != folder)
+    folder = folder.parent_path();
   if (!fs::is_directory(folder, ec))
-    make_dirs(folder.string(), "name " + option + " a file in a folder you can write to");
+    throw Error(named + ": cannot be written there (" + folder.string() + " is a file)",
+                "name " + option + " a file in a folder you can write to");
   const std::string trial = (folder / (".poslab-trial." + std::to_string(::getpid()))).string();
   const int fd = ::open(trial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
@@ -140,6 +144,12 @@ void check_output_file(const std::string& path, const std::string& option, bool 
                 "name a file in a folder you can write to");
   ::close(fd);
   ::unlink(trial.c_str());
+}
+
+void write_output_file(const std::string& path, const std::string& bytes) {
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty()) make_dirs(folder.string(), "name a file in a folder you can write to");
+  write_file_atomic(path, bytes);
 }
 
 void commit_file(const std::string& tmp, const std::string& to) {

@@ -43,6 +43,9 @@ class AtomicWriter {
 // `dir` (not recursive); returns how many. Call it only while holding the folder's lock: no writer is running.
 int remove_stale_temporaries(const std::string& dir);
 
+// A command's output file (check_output_file's): its folder made if missing, then written atomically.
+void write_output_file(const std::string& path, const std::string& bytes);
+
 // fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths.
 void commit_file(const std::string& tmp, const std::string& to);
 
@@ -52,9 +55,10 @@ void make_dirs(const std::string& dir, const std::string& hint = "");
 
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing
-// file only with `force` (an empty path, no output, passes too), and a place that takes a file (a trial file is made
-// there and removed). Its folder is made when missing, as the commands make the folders they write. Checked before
-// the command's work. Throws poslab::Error naming the option and the path (or the folder that cannot be made).
+// file only with `force` (an empty path, no output, passes too), and a place that takes a file: its folder, or where
+// that is missing the nearest folder above it, which the command will make it in (write_output_file) (a trial file
+// is made there and removed). Checked before the command's work; it leaves nothing behind. Throws poslab::Error
+// naming the option and the path.
 void check_output_file(const std::string& path, const std::string& option, bool force,
                        const std::vector<std::string>& inputs = {});
 

@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "util/error.h"
@@ -57,6 +58,11 @@ KernelPaths libtorch_kernel_paths() {
   p.batch_split = "none";
   p.step = "autograd";
   return p;
+}
+
+void check_kernels_env() {
+  if (const char* spec = std::getenv("POSLAB_KERNELS"); spec != nullptr && *spec != '\0')
+    parse_kernel_paths(spec, KernelPaths(), "POSLAB_KERNELS");
 }
 
 bool kernel_paths_combine(const KernelPaths& p) {

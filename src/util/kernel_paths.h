@@ -70,6 +70,10 @@ std::string to_string(const KernelPaths& p);
 // "POSLAB_KERNELS"); throws poslab::Error naming the unknown name or value and listing the candidates, or a
 // combination that cannot run.
 KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base, const std::string& what);
+
+// POSLAB_KERNELS, where it is set, parsed as a run would when it starts: a bad value is an error before anything is
+// written.
+void check_kernels_env();
 // Whether a spec asks for a measurement ("auto": use the cached one if there is one, "measure": always measure).
 bool kernel_spec_measures(const std::string& spec);
 

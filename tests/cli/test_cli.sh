@@ -82,6 +82,14 @@ expect_error "a mistyped option before the command" "^hint: did you mean --versi
 expect_error "an option of no likeness" "^hint: poslab help compare lists its options$" compare --frobnicate
 expect_error "words a command does not take" "^error: poslab train: unexpected arguments 'one two'$" \
   train configs/default.yaml one two
+expect_error "a lone dash is no option" "^error: poslab train: unexpected argument '-'$" train configs/default.yaml -
+expect_error "an option before the command is poslab's" "^error: poslab: no option --bogus$" --bogus train configs/default.yaml
+expect_error "a value missing, beside a word too many: the value first" "^error: --resume: 1 required" \
+  train configs/default.yaml extra --resume
+# An output's folder is made when the output is written, not when it is checked: a failed command leaves none.
+expect_error "analyze of no file, with --json into a new folder" "^error: nope.npy: not found" \
+  analyze nope.npy --json "$tmp/never/a.json"
+[ ! -e "$tmp/never" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a failed analyze made $tmp/never"; }
 # Nothing to train from: an error, not a run of the built-in defaults.
 expect_error "train without a config" "^error: train: name a config, --resume RUN_DIR or --init-from CHECKPOINT$" \
   train --set "run.out_dir=$tmp/noconfig"
@@ -192,7 +200,7 @@ else
   failed=$((failed + 1)); echo "FAIL bench --profile"; cat "$tmp/err" "$tmp/table" "$tmp/gtable" 2>/dev/null
 fi
 expect_error "bench --profile into a folder that is a file" \
-  "^error: $tmp/table: cannot create folder: $tmp/table is a file" \
+  "^error: --profile $tmp/table/trace.json: cannot be written there \\($tmp/table is a file\\)" \
   bench configs/default.yaml --steps 1 --profile "$tmp/table/trace.json"
 expect_error "bench --profile given a folder" "^error: --profile $tmp/: is a folder, not a file" \
   bench configs/default.yaml --steps 1 --profile "$tmp/"

@@ -43,7 +43,8 @@ TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
 
 // --out, --json, --profile: stdout passes; a folder, a file the command reads (by any spelling or link) and an
 // existing file without --force are errors naming the option and the path; a place that takes no file is found
-// before the work (a trial file, removed); a missing folder is made; the check writes nothing else.
+// before the work (a trial file, removed), in a missing folder's nearest folder above; the check leaves nothing
+// behind, and write_output_file makes the missing folder.
 TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
   TempDir dir;
   check_output_file("-", "--json", false, {"-"});
@@ -65,18 +66,22 @@ TEST(Fs, AnOutputFileIsNeitherAFolderNorAnInputNorAnExistingFileWithoutForce) {
       << e;
   check_output_file(dir / "old.csv", "--out", true, {dir / "in.pt"});
   check_output_file(dir / "new.csv", "--out", false, {dir / "in.pt"});
-  check_output_file(dir / "missing/deeper/new.csv", "--out", false);  // its folder made, empty
-  EXPECT_TRUE(std::filesystem::is_directory(dir / "missing/deeper"));
-  EXPECT_TRUE(std::filesystem::is_empty(dir / "missing/deeper"));
-  const std::string in_a_file = error_of([&] { check_output_file(dir / "old.csv/x.json", "--json", false); });
-  EXPECT_NE(in_a_file.find(dir / "old.csv" + " is a file | name --json a file in a folder you can write to"),
-            std::string::npos)
-      << in_a_file;
+  check_output_file(dir / "missing/deeper/new.csv", "--out", false);  // to be made where dir is: nothing made yet
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing"));
+  for (const std::string& under_a_file : {dir / "old.csv/x.json", dir / "old.csv/deeper/x.json"}) {
+    const std::string e = error_of([&] { check_output_file(under_a_file, "--json", false); });
+    EXPECT_NE(e.find("--json " + under_a_file + ": cannot be written there (" + dir / "old.csv" +
+                     " is a file) | name --json a file in a folder you can write to"),
+              std::string::npos)
+        << e;
+  }
   EXPECT_EQ(read_file(dir / "old.csv"), "position,loss\n");
   EXPECT_EQ(read_file(dir / "in.pt"), "weights");
   int entries = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir.str())) entries += !f.path().empty();
-  EXPECT_EQ(entries, 5) << "in.pt, link.pt, sub/, old.csv, missing/: no trial file left";
+  EXPECT_EQ(entries, 4) << "in.pt, link.pt, sub/, old.csv: no trial file left";
+  write_output_file(dir / "missing/deeper/new.csv", "a,b\n");  // where the command writes it, its folder made
+  EXPECT_EQ(read_file(dir / "missing/deeper/new.csv"), "a,b\n");
   EXPECT_NE(error_of([] {
               check_output_file("/proc/x.json", "--json", false);
             }).find("--json /proc/x.json: cannot be written there (/proc: "),
