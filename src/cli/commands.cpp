@@ -228,6 +228,25 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     // Other errors (a value missing or of the wrong kind, a command missing) as CLI11 words them; so too where no
     // command was named and no word was left over.
     const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty());
+    // "Could not convert: --tokens = 1.5": what the option takes, in the words of poslab's own checks.
+    const std::string what = e.what(), lead = "Could not convert: ";
+    if (const size_t eq = what.find(" = "); dynamic_cast<const CLI::ConversionError*>(&e) != nullptr &&
+                                            what.rfind(lead, 0) == 0 && eq != std::string::npos) {
+      const std::string name = what.substr(lead.size(), eq - lead.size());
+      const CLI::Option* o = cmd->get_option_no_throw(name);
+      // "INT", "INT:NUMBER > 0" (the type, then the checks' names)
+      const std::string type = o != nullptr ? o->get_type_name() : "";
+      const std::string base = type.substr(0, type.find(':'));
+      std::string takes = base == "INT" || base == "UINT" ? "a whole number" : base == "FLOAT" ? "a number" : type;
+      if (takes != type && type.find(">= 0") != std::string::npos) takes += ", 0 or above";
+      if (takes != type && type.find("> 0") != std::string::npos && type.find(">= 0") == std::string::npos)
+        takes += " above 0";
+      if (!takes.empty()) {
+        std::cerr << "error: " << name << ": must be " << takes << ", not '" << what.substr(eq + 3)
+                  << "'\nhint: " << help << "\n";
+        return 2;
+      }
+    }
     if (!extras || extra.empty()) {
       std::cerr << "error: " << e.what() << "\nhint: " << help << "\n";
       return 2;

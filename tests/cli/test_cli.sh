@@ -82,6 +82,9 @@ expect_error "a mistyped option before the command" "^hint: did you mean --versi
 expect_error "an option of no likeness" "^hint: poslab help compare lists its options$" compare --frobnicate
 expect_error "words a command does not take" "^error: poslab train: unexpected arguments 'one two'$" \
   train configs/default.yaml one two
+expect_error "a value of the wrong kind" "^error: --top-pcs: must be a whole number above 0, not '2.5'$" \
+  analyze tests/fixtures/planted_helix_96x24.npy --top-pcs 2.5
+expect_error "a word for a whole number" "^error: --shift: must be a whole number, not 'a'$" eval "$tmp" --shift a
 expect_error "a lone dash is no option" "^error: poslab train: unexpected argument '-'$" train configs/default.yaml -
 expect_error "an option before the command is poslab's" "^error: poslab: no option --bogus$" --bogus train configs/default.yaml
 expect_error "a value missing, beside a word too many: the value first" "^error: --resume: 1 required" \
