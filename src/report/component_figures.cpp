@@ -4,10 +4,56 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <optional>
 
 #include "report/figures.h"
 
 namespace poslab {
+
+namespace {
+
+// The frame of a figure in sd units: rows beyond it (a table's outlying first rows) fall outside, and its caption
+// counts them.
+constexpr double kFrame = 3.5;
+constexpr const char* kUnframe = "  set autoscale x\n  set autoscale y\n";
+
+// Curves each in units of its own standard deviation (about its mean), and the positions where either of the first
+// two lies beyond kFrame.
+struct InSd {
+  std::array<std::vector<double>, 3> curves;
+  int64_t outside = 0;
+  std::string rows;  // the first four outside, "0, 1"
+};
+
+InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_offset) {
+  InSd out;
+  for (int i = 0; i < 3; ++i) {
+    if (!src[i]) continue;
+    const std::vector<double>& c = *src[i];
+    double mean = 0, sq = 0;
+    for (double v : c) mean += v / static_cast<double>(c.size());
+    for (double v : c) sq += (v - mean) * (v - mean);
+    const double sd = std::sqrt(sq / static_cast<double>(c.size()));
+    for (double v : c) out.curves[i].push_back(sd > 0 ? (v - mean) / sd : 0.0);
+  }
+  for (size_t p = 0; p < out.curves[0].size() && p < out.curves[1].size(); ++p)
+    if (std::abs(out.curves[0][p]) > kFrame || std::abs(out.curves[1][p]) > kFrame)
+      if (++out.outside <= 4)
+        out.rows += fmt::format("{}{}", out.outside > 1 ? ", " : "", static_cast<int64_t>(p) + row_offset);
+  return out;
+}
+
+// "; position 0 beyond 3.5 sd … lies outside the frame", or "".
+std::string outside_words(const InSd& s) {
+  if (s.outside == 0) return "";
+  return fmt::format("; {} beyond {} sd of the circle's axes {} outside the frame",
+                     s.outside == 1 ? "position " + s.rows
+                                    : fmt::format("{} positions ({}{})", s.outside, s.rows, s.outside > 4 ? ", …" : ""),
+                     kFrame, s.outside == 1 ? "lies" : "lie");
+}
+
+}  // namespace
 
 Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>& snapshots) {
   const bool over_training = snapshots.size() > 1;
@@ -118,12 +164,24 @@ Figure helix_figure(const Series& s) {
     x = &a.helix->curves[0], y = &a.helix->curves[1], z = &a.helix->curves[2];
     name = {"circle axis 1", "circle axis 2", "slow axis"};
   }
+  // A circle's or helix's axes each in units of its own sd, as the circle rule reads them: a circle holding a few
+  // per cent of the variance beside a ramp of most of it is a circle still, and so it shows.
+  const bool scaled = (a.helix || !a.circles.empty()) && x && y;
+  InSd unit;
+  if (scaled) {
+    unit = in_sd({x, y, z}, a.row_offset);
+    x = &unit.curves[0], y = &unit.curves[1], z = z ? &unit.curves[2] : nullptr;
+    for (std::string& n : name) n += " (sd)";
+    f.caption +=
+        " Each axis is in units of its own standard deviation, as the circle rule reads it" + outside_words(unit) + ".";
+  }
   std::string d = turned ? fmt::format(
                                "# position circle_axis_1 circle_axis_2 slow_axis (turned within pc{}, pc{}, "
-                               "pc{}; each figure keeps its own data)\n",
+                               "pc{}; each figure keeps its own data)",
                                u, v, w)
-                         : fmt::format("# position pc{} pc{}{} (each figure keeps its own data)\n", u, v,
+                         : fmt::format("# position pc{} pc{}{} (each figure keeps its own data)", u, v,
                                        z ? fmt::format(" pc{}", w) : "");
+  d += scaled ? "; each column in units of its sd\n" : "\n";
   if (x && y)
     for (size_t i = 0; i < x->size(); ++i)
       d += fmt::format("{} {} {}{}\n", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
@@ -139,30 +197,84 @@ Figure helix_figure(const Series& s) {
                             760, 620);
     return f;
   }
+  const std::string frame =
+      scaled ? fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kFrame, kFrame) : std::string();
+  const std::string unframe = scaled ? kUnframe : "";
   if (z) {
     f.script = both_formats(f.name,
                             std::string(kPalette) +
                                 fmt::format("  set xlabel '{}'\n  set ylabel '{}'\n  set zlabel '{}' rotate parallel\n",
                                             name[0], name[1], name[2]) +
-                                range +
+                                range + frame +
                                 // The base plane a little below the lowest z tic, and the x and y tics nudged off the
                                 // corners: the three axes' end labels ran together ("-4-0.6").
                                 "  set cblabel 'position'\n  set grid\n  set view 60, 30\n  set ticslevel 0.08\n"
                                 "  set xtics offset -0.5, -0.3\n  set ytics offset 0.8, -0.3\n"
                                 "  splot 'pcs_helix.dat' using 2:3:4 with lines lc rgb 'gray70' notitle, "
                                 "'pcs_helix.dat' using 2:3:4:1 with points pt 7 ps 0.9 lc palette notitle\n"
-                                "  set autoscale cb\n",
+                                "  set autoscale cb\n" +
+                                unframe,
                             760, 620);
     return f;
   }
-  f.script =
-      both_formats(f.name,
-                   std::string(kPalette) + fmt::format("  set xlabel 'PC{}'\n  set ylabel 'PC{}'\n", u, v) + range +
-                       "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
-                       "  plot 'pcs_helix.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
-                       "'pcs_helix.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
-                       "  set size noratio\n  set autoscale cb\n",
-                   760, 620);
+  f.script = both_formats(f.name,
+                          std::string(kPalette) +
+                              fmt::format("  set xlabel '{}'\n  set ylabel '{}'\n", name[0], name[1]) + range + frame +
+                              "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
+                              "  plot 'pcs_helix.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
+                              "'pcs_helix.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
+                              "  set size noratio\n  set autoscale cb\n" +
+                              unframe,
+                          760, 620);
+  return f;
+}
+
+std::optional<Figure> circle_plane_figure(const Series& s) {
+  const Analysis& a = *s.analysis;
+  if (!a.helix) return std::nullopt;
+  const Helix& h = *a.helix;
+  const bool turned = h.rotated && h.curves.size() == 3;
+  auto projection = [&](int c) -> const std::vector<double>* {
+    const auto& pcs = a.pc_frequencies;
+    return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection
+                                                                                         : nullptr;
+  };
+  const std::vector<double>* x = turned ? &h.curves[0] : projection(h.circle.first);
+  const std::vector<double>* y = turned ? &h.curves[1] : projection(h.circle.second);
+  if (!x || !y) return std::nullopt;
+  const InSd unit = in_sd({x, y, nullptr}, a.row_offset);
+  const std::array<std::string, 2> axis =
+      turned ? std::array<std::string, 2>{"circle axis 1", "circle axis 2"}
+             : std::array<std::string, 2>{fmt::format("PC{}", h.circle.first), fmt::format("PC{}", h.circle.second)};
+  Figure f{"circle",
+           "The helix's circle, seen along its slow axis",
+           fmt::format("Each position of the table ({}) as a point in the plane of {} and {}, each in units of its own "
+                       "standard deviation as the circle rule reads it, coloured by position and joined in order. "
+                       "{:.0f} % of the pair's power turns round the centre at one frequency, {:.2f} turns over the "
+                       "table (a period of {:.1f} positions); the rest, off that frequency, shows as the path's "
+                       "wobble{}.",
+                       s.label, axis[0], axis[1], 100 * h.circle.concentration, h.circle.frequency, h.circle.period,
+                       outside_words(unit)),
+           {},
+           {}};
+  std::string d = fmt::format("# position {} {} (each in units of its sd)\n",
+                              turned ? "circle_axis_1" : fmt::format("pc{}", h.circle.first),
+                              turned ? "circle_axis_2" : fmt::format("pc{}", h.circle.second));
+  for (size_t p = 0; p < unit.curves[0].size(); ++p)
+    d += fmt::format("{} {} {}\n", static_cast<int64_t>(p) + a.row_offset, gp_number(unit.curves[0][p]),
+                     gp_number(unit.curves[1][p]));
+  f.data["circle.dat"] = d;
+  f.script = both_formats(
+      f.name,
+      std::string(kPalette) + fmt::format("  set xlabel '{} (sd)'\n  set ylabel '{} (sd)'\n", axis[0], axis[1]) +
+          fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1)) +
+          fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kFrame, kFrame) +
+          "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
+          "  plot 'circle.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
+          "'circle.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"
+          "  set size noratio\n  set autoscale cb\n" +
+          kUnframe,
+      620, 620);
   return f;
 }
 

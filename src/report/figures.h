@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points);
 Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>& snapshots);
 Figure principal_components_figure(const Series& s);
 Figure helix_figure(const Series& s);
+// The helix's circle seen along its slow axis (2-D, each axis in sd units); nullopt without a helix.
+std::optional<Figure> circle_plane_figure(const Series& s);
 Figure row_norms_figure(const std::vector<Series>& series);
 // Trajectories over steps; the records of metrics.jsonl (may be none) add the train and val loss curves.
 Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::vector<MetricsRecord>& metrics);

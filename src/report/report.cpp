@@ -196,6 +196,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   std::vector<std::pair<int64_t, const Analysis*>> periodograms;
   for (const auto& p : points) periodograms.emplace_back(p.step, &p.analysis);
   figures.insert(figures.begin() + 4, periodogram_figure(periodograms));
+  if (std::optional<Figure> circle = circle_plane_figure(s_last))  // after the helix
+    figures.insert(figures.begin() + 7, std::move(*circle));
   const std::vector<double> position_loss = read_position_loss(run.position_loss());
   if (!position_loss.empty()) figures.push_back(position_loss_figure(position_loss, "val"));
   const ShiftCurve shift = read_shift_loss(run.shift_loss());
@@ -269,6 +271,8 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
       spectrum_figure({s, r, sn}),   cumulative_variance_figure({s, r, sn}), similarity_heatmaps_figure({s}),
       periodogram_figure({{0, &a}}), principal_components_figure(s),         helix_figure(s),
       row_norms_figure({s})};
+  if (std::optional<Figure> circle = circle_plane_figure(s))  // after the helix
+    figures.insert(figures.begin() + 6, std::move(*circle));
   std::string grid_html;
   if (grid_rows > 0) {
     const GridAnalysis g = grid_analysis(W, grid_rows, grid_cols, opt.shuffle_seed);

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -79,7 +81,8 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   EXPECT_EQ(r.index_html, dir / "run/report/index.html");
   EXPECT_EQ(r.figures,
             (std::vector<std::string>{"spectrum", "cumulative_variance", "similarity", "cos_by_offset", "periodogram",
-                                      "principal_components", "helix", "row_norms", "trajectory", "position_loss"}));
+                                      "principal_components", "helix", "circle", "row_norms", "trajectory",
+                                      "position_loss"}));  // the last table, a handbook one, holds a helix
   expect_valid_images(dir / "run/report", r.figures);
   expect_links_exist(r.index_html);
   const std::string html = read_file(r.index_html);
@@ -132,7 +135,8 @@ TEST(Report, OneTableReport) {
 }
 
 // The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
-// the axes it was turned apart to), in the circle's plane for a circle without a slow axis.
+// the axes it was turned apart to), in the circle's plane for a circle without a slow axis; each axis in sd units.
+// With a helix, its circle seen along the slow axis too, after it.
 TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
@@ -143,14 +147,37 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   const ReportResult r = write_table_report(fixture("planted_helix_96x24.npy"), "helix", dir / "helix");
   expect_valid_images(dir / "helix", r.figures);
   EXPECT_NE(read_file(dir / "helix/helix.gp").find("splot"), std::string::npos);
-  EXPECT_NE(read_file(dir / "helix/helix.gp").find("set zlabel 'PC1'"), std::string::npos);
+  EXPECT_NE(read_file(dir / "helix/helix.gp").find("set zlabel 'PC1 (sd)'"), std::string::npos);
+  const auto helix_at = std::find(r.figures.begin(), r.figures.end(), "helix");
+  ASSERT_NE(helix_at, r.figures.end());
+  ASSERT_NE(helix_at + 1, r.figures.end());
+  EXPECT_EQ(*(helix_at + 1), "circle");
+  const std::string circle_gp = read_file(dir / "helix/circle.gp");
+  EXPECT_NE(circle_gp.find("set xlabel 'PC2 (sd)'\n  set ylabel 'PC3 (sd)'"), std::string::npos) << circle_gp;
+  EXPECT_NE(circle_gp.find("set size ratio -1"), std::string::npos);
+  // the data in sd units: each column of mean 0 and variance 1
+  std::istringstream rows(read_file(dir / "helix/circle.dat"));
+  std::string line;
+  double sx = 0, sxx = 0, n = 0;
+  while (std::getline(rows, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cols(line);
+    double p = 0, x = 0, y = 0;
+    cols >> p >> x >> y;
+    sx += x, sxx += x * x, n += 1;
+  }
+  EXPECT_EQ(n, 96);
+  EXPECT_NEAR(sx / n, 0.0, 1e-6);
+  EXPECT_NEAR(sxx / n, 1.0, 1e-6);
+  EXPECT_NE(read_file(dir / "helix/index.html").find("turns round the centre at one frequency"), std::string::npos);
 
   const ReportResult t = write_table_report(fixture("planted_helix_even_96x24.npy"), "turned", dir / "turned");
   expect_valid_images(dir / "turned", t.figures);
   const std::string turned = read_file(dir / "turned/helix.gp");
   EXPECT_NE(turned.find("splot"), std::string::npos);
-  EXPECT_NE(turned.find("set xlabel 'circle axis 1'"), std::string::npos) << turned;
-  EXPECT_NE(turned.find("set zlabel 'slow axis'"), std::string::npos) << turned;
+  EXPECT_NE(turned.find("set xlabel 'circle axis 1 (sd)'"), std::string::npos) << turned;
+  EXPECT_NE(turned.find("set zlabel 'slow axis (sd)'"), std::string::npos) << turned;
+  EXPECT_NE(read_file(dir / "turned/circle.gp").find("set xlabel 'circle axis 1 (sd)'"), std::string::npos);
   EXPECT_NE(read_file(dir / "turned/pcs_helix.dat").find("slow_axis (turned within pc1, pc2, pc3"), std::string::npos);
   EXPECT_NE(read_file(dir / "turned/index.html").find("the space of PC1, PC2 and PC3, turned so that"),
             std::string::npos);
@@ -162,7 +189,8 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   expect_valid_images(dir / "circle", c.figures);
   const std::string gp = read_file(dir / "circle/helix.gp");
   EXPECT_EQ(gp.find("splot"), std::string::npos);
-  EXPECT_NE(gp.find("set xlabel 'PC1'\n  set ylabel 'PC2'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set xlabel 'PC1 (sd)'\n  set ylabel 'PC2 (sd)'"), std::string::npos) << gp;
+  EXPECT_EQ(std::find(c.figures.begin(), c.figures.end(), "circle"), c.figures.end());  // no helix: the plane is it
   EXPECT_NE(read_file(dir / "circle/index.html").find("turn in quadrature with a period of 10.0"), std::string::npos);
 }
 
