@@ -123,8 +123,9 @@
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
-        (f.circle ? " Components " + f.circle.components.join(" and ") + " turn in a circle with a period of " +
-            f.circle.period.toFixed(1) + " positions (its frequency in orange)." : " No circle at this step.");
+        (f.circle ? " Components " + f.circle.components.join(" and ") + " of this step's table turn in a circle " +
+            "with a period of " + f.circle.period.toFixed(1) + " positions; the bar at its frequency is orange (all " +
+            "the table's power there, the circle's and the rest's)." : " No circle at this step.");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :
         "The attention each head of layer 0 pays from positions alone (queries down, keys across; colour: √weight)," +
         " and its kind (docs/analysis.md)." + (f.textKinds ? " On real text: " + f.textKinds.map((k, h) => "h" + h + " " + k).join(", ") + "." : "") +
