@@ -279,16 +279,18 @@ std::string agreement_section(const Comparison& c) {
   std::string t =
       "<h3>Do the seeds learn the same table?</h3>\n<p>The runs' last tables compared up to rotation and scale "
       "of the embedding space, over every pair of runs: a variant with itself pools the pairs of its seeds, two "
-      "variants every cross pair. Linear CKA (1: the same geometry; independent random tables of this shape: " +
-      format_stat(Stat{c.agreement.front().cka_random, NAN, 1}, "{:.2f}") +
-      "), the Procrustes residual (0: one table is a rotated, rescaled copy of the other), the correlation of "
+      "variants every cross pair of one shape (tables of other widths or rows are not compared). Linear CKA (1: "
+      "the same geometry; beside it, what independent random tables of that shape give), the Procrustes residual (0: "
+      "one table is a rotated, rescaled copy of the other), the correlation of "
       "the two cosine-similarity matrices, and the mean cos² of the principal angles between the components "
       "above the noise floor (random subspaces: near 0). docs/analysis.md, “Seed agreement”.</p>\n"
       "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variants</th><th>pairs</th><th>CKA</th>"
-      "<th>Procrustes residual</th><th>similarity r</th><th>mean cos²</th></tr>\n";
+      "<th title=\"two independent random tables of the shape\">CKA, random</th><th>Procrustes "
+      "residual</th><th>similarity r</th><th>mean cos²</th></tr>\n";
   for (const AgreementCell& cell : c.agreement)
     t += "<tr><td>" + html_escape(cell.a == cell.b ? cell.a + " (seeds)" : cell.a + " vs " + cell.b) + "</td><td>" +
          std::to_string(cell.pairs) + "</td><td>" + format_stat(cell.cka, "{:.3f}") + "</td><td>" +
+         format_stat(Stat{cell.cka_random, NAN, 1}, "{:.2f}") + "</td><td>" +
          format_stat(cell.procrustes_residual, "{:.3f}") + "</td><td>" +
          format_stat(cell.similarity_correlation, "{:.3f}") + "</td><td>" + format_stat(cell.mean_cos2, "{:.3f}") +
          "</td></tr>\n";

@@ -1,6 +1,7 @@
 // poslab sweep and compare: a tiny sweep (2 variants x 2 seeds) cut short twice and resumed, then its comparison
 // table against means and standard deviations computed here from the runs' own files; every sweep-file error.
 #include <gtest/gtest.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <cmath>
 #include <filesystem>
@@ -242,6 +243,9 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(html.find("position-learned"), std::string::npos);
   EXPECT_NE(html.find("±"), std::string::npos);
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
+  // the seeds' agreement beside what random tables of the same shape give, in its own column
+  EXPECT_NE(html.find("<th title=\"two independent random tables of the shape\">CKA, random</th>"), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("<td>{:.2f}</td>", c.agreement[0].cka_random)), std::string::npos);
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_k90.png"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/periodogram.png"));
   // A variant's name is its text in the key ("block_size-256" is no subscript).
