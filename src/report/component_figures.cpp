@@ -90,7 +90,10 @@ Figure principal_components_figure(const Series& s) {
   Figure f{"principal_components",
            "Top principal components along position",
            "The table's positions projected on its first four principal components (" + s.label +
-               "). Smooth, sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
+               "), each with its share of the variance and the period of its own strongest frequency (≥ twice the "
+               "rows: a ramp or a half wave; a circle's two components each have their own, and the pair turns at "
+               "the period the analysis names). Smooth, "
+               "sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
            {},
            {}};
   std::string d = "# position pc1 pc2 pc3 pc4\n";
@@ -106,10 +109,14 @@ Figure principal_components_figure(const Series& s) {
   }
   f.data["pcs.dat"] = d;
   std::string plots;
-  for (size_t k = 0; k < pcs.size(); ++k)
-    plots += fmt::format(
-        "{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
-        gp_quote(fmt::format("PC{} ({:.1f} %, period {:.1f})", k + 1, 100 * pcs[k]->explained, pcs[k]->period)));
+  for (size_t k = 0; k < pcs.size(); ++k) {
+    // the search stops at half a cycle over the table: a ramp or a half wave, as the analysis prints it
+    const bool slow = pcs[k]->cycles_per_position * static_cast<double>(P) <= 0.5 + 1e-6;
+    plots += fmt::format("{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
+                         gp_quote(fmt::format("PC{} ({:.1f} %, {})", k + 1, 100 * pcs[k]->explained,
+                                              slow ? fmt::format("period ≥{:.0f}", pcs[k]->period)
+                                                   : fmt::format("period {:.1f}", pcs[k]->period))));
+  }
   f.script = both_formats(
       f.name,
       fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component'\n"
