@@ -39,8 +39,8 @@ std::string heads_table(const nlohmann::json& first, const nlohmann::json& last,
   const bool text = last.contains("data_attention");
   std::string h =
       "<div style=\"overflow-x:auto\"><table>\n<tr><th>head</th><th>step</th><th>kind</th><th>mass at 0</th>"
-      "<th>mass at 1</th><th>on position 0</th><th>50 % within</th><th>uniform: 50 % within</th><th>90 % within</th>"
-      "<th>decay length</th>" +
+      "<th>mass at 1</th><th>on position 0</th><th>50 % within (positions)</th><th>uniform: 50 % within</th>"
+      "<th>90 % within</th><th>decay length (positions)</th>" +
       std::string(text ? "<th>on text: kind</th><th>on text: 50 % within</th>" : "") + "</tr>\n";
   const size_t n_head = last["attention_kernels"]["heads"].size();
   for (size_t i = 0; i < n_head; ++i)
@@ -190,8 +190,9 @@ Figure kernel_trajectory(const std::vector<std::pair<int64_t, nlohmann::json>>& 
   Figure f{"attention_forming",
            "How the kernels formed",
            "Per head of layer 0, over training: the offset within which half of the position-only attention lies "
-           "(median over the second half of the queries). It starts near the uniform kernel's, falls as a head "
-           "turns local or decaying, and rises past it as a head turns into a sink on the first position.",
+           "(median over the second half of the queries), in positions. It starts near the uniform kernel's, falls "
+           "as a head turns local or decaying, and rises past it as a head's mass moves towards the first "
+           "positions (a sink on the first position at the end, or a kernel still uniform that leans back).",
            {},
            {}};
   const size_t n_head = usage.back().second["attention_kernels"]["heads"].size();
