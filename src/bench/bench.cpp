@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "analysis/snapshot_hook.h"
 #include "bench/trace_profile.h"
 #include "data/batches.h"

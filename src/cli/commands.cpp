@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "cli/export_cmd.h"
 #include "cli/help_format.h"
 #include "cli/model_cmds.h"
+#include "cli/parse_errors.h"
 #include "cli/sweep_cmds.h"
 #include "cli/validators.h"
 #include "config/config.h"
@@ -31,7 +31,6 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/kernel_paths.h"
-#include "util/near_words.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"
@@ -217,62 +216,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Words CLI11 could not place: the command's, else those before its name (poslab's own).
-    const std::vector<CLI::App*> named = app.get_subcommands();
-    const CLI::App* cmd = named.empty() ? &app : named.front();
-    std::vector<std::string> extra = cmd->remaining();
-    if (extra.empty() && cmd != &app && !app.remaining().empty()) cmd = &app, extra = app.remaining();
-    // The command's own options, else the list of commands.
-    const std::string help = cmd == &app ? "poslab help lists the commands, poslab help COMMAND a command's options"
-                                         : "poslab help " + cmd->get_name() + " lists its options";
-    // Other errors (a value missing or of the wrong kind, a command missing) as CLI11 words them; so too where no
-    // command was named and no word was left over.
-    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty());
-    // "Could not convert: --tokens = 1.5": what the option takes, in the words of poslab's own checks.
-    const std::string what = e.what(), lead = "Could not convert: ";
-    if (const size_t eq = what.find(" = "); dynamic_cast<const CLI::ConversionError*>(&e) != nullptr &&
-                                            what.rfind(lead, 0) == 0 && eq != std::string::npos) {
-      const std::string name = what.substr(lead.size(), eq - lead.size());
-      const CLI::Option* o = cmd->get_option_no_throw(name);
-      // "INT", "INT:NUMBER > 0" (the type, then the checks' names)
-      const std::string type = o != nullptr ? o->get_type_name() : "";
-      const std::string base = type.substr(0, type.find(':'));
-      std::string takes = base == "INT" || base == "UINT" ? "a whole number" : base == "FLOAT" ? "a number" : type;
-      if (takes != type && type.find(">= 0") != std::string::npos) takes += ", 0 or above";
-      if (takes != type && type.find("> 0") != std::string::npos && type.find(">= 0") == std::string::npos)
-        takes += " above 0";
-      if (!takes.empty()) {
-        std::cerr << "error: " << name << ": must be " << takes << ", not '" << what.substr(eq + 3)
-                  << "'\nhint: " << help << "\n";
-        return 2;
-      }
-    }
-    if (!extras || extra.empty()) {
-      std::cerr << "error: " << e.what() << "\nhint: " << help << "\n";
-      return 2;
-    }
-    // Words the command does not take, as the user typed them (CLI11's message lists them backwards): an option
-    // mistyped, with the options it is likely a slip of. "-" and "-5" are no options.
-    const std::string where = cmd == &app ? "poslab" : "poslab " + cmd->get_name();
-    const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) {
-      return w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
-    });
-    if (option == extra.end()) {
-      std::string words;
-      for (const std::string& w : extra) words += (words.empty() ? "" : " ") + w;
-      std::cerr << "error: " << where << ": unexpected " << (extra.size() > 1 ? "arguments '" : "argument '") << words
-                << "'\nhint: " << help << "\n";
-      return 2;
-    }
-    const std::string typed = option->substr(0, option->find('='));
-    std::vector<std::string> names;
-    for (const CLI::Option* o : cmd->get_options())
-      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
-    const std::vector<std::string> near = near_words(typed, names, 4);
-    std::cerr << "error: " << where << ": no option " << typed
-              << "\nhint: " << (near.empty() || near.size() > 3 ? "" : "did you mean " + either(near) + "? ") << help
-              << "\n";
-    return 2;
+    return report_parse_error(app, e);
   }
   return std::nullopt;
 }

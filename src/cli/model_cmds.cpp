@@ -276,8 +276,7 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
     by_shift.push_back(r.at[i].by_position);
   }
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).shift_loss(a.split) : a.out;
-  make_dirs(fs::path(out).parent_path().string());
-  write_file_atomic(out, shift_loss_csv(r.shifts, by_shift));
+  write_output_file(out, shift_loss_csv(r.shifts, by_shift));
   std::cout << "wrote " << out << "\n";
   return 0;
 }
@@ -306,8 +305,7 @@ int run_eval(const EvalArgs& a) {
       evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
                          eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device);
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).position_loss(a.split) : a.out;
-  make_dirs(fs::path(out).parent_path().string());
-  write_file_atomic(out, position_loss_csv(r.by_position));
+  write_output_file(out, position_loss_csv(r.by_position));
   const auto& p = r.by_position;
   std::cout << fmt::format("{} loss {:.4f} | perplexity {:.2f} | {} tokens ({} batches x {} x {})\n", a.split, r.loss,
                            std::exp(r.loss), r.tokens, batches, batch_size, p.size());

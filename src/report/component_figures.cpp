@@ -44,6 +44,13 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
   return out;
 }
 
+// Component c's curve along position (1-based), or nullptr where the analysis kept none.
+const std::vector<double>* projection(const Analysis& a, int c) {
+  const auto& pcs = a.pc_frequencies;
+  return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection
+                                                                                       : nullptr;
+}
+
 // "; position 0 beyond 3.5 sd … lies outside the frame", or "".
 std::string outside_words(const InSd& s) {
   if (s.outside == 0) return "";
@@ -159,12 +166,7 @@ Figure helix_figure(const Series& s) {
                ", coloured by position and joined in order.",
            {},
            {}};
-  auto projection = [&](int c) -> const std::vector<double>* {
-    const auto& pcs = a.pc_frequencies;
-    return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection
-                                                                                         : nullptr;
-  };
-  const auto *x = projection(u), *y = projection(v), *z = w ? projection(w) : nullptr;
+  const auto *x = projection(a, u), *y = projection(a, v), *z = w ? projection(a, w) : nullptr;
   // The axes' names: the components', or the turned helix's own axes.
   std::array<std::string, 3> name = {fmt::format("PC{}", u), fmt::format("PC{}", v), fmt::format("PC{}", w)};
   if (turned) {
@@ -241,13 +243,8 @@ std::optional<Figure> circle_plane_figure(const Series& s) {
   if (!a.helix) return std::nullopt;
   const Helix& h = *a.helix;
   const bool turned = h.rotated && h.curves.size() == 3;
-  auto projection = [&](int c) -> const std::vector<double>* {
-    const auto& pcs = a.pc_frequencies;
-    return c >= 1 && c <= static_cast<int>(pcs.size()) && !pcs[c - 1].projection.empty() ? &pcs[c - 1].projection
-                                                                                         : nullptr;
-  };
-  const std::vector<double>* x = turned ? &h.curves[0] : projection(h.circle.first);
-  const std::vector<double>* y = turned ? &h.curves[1] : projection(h.circle.second);
+  const std::vector<double>* x = turned ? &h.curves[0] : projection(a, h.circle.first);
+  const std::vector<double>* y = turned ? &h.curves[1] : projection(a, h.circle.second);
   if (!x || !y) return std::nullopt;
   const InSd unit = in_sd({x, y, nullptr}, a.row_offset);
   const std::array<std::string, 2> axis =

@@ -129,6 +129,11 @@ TEST(Analysis, SinusoidR2SeparatesSmoothFromNoise) {
   EXPECT_NEAR(noise.sinusoid_r2, 16.0 / 127.0, 0.05);
   const Analysis hb = analyze_table(handbook_table(128, 64, 2), "handbook");
   EXPECT_GT(hb.smooth.adjacent_cosine, noise.smooth.adjacent_cosine + 0.3);
+  // The summary gives white noise's figure beside the table's: on 16 rows K = 7 and 2K / (P − 1) = 14/15.
+  const std::string short_table = summary_text(analyze_table(random_table(16, 8, 1.0, 1), "short"));
+  EXPECT_NE(short_table.find("R² of the 7 lowest frequencies"), std::string::npos) << short_table;
+  EXPECT_NE(short_table.find("(white noise ≈ 0.933)"), std::string::npos) << short_table;
+  EXPECT_NE(summary_text(noise).find("(white noise ≈ 0.126)"), std::string::npos) << summary_text(noise);
 }
 
 TEST(Analysis, BoundaryOutliersAreNamed) {

@@ -239,6 +239,15 @@ if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q '^error: POSLAB_KERNELS = att
 else
   failed=$((failed + 1)); echo "FAIL train: a bad POSLAB_KERNELS before the run folder"; cat "$tmp/err"; ls -R "$tmp/kruns"
 fi
+# and with --nproc, once, before any worker starts
+POSLAB_KERNELS=attention=warp "$poslab" train configs/default.yaml --nproc 2 --set "run.out_dir=$tmp/kruns" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && [ "$(grep -c '^error: POSLAB_KERNELS = attention=warp: ' "$tmp/err")" = 1 ] &&
+   [ ! -e "$tmp/kruns" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL train --nproc: a bad POSLAB_KERNELS once, before the workers"; cat "$tmp/err"
+fi
 expect_error "a bad run.kernels" '^error: .*run.kernels = fastest: "fastest" is not NAME=VALUE' \
   config configs/default.yaml --set run.kernels=fastest
 

@@ -148,6 +148,10 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   expect_valid_images(dir / "helix", r.figures);
   EXPECT_NE(read_file(dir / "helix/helix.gp").find("splot"), std::string::npos);
   EXPECT_NE(read_file(dir / "helix/helix.gp").find("set zlabel 'PC1 (sd)'"), std::string::npos);
+  // its ramp's period past twice the rows reads "≥", as analyze prints it; a circle coordinate's its own
+  const std::string pcs_gp = read_file(dir / "helix/principal_components.gp");
+  EXPECT_NE(pcs_gp.find(", period ≥192)'"), std::string::npos) << pcs_gp;
+  EXPECT_NE(pcs_gp.find(", period 27."), std::string::npos) << pcs_gp;
   const auto helix_at = std::find(r.figures.begin(), r.figures.end(), "helix");
   ASSERT_NE(helix_at, r.figures.end());
   ASSERT_NE(helix_at + 1, r.figures.end());

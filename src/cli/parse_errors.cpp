@@ -1,0 +1,79 @@
+#include "cli/parse_errors.h"
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/near_words.h"
+
+namespace poslab {
+namespace {
+
+// "Could not convert: --tokens = 1.5": the option and what it takes, in the words of poslab's own checks
+// ("--tokens: must be a whole number, 0 or above, not '1.5'"); nullopt for any other error.
+std::optional<std::string> wrong_kind(const CLI::App& cmd, const CLI::ParseError& e) {
+  const std::string what = e.what(), lead = "Could not convert: ";
+  const size_t eq = what.find(" = ");
+  if (dynamic_cast<const CLI::ConversionError*>(&e) == nullptr || what.rfind(lead, 0) != 0 || eq == std::string::npos)
+    return std::nullopt;
+  const std::string name = what.substr(lead.size(), eq - lead.size());
+  const CLI::Option* o = cmd.get_option_no_throw(name);
+  // "INT", "INT:NUMBER > 0" (the type, then the checks' names)
+  const std::string type = o != nullptr ? o->get_type_name() : "";
+  const std::string base = type.substr(0, type.find(':'));
+  std::string takes = base == "INT" || base == "UINT" ? "a whole number" : base == "FLOAT" ? "a number" : type;
+  if (takes != type && type.find(">= 0") != std::string::npos) takes += ", 0 or above";
+  if (takes != type && type.find("> 0") != std::string::npos && type.find(">= 0") == std::string::npos)
+    takes += " above 0";
+  if (takes.empty()) return std::nullopt;
+  return name + ": must be " + takes + ", not '" + what.substr(eq + 3) + "'";
+}
+
+// Words a command does not take, as the user typed them (CLI11's message lists them backwards): an option mistyped,
+// with the options it is likely a slip of (`hint`, before the help), else the words. "-" and "-5" are no options.
+std::string unexpected(const CLI::App& cmd, const std::string& where, const std::vector<std::string>& extra,
+                       std::string& hint) {
+  const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) {
+    return w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
+  });
+  if (option == extra.end()) {
+    std::string words;
+    for (const std::string& w : extra) words += (words.empty() ? "" : " ") + w;
+    return where + ": unexpected " + (extra.size() > 1 ? "arguments '" : "argument '") + words + "'";
+  }
+  const std::string typed = option->substr(0, option->find('='));
+  std::vector<std::string> names;
+  for (const CLI::Option* o : cmd.get_options())
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+  const std::vector<std::string> near = near_words(typed, names, 4);
+  if (!near.empty() && near.size() <= 3) hint = "did you mean " + either(near) + "? " + hint;
+  return where + ": no option " + typed;
+}
+
+}  // namespace
+
+int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  // Words CLI11 could not place: the command's, else those before its name (poslab's own).
+  const std::vector<CLI::App*> named = app.get_subcommands();
+  const CLI::App* cmd = named.empty() ? &app : named.front();
+  std::vector<std::string> extra = cmd->remaining();
+  if (extra.empty() && cmd != &app && !app.remaining().empty()) cmd = &app, extra = app.remaining();
+  // The command's own options, else the list of commands.
+  std::string hint = cmd == &app ? "poslab help lists the commands, poslab help COMMAND a command's options"
+                                 : "poslab help " + cmd->get_name() + " lists its options";
+  // Other errors (a value missing, a command missing) as CLI11 words them; so too where no command was named and no
+  // word was left over.
+  const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty());
+  std::string error = e.what();
+  if (std::optional<std::string> kind = wrong_kind(*cmd, e))
+    error = *kind;
+  else if (extras && !extra.empty())
+    error = unexpected(*cmd, cmd == &app ? "poslab" : "poslab " + cmd->get_name(), extra, hint);
+  std::cerr << "error: " << error << "\nhint: " << hint << "\n";
+  return 2;
+}
+
+}  // namespace poslab
