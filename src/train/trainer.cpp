@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -306,9 +307,9 @@ TrainSummary train(const TrainRequest& req) {
   check_corpus_paths(cfg);
   check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
+  const std::string made = req.resume_dir.empty() ? first_missing_folder(rdir) : "";  // a start refused removes it
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
-  const std::unique_ptr<RunLock> lock =
-      set_up_run_folder(rdir, cfg, resuming || restart, comm, device);  // held to the end
+  std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming || restart, comm, device);  // held to the end
   if (restart && comm.is_main()) {
     spdlog::warn("{} holds no checkpoint: the run starts again in its folder, from step 0", rdir);
     truncate_logs_after(RunFolder(rdir), -1);
@@ -321,8 +322,20 @@ TrainSummary train(const TrainRequest& req) {
                  cfg.train.dtype == "float32"
                      ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)"
                      : "");
-  TrainingRun run(fresh, cfg, rdir, device, threads, comm, resume_meta);
-  TrainSummary s = run.loop();
+  // A new run whose start is refused (no text in the corpus, a tokenizer it cannot train, a model that does not
+  // build) wrote nothing but its config: the folders it made go again, and the same command runs once it is fixed.
+  std::unique_ptr<TrainingRun> run;
+  try {
+    run = std::make_unique<TrainingRun>(fresh, cfg, rdir, device, threads, comm, resume_meta);
+  } catch (...) {
+    if (comm.is_main() && !made.empty()) {
+      lock.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(made, ec);
+    }
+    throw;
+  }
+  TrainSummary s = run->loop();
   s.seconds = seconds_since(wall_start);
   // A resume of a finished run trains no step: no rate to give.
   spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps, s.train_loss,

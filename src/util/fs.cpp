@@ -117,6 +117,15 @@ void make_dirs(const std::string& dir, const std::string& hint) {
   throw Error(dir + ": cannot create folder: " + why, how);
 }
 
+std::string first_missing_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "a/b/"
+  if (p.empty() || fs::exists(p, ec)) return "";
+  while (p.has_parent_path() && p.parent_path() != p && !fs::exists(p.parent_path(), ec)) p = p.parent_path();
+  return p.string();
+}
+
 void check_output_file(const std::string& path, const std::string& option, bool force,
                        const std::vector<std::string>& inputs) {
   if (path.empty() || path == "-") return;

@@ -53,6 +53,10 @@ void commit_file(const std::string& tmp, const std::string& to);
 // writable location or the permissions) for where the folder's place comes from, e.g. the config key.
 void make_dirs(const std::string& dir, const std::string& hint = "");
 
+// The outermost folder of `dir` that is missing, the first one make_dirs(dir) would make ("a/b" for a/b/c when a
+// exists); "" when `dir` exists. What a command that fails can remove again, leaving the disk as it found it.
+std::string first_missing_folder(const std::string& dir);
+
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing
 // file only with `force` (an empty path, no output, passes too), and a place that takes a file: its folder, or where

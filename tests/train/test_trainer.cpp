@@ -384,6 +384,37 @@ TEST(Trainer, OneTrainerPerRunFolder) {
   EXPECT_FALSE(fs::exists(dir / "stale/lock"));
 }
 
+// A new run whose start is refused after its folder was made (the corpus holds no text, the tokenizer cannot be
+// trained on it) takes the folder away again, with the folders above it that it made; a folder that was there
+// before stays, with what it held.
+TEST(Trainer, AStartTheDataRefusesLeavesNoFolderBehind) {
+  TempDir dir;
+  test::write_text(dir / "empty.txt", "");
+  TrainRequest empty = tiny_run(dir, "empty", 3);
+  empty.overrides.push_back("run.out_dir=" + (dir / "new/runs"));
+  empty.overrides.push_back("data.corpus=" + (dir / "empty.txt"));
+  const std::string msg = test::error_of([&] { train(empty); });
+  EXPECT_NE(msg.find("no text found"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir / "new")) << "run.out_dir's folders, made by the start, are gone too";
+
+  test::write_text(dir / "short.txt", "hello world\n");
+  TrainRequest bpe = tiny_run(dir, "bpe", 3);
+  bpe.overrides.push_back("data.corpus=" + (dir / "short.txt"));
+  bpe.overrides.push_back("data.tokenizer.type=bpe");
+  bpe.overrides.push_back("data.tokenizer.vocab_size=2048");
+  const std::string bpe_msg = test::error_of([&] { train(bpe); });
+  EXPECT_NE(bpe_msg.find("more pieces than a bpe tokenizer finds in the corpus"), std::string::npos) << bpe_msg;
+  EXPECT_FALSE(fs::exists(dir / "bpe"));
+  EXPECT_TRUE(fs::exists(dir / "corpus.txt")) << "run.out_dir was there before: it stays";
+
+  fs::create_directories(dir / "mine");
+  test::write_text(dir / "mine/notes.txt", "kept\n");
+  TrainRequest mine = tiny_run(dir, "mine", 3);
+  mine.overrides.push_back("data.corpus=" + (dir / "empty.txt"));
+  EXPECT_NE(test::error_of([&] { train(mine); }).find("no text found"), std::string::npos);
+  EXPECT_EQ(read_file(dir / "mine/notes.txt"), "kept\n");
+}
+
 TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   TempDir dir;
   TrainRequest r = tiny_run(dir, "nan", 4);

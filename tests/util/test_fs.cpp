@@ -120,6 +120,20 @@ TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
   EXPECT_NE(error_of([&] { make_dirs(dir / "runs/x"); }).find("choose a writable location"), std::string::npos);
 }
 
+// The first folder make_dirs would make: the outermost missing one, whatever the path's spelling; none for a folder
+// that exists.
+TEST(Fs, TheFirstMissingFolderIsTheOutermostOneMissing) {
+  TempDir dir;
+  EXPECT_EQ(first_missing_folder(dir.str()), "");
+  EXPECT_EQ(first_missing_folder(dir / "a/b/c"), dir / "a");
+  EXPECT_EQ(first_missing_folder(dir / "a/b/c/"), dir / "a");
+  EXPECT_EQ(first_missing_folder(dir / "x/../a/b"), dir / "a");
+  make_dirs(dir / "a");
+  EXPECT_EQ(first_missing_folder(dir / "a/b/c"), dir / "a/b");
+  EXPECT_EQ(first_missing_folder(dir / "a"), "");
+  EXPECT_EQ(first_missing_folder("no_such_folder_here/runs"), "no_such_folder_here");
+}
+
 // A real "no space left on device": the temporary file is a link to /dev/full, which fails every write with
 // ENOSPC. The error names the file and the reason, and the previous contents survive.
 TEST(Fs, DiskFullIsAnErrorNamingThePathAndKeepsThePreviousFile) {
