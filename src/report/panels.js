@@ -43,12 +43,14 @@ const Panels = (function () {
       step: f.step, trainLoss: f.train_loss, valLoss: f.val_loss, sim: bytes(f.sim), path: int16s(f.path),
       share: f.path_share, sv: f.sv, svOf: f.sv_of || f.sv.length, floor: f.floor, rank: f.signal_rank,
       metrics: f.metrics, power: f.periodogram, powerOf: f.periodogram_of || f.periodogram.length,
-      circle: f.circle,
+      circle: f.circle, outside: f.path_outside || 0,
       kernels: f.kernels ? bytes(f.kernels) : null, kinds: f.kinds, textKinds: f.text_kinds,
     }));
     const comps = D.path.components, scale = D.path.scale || 1;
+    // the path's axes: a helix's or circle's (each in its own sd) or the top principal directions
+    const axes = D.path.axes || ["PC1", "PC2", "PC3"].slice(0, comps);
     return {
-      frames, P: D.positions, simRows: D.sim.positions, pathRows: D.path.positions, comps, scale,
+      frames, P: D.positions, simRows: D.sim.positions, pathRows: D.path.positions, comps, scale, axes,
       // row r's coordinate on principal axis k (0 beyond the table's components)
       coordinate: (f, r, k) => (k < comps ? f.path[r * comps + k] / 32767 * scale : 0),
     };
@@ -128,9 +130,10 @@ const Panels = (function () {
     ctx.moveTo(m, cy); ctx.lineTo(m + w, cy); ctx.moveTo(cx, m); ctx.lineTo(cx, m + w);
     ctx.stroke();
     ctx.fillStyle = "#444";
-    ctx.textAlign = "center";
-    ctx.fillText("PC1", m + w - 12, cy - 6);
-    ctx.fillText("PC2", cx + 16, m + 10);
+    ctx.textAlign = "right";
+    ctx.fillText(T.axes[0] || "", m + w, cy - 6);
+    ctx.textAlign = "left";
+    ctx.fillText(T.axes[1] || "", cx + 5, m + 10);
     ctx.lineWidth = 1.6;
     for (let r = 0; r < n; ++r) {
       const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1);
@@ -168,7 +171,8 @@ const Panels = (function () {
       const y2 = cp * y - sp * z1;
       return [half + s * x1, half - s * y2];
     };
-    const axes = [[[1, 0, 0], "#d62728", "PC1"], [[0, 1, 0], "#2ca02c", "PC2"], [[0, 0, 1], "#1f77b4", "PC3"]];
+    const axes = [[[1, 0, 0], "#d62728", T.axes[0]], [[0, 1, 0], "#2ca02c", T.axes[1]], [[0, 0, 1], "#1f77b4", T.axes[2]]]
+      .slice(0, T.comps);
     for (const [a, colour, name] of axes) {
       const p0 = project(-a[0] * T.scale, -a[1] * T.scale, -a[2] * T.scale);
       const p1 = project(a[0] * T.scale, a[1] * T.scale, a[2] * T.scale);

@@ -5,7 +5,7 @@
   const D = DATA;
   const $ = (id) => document.getElementById(id);
   const state = $("state");
-  const PANELS = [["sim", "Cosine similarity of the rows", 232], ["path2", "The rows' path in PC1 and PC2", 232],
+  const PANELS = [["sim", "Cosine similarity of the rows", 232], ["path2", "The rows' path (its axes named in each)", 232],
                   ["spectrum", "Singular values and the noise floor", 200], ["periodogram", "Power along position", 200]];
   const SHOWN = ["signal_share", "effective_rank", "adjacent_cosine", "sinusoid_r2", "probe_r2", "val_loss"];
 
@@ -66,6 +66,8 @@
       const v = f.metrics[q];
       if (SHOWN.includes(m.key) && v !== null && isFinite(v)) lines.push(["", m.label + " " + Number(v).toPrecision(3)]);
     });
+    lines.push(["", f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1)
+                             : "no circle"]);
     if (f.kinds) lines.push(["", "layer 0: " + f.kinds.join(", ")]);
     if (s.verdict) lines.push(["", s.verdict]);
     s.numbers.replaceChildren(...lines.map(([cls, text]) => {

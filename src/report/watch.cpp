@@ -10,6 +10,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
+#include "analysis/periodicity.h"
 #include "analysis/table_io.h"
 #include "report/html.h"
 #include "report/watch_page.h"
@@ -48,6 +49,83 @@ torch::Tensor read_kernels(const RunFolder& run, int64_t step, int64_t n_head, i
   return flat.view({n_head, P, P});
 }
 
+// The path's three axes in the table's space, fixed for every frame: the helix the last snapshot's analysis found
+// (its circle's two axes, then its slow axis), else its strongest circle's pair and the strongest component outside
+// it, else its top principal directions. A helix's or circle's axes are each in units of their own sd at the last
+// snapshot, as the circle rule reads them (a circle of a few per cent beside a ramp of most of the variance would
+// draw as a line); the top directions keep the table's own units.
+constexpr double kPathFrameSd = 3.5;  // the frame of a path whose axes are in sd units
+
+struct PathAxes {
+  torch::Tensor basis;  // (d, k): each column the direction, divided by its sd when `scaled`
+  torch::Tensor unit;   // (d, k): the same directions, of unit length (the share of variance they hold)
+  std::vector<std::string> names;
+  std::string what;  // for the caption: "the helix … (PC2 and PC4, period 108.1) along its slow axis (PC1)"
+  bool scaled = false;
+};
+
+PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t comps) {
+  auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);
+  const int64_t n = Vh.size(0);
+  auto pc = [&](int c) { return Vh[c - 1]; };  // component c (1-based)
+  auto within = [&](std::initializer_list<int> cs) {
+    return std::all_of(cs.begin(), cs.end(), [&](int c) { return c >= 1 && c <= n; });
+  };
+  PathAxes out;
+  std::vector<torch::Tensor> dirs;
+  if (comps == 3 && a.helix && a.helix->rotated && a.helix->curves.size() == 3) {
+    // the turned axes' curves read back as directions: the least-squares u with Wc u = curve (it lies in Wc's rows)
+    const torch::Tensor pinv = torch::linalg_pinv(Wc);  // (d, P)
+    for (const auto& curve : a.helix->curves)
+      dirs.push_back(pinv.matmul(torch::tensor(curve, torch::kFloat64).to(Wc.dtype())));
+    const std::array<int, 3> space = helix_space(*a.helix);
+    out.names = {"circle axis 1", "circle axis 2", "slow axis"};
+    out.what = fmt::format(
+        "the helix the last snapshot's analysis found: the circle's two axes (period {:.1f}) and its slow axis, turned "
+        "within PC{}, PC{} and PC{}",
+        a.helix->circle.period, space[0], space[1], space[2]);
+  } else if (comps == 3 && a.helix && within({a.helix->circle.first, a.helix->circle.second, a.helix->slow})) {
+    const Helix& h = *a.helix;
+    dirs = {pc(h.circle.first), pc(h.circle.second), pc(h.slow)};
+    out.names = {fmt::format("PC{}", h.circle.first), fmt::format("PC{}", h.circle.second),
+                 fmt::format("PC{}", h.slow)};
+    out.what = fmt::format(
+        "the helix the last snapshot's analysis found: its circle (PC{} and PC{}, period {:.1f}) and its slow axis "
+        "(PC{})",
+        h.circle.first, h.circle.second, h.circle.period, h.slow);
+  } else if (comps >= 2 && !a.circles.empty() && within({a.circles[0].first, a.circles[0].second})) {
+    const Circle& c = a.circles[0];
+    dirs = {pc(c.first), pc(c.second)};
+    out.names = {fmt::format("PC{}", c.first), fmt::format("PC{}", c.second)};
+    out.what = fmt::format("the circle the last snapshot's analysis found (PC{} and PC{}, period {:.1f})", c.first,
+                           c.second, c.period);
+    if (comps == 3) {
+      const int other = c.first == 1 ? (c.second == 2 ? 3 : 2) : 1;  // the strongest component outside it
+      dirs.push_back(pc(other));
+      out.names.push_back(fmt::format("PC{}", other));
+      out.what += fmt::format(", with PC{}, the strongest component outside it", other);
+    }
+  }
+  out.scaled = !dirs.empty();
+  if (dirs.empty()) {
+    for (int c = 1; c <= comps; ++c) {
+      dirs.push_back(pc(c));
+      out.names.push_back(fmt::format("PC{}", c));
+    }
+    out.what = fmt::format("the last snapshot's top {} principal directions", comps);
+  }
+  torch::Tensor unit = torch::stack(dirs, 1);  // (d, k)
+  unit = unit / unit.norm(2, 0, true).clamp_min(1e-300);
+  torch::Tensor basis = unit;
+  if (out.scaled) basis = unit / Wc.matmul(unit).square().mean(0, true).sqrt().clamp_min(1e-300);
+  // Each axis points away from the first position (its coordinate ≤ 0): an SVD's signs are arbitrary, and with this
+  // a table and its mirror image, or two seeds' tables alike up to a reflection, draw their paths the same way round.
+  const torch::Tensor flip = 1 - 2 * (Wc[0].matmul(unit) > 0).to(unit.dtype());
+  out.unit = unit * flip;
+  out.basis = basis * flip;
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) {
@@ -82,13 +160,10 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
   for (const torch::Tensor& W : raw) tables.push_back(W - W.mean(0, true));
   const int64_t P = tables.front().size(0), d = tables.front().size(1);
 
-  // The path's axes: the last snapshot's top principal directions, one fixed basis for every frame.
+  // The path's axes: the last snapshot's helix, circle or top principal directions, one fixed basis for every frame.
   const int64_t comps = std::min<int64_t>({3, d, P - 1});
-  torch::Tensor basis =
-      std::get<2>(torch::linalg_svd(tables.back(), /*full_matrices=*/false)).slice(0, 0, comps).t();  // (d, k)
-  // Each axis points away from the first position (its coordinate ≤ 0): an SVD's signs are arbitrary, and with this
-  // a table and its mirror image, or two seeds' tables alike up to a reflection, draw their paths the same way round.
-  basis = basis * (1 - 2 * (tables.back()[0].matmul(basis) > 0).to(basis.dtype()));
+  const PathAxes axes = path_axes(tables.back(), points.back()->analysis, comps);
+  const torch::Tensor& basis = axes.basis;
   const std::vector<int64_t> sim_rows = pick_evenly(P, limits.max_sim_rows);
   const std::vector<int64_t> path_rows = pick_evenly(P, limits.max_path_rows);
   std::vector<torch::Tensor> paths;
@@ -98,6 +173,9 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     scale = std::max(scale, paths.back().abs().max().item<double>());
   }
   if (!(scale > 0)) scale = 1;
+  // Axes in sd units frame ±3.5 sd, as the report's helix figure does: a first row far out would squash the circle
+  // into the middle. Rows beyond it sit on the frame's edge, and each frame counts them.
+  if (axes.scaled) scale = std::min(scale, kPathFrameSd);
 
   // Kernels, when the last snapshot has them: averaged down to r × r so that all heads fit the byte budget.
   std::optional<nlohmann::json> last_usage =
@@ -112,7 +190,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
   nlohmann::json data = {{"positions", P}, {"dims", d}};
   data["sim"] = {{"positions", sim_rows}};
   data["path"] = {
-      {"positions", path_rows}, {"components", comps}, {"scale", scale}, {"basis_step", points.back()->step}};
+      {"positions", path_rows}, {"components", comps}, {"scale", scale},       {"basis_step", points.back()->step},
+      {"axes", axes.names},     {"what", axes.what},   {"scaled", axes.scaled}};
   data["kernels"] = r > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
   // the curves under the slider: size, shape and smoothness of the table, and the losses
   std::vector<Metric> metrics;
@@ -136,8 +215,9 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     const torch::Tensor cos = cosine_matrix(raw[f].index_select(0, index_tensor(sim_rows)));
     frame["sim"] = base64_of(((cos.clamp(-1, 1) + 1) / 2 * 255).round().to(torch::kUInt8));
     frame["path"] = base64_of((paths[f] / scale * 32767).round().clamp(-32767, 32767).to(torch::kInt16));
+    frame["path_outside"] = (paths[f].abs() > scale).any(1).sum().item<int64_t>();
     const double total = Wc.square().sum().item<double>();
-    frame["path_share"] = total > 0 ? Wc.matmul(basis).square().sum().item<double>() / total : 0.0;
+    frame["path_share"] = total > 0 ? Wc.matmul(axes.unit).square().sum().item<double>() / total : 0.0;
     std::vector<double> sv = a.singular_values_centered;
     if (static_cast<int64_t>(sv.size()) > limits.max_singular_values)
       sv.resize(static_cast<size_t>(limits.max_singular_values));

@@ -99,6 +99,15 @@
     state.dataset.curveRows = rows.join(" ");
   }
 
+  // The path's axes, named: a helix's or circle's where the (last) table's analysis found one.
+  const names = T.axes, list = (xs) => xs.slice(0, -1).join(", ") + " and " + xs[xs.length - 1];
+  const pathAxes = D.path.what ? D.path.what.replace("the last snapshot's", D.table ? "the table's" : "the last snapshot's")
+                               : (D.table ? "the table's" : "the last snapshot's") + " top " + comps + " principal directions";
+  if (names.length >= 2) $("path2title").textContent = "The rows' path in " + names[0] + " and " + names[1];
+  if (names.length >= 2) $("path3title").textContent = "The path in " + list(names);
+  $("path3cap").textContent = "The same rows in three dimensions: drag to rotate (double-click resets). Axes: " +
+      names.map((n, i) => n + " " + ["red", "green", "blue"][i]).join(", ") + "; colour along the path is position, as on the left.";
+
   const PANELS = ["sim", "path2", "path3", "spectrum", "periodogram", "kernels", "curves"];
 
   const label = $("label");
@@ -113,10 +122,12 @@
     drawPeriodogram(f);
     drawKernels(f);
     drawCurves(k);
-    $("pathcap").textContent = "The rows (centred) projected on " + (D.table ? "the table's top " + comps +
-        " principal directions; they hold " : "the last snapshot's top " + comps + " principal directions, the same " +
-        "axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
-        " % of the table's variance. Colour: position, dark first, yellow last." +
+    $("pathcap").textContent = "The rows (centred) projected on " + pathAxes + (D.table ? "; they hold " :
+        ", the same axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
+        " % of the table's variance" + (D.path.scaled ? " (each axis in units of its own standard deviation" +
+        (D.table ? "" : " at the last snapshot") + ", as the circle rule reads it, framed at ±" + T.scale.toFixed(1) + " sd" +
+        (f.outside ? "; " + f.outside + " row" + (f.outside === 1 ? "" : "s") + " beyond it on the frame's edge" : "") + ")" : "") +
+        ". Colour: position, dark first, yellow last." +
         (pathN < P ? " Every " + Panels.ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
         " above the noise floor (Gavish–Donoho, dashed), in colour.";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,18 @@ TEST(Watch, PickEvenlyKeepsTheFirstAndLast) {
   for (size_t i = 1; i < k.size(); ++i) EXPECT_GT(k[i], k[i - 1]);
 }
 
+// Frame f's path decoded: each axis's mean square over the rows (its variance: the rows are centred).
+std::vector<double> path_variances(const nlohmann::json& data, size_t f) {
+  const double scale = data["path"]["scale"].get<double>();
+  const int64_t k = data["path"]["components"].get<int64_t>();
+  const std::vector<int16_t> q = int16s(data["frames"][f]["path"].get<std::string>());
+  const int64_t n = static_cast<int64_t>(q.size()) / k;
+  std::vector<double> var(static_cast<size_t>(k), 0.0);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) var[c] += std::pow(q[r * k + c] / 32767.0 * scale, 2) / n;
+  return var;
+}
+
 TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   TempDir dir;
   const int64_t P = 20, d = 8;
@@ -128,23 +141,24 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
     for (int64_t j = 0; j < P; ++j)
       EXPECT_NEAR(q[i * P + j] / 255.0 * 2 - 1, cos[i][j].item<double>(), 1.0 / 255 + 1e-9) << i << "," << j;
 
-  // the path: the last table on its own top directions (variance falling along PC1, PC2, PC3, holding the
-  // analysis's share of three components), and the half-size table at exactly half: the same axes, no flip
-  const double scale = data["path"]["scale"].get<double>();
+  // the path: the last table on the circle its analysis found and the strongest component outside it, each axis in
+  // units of its own sd there (holding those three components' share of the variance), and the half-size table at
+  // exactly half: the same axes, no flip
+  const Analysis& a = points[2].analysis;
+  ASSERT_FALSE(a.circles.empty());
+  const int u = a.circles[0].first, v = a.circles[0].second, w = u == 1 ? (v == 2 ? 3 : 2) : 1;
+  EXPECT_EQ(data["path"]["axes"],
+            (std::vector<std::string>{"PC" + std::to_string(u), "PC" + std::to_string(v), "PC" + std::to_string(w)}));
+  EXPECT_TRUE(data["path"]["scaled"].get<bool>());
+  const std::vector<double> sd = path_variances(data, 2);
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(sd[c], 1.0, 1e-3) << c;
   const std::vector<int16_t> p2 = int16s(data["frames"][2]["path"].get<std::string>());
   const std::vector<int16_t> p1 = int16s(data["frames"][1]["path"].get<std::string>());
   ASSERT_EQ(static_cast<int64_t>(p2.size()), P * 3);
-  double var[3] = {0, 0, 0};
-  for (int64_t r = 0; r < P; ++r)
-    for (int c = 0; c < 3; ++c) {
-      const double x = p2[r * 3 + c] / 32767.0 * scale;
-      var[c] += x * x;
-      EXPECT_NEAR(p1[r * 3 + c], p2[r * 3 + c] / 2.0, 1.0) << r << "," << c;
-    }
-  EXPECT_GT(var[0], var[1]);
-  EXPECT_GT(var[1], var[2]);
-  EXPECT_NEAR(data["frames"][2]["path_share"].get<double>(), points[2].analysis.cumulative_variance[2], 1e-6);
-  EXPECT_NEAR(data["frames"][1]["path_share"].get<double>(), points[2].analysis.cumulative_variance[2], 1e-6);
+  for (int64_t i = 0; i < P * 3; ++i) EXPECT_NEAR(p1[i], p2[i] / 2.0, 1.0) << i;
+  const double held = a.explained_variance[u - 1] + a.explained_variance[v - 1] + a.explained_variance[w - 1];
+  EXPECT_NEAR(data["frames"][2]["path_share"].get<double>(), held, 1e-6);
+  EXPECT_NEAR(data["frames"][1]["path_share"].get<double>(), held, 1e-6);
   EXPECT_LT(data["frames"][0]["path_share"].get<double>(), 0.6);  // noise holds little of it
 
   // spectrum, floor and metrics are the analysis's
@@ -172,6 +186,132 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   EXPECT_EQ(small["frames"][1]["step"], 200);
   EXPECT_EQ(small["sim"]["positions"], (std::vector<int64_t>{0, 5, 10, 14, 19}));
   EXPECT_EQ(unbase64(small["frames"][1]["sim"].get<std::string>()).size(), 25u);
+}
+
+// A table turned into d = 16 dimensions by a random orthogonal matrix: `curves` (P each) on its first axes, a little
+// noise on all.
+torch::Tensor table_of(const std::vector<std::vector<double>>& curves, int64_t d, uint64_t seed) {
+  const int64_t P = static_cast<int64_t>(curves[0].size());
+  torch::Tensor W = torch::zeros({P, d}, torch::kFloat64);
+  for (size_t c = 0; c < curves.size(); ++c) W.select(1, static_cast<int64_t>(c)).copy_(torch::tensor(curves[c]));
+  const torch::Tensor Q = std::get<0>(torch::linalg_qr(random_table(d, d, 1.0, seed)));
+  return W.matmul(Q.t()) + 0.01 * random_table(P, d, 1.0, seed + 1);
+}
+
+// The rows' radius in the plane of the path's first two axes, at the last frame (in their sd units).
+std::vector<double> radii(const nlohmann::json& data) {
+  const double scale = data["path"]["scale"].get<double>();
+  const int64_t k = data["path"]["components"].get<int64_t>();
+  const std::vector<int16_t> q = int16s(data["frames"].back()["path"].get<std::string>());
+  std::vector<double> out;
+  for (size_t r = 0; r * k < q.size(); ++r)
+    out.push_back(std::hypot(q[r * k] / 32767.0 * scale, q[r * k + 1] / 32767.0 * scale));
+  return out;
+}
+
+// The path is drawn on what the last snapshot's analysis found: a helix's circle and slow axis (the components, or
+// the axes turned apart within them), a circle and the strongest component outside it, else the top principal
+// directions. A circle's axes in their own sd units put every row at radius √2, however small the circle's share
+// beside a ramp.
+TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
+  const int64_t P = 64, d = 16;
+  std::vector<double> ramp(P), cosine(P), sine(P), other(P);
+  for (int64_t p = 0; p < P; ++p) {
+    ramp[p] = 2.0 * p / (P - 1) - 1;
+    cosine[p] = std::cos(2 * M_PI * p / 16);  // 4 turns, variance ½
+    sine[p] = std::sin(2 * M_PI * p / 16);
+    other[p] = 0.3 * std::cos(2 * M_PI * 7 * p / P);  // a weaker curve at another period
+  }
+  for (const auto* wave : {&cosine, &sine}) {  // the ramp apart from the circle (a PCA would mix them), variance ½
+    const double along = std::inner_product(ramp.begin(), ramp.end(), wave->begin(), 0.0) / (P / 2.0);
+    for (int64_t p = 0; p < P; ++p) ramp[p] -= along * (*wave)[p];
+  }
+  const double ramp_sd = std::sqrt(std::inner_product(ramp.begin(), ramp.end(), ramp.begin(), 0.0) / P);
+  for (double& v : ramp) v *= std::sqrt(0.5) / ramp_sd;
+  auto scaled = [](std::vector<double> x, double by) {
+    for (double& v : x) v *= by;
+    return x;
+  };
+  // ramp, cosine and sine turned by 60° about (1, 1, 1), then scaled 1.1, 1 and 0.9: principal components that each
+  // hold some of all three (and directions no longer at right angles: no plane holds the circle alone)
+  auto mixed = [&] {
+    const double t = M_PI / 3, c = std::cos(t), s = std::sin(t), n = 1 / std::sqrt(3.0);
+    const double k[3] = {n, n, n};
+    std::vector<std::vector<double>> out(3, std::vector<double>(P, 0.0));
+    const std::vector<double>* in[3] = {&ramp, &cosine, &sine};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {  // Rodrigues: R = cI + s[k]ₓ + (1 − c)kkᵀ
+        const double cross = (i == j) ? 0 : ((j == (i + 1) % 3) ? -k[3 - i - j] : k[3 - i - j]);
+        const double r = (i == j ? c : 0) + s * cross + (1 - c) * k[i] * k[j];
+        for (int64_t p = 0; p < P; ++p) out[i][p] += (1.1 - 0.1 * i) * r * (*in[j])[p];
+      }
+    return out;
+  };
+  struct Case {
+    const char* name;
+    torch::Tensor table;
+    std::vector<std::string> axes;  // "" where the analysis's own numbering decides
+  };
+  const std::vector<Case> cases = {
+      {"a helix along a ramp of 10 times the circle's variance",
+       table_of({scaled(ramp, std::sqrt(10.0)), cosine, sine}, d, 3),
+       {}},
+      {"a helix whose components come out mixed",
+       table_of(mixed(), d, 5),
+       {"circle axis 1", "circle axis 2", "slow axis"}},
+      {"a circle with a weaker curve beside it", table_of({cosine, sine, other}, d, 7), {"PC1", "PC2", "PC3"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    write_run(dir.str(), {random_table(P, d, 0.02, 1), c.table});
+    const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
+    const Analysis& a = points.back().analysis;
+    const nlohmann::json data = watch_data(dir.str(), points);
+    ASSERT_FALSE(a.circles.empty());
+    EXPECT_TRUE(data["path"]["scaled"].get<bool>());
+    std::vector<std::string> axes = c.axes;
+    if (axes.empty()) {
+      ASSERT_TRUE(a.helix && !a.helix->rotated);
+      axes = {"PC" + std::to_string(a.helix->circle.first), "PC" + std::to_string(a.helix->circle.second),
+              "PC" + std::to_string(a.helix->slow)};
+      EXPECT_EQ(axes[2], "PC1");  // the ramp, of most of the variance
+    } else if (axes[0] == "circle axis 1") {
+      ASSERT_TRUE(a.helix && a.helix->rotated) << "the three components of one variance come out mixed";
+    }
+    EXPECT_EQ(data["path"]["axes"], axes);
+    EXPECT_NE(data["path"]["what"].get<std::string>().find(a.helix ? "helix" : "circle"), std::string::npos);
+    for (double v : path_variances(data, 1)) EXPECT_NEAR(v, 1.0, 1e-3);
+    if (a.helix && a.helix->rotated) {  // each axis the analysis's turned curve (here with some of the ramp in it)
+      const std::vector<int16_t> q = int16s(data["frames"].back()["path"].get<std::string>());
+      for (int r = 0; r < 3; ++r) {
+        const std::vector<double>& y = a.helix->curves[static_cast<size_t>(r)];
+        double xy = 0, xx = 0, yy = 0;
+        for (int64_t p = 0; p < P; ++p) xy += q[p * 3 + r] * y[p], xx += q[p * 3 + r] * q[p * 3 + r], yy += y[p] * y[p];
+        EXPECT_NEAR(std::abs(xy) / std::sqrt(xx * yy), 1.0, 1e-6) << r;
+      }
+    } else {
+      for (double r : radii(data)) EXPECT_NEAR(r, std::sqrt(2.0), 0.1);
+    }
+    if (a.helix) {  // the slow axis rises along position, away from the first row
+      const std::vector<int16_t> q = int16s(data["frames"].back()["path"].get<std::string>());
+      EXPECT_LT(q[2], 0);
+      EXPECT_GT(q[q.size() - 1], 0);
+    }
+  }
+
+  // No circle: the top principal directions, in the table's own units, variance falling along them.
+  TempDir dir;
+  write_run(dir.str(), {random_table(P, d, 0.02, 1), table_of({scaled(ramp, 3), ramp, other}, d, 9)});
+  const std::vector<TrajectoryPoint> points = analyze_run(dir.str());
+  ASSERT_TRUE(points.back().analysis.circles.empty());
+  const nlohmann::json data = watch_data(dir.str(), points);
+  EXPECT_EQ(data["path"]["axes"], (std::vector<std::string>{"PC1", "PC2", "PC3"}));
+  EXPECT_FALSE(data["path"]["scaled"].get<bool>());
+  const std::vector<double> var = path_variances(data, 1);
+  EXPECT_GT(var[0], var[1]);
+  EXPECT_GT(var[1], var[2]);
+  EXPECT_NEAR(data["frames"][1]["path_share"].get<double>(), points.back().analysis.cumulative_variance[2], 1e-6);
 }
 
 TEST(Watch, KernelsAreAveragedToTheBudgetAndNamedWhenDamaged) {

@@ -62,6 +62,9 @@ check "#step=60 shows step 60" [ "$(attr step "$tmp/s60")" = "60" ]
 check "steps 20 and 60 draw different similarity maps" [ "$(panel sim "$tmp/s20")" != "$(panel sim "$tmp/s60")" ]
 check "steps 20 and 60 draw different paths" [ "$(panel path2 "$tmp/s20")" != "$(panel path2 "$tmp/s60")" ]
 check "steps 20 and 60 draw different kernels" [ "$(panel kernels "$tmp/s20")" != "$(panel kernels "$tmp/s60")" ]
+axes=$(grep -o '"axes":\[[^]]*\]' "$page" | head -1 | grep -o '"[^"]*"' | tail -n +2 | tr -d '"' | head -2 | tr '\n' ' ')
+check "the path's headings name the axes the data draws ($axes)" \
+  grep -q "id=\"path2title\">The rows' path in $(echo "$axes" | cut -d' ' -f1) and $(echo "$axes" | cut -d' ' -f2)<" "$tmp/s60.html"
 open_page "file://$page#step=20" "$tmp/again"
 check "the same step draws the same picture" [ "$(attr digest "$tmp/again")" = "$(attr digest "$tmp/s20")" ]
 open_page "file://$page" "$tmp/plain"
@@ -140,6 +143,8 @@ if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/
   check "at step 60 the shorter seed shows its latest snapshot, step 20, and says so" \
     bash -c "[ \"$(attr shown "$tmp/pair60")\" = '$seed1:60 2:20' ] && grep -q 'latest snapshot: step 20' '$tmp/pair60.html'"
   check "at step 20 both seeds show step 20" [ "$(attr shown "$tmp/pair20")" = "$seed1:20 2:20" ]
+  check "each seed says whether its table holds a circle at the step shown" \
+    [ "$(grep -Eo '>(no circle|a circle: PC[0-9]+ and PC[0-9]+, period [0-9.]+)<' "$tmp/pair20.html" | wc -l)" = 2 ]
   check "the first seed's similarity differs between steps 20 and 60" \
     bash -c "[ -n \"$(panel s0.sim "$tmp/pair20")\" ] && [ \"$(panel s0.sim "$tmp/pair20")\" != \"$(panel s0.sim "$tmp/pair60")\" ]"
   check "the second seed draws the same at steps 20 and 60 (its step 20 both times)" \
