@@ -322,12 +322,13 @@ TrainSummary train(const TrainRequest& req) {
                  cfg.train.dtype == "float32"
                      ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)"
                      : "");
-  // A new run whose start is refused (no text in the corpus, a tokenizer it cannot train, a model that does not
-  // build) wrote nothing but its config: the folders it made go again, and the same command runs once it is fixed.
+  // A new run whose start poslab refuses (no text in the corpus, a tokenizer it cannot train) wrote nothing but its
+  // config: the folders it made go again, and the same command runs once the input is fixed. A start that runs out
+  // of memory keeps its folder, which --resume starts again with a smaller model, as its hint says.
   std::unique_ptr<TrainingRun> run;
   try {
     run = std::make_unique<TrainingRun>(fresh, cfg, rdir, device, threads, comm, resume_meta);
-  } catch (...) {
+  } catch (const Error&) {
     if (comm.is_main() && !made.empty()) {
       lock.reset();
       std::error_code ec;
