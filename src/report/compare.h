@@ -32,6 +32,15 @@ struct Stat {
 };
 Stat pooled(const std::vector<double>& values);  // NaN values are left out
 
+// A variant's curves (the (x, y) points of each of its seeds) as the compare page's figures draw them: at each x the
+// mean and a band of ± one sd, kept within the seeds' own lowest and highest value there (a count or share of seeds
+// at 0 and 2 gives 1 ± 1.4, and the band stops at 0, where they do); one seed's value is its band.
+using Curve = std::vector<std::pair<double, double>>;
+struct Band {
+  std::vector<double> x, mean, lo, hi;
+};
+Band band(const std::vector<Curve>& curves);
+
 struct VariantRow {
   std::string variant;
   std::vector<size_t> runs;            // indices into Comparison::runs

@@ -23,28 +23,26 @@
 
 namespace poslab {
 namespace fs = std::filesystem;
-namespace {
 
-using Curve = std::vector<std::pair<double, double>>;  // (x, y) points of one run
-
-// Mean and sd over the variant's runs at each x (the runs of one variant share their steps / positions).
-struct Band {
-  std::vector<double> x, mean, lo, hi;
-};
+// The runs of one variant share their steps / positions: the values at each x are its seeds'.
 Band band(const std::vector<Curve>& curves) {
   std::map<double, std::vector<double>> at;
   for (const auto& c : curves)
-    for (const auto& [x, y] : c) at[x].push_back(y);
+    for (const auto& [x, y] : c)
+      if (std::isfinite(y)) at[x].push_back(y);
   Band b;
   for (const auto& [x, ys] : at) {
     const Stat s = pooled(ys);
+    const auto [lowest, highest] = std::minmax_element(ys.begin(), ys.end());
     b.x.push_back(x);
     b.mean.push_back(s.mean);
-    b.lo.push_back(s.n > 1 ? s.mean - s.sd : s.mean);
-    b.hi.push_back(s.n > 1 ? s.mean + s.sd : s.mean);
+    b.lo.push_back(s.n > 1 ? std::max(s.mean - s.sd, *lowest) : s.mean);
+    b.hi.push_back(s.n > 1 ? std::min(s.mean + s.sd, *highest) : s.mean);
   }
   return b;
 }
+
+namespace {
 
 // One band per variant, over the curves `curve_of(run)` of its runs.
 template <class CurveOf>
@@ -62,7 +60,7 @@ std::vector<Band> bands_of(const Comparison& c, CurveOf curve_of) {
 Figure band_figure(const std::string& name, const std::string& title, const std::string& caption,
                    const std::string& xlabel, const std::string& ylabel, const std::vector<std::string>& variants,
                    const std::vector<Band>& bands, const std::string& extra = "") {
-  Figure f{name, title, caption, {}, {}};
+  Figure f{name, title, caption + " A band stops at its seeds' lowest and highest values.", {}, {}};
   std::string plots;
   for (size_t i = 0; i < variants.size(); ++i) {
     if (bands[i].x.empty()) continue;

@@ -488,6 +488,21 @@ TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
   EXPECT_EQ(pooled({}).n, 0);
 }
 
+// The compare page's bands: mean ± sd at each x, within the seeds' own values (a count of 0, 0 and 3 circles is
+// 1 ± 1.7, its band 0 … 2.7); one seed's value is its band; a seed without a value at some x (NaN) is left out there.
+TEST_F(SweepTest, ABandIsMeanAndSdWithinTheSeedsOwnValues) {
+  const Band b = band({{{0, 0.0}, {100, 1.0}, {200, 2.0}}, {{0, 0.0}, {100, 1.0}, {200, NAN}}, {{0, 3.0}, {100, 1.0}}});
+  ASSERT_EQ(b.x, (std::vector<double>{0, 100, 200}));
+  EXPECT_DOUBLE_EQ(b.mean[0], 1.0);
+  EXPECT_DOUBLE_EQ(b.lo[0], 0.0);  // not 1 − √3
+  EXPECT_DOUBLE_EQ(b.hi[0], 1.0 + std::sqrt(3.0));
+  EXPECT_DOUBLE_EQ(b.lo[1], 1.0);  // all three equal: sd 0
+  EXPECT_DOUBLE_EQ(b.hi[1], 1.0);
+  EXPECT_DOUBLE_EQ(b.mean[2], 2.0);  // one seed with a value
+  EXPECT_DOUBLE_EQ(b.lo[2], 2.0);
+  EXPECT_DOUBLE_EQ(b.hi[2], 2.0);
+}
+
 TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"),
             std::string::npos);
