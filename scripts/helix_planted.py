@@ -67,7 +67,7 @@ u = 2 * pos / (P - 1.0) - 1  # -1 … 1
 BENT = {"a ramp bent at one end, log(p + 1)": np.log(pos + 1.0), "a ramp steep at both ends, u + u^5/2": u + u**5 / 2,
         "a ramp flat in the middle, u^3": u**3}
 
-found, turned, controls, bent = {}, {}, {}, {}
+found, turned, controls, bent, named = {}, {}, {}, {}, {}
 with tempfile.TemporaryDirectory() as tmp:
     for ratio in (0.25, 0.5, 0.8, 1, 1.25, 2, 4, 9):
         for noise in NOISES:
@@ -86,6 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
                         circles, helix = analyse(scaled(curve, ratio), period, seed, noise, tmp)
                         ok = helix is not None and abs(helix["circle"]["period"] / period - 1) < 0.05
                         bent[name] = bent.get(name, 0) + ok
+                        named[name] = named.get(name, 0) + (helix is not None)
                         print(f"{name} {ratio} x  noise {noise}  period {period:>2}  seed {seed}: "
                               f"{words(circles, helix)}")
     for name in ("a wave of period 5", "white noise"):
@@ -103,6 +104,6 @@ for ratio in found:
           f"({turned[ratio]} turned apart)")
 for name, k in bent.items():
     print(f"{name} (2 and 9 x; {100 * peak_share(BENT[name]):.0f} % of its power at its peak): helix found in {k} "
-          f"of {2 * n}")
+          f"of {2 * n} at its period (within 5 %), named in {named[name]}")
 for name, k in controls.items():
     print(f"circle with {name} (no helix planted): a helix named in {k} of {n}")

@@ -100,12 +100,15 @@ def circles(curves, explained, periods):
         c = circle_of(curves[a], curves[b], periods[a], periods[b])
         if c is not None:
             found.append(dict(c, components=[a + 1, b + 1], explained=explained[a] + explained[b]))
-    found.sort(key=lambda c: -c["explained"])
+    # a pair with a ramp (a slow curve beside a circle of 1.75 turns or more) only where no other pair claims its parts
+    with_ramp = lambda c: c["frequency"] >= 1.75 and any(periods[k - 1]["slow_share"] >= 0.5 for k in c["components"])
+    found.sort(key=lambda c: (with_ramp(c), -c["explained"]))
     used, out = set(), []
     for c in found:
         if not used & set(c["components"]):
             used |= set(c["components"])
             out.append(c)
+    out.sort(key=lambda c: -c["explained"])
     return out
 
 

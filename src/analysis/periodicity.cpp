@@ -297,8 +297,18 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
       candidates.push_back(*c);
     }
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Circle& l, const Circle& r) { return l.explained > r.explained; });
+  // A curve mostly in the two slowest cosines (slow_share) beside a circle of kRampTurns turns or more is a ramp, not
+  // that circle's coordinate, which holds at most 17 % there: a bent ramp whose peak falls on the circle's frequency
+  // pairs with either coordinate. Such pairs are taken only where no pair without a ramp claims their components,
+  // then the circles are ordered by their share again.
+  auto with_ramp = [&](const Circle& c) {
+    return c.frequency >= kRampTurns && (periods[static_cast<size_t>(c.first - 1)].slow_share >= kSlowShare ||
+                                         periods[static_cast<size_t>(c.second - 1)].slow_share >= kSlowShare);
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Circle& l, const Circle& r) {
+    if (with_ramp(l) != with_ramp(r)) return !with_ramp(l);
+    return l.explained > r.explained;
+  });
   std::vector<Circle> circles;
   std::vector<bool> used(n + 1, false);
   for (const Circle& c : candidates) {
@@ -306,6 +316,8 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
     used[c.first] = used[c.second] = true;
     circles.push_back(c);
   }
+  std::stable_sort(circles.begin(), circles.end(),
+                   [](const Circle& l, const Circle& r) { return l.explained > r.explained; });
   return circles;
 }
 

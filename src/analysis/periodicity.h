@@ -74,7 +74,8 @@ constexpr double kCircleConcentration = 0.5;  // at least half the pair's power 
 constexpr double kCircleCircularity = 0.8;    // |Z₊|² at least 9 × |Z₋|²
 constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less is an arc
 constexpr double kSlowShare = 0.5;            // the slow component's variance mostly in half a cycle and one cycle
-constexpr double kTurnVarianceRatio = 3;      // a component turned with a circle: within 3× a coordinate's variance
+constexpr double kRampTurns = 1.75;  // a circle this fast holds at most 17 % of a coordinate's variance in those two
+constexpr double kTurnVarianceRatio = 3;  // a component turned with a circle: within 3× a coordinate's variance
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at

@@ -168,6 +168,41 @@ TEST(Periodicity, ABentRampIsASlowAxis) {
   }
 }
 
+// A ramp flat in the middle (u³) peaks at 2 cycles: beside a circle of 2 turns it pairs with either coordinate, a
+// "circle" of more variance than the real one. A pair with a ramp (slow_share ≥ ½ beside 1.75 turns or more) gives way
+// to the pair without one, and the ramp is the helix's slow axis. A circle of one turn keeps its coordinates, whose
+// slow share is high too.
+TEST(Periodicity, ARampPeakingAtTheCirclesFrequencyIsItsSlowAxisNotItsCoordinate) {
+  std::vector<double> cube(kP);
+  for (int p = 0; p < kP; ++p) cube[p] = 2 * std::pow(2.0 * p / (kP - 1) - 1, 3);
+  const std::vector<std::vector<double>> curves = {cube, wave(kP / 2.0), wave(kP / 2.0, -M_PI / 2)};
+  const std::vector<double> explained = {0.5, 0.25, 0.25};
+  std::vector<CurvePeriod> periods;
+  for (const auto& c : curves) periods.push_back(curve_period(c));
+  EXPECT_NEAR(periods[0].frequency, 2.0, 0.5);  // its peak at the circle's frequency
+  EXPECT_GT(periods[0].slow_share, 0.5);
+  EXPECT_LT(periods[1].slow_share, 0.17);
+  EXPECT_LT(periods[2].slow_share, 0.17);
+  const std::vector<Circle> circles = find_circles(curves, explained, periods);
+  ASSERT_EQ(circles.size(), 1u);
+  EXPECT_EQ(circles[0].first, 2);
+  EXPECT_EQ(circles[0].second, 3);
+  EXPECT_NEAR(circles[0].period, kP / 2.0, 0.5);
+  const std::optional<Helix> helix = find_helix(circles, curves, explained, periods);
+  ASSERT_TRUE(helix.has_value());
+  EXPECT_EQ(helix->slow, 1);
+
+  // one turn: both coordinates slow (cos at one turn is the DCT's k = 2), the circle found all the same
+  const std::vector<std::vector<double>> one = {wave(kP), wave(kP, -M_PI / 2), noise(3)};
+  std::vector<CurvePeriod> one_periods;
+  for (const auto& c : one) one_periods.push_back(curve_period(c));
+  EXPECT_GT(one_periods[0].slow_share, 0.5);
+  const std::vector<Circle> turn = find_circles(one, {0.45, 0.45, 0.1}, one_periods);
+  ASSERT_EQ(turn.size(), 1u);
+  EXPECT_EQ(turn[0].first, 1);
+  EXPECT_EQ(turn[0].second, 2);
+}
+
 TEST(Periodicity, APlantedCircleIsFoundWithItsPeriod) {
   // components: a ramp (1), cos and sin at a period of 10.7 (2, 3), noise (4)
   const std::vector<std::vector<double>> curves = {ramp_table(), wave(10.7), wave(10.7, -M_PI / 2), noise(7)};
