@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "analysis/metric_list.h"
+#include "analysis/periodicity.h"
 #include "util/plural.h"
 #include "util/wrap.h"
 
@@ -162,20 +163,23 @@ std::string summary_text(const Analysis& a) {
       "6)\n",
       a.smooth.first_difference_energy, a.shuffled.first_difference_energy, a.smooth.second_difference_energy,
       a.shuffled.second_difference_energy);
-  // Four components a line, at most eight: positions per cycle, the peak's share of the power, spectral entropy H.
-  s += "  periods       (positions per cycle of each component, its peak's share of the power, spectral entropy H)\n";
+  // At most eight components, one line of items that the terminal's wrapper packs: positions per cycle, the peak's
+  // share of the power, spectral entropy H, and a slow one's slow share (what the helix rule reads for its slow axis).
+  s += "  periods       (each component's positions per cycle, its peak's share of the power, spectral entropy H; "
+       "slow: its variance's share in half a cycle and one cycle over the table, from 50%)\n";
   const size_t shown = std::min<size_t>(8, a.pc_frequencies.size());
+  std::string periods;
   for (size_t k = 0; k < shown; ++k) {
     const auto& f = a.pc_frequencies[k];
     // the search stops at half a cycle over the table: a ramp or a half wave reads "≥ 2P"
-    const bool slow = f.cycles_per_position * static_cast<double>(a.positions) <= 0.5 + 1e-6;
-    s += fmt::format("{}PC{} {}{:.1f} ({:.0f}%, H {:.2f})", k % 4 ? " | " : "                ", f.component,
-                     slow ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy);
-    if (k % 4 == 3 || k + 1 == shown)
-      s += k + 1 == shown && shown < a.pc_frequencies.size()
-               ? fmt::format("\n                and {} more components, in the JSON\n", a.pc_frequencies.size() - shown)
-               : "\n";
+    const bool ramp = f.cycles_per_position * static_cast<double>(a.positions) <= 0.5 + 1e-6;
+    periods += fmt::format("{}PC{} {}{:.1f} ({:.0f}%, H {:.2f}{})", k ? " | " : "                ", f.component,
+                           ramp ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy,
+                           f.slow_share >= kSlowShare ? fmt::format(", slow {:.0f}%", 100 * f.slow_share) : "");
   }
+  if (shown > 0) s += periods + "\n";
+  if (shown < a.pc_frequencies.size())
+    s += fmt::format("                and {} more components, in the JSON\n", a.pc_frequencies.size() - shown);
   std::string circles;
   for (const auto& c : a.circles)
     circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})",
