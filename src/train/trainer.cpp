@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -307,7 +306,7 @@ TrainSummary train(const TrainRequest& req) {
   check_corpus_paths(cfg);
   check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
-  const std::string made = req.resume_dir.empty() ? first_missing_folder(rdir) : "";  // a start refused removes it
+  const std::vector<std::string> made = req.resume_dir.empty() ? missing_folders(rdir) : std::vector<std::string>{};
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
   std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming || restart, comm, device);  // held to the end
   if (restart && comm.is_main()) {
@@ -322,17 +321,17 @@ TrainSummary train(const TrainRequest& req) {
                  cfg.train.dtype == "float32"
                      ? " (this CPU has no AVX512-BF16 or AMX: bf16 products would run in float, no faster than float32)"
                      : "");
-  // A new run whose start poslab refuses (no text in the corpus, a tokenizer it cannot train) wrote nothing but its
-  // config: the folders it made go again, and the same command runs once the input is fixed. A start that runs out
-  // of memory keeps its folder, which --resume starts again with a smaller model, as its hint says.
+  // A new run whose start poslab refuses (no text in the corpus, a tokenizer it cannot train) trained nothing: the run
+  // folder it made goes again, with the folders above it that it made and nobody has filled since, and the same
+  // command runs once the input is fixed. A start that runs out of memory keeps its folder, which --resume starts
+  // again with a smaller model, as its hint says.
   std::unique_ptr<TrainingRun> run;
   try {
     run = std::make_unique<TrainingRun>(fresh, cfg, rdir, device, threads, comm, resume_meta);
   } catch (const Error&) {
     if (comm.is_main() && !made.empty()) {
       lock.reset();
-      std::error_code ec;
-      std::filesystem::remove_all(made, ec);
+      if (!remove_made_folders(made)) spdlog::warn("{}: the refused start's folder could not be removed", rdir);
     }
     throw;
   }

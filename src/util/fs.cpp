@@ -117,13 +117,28 @@ void make_dirs(const std::string& dir, const std::string& hint) {
   throw Error(dir + ": cannot create folder: " + why, how);
 }
 
-std::string first_missing_folder(const std::string& dir) {
+std::vector<std::string> missing_folders(const std::string& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
-  fs::path p = fs::path(dir).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();  // "a/b/"
-  if (p.empty() || fs::exists(p, ec)) return "";
-  while (p.has_parent_path() && p.parent_path() != p && !fs::exists(p.parent_path(), ec)) p = p.parent_path();
-  return p.string();
+  fs::path prefix;
+  for (const fs::path& step : fs::path(dir)) {  // as create_directories walks it, ".." and all
+    prefix /= step;
+    if (step.empty() || step == "." || step == ".." || fs::exists(prefix, ec)) continue;
+    out.push_back(prefix.string());
+  }
+  return out;
+}
+
+bool remove_made_folders(const std::vector<std::string>& made) {
+  if (made.empty()) return true;
+  std::error_code ec;
+  fs::remove_all(made.back(), ec);
+  if (ec) return false;
+  for (auto it = made.rbegin() + 1; it != made.rend(); ++it) {
+    if (fs::remove(*it, ec)) continue;
+    return !ec || ec == std::errc::directory_not_empty;  // another's files in it since: it stays, and those above
+  }
+  return true;
 }
 
 void check_output_file(const std::string& path, const std::string& option, bool force,

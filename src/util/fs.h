@@ -53,9 +53,15 @@ void commit_file(const std::string& tmp, const std::string& to);
 // writable location or the permissions) for where the folder's place comes from, e.g. the config key.
 void make_dirs(const std::string& dir, const std::string& hint = "");
 
-// The outermost folder of `dir` that is missing, the first one make_dirs(dir) would make ("a/b" for a/b/c when a
-// exists); "" when `dir` exists. What a command that fails can remove again, leaving the disk as it found it.
-std::string first_missing_folder(const std::string& dir);
+// The folders make_dirs(dir) would make, in the order it makes them: each prefix of `dir` as written that is missing
+// ("a/b", "a/b/c" for a/b/c when a exists; "." and ".." steps left out); none when `dir` exists. What a command that
+// fails takes away again with remove_made_folders.
+std::vector<std::string> missing_folders(const std::string& dir);
+
+// Takes away the folders `made` (missing_folders' list, made since): the last, the command's own, with all it
+// holds; each one above it only where it is empty, so that what another process put there since stays. Returns
+// false, leaving the rest, where a removal fails.
+bool remove_made_folders(const std::vector<std::string>& made);
 
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing

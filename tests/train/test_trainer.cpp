@@ -386,7 +386,7 @@ TEST(Trainer, OneTrainerPerRunFolder) {
 
 // A new run whose start is refused after its folder was made (the corpus holds no text, the tokenizer cannot be
 // trained on it) takes the folder away again, with the folders above it that it made; a folder that was there
-// before stays, with what it held.
+// before stays, with what it held, and the same command, its input fixed, trains in it.
 TEST(Trainer, AStartTheDataRefusesLeavesNoFolderBehind) {
   TempDir dir;
   test::write_text(dir / "empty.txt", "");
@@ -413,6 +413,8 @@ TEST(Trainer, AStartTheDataRefusesLeavesNoFolderBehind) {
   mine.overrides.push_back("data.corpus=" + (dir / "empty.txt"));
   EXPECT_NE(test::error_of([&] { train(mine); }).find("no text found"), std::string::npos);
   EXPECT_EQ(read_file(dir / "mine/notes.txt"), "kept\n");
+  mine.overrides.push_back("data.corpus=" + (dir / "corpus.txt"));  // the same command, its input fixed
+  EXPECT_TRUE(train(mine).finished);
 }
 
 TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {

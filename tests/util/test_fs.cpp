@@ -16,6 +16,7 @@ namespace {
 
 using test::error_of;
 using test::TempDir;
+namespace fs = std::filesystem;
 
 TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
   TempDir dir;
@@ -120,18 +121,31 @@ TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
   EXPECT_NE(error_of([&] { make_dirs(dir / "runs/x"); }).find("choose a writable location"), std::string::npos);
 }
 
-// The first folder make_dirs would make: the outermost missing one, whatever the path's spelling; none for a folder
-// that exists.
-TEST(Fs, TheFirstMissingFolderIsTheOutermostOneMissing) {
+// The folders make_dirs makes, as create_directories walks the path (a ".." step through a missing folder makes that
+// folder too); and taken away again: the last with what it holds, those above only where nothing else came in.
+TEST(Fs, MissingFoldersAreTheOnesMakeDirsMakesAndAreTakenAwayAgain) {
   TempDir dir;
-  EXPECT_EQ(first_missing_folder(dir.str()), "");
-  EXPECT_EQ(first_missing_folder(dir / "a/b/c"), dir / "a");
-  EXPECT_EQ(first_missing_folder(dir / "a/b/c/"), dir / "a");
-  EXPECT_EQ(first_missing_folder(dir / "x/../a/b"), dir / "a");
-  make_dirs(dir / "a");
-  EXPECT_EQ(first_missing_folder(dir / "a/b/c"), dir / "a/b");
-  EXPECT_EQ(first_missing_folder(dir / "a"), "");
-  EXPECT_EQ(first_missing_folder("no_such_folder_here/runs"), "no_such_folder_here");
+  EXPECT_EQ(missing_folders(dir.str()), std::vector<std::string>{});
+  EXPECT_EQ(missing_folders(dir / "a/b/c"), (std::vector<std::string>{dir / "a", dir / "a/b", dir / "a/b/c"}));
+  EXPECT_EQ(missing_folders(dir / "a/b/"), (std::vector<std::string>{dir / "a", dir / "a/b"}));
+  const std::vector<std::string> dotted = missing_folders(dir / "x/../a/b");
+  EXPECT_EQ(dotted, (std::vector<std::string>{dir / "x", dir / "x/../a", dir / "x/../a/b"}));
+  make_dirs(dir / "x/../a/b");
+  test::write_text(dir / "a/b/config.yaml", "run:\n");
+  EXPECT_TRUE(remove_made_folders(dotted));
+  EXPECT_FALSE(fs::exists(dir / "x"));
+  EXPECT_FALSE(fs::exists(dir / "a"));
+
+  const std::vector<std::string> made = missing_folders(dir / "new/runs/one");
+  EXPECT_EQ(made.size(), 3u);
+  make_dirs(dir / "new/runs/one/checkpoints");
+  test::write_text(dir / "new/runs/two/config.yaml", "run:\n");  // another run, started meanwhile
+  EXPECT_TRUE(remove_made_folders(made));
+  EXPECT_FALSE(fs::exists(dir / "new/runs/one"));
+  EXPECT_EQ(read_file(dir / "new/runs/two/config.yaml"), "run:\n");
+  EXPECT_TRUE(remove_made_folders({}));
+  EXPECT_EQ(missing_folders("no_such_folder_here/runs"),
+            (std::vector<std::string>{"no_such_folder_here", "no_such_folder_here/runs"}));
 }
 
 // A real "no space left on device": the temporary file is a link to /dev/full, which fails every write with
