@@ -298,7 +298,7 @@ std::vector<Circle> find_circles(const std::vector<std::vector<double>>& project
     }
   }
   // A curve mostly in the two slowest cosines (slow_share) beside a circle of kRampTurns turns or more is a ramp, not
-  // that circle's coordinate, which holds at most 17 % there: a bent ramp whose peak falls on the circle's frequency
+  // that circle's coordinate, which holds ≈ 17 % there at most: a bent ramp whose peak falls on the circle's frequency
   // pairs with either coordinate. Such pairs are taken only where no pair without a ramp claims their components,
   // then the circles are ordered by their share again.
   auto with_ramp = [&](const Circle& c) {

@@ -74,13 +74,14 @@ constexpr double kCircleConcentration = 0.5;  // at least half the pair's power 
 constexpr double kCircleCircularity = 0.8;    // |Z₊|² at least 9 × |Z₋|²
 constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less is an arc
 constexpr double kSlowShare = 0.5;            // the slow component's variance mostly in half a cycle and one cycle
-constexpr double kRampTurns = 1.75;  // a circle this fast holds at most 17 % of a coordinate's variance in those two
+constexpr double kRampTurns = 1.75;       // from this many turns a circle coordinate's slow share is ≈ 17 % at most
 constexpr double kTurnVarianceRatio = 3;  // a component turned with a circle: within 3× a coordinate's variance
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at
-// the frequency of z's own peak near theirs. Greedy by the pair's explained share: each component in one circle at
-// most. Strongest first.
+// the frequency of z's own peak near theirs. Greedy by the pair's explained share, each component in one circle at
+// most, but a pair with a ramp (a component of slow_share ≥ kSlowShare beside a circle of kRampTurns or more) only
+// after every pair without one. Strongest first.
 std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,
                                  const std::vector<double>& explained, const std::vector<CurvePeriod>& periods);
 

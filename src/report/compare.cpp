@@ -38,6 +38,24 @@ Stat pooled(const std::vector<double>& values) {
   return s;
 }
 
+// The runs of one variant share their steps / positions: the values at each x are its seeds'.
+SeedBand seed_band(const std::vector<SeedCurve>& curves) {
+  std::map<double, std::vector<double>> at;
+  for (const auto& c : curves)
+    for (const auto& [x, y] : c)
+      if (std::isfinite(y)) at[x].push_back(y);
+  SeedBand b;
+  for (const auto& [x, ys] : at) {
+    const Stat s = pooled(ys);
+    const auto [lowest, highest] = std::minmax_element(ys.begin(), ys.end());
+    b.x.push_back(x);
+    b.mean.push_back(s.mean);
+    b.lo.push_back(s.n > 1 ? std::max(s.mean - s.sd, *lowest) : s.mean);
+    b.hi.push_back(s.n > 1 ? std::min(s.mean + s.sd, *highest) : s.mean);
+  }
+  return b;
+}
+
 namespace {
 
 // One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.

@@ -33,13 +33,14 @@ struct Stat {
 Stat pooled(const std::vector<double>& values);  // NaN values are left out
 
 // A variant's curves (the (x, y) points of each of its seeds) as the compare page's figures draw them: at each x the
-// mean and a band of ± one sd, kept within the seeds' own lowest and highest value there (a count or share of seeds
-// at 0 and 2 gives 1 ± 1.4, and the band stops at 0, where they do); one seed's value is its band.
-using Curve = std::vector<std::pair<double, double>>;
-struct Band {
+// mean and a band of ± one sd, kept within the seeds' own lowest and highest value there (a count of 0 and 2 circles
+// gives 1 ± 1.4, and the band stops at 0 and 2, where the seeds do: with two seeds the band is always their range);
+// one seed's value is its band.
+using SeedCurve = std::vector<std::pair<double, double>>;
+struct SeedBand {
   std::vector<double> x, mean, lo, hi;
 };
-Band band(const std::vector<Curve>& curves);
+SeedBand seed_band(const std::vector<SeedCurve>& curves);
 
 struct VariantRow {
   std::string variant;

@@ -13,13 +13,10 @@ namespace poslab {
 
 namespace {
 
-// The frame of a figure in sd units: rows beyond it (a table's outlying first rows) fall outside, and its caption
-// counts them.
-constexpr double kFrame = 3.5;
 constexpr const char* kUnframe = "  set autoscale x\n  set autoscale y\n";
 
 // Curves each in units of its own standard deviation (about its mean), and the positions where either of the first
-// two lies beyond kFrame.
+// two lies beyond kSdFrame.
 struct InSd {
   std::array<std::vector<double>, 3> curves;
   int64_t outside = 0;
@@ -38,7 +35,7 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
     for (double v : c) out.curves[i].push_back(sd > 0 ? (v - mean) / sd : 0.0);
   }
   for (size_t p = 0; p < out.curves[0].size() && p < out.curves[1].size(); ++p)
-    if (std::abs(out.curves[0][p]) > kFrame || std::abs(out.curves[1][p]) > kFrame)
+    if (std::abs(out.curves[0][p]) > kSdFrame || std::abs(out.curves[1][p]) > kSdFrame)
       if (++out.outside <= 4)
         out.rows += fmt::format("{}{}", out.outside > 1 ? ", " : "", static_cast<int64_t>(p) + row_offset);
   return out;
@@ -57,7 +54,7 @@ std::string outside_words(const InSd& s) {
   return fmt::format("; {} beyond {} sd of the circle's axes {} outside the frame",
                      s.outside == 1 ? "position " + s.rows
                                     : fmt::format("{} positions ({}{})", s.outside, s.rows, s.outside > 4 ? ", …" : ""),
-                     kFrame, s.outside == 1 ? "lies" : "lie");
+                     kSdFrame, s.outside == 1 ? "lies" : "lie");
 }
 
 }  // namespace
@@ -133,28 +130,48 @@ Figure principal_components_figure(const Series& s) {
   return f;
 }
 
+HelixAxes helix_axes(const Analysis& a) {
+  HelixAxes out;
+  if (a.helix && a.helix->rotated && a.helix->curves.size() == 3) {
+    out.kind = "turned helix";
+    out.components = helix_space(*a.helix);
+    out.names = {"circle axis 1", "circle axis 2", "slow axis"};
+    return out;
+  }
+  if (a.helix) {
+    out.kind = "helix";
+    out.components = {a.helix->circle.first, a.helix->circle.second, a.helix->slow};
+  } else if (!a.circles.empty()) {
+    out.kind = "circle";
+    out.components = {a.circles[0].first, a.circles[0].second, 0};
+  } else {
+    return out;
+  }
+  for (int i = 0; i < 3; ++i)
+    if (out.components[i]) out.names[i] = fmt::format("PC{}", out.components[i]);
+  return out;
+}
+
 Figure helix_figure(const Series& s) {
   // The helix in 3-D when the analysis found one, else the strongest circle's plane, else the plane of PC1 and PC2.
   const Analysis& a = *s.analysis;
+  const HelixAxes axes = helix_axes(a);
   int u = 1, v = 2, w = 0;
+  if (!axes.kind.empty()) u = axes.components[0], v = axes.components[1], w = axes.components[2];
   std::string what =
       "the plane of its first two principal components, where GPT-2's positions trace an arc; noise is a cloud";
-  const bool turned = a.helix && a.helix->rotated && a.helix->curves.size() == 3;
+  const bool turned = axes.kind == "turned helix";
   if (turned) {
-    const std::array<int, 3> within = helix_space(*a.helix);
-    u = within[0], v = within[1], w = within[2];
     what = fmt::format(
         "the space of PC{}, PC{} and PC{}, turned so that two axes turn in quadrature (period {:.1f}) and the third "
         "is the slow axis: the helix the analysis found ({:.0f} % of the variance)",
         u, v, w, a.helix->circle.period, 100 * a.helix->explained);
   } else if (a.helix) {
-    u = a.helix->circle.first, v = a.helix->circle.second, w = a.helix->slow;
     what = fmt::format(
         "the space of PC{} and PC{}, which turn in quadrature (period {:.1f}), and PC{}, the slow axis: "
         "the helix the analysis found ({:.0f} % of the variance)",
         u, v, a.helix->circle.period, w, 100 * a.helix->explained);
   } else if (!a.circles.empty()) {
-    u = a.circles[0].first, v = a.circles[0].second;
     what = fmt::format(
         "the plane of PC{} and PC{}, which turn in quadrature with a period of {:.1f} positions: a circle "
         "({:.0f} % of the variance)",
@@ -171,7 +188,7 @@ Figure helix_figure(const Series& s) {
   std::array<std::string, 3> name = {fmt::format("PC{}", u), fmt::format("PC{}", v), fmt::format("PC{}", w)};
   if (turned) {
     x = &a.helix->curves[0], y = &a.helix->curves[1], z = &a.helix->curves[2];
-    name = {"circle axis 1", "circle axis 2", "slow axis"};
+    name = axes.names;
   }
   // A circle's or helix's axes each in units of its own sd, as the circle rule reads them: a circle holding a few
   // per cent of the variance beside a ramp of most of it is a circle still, and so it shows.
@@ -207,7 +224,7 @@ Figure helix_figure(const Series& s) {
     return f;
   }
   const std::string frame =
-      scaled ? fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kFrame, kFrame) : std::string();
+      scaled ? fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kSdFrame, kSdFrame) : std::string();
   const std::string unframe = scaled ? kUnframe : "";
   if (z) {
     f.script = both_formats(f.name,
@@ -272,7 +289,7 @@ std::optional<Figure> circle_plane_figure(const Series& s) {
       f.name,
       std::string(kPalette) + fmt::format("  set xlabel '{} (sd)'\n  set ylabel '{} (sd)'\n", axis[0], axis[1]) +
           fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1)) +
-          fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kFrame, kFrame) +
+          fmt::format("  set xrange [{0}:{1}]\n  set yrange [{0}:{1}]\n", -kSdFrame, kSdFrame) +
           "  set cblabel 'position'\n  set grid\n  set size ratio -1\n"
           "  plot 'circle.dat' using 2:3 with lines lc rgb 'gray70' notitle, "
           "'circle.dat' using 2:3:1 with points pt 7 ps 0.9 lc palette notitle\n"

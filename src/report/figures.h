@@ -1,6 +1,7 @@
 // The report's figures: each is a set of data files plus one gnuplot script that draws NAME.png and NAME.svg.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,20 @@ struct Figure {
   std::map<std::string, std::string> data;  // file name -> content, written next to the script
   std::string script;                       // gnuplot script (runs in the report folder)
 };
+
+// The axes a table's helix or circle lies on, as the report's helix figure and the watch page's path draw them:
+// the turned helix's own three (its curves; `components` the space it was turned within), else the helix's circle's
+// two components and its slow one, else the strongest circle's two (components[2] 0), else none (`kind` "").
+struct HelixAxes {
+  std::string kind;                  // "turned helix", "helix", "circle" or ""
+  std::array<int, 3> components{};   // 1-based component numbers
+  std::array<std::string, 3> names;  // "PC2", … or "circle axis 1", "circle axis 2", "slow axis"
+};
+HelixAxes helix_axes(const Analysis& a);
+
+// The frame of a figure whose axes are in sd units (a helix's, a circle's): ±3.5 sd; rows beyond it (a table's
+// outlying first rows) are counted in its caption.
+constexpr double kSdFrame = 3.5;
 
 // For figure data and scripts: a number as gnuplot reads it ("NaN" when not finite), a gnuplot single-quoted
 // string, a label made safe for a file name.

@@ -227,7 +227,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       (verdict.outcome == Outcome::emerged ? half_change_line(points) : std::string()) +
       fmt::format(
           "<p class=\"watch\"><a href=\"watch.html\">&#9654; Watch the table form</a>: the rows' similarity, "
-          "their path on the principal axes, the spectrum and layer 0's kernels at each of the {} snapshots, "
+          "their path on the helix or circle the analysis found (else the principal axes), the spectrum and layer 0's "
+          "kernels at each of the {} snapshots, "
           "with a step slider.</p>\n",
           points.size()) +
       "<h2>Key metrics</h2>\n" + metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
@@ -293,7 +294,8 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   write_table_watch_page(W, a, source, out_dir);
   const std::string top =
       "<p class=\"watch\"><a href=\"watch.html\">&#9654; Explore the table</a>: the rows' "
-      "similarity with hover, their path on the principal axes in 2-D and 3-D (drag to rotate), the "
+      "similarity with hover, their path on the table's helix or circle (else the principal axes) in 2-D and 3-D (drag "
+      "to rotate), the "
       "spectrum with the noise floor and the power along position.</p>\n"
       "<h2>Key metrics</h2>\n" +
       metrics_table({s, r, sn, Series{"handbook", &handbook}}) +

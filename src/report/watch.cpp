@@ -12,6 +12,7 @@
 #include "analysis/metric_list.h"
 #include "analysis/periodicity.h"
 #include "analysis/table_io.h"
+#include "report/figures.h"
 #include "report/html.h"
 #include "report/watch_page.h"
 #include "run/run_files.h"
@@ -49,70 +50,67 @@ torch::Tensor read_kernels(const RunFolder& run, int64_t step, int64_t n_head, i
   return flat.view({n_head, P, P});
 }
 
-// The path's three axes in the table's space, fixed for every frame: the helix the last snapshot's analysis found
-// (its circle's two axes, then its slow axis), else its strongest circle's pair and the strongest component outside
-// it, else its top principal directions. A helix's or circle's axes are each in units of their own sd at the last
-// snapshot, as the circle rule reads them (a circle of a few per cent beside a ramp of most of the variance would
-// draw as a line); the top directions keep the table's own units.
-constexpr double kPathFrameSd = 3.5;  // the frame of a path whose axes are in sd units
-
 struct PathAxes {
-  torch::Tensor basis;  // (d, k): each column the direction, divided by its sd when `scaled`
-  torch::Tensor unit;   // (d, k): the same directions, of unit length (the share of variance they hold)
-  std::vector<std::string> names;
+  torch::Tensor basis;             // (d, k): each column the direction, divided by its sd when `scaled`
+  torch::Tensor unit;              // (d, k): the same directions, of unit length (the share of variance they hold)
+  std::vector<std::string> names;  // the axes' names on the page: "PC2", "circle axis 1", …
   std::string what;  // for the caption: "the helix … (PC2 and PC4, period 108.1) along its slow axis (PC1)"
   bool scaled = false;
 };
 
-PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t comps) {
+// The path's k ≤ 3 axes in the space of the centred table Wc (the last snapshot's, or the one table's: `whose`),
+// fixed for every frame: the helix its analysis found (its circle's two axes, then its slow axis; helix_axes), else
+// its strongest circle's pair and the strongest component outside it, else its top principal directions. A helix's
+// or circle's axes are each in units of their own sd in Wc, as the circle rule reads them (a circle of a few per cent
+// beside a ramp of most of the variance would draw as a line); the top directions keep the table's own units.
+PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const std::string& whose) {
   auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);
-  const int64_t n = Vh.size(0);
+  const int64_t n = Vh.size(0), P = Wc.size(0);
   auto pc = [&](int c) { return Vh[c - 1]; };  // component c (1-based)
-  auto within = [&](std::initializer_list<int> cs) {
-    return std::all_of(cs.begin(), cs.end(), [&](int c) { return c >= 1 && c <= n; });
-  };
+  const HelixAxes found = helix_axes(a);
+  const auto& [c1, c2, c3] = found.components;
+  const bool fits = c1 >= 1 && c2 >= 1 && std::max({c1, c2, c3}) <= n;
   PathAxes out;
   std::vector<torch::Tensor> dirs;
-  if (comps == 3 && a.helix && a.helix->rotated && a.helix->curves.size() == 3) {
-    // the turned axes' curves read back as directions: the least-squares u with Wc u = curve (it lies in Wc's rows)
-    const torch::Tensor pinv = torch::linalg_pinv(Wc);  // (d, P)
-    for (const auto& curve : a.helix->curves)
-      dirs.push_back(pinv.matmul(torch::tensor(curve, torch::kFloat64).to(Wc.dtype())));
-    const std::array<int, 3> space = helix_space(*a.helix);
-    out.names = {"circle axis 1", "circle axis 2", "slow axis"};
+  if (k == 3 && found.kind == "turned helix" && fits &&
+      std::all_of(a.helix->curves.begin(), a.helix->curves.end(),
+                  [&](const auto& c) { return static_cast<int64_t>(c.size()) == P; })) {
+    // The turned axes' curves read back as directions: the least-squares u with Wc u = curve (the curve lies in
+    // Wc's columns), V Σ⁻¹ Uᵀ curve over the components above rounding.
+    const torch::Tensor keep = S > S[0] * 1e-12;
+    for (const auto& curve : a.helix->curves) {
+      const torch::Tensor coef = U.t().matmul(torch::tensor(curve, Wc.options())) / S.clamp_min(1e-300);
+      dirs.push_back(Vh.t().matmul(coef * keep.to(coef.dtype())));
+    }
     out.what = fmt::format(
-        "the helix the last snapshot's analysis found: the circle's two axes (period {:.1f}) and its slow axis, turned "
-        "within PC{}, PC{} and PC{}",
-        a.helix->circle.period, space[0], space[1], space[2]);
-  } else if (comps == 3 && a.helix && within({a.helix->circle.first, a.helix->circle.second, a.helix->slow})) {
-    const Helix& h = *a.helix;
-    dirs = {pc(h.circle.first), pc(h.circle.second), pc(h.slow)};
-    out.names = {fmt::format("PC{}", h.circle.first), fmt::format("PC{}", h.circle.second),
-                 fmt::format("PC{}", h.slow)};
-    out.what = fmt::format(
-        "the helix the last snapshot's analysis found: its circle (PC{} and PC{}, period {:.1f}) and its slow axis "
-        "(PC{})",
-        h.circle.first, h.circle.second, h.circle.period, h.slow);
-  } else if (comps >= 2 && !a.circles.empty() && within({a.circles[0].first, a.circles[0].second})) {
-    const Circle& c = a.circles[0];
-    dirs = {pc(c.first), pc(c.second)};
-    out.names = {fmt::format("PC{}", c.first), fmt::format("PC{}", c.second)};
-    out.what = fmt::format("the circle the last snapshot's analysis found (PC{} and PC{}, period {:.1f})", c.first,
-                           c.second, c.period);
-    if (comps == 3) {
-      const int other = c.first == 1 ? (c.second == 2 ? 3 : 2) : 1;  // the strongest component outside it
+        "the helix {} analysis found: the circle's two axes (period {:.1f}) and its slow axis, turned within PC{}, "
+        "PC{} and PC{}",
+        whose, a.helix->circle.period, c1, c2, c3);
+  } else if (k == 3 && found.kind == "helix" && fits) {
+    dirs = {pc(c1), pc(c2), pc(c3)};
+    out.what =
+        fmt::format("the helix {} analysis found: its circle (PC{} and PC{}, period {:.1f}) and its slow axis (PC{})",
+                    whose, c1, c2, a.helix->circle.period, c3);
+  } else if (k >= 2 && found.kind == "circle" && fits) {
+    dirs = {pc(c1), pc(c2)};
+    out.what =
+        fmt::format("the circle {} analysis found (PC{} and PC{}, period {:.1f})", whose, c1, c2, a.circles[0].period);
+  }
+  if (!dirs.empty()) {
+    out.scaled = true;
+    out.names.assign(found.names.begin(), found.names.begin() + static_cast<std::ptrdiff_t>(dirs.size()));
+    if (k == 3 && dirs.size() == 2) {
+      const int other = c1 == 1 ? (c2 == 2 ? 3 : 2) : 1;  // the strongest component outside the circle
       dirs.push_back(pc(other));
       out.names.push_back(fmt::format("PC{}", other));
       out.what += fmt::format(", with PC{}, the strongest component outside it", other);
     }
-  }
-  out.scaled = !dirs.empty();
-  if (dirs.empty()) {
-    for (int c = 1; c <= comps; ++c) {
+  } else {
+    for (int c = 1; c <= k; ++c) {
       dirs.push_back(pc(c));
       out.names.push_back(fmt::format("PC{}", c));
     }
-    out.what = fmt::format("the last snapshot's top {} principal directions", comps);
+    out.what = fmt::format("{} top {} principal directions", whose, k);
   }
   torch::Tensor unit = torch::stack(dirs, 1);  // (d, k)
   unit = unit / unit.norm(2, 0, true).clamp_min(1e-300);
@@ -155,14 +153,15 @@ namespace {
 // The page's data for the tables `raw` (float64 (P, d), one per point); `run` gives layer 0's kernels where it
 // wrote them (nullptr: none).
 nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, const std::vector<torch::Tensor>& raw,
-                             const RunFolder* run, const WatchLimits& limits) {
+                             const RunFolder* run, const WatchLimits& limits, bool one_table = false) {
   std::vector<torch::Tensor> tables;  // centred
   for (const torch::Tensor& W : raw) tables.push_back(W - W.mean(0, true));
   const int64_t P = tables.front().size(0), d = tables.front().size(1);
 
   // The path's axes: the last snapshot's helix, circle or top principal directions, one fixed basis for every frame.
   const int64_t comps = std::min<int64_t>({3, d, P - 1});
-  const PathAxes axes = path_axes(tables.back(), points.back()->analysis, comps);
+  const PathAxes axes =
+      path_axes(tables.back(), points.back()->analysis, comps, one_table ? "the table's" : "the last snapshot's");
   const torch::Tensor& basis = axes.basis;
   const std::vector<int64_t> sim_rows = pick_evenly(P, limits.max_sim_rows);
   const std::vector<int64_t> path_rows = pick_evenly(P, limits.max_path_rows);
@@ -173,9 +172,10 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     scale = std::max(scale, paths.back().abs().max().item<double>());
   }
   if (!(scale > 0)) scale = 1;
-  // Axes in sd units frame ±3.5 sd, as the report's helix figure does: a first row far out would squash the circle
-  // into the middle. Rows beyond it sit on the frame's edge, and each frame counts them.
-  if (axes.scaled) scale = std::min(scale, kPathFrameSd);
+  // Axes in sd units are framed at the rows' reach, at most ±3.5 sd, as the report's helix figure is: a first row
+  // far out would squash the circle into the middle. Rows beyond it sit on the frame's edge, and each frame counts
+  // them.
+  if (axes.scaled) scale = std::min(scale, kSdFrame);
 
   // Kernels, when the last snapshot has them: averaged down to r × r so that all heads fit the byte budget.
   std::optional<nlohmann::json> last_usage =
@@ -284,7 +284,7 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
 nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const WatchLimits& limits) {
   TrajectoryPoint p;
   p.analysis = a;
-  nlohmann::json data = watch_data_of({&p}, {W.to(torch::kCPU, torch::kFloat64)}, nullptr, limits);
+  nlohmann::json data = watch_data_of({&p}, {W.to(torch::kCPU, torch::kFloat64)}, nullptr, limits, true);
   data["table"] = true;
   return data;
 }

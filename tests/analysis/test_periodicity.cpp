@@ -170,8 +170,8 @@ TEST(Periodicity, ABentRampIsASlowAxis) {
 
 // A ramp flat in the middle (u³) peaks at 2 cycles: beside a circle of 2 turns it pairs with either coordinate, a
 // "circle" of more variance than the real one. A pair with a ramp (slow_share ≥ ½ beside 1.75 turns or more) gives way
-// to the pair without one, and the ramp is the helix's slow axis. A circle of one turn keeps its coordinates, whose
-// slow share is high too.
+// to the pair without one, and the ramp is the helix's slow axis. Below 1.75 turns a circle's own coordinate can be as
+// slow, and the rule leaves it be.
 TEST(Periodicity, ARampPeakingAtTheCirclesFrequencyIsItsSlowAxisNotItsCoordinate) {
   std::vector<double> cube(kP);
   for (int p = 0; p < kP; ++p) cube[p] = 2 * std::pow(2.0 * p / (kP - 1) - 1, 3);
@@ -192,12 +192,17 @@ TEST(Periodicity, ARampPeakingAtTheCirclesFrequencyIsItsSlowAxisNotItsCoordinate
   ASSERT_TRUE(helix.has_value());
   EXPECT_EQ(helix->slow, 1);
 
-  // one turn: both coordinates slow (cos at one turn is the DCT's k = 2), the circle found all the same
-  const std::vector<std::vector<double>> one = {wave(kP), wave(kP, -M_PI / 2), noise(3)};
-  std::vector<CurvePeriod> one_periods;
-  for (const auto& c : one) one_periods.push_back(curve_period(c));
-  EXPECT_GT(one_periods[0].slow_share, 0.5);
-  const std::vector<Circle> turn = find_circles(one, {0.45, 0.45, 0.1}, one_periods);
+  // 1.5 turns: sin holds 64 % of its variance in the slowest cosines, a coordinate all the same. Beside it a weak wave
+  // 30° off sin (49 %, no ramp) also pairs with cos; were sin taken for a ramp, that pair would win.
+  const double T = kP / 1.5;
+  const std::vector<std::vector<double>> slow_circle = {wave(T, -M_PI / 2), wave(T), wave(T, -M_PI / 3)};
+  std::vector<CurvePeriod> slow_periods;
+  for (const auto& c : slow_circle) slow_periods.push_back(curve_period(c));
+  EXPECT_GT(slow_periods[0].slow_share, 0.6);
+  EXPECT_LT(slow_periods[2].slow_share, 0.5);
+  EXPECT_EQ(find_circles({slow_circle[1], slow_circle[2]}, {0.45, 0.05}, {slow_periods[1], slow_periods[2]}).size(),
+            1u);  // the weak wave and cos: a circle on their own
+  const std::vector<Circle> turn = find_circles(slow_circle, {0.45, 0.45, 0.05}, slow_periods);
   ASSERT_EQ(turn.size(), 1u);
   EXPECT_EQ(turn[0].first, 1);
   EXPECT_EQ(turn[0].second, 2);

@@ -491,7 +491,8 @@ TEST_F(SweepTest, PooledIsTheMeanAndSampleStandardDeviation) {
 // The compare page's bands: mean ± sd at each x, within the seeds' own values (a count of 0, 0 and 3 circles is
 // 1 ± 1.7, its band 0 … 2.7); one seed's value is its band; a seed without a value at some x (NaN) is left out there.
 TEST_F(SweepTest, ABandIsMeanAndSdWithinTheSeedsOwnValues) {
-  const Band b = band({{{0, 0.0}, {100, 1.0}, {200, 2.0}}, {{0, 0.0}, {100, 1.0}, {200, NAN}}, {{0, 3.0}, {100, 1.0}}});
+  const SeedBand b =
+      seed_band({{{0, 0.0}, {100, 1.0}, {200, 2.0}}, {{0, 0.0}, {100, 1.0}, {200, NAN}}, {{0, 3.0}, {100, 1.0}}});
   ASSERT_EQ(b.x, (std::vector<double>{0, 100, 200}));
   EXPECT_DOUBLE_EQ(b.mean[0], 1.0);
   EXPECT_DOUBLE_EQ(b.lo[0], 0.0);  // not 1 − √3
