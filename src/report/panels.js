@@ -250,8 +250,10 @@ const Panels = (function () {
     for (const v of [0, S.powerMax / 2, S.powerMax]) ctx.fillText(percent(v) + " %", m.l - 4, Y(v) + 4);
     ctx.textAlign = "center";
     for (const k of [1, Math.ceil(n / 4), Math.ceil(n / 2), n]) ctx.fillText(String(k), m.l + (k - 0.5) * bar, m.t + h + 14);
-    ctx.fillText("cycles over the table (1 … " + f.power.length + (f.powerOf > f.power.length ? " of " + f.powerOf : "") +
-                 ")", m.l + w / 2, c.height - 4);
+    // the label within the canvas: the long form where it fits, else the short one (a seeds page's narrow panels)
+    const range = "1 … " + f.power.length + (f.powerOf > f.power.length ? " of " + f.powerOf : "");
+    const long = "cycles over the table (" + range + ")";
+    ctx.fillText(ctx.measureText(long).width <= c.width - 8 ? long : "cycles (" + range + ")", c.width / 2, c.height - 4);
     for (let k = 0; k < f.power.length; ++k) {
       const on = f.circle && Math.abs(k + 1 - f.circle.turns) < 0.5;
       ctx.fillStyle = on ? "#b5651d" : "#21918c";
