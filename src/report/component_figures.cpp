@@ -15,8 +15,9 @@ namespace {
 
 constexpr const char* kUnframe = "  set autoscale x\n  set autoscale y\n";
 
-// Curves each in units of its own standard deviation (about its mean), and the positions where either of the first
-// two lies beyond kSdFrame.
+// Curves each in units of its own standard deviation (about its mean), each pointing away from the first position
+// (its coordinate ≤ 0: an SVD's signs are arbitrary; the watch page draws its path so too), and the positions where
+// either of the first two lies beyond kSdFrame.
 struct InSd {
   std::array<std::vector<double>, 3> curves;
   int64_t outside = 0;
@@ -32,7 +33,8 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
     for (double v : c) mean += v / static_cast<double>(c.size());
     for (double v : c) sq += (v - mean) * (v - mean);
     const double sd = std::sqrt(sq / static_cast<double>(c.size()));
-    for (double v : c) out.curves[i].push_back(sd > 0 ? (v - mean) / sd : 0.0);
+    const double sign = !c.empty() && c[0] > mean ? -1.0 : 1.0;
+    for (double v : c) out.curves[i].push_back(sd > 0 ? sign * (v - mean) / sd : 0.0);
   }
   for (size_t p = 0; p < out.curves[0].size() && p < out.curves[1].size(); ++p)
     if (std::abs(out.curves[0][p]) > kSdFrame || std::abs(out.curves[1][p]) > kSdFrame)
@@ -207,7 +209,7 @@ Figure helix_figure(const Series& s) {
                                u, v, w)
                          : fmt::format("# position pc{} pc{}{} (each figure keeps its own data)", u, v,
                                        z ? fmt::format(" pc{}", w) : "");
-  d += scaled ? "; each column in units of its sd\n" : "\n";
+  d += scaled ? "; each column in units of its sd, its first row ≤ 0\n" : "\n";
   if (x && y)
     for (size_t i = 0; i < x->size(); ++i)
       d += fmt::format("{} {} {}{}\n", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
@@ -278,7 +280,7 @@ std::optional<Figure> circle_plane_figure(const Series& s) {
                        outside_words(unit)),
            {},
            {}};
-  std::string d = fmt::format("# position {} {} (each in units of its sd)\n",
+  std::string d = fmt::format("# position {} {} (each in units of its sd, its first row ≤ 0)\n",
                               turned ? "circle_axis_1" : fmt::format("pc{}", h.circle.first),
                               turned ? "circle_axis_2" : fmt::format("pc{}", h.circle.second));
   for (size_t p = 0; p < unit.curves[0].size(); ++p)

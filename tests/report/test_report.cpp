@@ -159,7 +159,7 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   const std::string circle_gp = read_file(dir / "helix/circle.gp");
   EXPECT_NE(circle_gp.find("set xlabel 'PC2 (sd)'\n  set ylabel 'PC3 (sd)'"), std::string::npos) << circle_gp;
   EXPECT_NE(circle_gp.find("set size ratio -1"), std::string::npos);
-  // the data in sd units: each column of mean 0 and variance 1
+  // the data in sd units: each column of mean 0 and variance 1, its first row ≤ 0 (as the watch page draws it)
   std::istringstream rows(read_file(dir / "helix/circle.dat"));
   std::string line;
   double sx = 0, sxx = 0, n = 0;
@@ -168,6 +168,7 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
     std::istringstream cols(line);
     double p = 0, x = 0, y = 0;
     cols >> p >> x >> y;
+    if (n == 0) EXPECT_TRUE(x <= 0 && y <= 0) << line;
     sx += x, sxx += x * x, n += 1;
   }
   EXPECT_EQ(n, 96);
