@@ -102,8 +102,11 @@
   // The path's axes, named: a helix's or circle's where the (last) table's analysis found one.
   const names = T.axes, list = (xs) => xs.slice(0, -1).join(", ") + " and " + xs[xs.length - 1];
   const pathAxes = D.path.what || (D.table ? "the table's" : "the last snapshot's") + " top " + comps + " principal directions";
-  if (names.length >= 2) $("path2title").textContent = "The rows' path in " + names[0] + " and " + names[1];
-  if (names.length >= 2) $("path3title").textContent = "The path in " + list(names);
+  // a turned helix's axes have names of their own, too long for a heading: said in words
+  const turned = names[0] === "circle axis 1";
+  if (names.length >= 2)
+    $("path2title").textContent = turned ? "The rows' path on the circle's axes" : "The rows' path in " + names[0] + " and " + names[1];
+  if (names.length >= 2) $("path3title").textContent = turned ? "The path along the helix's axes" : "The path in " + list(names);
   $("path3cap").textContent = "The same rows in three dimensions: drag to rotate (double-click resets). Axes: " +
       names.map((n, i) => n + " " + ["red", "green", "blue"][i]).join(", ") + "; colour along the path is position, as on the left.";
 
