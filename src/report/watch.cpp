@@ -25,8 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kCurves[] = {"signal_share", "effective_rank",         "adjacent_cosine", "sinusoid_r2",
-                                   "circle_count", "translation_invariance", "monotonicity",    "probe_r2"};
+constexpr const char* kCurves[] = {"signal_share", "effective_rank", "adjacent_cosine",        "sinusoid_r2",
+                                   "circle_count", "helix_share",    "translation_invariance", "monotonicity",
+                                   "probe_r2"};
 
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 

@@ -69,29 +69,36 @@
       const labelY = q * h + 11, labelEnd = m.l + ctx.measureText(D.metrics[q].label).width;
       ctx.fillText(D.metrics[q].label, m.l, labelY);
       if (!finite.length) continue;
-      const v = vals[k];
-      if (v !== null && isFinite(v)) {  // the step's value beside the curve's name, on its line
-        const text = "= " + (Number.isInteger(v) ? String(v) : Number(v).toPrecision(3)), x = labelEnd + 6, y = labelY;
-        ctx.fillStyle = "#b5651d";
-        ctx.fillText(text, x, y);
-        // its offset below the name's baseline, its gap after the name, the room left on its right (in pixels)
-        rows.push([y - labelY, x - labelEnd, c.width - (x + ctx.measureText(text).width)].map(Math.round).join(":"));
-      }
+      // the step's value beside the curve's name, on its line ("–" at a gap: no helix at this step)
+      const v = vals[k], has = v !== null && isFinite(v);
+      const text = "= " + (!has ? "–" : Number.isInteger(v) ? String(v) : Number(v).toPrecision(3));
+      const x = labelEnd + 6, y = labelY;
+      ctx.fillStyle = "#b5651d";
+      ctx.fillText(text, x, y);
+      // its offset below the name's baseline, its gap after the name, the room left on its right (in pixels)
+      rows.push([y - labelY, x - labelEnd, c.width - (x + ctx.measureText(text).width)].map(Math.round).join(":"));
       let a = Math.min.apply(null, finite), b = Math.max.apply(null, finite);
       if (b - a < 1e-12) { a -= 0.5; b += 0.5; }
       const Y = (v) => y0 + hh - ((v - a) / (b - a)) * hh;
       ctx.strokeStyle = "#21918c";
       ctx.beginPath();
       let started = false;
-      frames.forEach((f, i) => {
+      frames.forEach((f, i) => {  // a step without a value (no helix yet) breaks the line
         const v = vals[i];
-        if (v === null || !isFinite(v)) return;
+        if (v === null || !isFinite(v)) { started = false; return; }
         if (started) ctx.lineTo(X(f.step), Y(v)); else { ctx.moveTo(X(f.step), Y(v)); started = true; }
       });
       ctx.stroke();
+      ctx.fillStyle = "#21918c";  // a value alone between gaps: a dot, as no line reaches it
+      vals.forEach((v, i) => {
+        const alone = (j) => j < 0 || j >= vals.length || vals[j] === null || !isFinite(vals[j]);
+        if (v !== null && isFinite(v) && alone(i - 1) && alone(i + 1)) {
+          ctx.beginPath(); ctx.arc(X(frames[i].step), Y(v), 1.8, 0, 2 * Math.PI); ctx.fill();
+        }
+      });
       ctx.strokeStyle = "#bbb";
       ctx.beginPath(); ctx.moveTo(X(frames[k].step), y0); ctx.lineTo(X(frames[k].step), y0 + hh); ctx.stroke();
-      if (v !== null && isFinite(v)) {
+      if (has) {
         ctx.fillStyle = "#b5651d";
         ctx.beginPath(); ctx.arc(X(frames[k].step), Y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
       }
