@@ -293,6 +293,13 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     } else {
       for (double r : radii(data)) EXPECT_NEAR(r, std::sqrt(2.0), 0.1);
     }
+    // the helix's share among the curves: null at the noise of step 0, the analysis's at the end
+    size_t q = 0;
+    while (q < data["metrics"].size() && data["metrics"][q]["key"] != "helix_share") ++q;
+    ASSERT_LT(q, data["metrics"].size());
+    EXPECT_TRUE(data["frames"][0]["metrics"][q].is_null());
+    if (a.helix) EXPECT_NEAR(data["frames"][1]["metrics"][q].get<double>(), a.helix->explained, 1e-12);
+    if (!a.helix) EXPECT_TRUE(data["frames"][1]["metrics"][q].is_null());
     if (a.helix) {  // the slow axis rises along position, away from the first row
       const std::vector<int16_t> q = int16s(data["frames"].back()["path"].get<std::string>());
       std::vector<double> slow;
