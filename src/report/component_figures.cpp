@@ -43,6 +43,10 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
   return out;
 }
 
+// " (step 1500)" after "the table" in a caption: which of a run's snapshots; "" for one table's report, whose series
+// is the table itself.
+std::string which(const Series& s) { return s.label == "table" ? "" : " (" + s.label + ")"; }
+
 // Component c's curve along position (1-based), or nullptr where the analysis kept none.
 const std::vector<double>* projection(const Analysis& a, int c) {
   const auto& pcs = a.pc_frequencies;
@@ -95,10 +99,12 @@ Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>
 Figure principal_components_figure(const Series& s) {
   Figure f{"principal_components",
            "Top principal components along position",
-           "The table's positions projected on its first four principal components (" + s.label +
-               "), each with its share of the variance and the period of its own strongest frequency (≥ twice the "
+           "The table's positions" + which(s) +
+               " projected on its first four principal components, each with its share of the variance and the period "
+               "of its own strongest frequency (≥ twice the "
                "rows: a ramp or a half wave; a circle's two components each have their own, and the pair turns at "
-               "the period the analysis names). Smooth, "
+               "the period the analysis names); each signed so that the first position is at or below 0, as the "
+               "helix figure and the watch page draw them. Smooth, "
                "sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
            {},
            {}};
@@ -108,9 +114,9 @@ Figure principal_components_figure(const Series& s) {
     if (pcs.size() < 4 && pc.component == static_cast<int>(pcs.size()) + 1 && !pc.projection.empty())
       pcs.push_back(&pc);
   const size_t P = pcs.empty() ? 0 : pcs[0]->projection.size();
-  for (size_t i = 0; i < P; ++i) {
+  for (size_t i = 0; i < P; ++i) {  // each signed so that its first row is at or below 0, as the helix figure's axes
     d += std::to_string(i + s.analysis->row_offset);
-    for (const auto* pc : pcs) d += " " + gp_number(pc->projection[i]);
+    for (const auto* pc : pcs) d += " " + gp_number(pc->projection[0] > 0 ? -pc->projection[i] : pc->projection[i]);
     d += "\n";
   }
   f.data["pcs.dat"] = d;
@@ -181,7 +187,7 @@ Figure helix_figure(const Series& s) {
   }
   Figure f{"helix",
            w ? "Positions along the helix" : fmt::format("Positions in the plane of PC{} and PC{}", u, v),
-           "Each position of the table (" + s.label + ") as a point in " + what +
+           "Each position of the table" + which(s) + " as a point in " + what +
                ", coloured by position and joined in order.",
            {},
            {}};
@@ -218,7 +224,7 @@ Figure helix_figure(const Series& s) {
   const std::string range =
       fmt::format("  set cbrange [{}:{}]\n", a.row_offset, a.row_offset + std::max<int64_t>(1, a.positions - 1));
   if (!x || !y) {  // a table of one column (or one with no variance): no plane to draw, and no data to plot
-    f.caption = "The table (" + s.label + ") has fewer than two principal components: there is no plane to draw.";
+    f.caption = "The table" + which(s) + " has fewer than two principal components: there is no plane to draw.";
     f.script = both_formats(f.name,
                             "  set label 1 'fewer than two principal components' at graph 0.5, 0.5 center\n"
                             "  unset tics\n  plot [0:1][0:1] NaN notitle\n  unset label 1\n  set tics\n",
@@ -271,12 +277,12 @@ std::optional<Figure> circle_plane_figure(const Series& s) {
              : std::array<std::string, 2>{fmt::format("PC{}", h.circle.first), fmt::format("PC{}", h.circle.second)};
   Figure f{"circle",
            "The helix's circle, seen along its slow axis",
-           fmt::format("Each position of the table ({}) as a point in the plane of {} and {}, each in units of its own "
+           fmt::format("Each position of the table{} as a point in the plane of {} and {}, each in units of its own "
                        "standard deviation as the circle rule reads it, coloured by position and joined in order. "
                        "{:.0f} % of the pair's power turns round the centre at one frequency, {:.2f} turns over the "
                        "table (a period of {:.1f} positions); the rest, off that frequency, shows as the path's "
                        "wobble{}.",
-                       s.label, axis[0], axis[1], 100 * h.circle.concentration, h.circle.frequency, h.circle.period,
+                       which(s), axis[0], axis[1], 100 * h.circle.concentration, h.circle.frequency, h.circle.period,
                        outside_words(unit)),
            {},
            {}};

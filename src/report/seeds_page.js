@@ -66,10 +66,12 @@
       const v = f.metrics[q];
       if (SHOWN.includes(m.key) && v !== null && isFinite(v)) lines.push(["", m.label + " " + Number(v).toPrecision(3)]);
     });
-    lines.push(["", f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1)
-                             : "no circle"]);
+    const helix = f.metrics[s.metrics.findIndex((m) => m.key === "helix_share")];
+    lines.push(["", (f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1)
+                              : "no circle") +
+                    (helix !== null && helix !== undefined && isFinite(helix) ? "; a helix of " + (100 * helix).toFixed(0) + "\u00a0%" : "")]);
     if (f.kinds) lines.push(["", "layer 0: " + f.kinds.join(", ")]);
-    if (s.verdict) lines.push(["", s.verdict]);
+    if (s.verdict) lines.push(["", "verdict, end of run: " + s.verdict]);
     s.numbers.replaceChildren(...lines.map(([cls, text]) => {
       const d = document.createElement("div");
       if (cls) d.className = cls;

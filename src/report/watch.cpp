@@ -216,7 +216,12 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     const torch::Tensor cos = cosine_matrix(raw[f].index_select(0, index_tensor(sim_rows)));
     frame["sim"] = base64_of(((cos.clamp(-1, 1) + 1) / 2 * 255).round().to(torch::kUInt8));
     frame["path"] = base64_of((paths[f] / scale * 32767).round().clamp(-32767, 32767).to(torch::kInt16));
-    frame["path_outside"] = (paths[f].abs() > scale).any(1).sum().item<int64_t>();
+    const torch::Tensor beyond = (paths[f].abs() > scale).any(1);
+    frame["path_outside"] = beyond.sum().item<int64_t>();
+    std::vector<int64_t> outside_rows;  // the first four, named in the caption
+    for (size_t r = 0; r < path_rows.size() && outside_rows.size() < 4; ++r)
+      if (beyond[static_cast<int64_t>(r)].item<bool>()) outside_rows.push_back(path_rows[r]);
+    frame["path_outside_rows"] = outside_rows;
     const double total = Wc.square().sum().item<double>();
     frame["path_share"] = total > 0 ? Wc.matmul(axes.unit).square().sum().item<double>() / total : 0.0;
     std::vector<double> sv = a.singular_values_centered;

@@ -69,7 +69,7 @@
       const labelY = q * h + 11, labelEnd = m.l + ctx.measureText(D.metrics[q].label).width;
       ctx.fillText(D.metrics[q].label, m.l, labelY);
       if (!finite.length) continue;
-      // the step's value beside the curve's name, on its line ("–" at a gap: no helix at this step)
+      // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation)
       const v = vals[k], has = v !== null && isFinite(v);
       const text = "= " + (!has ? "–" : Number.isInteger(v) ? String(v) : Number(v).toPrecision(3));
       const x = labelEnd + 6, y = labelY;
@@ -83,14 +83,17 @@
       ctx.strokeStyle = "#21918c";
       ctx.beginPath();
       let started = false;
-      frames.forEach((f, i) => {  // a step without a value (no helix yet) breaks the line
+      // A step without a helix breaks the helix share's line; the other curves join their values over a step
+      // without one (the val loss, measured at its evaluations only).
+      const gaps = D.metrics[q].key === "helix_share";
+      frames.forEach((f, i) => {
         const v = vals[i];
-        if (v === null || !isFinite(v)) { started = false; return; }
+        if (v === null || !isFinite(v)) { if (gaps) started = false; return; }
         if (started) ctx.lineTo(X(f.step), Y(v)); else { ctx.moveTo(X(f.step), Y(v)); started = true; }
       });
       ctx.stroke();
       ctx.fillStyle = "#21918c";  // a value alone between gaps: a dot, as no line reaches it
-      vals.forEach((v, i) => {
+      if (gaps) vals.forEach((v, i) => {
         const alone = (j) => j < 0 || j >= vals.length || vals[j] === null || !isFinite(vals[j]);
         if (v !== null && isFinite(v) && alone(i - 1) && alone(i + 1)) {
           ctx.beginPath(); ctx.arc(X(frames[i].step), Y(v), 1.8, 0, 2 * Math.PI); ctx.fill();
@@ -135,7 +138,8 @@
         ", the same axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
         " % of the table's variance" + (D.path.scaled ? " (each axis in units of its own standard deviation" +
         (D.table ? "" : " at the last snapshot") + ", as the circle rule reads it, framed at ±" + T.scale.toFixed(1) + " sd" +
-        (f.outside ? "; " + f.outside + " row" + (f.outside === 1 ? "" : "s") + " beyond it on the frame's edge" : "") + ")" : "") +
+        (f.outside ? "; " + (f.outside === 1 ? "row " : f.outside + " rows, ") + f.outsideRows.join(", ") +
+            (f.outside > f.outsideRows.length ? ", …," : "") + " beyond it, on the frame's edge" : "") + ")" : "") +
         ". Colour: position, dark first, yellow last." +
         (pathN < P ? " Every " + Panels.ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
@@ -143,7 +147,7 @@
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
-        (f.circle ? " Components " + f.circle.components.join(" and ") + " of this step's table turn in a circle " +
+        (f.circle ? " Components " + f.circle.components.join(" and ") + (D.table ? " of the table" : " of this step's table") + " turn in a circle " +
             "with a period of " + f.circle.period.toFixed(1) + " positions; the bar at its frequency is orange (all " +
             "the table's power there, the circle's and the rest's)." : " No circle at this step.");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :

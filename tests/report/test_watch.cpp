@@ -312,6 +312,20 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     }
   }
 
+  {  // a first row far out on the circle: the frame stops at 3.5 sd, and the row beyond it is named
+    std::vector<double> far = cosine;
+    far[0] = 12;
+    TempDir out;
+    write_run(out.str(), {random_table(P, d, 0.02, 1), table_of({scaled(ramp, std::sqrt(10.0)), far, sine}, d, 3)});
+    const std::vector<TrajectoryPoint> points = analyze_run(out.str());
+    ASSERT_TRUE(points.back().analysis.helix.has_value());
+    const nlohmann::json data = watch_data(out.str(), points);
+    EXPECT_DOUBLE_EQ(data["path"]["scale"].get<double>(), 3.5);
+    EXPECT_EQ(data["frames"][1]["path_outside"], 1);
+    EXPECT_EQ(data["frames"][1]["path_outside_rows"], std::vector<int64_t>{0});
+    EXPECT_EQ(data["frames"][0]["path_outside"], 0);  // the noise at step 0, within the frame
+  }
+
   // No circle: the top principal directions, in the table's own units, variance falling along them.
   TempDir dir;
   write_run(dir.str(), {random_table(P, d, 0.02, 1), table_of({scaled(ramp, 3), ramp, other}, d, 9)});
