@@ -51,6 +51,7 @@ const Panels = (function () {
     const axes = D.path.axes || ["PC1", "PC2", "PC3"].slice(0, comps);
     return {
       frames, P: D.positions, simRows: D.sim.positions, pathRows: D.path.positions, comps, scale, axes,
+      up: D.path.up || 1,  // the axis the 3-D view stands upright
       // row r's coordinate on principal axis k (0 beyond the table's components)
       coordinate: (f, r, k) => (k < comps ? f.path[r * comps + k] / 32767 * scale : 0),
     };
@@ -164,14 +165,17 @@ const Panels = (function () {
   // The path in three dimensions, seen from angles (yaw, pitch).
   function path3(c, T, f, yaw, pitch) {
     const ctx = clear(c);
-    const half = c.width / 2, s = half / (T.scale * 1.9), n = T.pathRows.length;
+    const half = c.width / 2, s = half / (T.scale * 1.6), n = T.pathRows.length;
+    // The axis drawn upright (a helix's slow axis, as the report's figure stands it), the rest across and in depth.
+    const up = T.up, depth = 3 - up;
+    const place = (i) => (i === 0 ? [1, 0, 0] : i === up ? [0, 1, 0] : [0, 0, 1]);
     const cy = Math.cos(yaw), sy = Math.sin(yaw), cp = Math.cos(pitch), sp = Math.sin(pitch);
     const project = (x, y, z) => {
       const x1 = cy * x + sy * z, z1 = -sy * x + cy * z;
       const y2 = cp * y - sp * z1;
       return [half + s * x1, half - s * y2];
     };
-    const axes = [[[1, 0, 0], "#d62728", T.axes[0]], [[0, 1, 0], "#2ca02c", T.axes[1]], [[0, 0, 1], "#1f77b4", T.axes[2]]]
+    const axes = [[place(0), "#d62728", T.axes[0]], [place(1), "#2ca02c", T.axes[1]], [place(2), "#1f77b4", T.axes[2]]]
       .slice(0, T.comps);
     for (const [a, colour, name] of axes) {
       const p0 = project(-a[0] * T.scale, -a[1] * T.scale, -a[2] * T.scale);
@@ -186,7 +190,7 @@ const Panels = (function () {
     ctx.lineWidth = 1.6;
     let prev = null;
     for (let r = 0; r < n; ++r) {
-      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, 1), T.coordinate(f, r, 2));
+      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, up), T.coordinate(f, r, depth));
       ctx.strokeStyle = ctx.fillStyle = positionColour(T.pathRows[r], T.P);
       if (prev) { ctx.beginPath(); ctx.moveTo(prev[0], prev[1]); ctx.lineTo(p[0], p[1]); ctx.stroke(); }
       ctx.beginPath(); ctx.arc(p[0], p[1], 2, 0, 2 * Math.PI); ctx.fill();

@@ -57,6 +57,7 @@ struct PathAxes {
   std::vector<std::string> names;  // the axes' names on the page: "PC2", "circle axis 1", …
   std::string what;  // for the caption: "the helix … (PC2 and PC4, period 108.1) along its slow axis (PC1)"
   bool scaled = false;
+  bool slow_third = false;  // the third axis is a helix's slow axis
 };
 
 // The path's k ≤ 3 axes in the space of the centred table Wc (the last snapshot's, or the one table's: `whose`),
@@ -99,6 +100,7 @@ PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const 
   }
   if (!dirs.empty()) {
     out.scaled = true;
+    out.slow_third = dirs.size() == 3;  // a helix's (a circle's third axis is added below)
     out.names.assign(found.names.begin(), found.names.begin() + static_cast<std::ptrdiff_t>(dirs.size()));
     if (k == 3 && dirs.size() == 2) {
       const int other = c1 == 1 ? (c2 == 2 ? 3 : 2) : 1;  // the strongest component outside the circle
@@ -191,8 +193,10 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
   nlohmann::json data = {{"positions", P}, {"dims", d}};
   data["sim"] = {{"positions", sim_rows}};
   data["path"] = {
-      {"positions", path_rows}, {"components", comps}, {"scale", scale},       {"basis_step", points.back()->step},
-      {"axes", axes.names},     {"what", axes.what},   {"scaled", axes.scaled}};
+      {"positions", path_rows}, {"components", comps},
+      {"scale", scale},         {"basis_step", points.back()->step},
+      {"axes", axes.names},     {"what", axes.what},
+      {"scaled", axes.scaled},  {"up", axes.slow_third ? 2 : 1}};  // the 3-D view stands a helix's slow axis upright
   data["kernels"] = r > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
   // the curves under the slider: size, shape and smoothness of the table, and the losses
   std::vector<Metric> metrics;

@@ -118,7 +118,8 @@
     $("path2title").textContent = turned ? "The rows' path on the circle's axes" : "The rows' path in " + names[0] + " and " + names[1];
   if (names.length >= 2) $("path3title").textContent = turned ? "The path along the helix's axes" : "The path in " + list(names);
   $("path3cap").textContent = "The same rows in three dimensions: drag to rotate (double-click resets). Axes: " +
-      names.map((n, i) => n + " " + ["red", "green", "blue"][i]).join(", ") + "; colour along the path is position, as on the left.";
+      names.map((n, i) => n + " " + ["red", "green", "blue"][i]).join(", ") +
+      (T.up === 2 ? ", the slow axis upright" : "") + "; colour along the path is position, as on the left.";
 
   const PANELS = ["sim", "path2", "path3", "spectrum", "periodogram", "kernels", "curves"];
 

@@ -280,6 +280,7 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
       ASSERT_TRUE(a.helix && a.helix->rotated) << "the three components of one variance come out mixed";
     }
     EXPECT_EQ(data["path"]["axes"], axes);
+    EXPECT_EQ(data["path"]["up"], a.helix ? 2 : 1);  // the 3-D view stands a helix's slow axis upright
     EXPECT_NE(data["path"]["what"].get<std::string>().find(a.helix ? "helix" : "circle"), std::string::npos);
     for (double v : path_variances(data, 1)) EXPECT_NEAR(v, 1.0, 1e-3);
     if (a.helix && a.helix->rotated) {  // each axis the analysis's turned curve (here with some of the ramp in it)
@@ -334,6 +335,7 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
   const nlohmann::json data = watch_data(dir.str(), points);
   EXPECT_EQ(data["path"]["axes"], (std::vector<std::string>{"PC1", "PC2", "PC3"}));
   EXPECT_FALSE(data["path"]["scaled"].get<bool>());
+  EXPECT_EQ(data["path"]["up"], 1);
   const std::vector<double> var = path_variances(data, 1);
   EXPECT_GT(var[0], var[1]);
   EXPECT_GT(var[1], var[2]);
