@@ -258,10 +258,18 @@ const Panels = (function () {
     const range = "1 … " + f.power.length + (f.powerOf > f.power.length ? " of " + f.powerOf : "");
     const long = "cycles over the table (" + range + ")";
     ctx.fillText(ctx.measureText(long).width <= c.width - 8 ? long : "cycles (" + range + ")", c.width / 2, c.height - 4);
-    for (let k = 0; k < f.power.length; ++k) {
-      const on = f.circle && Math.abs(k + 1 - f.circle.turns) < 0.5;
-      ctx.fillStyle = on ? "#b5651d" : "#21918c";
+    ctx.fillStyle = "#21918c";
+    for (let k = 0; k < f.power.length; ++k)
       ctx.fillRect(m.l + k * bar + 0.5, Y(f.power[k]), Math.max(1, bar - 1), m.t + h - Y(f.power[k]));
+    // The circle's frequency, a dashed orange line and a mark on the axis: the bar there holds all the table's power
+    // at that frequency, the circle's share of it and the rest's (a ramp's, at low frequencies).
+    const x = f.circle ? m.l + (f.circle.turns - 0.5) * bar : NaN;
+    if (x >= m.l && x <= m.l + w) {
+      ctx.strokeStyle = ctx.fillStyle = "#b5651d";
+      ctx.setLineDash([4, 3]);
+      ctx.beginPath(); ctx.moveTo(x, m.t); ctx.lineTo(x, m.t + h); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.beginPath(); ctx.moveTo(x, m.t + h - 7); ctx.lineTo(x - 5, m.t + h); ctx.lineTo(x + 5, m.t + h); ctx.fill();
     }
   }
 

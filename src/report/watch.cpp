@@ -243,7 +243,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     if (!a.circles.empty())
       frame["circle"] = {{"components", {a.circles[0].first, a.circles[0].second}},
                          {"period", a.circles[0].period},
-                         {"turns", a.circles[0].frequency}};
+                         {"turns", a.circles[0].frequency},
+                         {"share", a.circles[0].explained}};
     nlohmann::json values = nlohmann::json::array();
     for (const Metric& m : metrics) values.push_back(metric_json(m, a));
     values.push_back(finite_or_null(p.train_loss));

@@ -121,6 +121,13 @@
       names.map((n, i) => n + " " + ["red", "green", "blue"][i]).join(", ") +
       (T.up === 2 ? ", the slow axis upright" : "") + "; colour along the path is position, as on the left.";
 
+  // "row 0", "rows 0 and 1", "6 rows (0, 1, 2, 3, …)": the path's rows beyond its frame (the first four are named)
+  const outsideWords = (f) => {
+    const r = f.outsideRows;
+    if (f.outside > r.length) return f.outside + " rows (" + r.join(", ") + ", …)";
+    return r.length === 1 ? "row " + r[0] : "rows " + r.slice(0, -1).join(", ") + " and " + r[r.length - 1];
+  };
+
   const PANELS = ["sim", "path2", "path3", "spectrum", "periodogram", "kernels", "curves"];
 
   const label = $("label");
@@ -139,8 +146,7 @@
         ", the same axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
         " % of the table's variance" + (D.path.scaled ? " (each axis in units of its own standard deviation" +
         (D.table ? "" : " at the last snapshot") + ", as the circle rule reads it, framed at ±" + T.scale.toFixed(1) + " sd" +
-        (f.outside ? "; " + (f.outside === 1 ? "row " : f.outside + " rows, ") + f.outsideRows.join(", ") +
-            (f.outside > f.outsideRows.length ? ", …," : "") + " beyond it, on the frame's edge" : "") + ")" : "") +
+        (f.outside ? "; " + outsideWords(f) + " beyond it, on the frame's edge" : "") + ")" : "") +
         ". Colour: position, dark first, yellow last." +
         (pathN < P ? " Every " + Panels.ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
@@ -149,8 +155,9 @@
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
         (f.circle ? " Components " + f.circle.components.join(" and ") + (D.table ? " of the table" : " of this step's table") + " turn in a circle " +
-            "with a period of " + f.circle.period.toFixed(1) + " positions; the bar at its frequency is orange (all " +
-            "the table's power there, the circle's and the rest's)." : " No circle at this step.");
+            "with a period of " + f.circle.period.toFixed(1) + " positions, " + (100 * f.circle.share).toFixed(1) +
+            " % of the variance; the dashed orange line marks its frequency, where the bar holds all the table's power, " +
+            "the circle's and the rest's." : " No circle at this step.");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :
         "The attention each head of layer 0 pays from positions alone (queries down, keys across; colour: √weight)," +
         " and its kind (docs/analysis.md)." + (f.textKinds ? " On real text: " + f.textKinds.map((k, h) => "h" + h + " " + k).join(", ") + "." : "") +

@@ -172,6 +172,8 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   // the periodogram is the analysis's (P/2 = 10 bins, under the 64 shown), the circle the strongest one or null
   EXPECT_EQ(data["frames"][2]["periodogram"].get<std::vector<double>>(), points[2].analysis.periodogram);
   EXPECT_EQ(data["frames"][2]["circle"].is_null(), points[2].analysis.circles.empty());
+  if (!points[2].analysis.circles.empty())
+    EXPECT_DOUBLE_EQ(data["frames"][2]["circle"]["share"].get<double>(), points[2].analysis.circles[0].explained);
   WatchLimits few;
   few.max_frequencies = 4;
   EXPECT_EQ(watch_data(dir.str(), points, few)["frames"][2]["periodogram"].size(), 4u);
