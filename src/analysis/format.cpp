@@ -172,7 +172,7 @@ std::string summary_text(const Analysis& a) {
   for (size_t k = 0; k < shown; ++k) {
     const auto& f = a.pc_frequencies[k];
     // the search stops at half a cycle over the table: a ramp or a half wave reads "≥ 2P"
-    const bool ramp = f.cycles_per_position * static_cast<double>(a.positions) <= 0.5 + 1e-6;
+    const bool ramp = period_is_lower_bound(f.cycles_per_position * static_cast<double>(a.positions));
     periods += fmt::format("{}PC{} {}{:.1f} ({:.0f}%, H {:.2f}{})", k ? " | " : "                ", f.component,
                            ramp ? "≥" : "", f.period, 100 * f.power_share, f.spectral_entropy,
                            f.slow_share >= kSlowShare ? fmt::format(", slow {:.0f}%", 100 * f.slow_share) : "");
@@ -188,8 +188,9 @@ std::string summary_text(const Analysis& a) {
                    circles.empty() ? std::string("none among the components above the noise floor") : circles);
   if (a.helix) {  // a slow component at half a cycle or less over the table (a ramp) reads "≥ 2P", as above
     const Helix& h = *a.helix;
-    const std::string slow = fmt::format(
-        "(period {}{:.1f})", h.slow_period >= 2.0 * static_cast<double>(a.positions) - 1e-6 ? "≥" : "", h.slow_period);
+    const std::string slow =
+        fmt::format("(period {}{:.1f})",
+                    period_is_lower_bound(static_cast<double>(a.positions) / h.slow_period) ? "≥" : "", h.slow_period);
     const std::array<int, 3> within = helix_space(h);
     s += h.rotated ? fmt::format(
                          "  helix         a circle (period {:.1f}) along a slow axis {}, turned apart within "

@@ -36,6 +36,10 @@ struct CurvePeriod {
   double slow_share = 0;
 };
 
+// Whether a curve's peak lies at the period search's end, half a cycle over the table (a ramp, a half wave): its
+// period, 2P there, is a lower bound, and reads "≥ 2P". `turns`: cycles over the table.
+inline bool period_is_lower_bound(double turns) { return turns <= 0.5 + 1e-6; }
+
 // The dominant period of a curve: the bin of most power (f ≥ 1), refined to the maximum of sinusoid_energy within
 // half a bin of it; and its slow share.
 CurvePeriod curve_period(const std::vector<double>& x);

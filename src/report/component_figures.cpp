@@ -15,14 +15,17 @@ namespace {
 
 constexpr const char* kUnframe = "  set autoscale x\n  set autoscale y\n";
 
-// Curves each in units of its own standard deviation (about its mean), each pointing away from the first position
-// (its coordinate ≤ 0: an SVD's signs are arbitrary; the watch page draws its path so too), and the positions where
-// either of the first two lies beyond kSdFrame.
+// Curves each in units of its own standard deviation (about its mean), each pointing away from the first position,
+// and the positions where either of the first two lies beyond kSdFrame.
 struct InSd {
   std::array<std::vector<double>, 3> curves;
   int64_t outside = 0;
   std::string rows;  // the first four outside, "0, 1"
 };
+
+// The sign that turns curve `c` (about `centre`) to point away from the first position, its first value ≤ centre:
+// an SVD's signs are arbitrary, and the figures and the watch page draw every axis so.
+double away_from_first(const std::vector<double>& c, double centre) { return !c.empty() && c[0] > centre ? -1.0 : 1.0; }
 
 InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_offset) {
   InSd out;
@@ -33,7 +36,7 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
     for (double v : c) mean += v / static_cast<double>(c.size());
     for (double v : c) sq += (v - mean) * (v - mean);
     const double sd = std::sqrt(sq / static_cast<double>(c.size()));
-    const double sign = !c.empty() && c[0] > mean ? -1.0 : 1.0;
+    const double sign = away_from_first(c, mean);
     for (double v : c) out.curves[i].push_back(sd > 0 ? sign * (v - mean) / sd : 0.0);
   }
   for (size_t p = 0; p < out.curves[0].size() && p < out.curves[1].size(); ++p)
@@ -116,14 +119,14 @@ Figure principal_components_figure(const Series& s) {
   const size_t P = pcs.empty() ? 0 : pcs[0]->projection.size();
   for (size_t i = 0; i < P; ++i) {  // each signed so that its first row is at or below 0, as the helix figure's axes
     d += std::to_string(i + s.analysis->row_offset);
-    for (const auto* pc : pcs) d += " " + gp_number(pc->projection[0] > 0 ? -pc->projection[i] : pc->projection[i]);
+    for (const auto* pc : pcs) d += " " + gp_number(away_from_first(pc->projection, 0.0) * pc->projection[i]);
     d += "\n";
   }
   f.data["pcs.dat"] = d;
   std::string plots;
   for (size_t k = 0; k < pcs.size(); ++k) {
     // the search stops at half a cycle over the table: a ramp or a half wave, as the analysis prints it
-    const bool slow = pcs[k]->cycles_per_position * static_cast<double>(P) <= 0.5 + 1e-6;
+    const bool slow = period_is_lower_bound(pcs[k]->cycles_per_position * static_cast<double>(P));
     plots += fmt::format("{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
                          gp_quote(fmt::format("PC{} ({:.1f} %, {})", k + 1, 100 * pcs[k]->explained,
                                               slow ? fmt::format("period ≥{:.0f}", pcs[k]->period)

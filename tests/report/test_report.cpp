@@ -168,7 +168,9 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
     std::istringstream cols(line);
     double p = 0, x = 0, y = 0;
     cols >> p >> x >> y;
-    if (n == 0) EXPECT_TRUE(x <= 0 && y <= 0) << line;
+    if (n == 0) {
+      EXPECT_TRUE(x <= 0 && y <= 0) << line;
+    }
     sx += x, sxx += x * x, n += 1;
   }
   EXPECT_EQ(n, 96);

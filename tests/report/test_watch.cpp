@@ -172,8 +172,9 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   // the periodogram is the analysis's (P/2 = 10 bins, under the 64 shown), the circle the strongest one or null
   EXPECT_EQ(data["frames"][2]["periodogram"].get<std::vector<double>>(), points[2].analysis.periodogram);
   EXPECT_EQ(data["frames"][2]["circle"].is_null(), points[2].analysis.circles.empty());
-  if (!points[2].analysis.circles.empty())
+  if (!points[2].analysis.circles.empty()) {
     EXPECT_DOUBLE_EQ(data["frames"][2]["circle"]["share"].get<double>(), points[2].analysis.circles[0].explained);
+  }
   WatchLimits few;
   few.max_frequencies = 4;
   EXPECT_EQ(watch_data(dir.str(), points, few)["frames"][2]["periodogram"].size(), 4u);
@@ -301,8 +302,11 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     while (q < data["metrics"].size() && data["metrics"][q]["key"] != "helix_share") ++q;
     ASSERT_LT(q, data["metrics"].size());
     EXPECT_TRUE(data["frames"][0]["metrics"][q].is_null());
-    if (a.helix) EXPECT_NEAR(data["frames"][1]["metrics"][q].get<double>(), a.helix->explained, 1e-12);
-    if (!a.helix) EXPECT_TRUE(data["frames"][1]["metrics"][q].is_null());
+    if (a.helix) {
+      EXPECT_NEAR(data["frames"][1]["metrics"][q].get<double>(), a.helix->explained, 1e-12);
+    } else {
+      EXPECT_TRUE(data["frames"][1]["metrics"][q].is_null());
+    }
     if (a.helix) {  // the slow axis rises along position, away from the first row
       const std::vector<int16_t> q = int16s(data["frames"].back()["path"].get<std::string>());
       std::vector<double> slow;
