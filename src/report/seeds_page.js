@@ -9,8 +9,21 @@
                   ["spectrum", "Singular values and the noise floor", 200], ["periodogram", "Power along position", 200]];
   const SHOWN = ["signal_share", "effective_rank", "adjacent_cosine", "sinusoid_r2", "probe_r2", "val_loss"];
 
-  const seeds = D.seeds.map((s) => ({ seed: s.seed, name: s.name, verdict: s.verdict, T: Panels.decode(s.data),
-                                      metrics: s.data.metrics }));
+  const seeds = D.seeds.map((s) => ({ seed: s.seed, name: s.name, verdict: s.verdict, form: s.form,
+                                      T: Panels.decode(s.data), metrics: s.data.metrics,
+                                      evals: (s.data.evals || []).filter((e) => e[1] !== null && isFinite(e[1])) }));
+  // Seeds whose analysis found more form than every seed holds: said, as they are drawn as the others are.
+  const names = (ss) => (ss.length === 1 ? "seed " : "seeds ") +
+      (ss.length === 1 ? String(ss[0].seed) : ss.slice(0, -1).map((s) => s.seed).join(", ") + " and " + ss[ss.length - 1].seed);
+  const more = seeds.filter((s) => s.form !== D.path_form);
+  if (more.length) {
+    const found = ["helix", "circle"].map((form) => more.filter((s) => s.form === form))
+        .filter((ss) => ss.length).map((ss) => names(ss) + " found a" + (ss[0].form === "helix" ? " helix" : " circle"));
+    $("form").textContent = "At the last snapshot " + found.join(" and ") + ", " +
+        names(seeds.filter((s) => s.form === D.path_form)) + (D.path_form === "circle" ? " a circle only" : " none") +
+        ": every path here is on its seed's " + (D.path_form === "circle" ? "strongest circle" : "top principal directions") +
+        ", so that the shapes compare.";
+  }
   const S = Panels.scales([].concat(...seeds.map((s) => s.T.frames)));
   const steps = Array.from(new Set([].concat(...seeds.map((s) => s.T.frames.map((f) => f.step))))).sort((a, b) => a - b);
 
@@ -64,7 +77,13 @@
     lines.push(["", f.rank + " component" + (f.rank === 1 ? "" : "s") + " above the noise floor"]);
     s.metrics.forEach((m, q) => {
       const v = f.metrics[q];
-      if (SHOWN.includes(m.key) && v !== null && isFinite(v)) lines.push(["", m.label + " " + Number(v).toPrecision(3)]);
+      if (m.key === "val_loss" && s.evals.length) {  // the latest evaluation at or before the snapshot's step
+        const e = s.evals.filter((e) => e[0] <= f.step).pop();
+        lines.push(["", m.label + " " + (e ? e[1].toPrecision(3) + (e[0] === f.step ? "" : " (step " + e[0] + ")") : "–")]);
+        return;
+      }
+      // every seed's rows keep their lines at every step ("–": none at this one), so the panels do not jump
+      if (SHOWN.includes(m.key)) lines.push(["", m.label + " " + (v !== null && isFinite(v) ? Number(v).toPrecision(3) : "–")]);
     });
     const helix = f.metrics[s.metrics.findIndex((m) => m.key === "helix_share")];
     lines.push(["", (f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1)

@@ -15,6 +15,7 @@
 #include "report/figures.h"
 #include "report/html.h"
 #include "report/watch_page.h"
+#include "run/json_records.h"
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -58,6 +59,7 @@ struct PathAxes {
   std::string what;  // for the caption: "the helix … (PC2 and PC4, period 108.1) along its slow axis (PC1)"
   bool scaled = false;
   bool slow_third = false;  // the third axis is a helix's slow axis
+  std::string kind;         // what they follow: "turned helix", "helix", "circle" or "" (the top directions)
 };
 
 // The path's k ≤ 3 axes in the space of the centred table Wc (the last snapshot's, or the one table's: `whose`),
@@ -65,11 +67,19 @@ struct PathAxes {
 // its strongest circle's pair and the strongest component outside it, else its top principal directions. A helix's
 // or circle's axes are each in units of their own sd in Wc, as the circle rule reads them (a circle of a few per cent
 // beside a ramp of most of the variance would draw as a line); the top directions keep the table's own units.
-PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const std::string& whose) {
+// At most the form `most`: a helix drawn as a circle is on its analysis's strongest circle.
+PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const std::string& whose, PathForm most) {
   auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);
   const int64_t n = Vh.size(0), P = Wc.size(0);
   auto pc = [&](int c) { return Vh[c - 1]; };  // component c (1-based)
-  const HelixAxes found = helix_axes(a);
+  HelixAxes found = helix_axes(a);
+  if (path_form_of(a) > most) {
+    found = {};
+    if (most == PathForm::circle && !a.circles.empty())
+      found = {"circle",
+               {a.circles[0].first, a.circles[0].second, 0},
+               {fmt::format("PC{}", a.circles[0].first), fmt::format("PC{}", a.circles[0].second), ""}};
+  }
   const auto& [c1, c2, c3] = found.components;
   const bool fits = c1 >= 1 && c2 >= 1 && std::max({c1, c2, c3}) <= n;
   PathAxes out;
@@ -99,6 +109,7 @@ PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const 
         fmt::format("the circle {} analysis found (PC{} and PC{}, period {:.1f})", whose, c1, c2, a.circles[0].period);
   }
   if (!dirs.empty()) {
+    out.kind = found.kind;
     out.scaled = true;
     out.slow_third = dirs.size() == 3;  // a helix's (a circle's third axis is added below)
     out.names.assign(found.names.begin(), found.names.begin() + static_cast<std::ptrdiff_t>(dirs.size()));
@@ -136,6 +147,11 @@ std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) 
   return kinds;
 }
 
+PathForm path_form_of(const Analysis& a) {
+  if (a.helix) return PathForm::helix;
+  return a.circles.empty() ? PathForm::principal : PathForm::circle;
+}
+
 std::vector<int64_t> pick_evenly(int64_t n, int64_t max) {
   std::vector<int64_t> out;
   if (n <= 0) return out;
@@ -163,8 +179,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
 
   // The path's axes: the last snapshot's helix, circle or top principal directions, one fixed basis for every frame.
   const int64_t comps = std::min<int64_t>({3, d, P - 1});
-  const PathAxes axes =
-      path_axes(tables.back(), points.back()->analysis, comps, one_table ? "the table's" : "the last snapshot's");
+  const PathAxes axes = path_axes(tables.back(), points.back()->analysis, comps,
+                                  one_table ? "the table's" : "the last snapshot's", limits.path_form);
   const torch::Tensor& basis = axes.basis;
   const std::vector<int64_t> sim_rows = pick_evenly(P, limits.max_sim_rows);
   const std::vector<int64_t> path_rows = pick_evenly(P, limits.max_path_rows);
@@ -193,10 +209,9 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
   nlohmann::json data = {{"positions", P}, {"dims", d}};
   data["sim"] = {{"positions", sim_rows}};
   data["path"] = {
-      {"positions", path_rows}, {"components", comps},
-      {"scale", scale},         {"basis_step", points.back()->step},
-      {"axes", axes.names},     {"what", axes.what},
-      {"scaled", axes.scaled},  {"up", axes.slow_third ? 2 : 1}};  // the 3-D view stands a helix's slow axis upright
+      {"positions", path_rows},       {"components", comps}, {"scale", scale},    {"basis_step", points.back()->step},
+      {"axes", axes.names},           {"what", axes.what},   {"kind", axes.kind}, {"scaled", axes.scaled},
+      {"up", axes.slow_third ? 2 : 1}};  // the 3-D view stands a helix's slow axis upright
   data["kernels"] = r > 0 ? nlohmann::json{{"n_head", n_head}, {"resolution", r}} : nlohmann::json(nullptr);
   // the curves under the slider: size, shape and smoothness of the table, and the losses
   std::vector<Metric> metrics;
@@ -204,7 +219,10 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     for (const Metric& m : scalar_metrics())
       if (std::string(m.key) == key) metrics.push_back(m);
   nlohmann::json metric_names = nlohmann::json::array();
-  for (const Metric& m : metrics) metric_names.push_back({{"key", m.key}, {"label", m.label}});
+  // `gaps`: a step without a value breaks the curve (the helix's share at steps without a helix); the other curves
+  // join their values over such steps (the val loss, measured at its evaluations only)
+  for (const Metric& m : metrics)
+    metric_names.push_back({{"key", m.key}, {"label", m.label}, {"gaps", std::string(m.key) == "helix_share"}});
   metric_names.push_back({{"key", "train_loss"}, {"label", "train loss"}});
   metric_names.push_back({{"key", "val_loss"}, {"label", "val loss"}});
   data["metrics"] = metric_names;
@@ -289,7 +307,19 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
           "a run's snapshots all have the run's table shape: delete the stray file and its index line");
     raw.push_back(W);
   }
-  return watch_data_of(points, raw, &run, limits);
+  nlohmann::json data = watch_data_of(points, raw, &run, limits);
+  // The val loss at every evaluation, snapshot or not (at most 512, evenly spaced): the page's val loss curve and the
+  // latest val loss beside each step.
+  if (is_file(run.metrics())) {
+    const std::vector<MetricsRecord> evals = val_evals(read_metrics(run.metrics()));
+    nlohmann::json list = nlohmann::json::array();
+    for (int64_t i : pick_evenly(static_cast<int64_t>(evals.size()), 512)) {
+      const MetricsRecord& e = evals[static_cast<size_t>(i)];
+      list.push_back({e.step, finite_or_null(e.val_loss)});
+    }
+    data["evals"] = std::move(list);
+  }
+  return data;
 }
 
 nlohmann::json table_watch_data(const torch::Tensor& W, const Analysis& a, const WatchLimits& limits) {
@@ -313,6 +343,11 @@ WatchLimits seeds_limits() {
 
 nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<SeedRun>& seeds,
                                 const WatchLimits& limits) {
+  static const char* const kForms[] = {"principal", "circle", "helix"};
+  WatchLimits common = limits;  // the form every seed's last snapshot holds
+  for (const SeedRun& s : seeds)
+    if (s.points && !s.points->empty())
+      common.path_form = std::min(common.path_form, path_form_of(s.points->back().analysis));
   nlohmann::json list = nlohmann::json::array();
   for (const SeedRun& s : seeds) {
     if (!s.points || s.points->empty()) continue;
@@ -320,12 +355,13 @@ nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<Se
                     {"name", RunFolder(s.run_dir).name()},
                     {"run", RunFolder(s.run_dir).path()},
                     {"verdict", s.verdict},
-                    {"data", watch_data(s.run_dir, *s.points, limits)}});
+                    {"form", kForms[static_cast<int>(path_form_of(s.points->back().analysis))]},
+                    {"data", watch_data(s.run_dir, *s.points, common)}});
   }
   if (list.empty())
     throw Error("seeds page of " + variant + ": no run has snapshots of a learned table",
                 "the page plays snapshots: train with model.position learned and snapshot.every > 0");
-  return {{"variant", variant}, {"seeds", std::move(list)}};
+  return {{"variant", variant}, {"path_form", kForms[static_cast<int>(common.path_form)]}, {"seeds", std::move(list)}};
 }
 
 std::string write_watch_page(const std::string& run_dir, const std::string& report_dir,

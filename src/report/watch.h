@@ -13,6 +13,10 @@
 
 namespace poslab {
 
+// The most form a path's axes follow: a helix (its circle and slow axis), a circle (its pair and the strongest
+// component outside it), or the top principal directions only.
+enum class PathForm { principal = 0, circle = 1, helix = 2 };
+
 struct WatchLimits {
   size_t max_frames = 64;        // snapshots shown: evenly spaced, always the first and the last
   int64_t max_sim_rows = 128;    // rows of the similarity heatmap (every k-th position beyond)
@@ -20,8 +24,12 @@ struct WatchLimits {
   int64_t kernel_bytes = 16384;  // per snapshot, all heads: each kernel is averaged down to fit (at most 64 × 64);
                                  // 0: no kernels (the heads' kinds still)
   int64_t max_singular_values = 128;
-  int64_t max_frequencies = 64;  // the periodogram's lowest frequencies shown
+  int64_t max_frequencies = 64;          // the periodogram's lowest frequencies shown
+  PathForm path_form = PathForm::helix;  // the most form the path's axes follow (the seeds page: what every seed holds)
 };
+
+// The form of the analysis's own path axes: a helix (direct or turned), a circle, or none.
+PathForm path_form_of(const Analysis& a);
 
 // Each head's kind ("local", "decaying", …) in a snapshot's model_stepN.json under `key` ("attention_kernels" or
 // "data_attention"; run/run_files.h read_snapshot_usage); empty when the key is absent.
@@ -32,13 +40,16 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 
 // The page's data for the run's snapshots `points` (analysis/trajectory.h; each point's table is read from its
 // .npy, its kernels from snapshots/attn_stepN.npy and model_stepN.json when the run wrote them):
-// {positions, dims, sim{positions}, path{positions, components, scale, basis_step}, kernels{n_head, resolution} or
+// {positions, dims, sim{positions}, path{positions, components, scale, basis_step, axes (their names), what (for the
+// caption), kind ("turned helix", "helix", "circle" or "": the top directions), scaled (sd units), up (the 3-D view's
+// upright axis)}, kernels{n_head, resolution} or
 // null, metrics[{key, label}], frames[{step, train_loss, val_loss, sim (base64 uint8: round((cos + 1)/2 · 255), row
 // major), path (base64 int16 LE: round(x / scale · 32767), rows × components), path_share, sv, floor, signal_rank,
 // metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val
-// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}]}.
-// The path's axes are the last snapshot's top (up to) three principal directions, fixed for every frame, each
-// pointing away from the first position (whose coordinates are ≤ 0).
+// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}], evals[[step, val loss
+// or null]] (the run's every evaluation, at most 512, evenly spaced; absent without metrics.jsonl)}.
+// The path's axes are the last snapshot's helix, circle or top (up to) three principal directions, at most the form
+// limits.path_form, fixed for every frame, each pointing away from the first position (whose coordinates are ≤ 0).
 nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,
                           const WatchLimits& limits = {});
 
@@ -60,8 +71,11 @@ struct SeedRun {
 // kinds.
 WatchLimits seeds_limits();
 
-// The seeds page's data: {variant, seeds[{seed, name, run, verdict, data (watch_data of the run)}]}, the seeds with
-// snapshots only, in the order given. Throws poslab::Error when none has any.
+// The seeds page's data: {variant, path_form, seeds[{seed, name, run, verdict, form, data (watch_data of the run)}]},
+// the seeds with snapshots only, in the order given. Every seed's path follows the form all of them hold at their
+// last snapshots (path_form: "helix", "circle" or "principal"; `form` is each seed's own), so that the panels
+// compare: a seed whose analysis alone found a circle is drawn on its top principal directions as the others are.
+// Throws poslab::Error when none has any.
 nlohmann::json seeds_watch_data(const std::string& variant, const std::vector<SeedRun>& seeds,
                                 const WatchLimits& limits = seeds_limits());
 

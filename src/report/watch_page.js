@@ -53,15 +53,30 @@
     }
   }
 
-  // Metric curves: one small chart each, x = step.
+  // Metric curves: one small chart each, x = step. Each curve's points are the snapshots' values, except the val
+  // loss's: the run's every evaluation (D.evals), snapshot or not, where the data has them.
   const steps = frames.map((f) => f.step), s0 = steps[0], s1 = steps[steps.length - 1];
+  const evals = (D.evals || []).filter((e) => e[0] >= s0 && e[0] <= s1);
+  const pointsOf = (q) => (D.metrics[q].key === "val_loss" && evals.length ? evals
+                                                                            : frames.map((f) => [f.step, f.metrics[q]]));
+  // the point shown at frame k: its own, or for the evaluations the latest at or before its step (-1: none yet)
+  const latest = (pts, k) => {
+    let j = -1;
+    pts.forEach((p, i) => { if (p[0] <= steps[k]) j = i; });
+    return j;
+  };
+  const lastEval = (k) => {  // [step, val loss] of the latest evaluation at or before frame k's step, or null
+    const pts = pointsOf(D.metrics.findIndex((m) => m.key === "val_loss")).filter((p) => p[1] !== null && isFinite(p[1]));
+    const j = latest(pts, k);
+    return j >= 0 ? pts[j] : null;
+  };
   function drawCurves(k) {
     const c = $("curves"), ctx = Panels.clear(c);
     const M = D.metrics.length, h = c.height / M, m = { l: 8, r: 8 };
     const rows = [];  // each curve's name and value baselines, for the page's self-check (data-curve-rows)
     const X = (s) => m.l + (s1 > s0 ? (s - s0) / (s1 - s0) : 0.5) * (c.width - m.l - m.r);
     for (let q = 0; q < M; ++q) {
-      const vals = frames.map((f) => f.metrics[q]);
+      const pts = pointsOf(q), vals = pts.map((p) => p[1]);
       const finite = vals.filter((v) => v !== null && isFinite(v));
       const y0 = q * h + 14, hh = h - 22;
       ctx.fillStyle = "#333";
@@ -70,7 +85,8 @@
       ctx.fillText(D.metrics[q].label, m.l, labelY);
       if (!finite.length) continue;
       // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation)
-      const v = vals[k], has = v !== null && isFinite(v);
+      const at = pts === evals ? latest(pts, k) : k;
+      const v = at >= 0 ? vals[at] : null, has = v !== null && isFinite(v);
       const text = "= " + (!has ? "–" : Number.isInteger(v) ? String(v) : Number(v).toPrecision(3));
       const x = labelEnd + 6, y = labelY;
       ctx.fillStyle = "#b5651d";
@@ -83,27 +99,25 @@
       ctx.strokeStyle = "#21918c";
       ctx.beginPath();
       let started = false;
-      // A step without a helix breaks the helix share's line; the other curves join their values over a step
-      // without one (the val loss, measured at its evaluations only).
-      const gaps = D.metrics[q].key === "helix_share";
-      frames.forEach((f, i) => {
-        const v = vals[i];
+      // A step without a value breaks a curve with gaps (the helix's share); the others join their values over it.
+      const gaps = D.metrics[q].gaps === true;
+      pts.forEach(([step, v]) => {
         if (v === null || !isFinite(v)) { if (gaps) started = false; return; }
-        if (started) ctx.lineTo(X(f.step), Y(v)); else { ctx.moveTo(X(f.step), Y(v)); started = true; }
+        if (started) ctx.lineTo(X(step), Y(v)); else { ctx.moveTo(X(step), Y(v)); started = true; }
       });
       ctx.stroke();
       ctx.fillStyle = "#21918c";  // a value alone between gaps: a dot, as no line reaches it
       if (gaps) vals.forEach((v, i) => {
         const alone = (j) => j < 0 || j >= vals.length || vals[j] === null || !isFinite(vals[j]);
         if (v !== null && isFinite(v) && alone(i - 1) && alone(i + 1)) {
-          ctx.beginPath(); ctx.arc(X(frames[i].step), Y(v), 1.8, 0, 2 * Math.PI); ctx.fill();
+          ctx.beginPath(); ctx.arc(X(pts[i][0]), Y(v), 1.8, 0, 2 * Math.PI); ctx.fill();
         }
       });
       ctx.strokeStyle = "#bbb";
       ctx.beginPath(); ctx.moveTo(X(frames[k].step), y0); ctx.lineTo(X(frames[k].step), y0 + hh); ctx.stroke();
       if (has) {
         ctx.fillStyle = "#b5651d";
-        ctx.beginPath(); ctx.arc(X(frames[k].step), Y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
+        ctx.beginPath(); ctx.arc(X(pts[at][0]), Y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
       }
     }
     state.dataset.curveRows = rows.join(" ");
@@ -113,7 +127,7 @@
   const names = T.axes, list = (xs) => xs.slice(0, -1).join(", ") + " and " + xs[xs.length - 1];
   const pathAxes = D.path.what || (D.table ? "the table's" : "the last snapshot's") + " top " + comps + " principal directions";
   // a turned helix's axes have names of their own, too long for a heading: said in words
-  const turned = names[0] === "circle axis 1";
+  const turned = D.path.kind === "turned helix";
   if (names.length >= 2)
     $("path2title").textContent = turned ? "The rows' path on the circle's axes" : "The rows' path in " + names[0] + " and " + names[1];
   if (names.length >= 2) $("path3title").textContent = turned ? "The path along the helix's axes" : "The path in " + list(names);
@@ -133,8 +147,11 @@
   const label = $("label");
   function show(k) {
     const f = frames[k];
+    // the train loss at this step, and the latest val loss at or before it (with its step when an earlier one)
+    const ev = lastEval(k);
     label.textContent = "step " + f.step + " · snapshot " + (k + 1) + " of " + frames.length +
-        (f.valLoss !== null ? " · val loss " + f.valLoss.toFixed(3) : f.trainLoss !== null ? " · train loss " + f.trainLoss.toFixed(3) : "");
+        (f.trainLoss !== null ? " · train loss " + f.trainLoss.toFixed(3) : "") +
+        (ev ? " · val loss " + ev[1].toFixed(3) + (ev[0] === f.step ? "" : " (step " + ev[0] + ")") : "");
     drawSimilarity(f);
     drawPath2(f);
     drawPath3(f);

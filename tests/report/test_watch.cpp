@@ -132,6 +132,13 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   EXPECT_TRUE(data["frames"][1]["val_loss"].is_null());
   EXPECT_EQ(data["path"]["components"], 3);
   EXPECT_EQ(data["path"]["basis_step"], 200);
+  EXPECT_FALSE(data.contains("evals"));  // no metrics.jsonl
+
+  // The val loss at every evaluation, also between the snapshots (a diverged one null); logged steps are not evals.
+  test::write_text(RunFolder(dir.str()).metrics(),
+                   "{\"step\": 0, \"train_loss\": 5.0, \"val_loss\": 5.1}\n{\"step\": 10, \"loss\": 4.9}\n"
+                   "{\"step\": 50, \"train_loss\": 4.0, \"val_loss\": 4.2}\n{\"step\": 150, \"val_loss\": null}\n");
+  EXPECT_EQ(watch_data(dir.str(), points)["evals"], nlohmann::json::parse("[[0, 5.1], [50, 4.2], [150, null]]"));
 
   // the similarity decodes to the analysis's cosine matrix within the quantisation step
   const torch::Tensor cos = cosine_matrix(last.to(torch::kFloat32).to(torch::kFloat64));
@@ -283,6 +290,7 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
       ASSERT_TRUE(a.helix && a.helix->rotated) << "the three components of one variance come out mixed";
     }
     EXPECT_EQ(data["path"]["axes"], axes);
+    EXPECT_EQ(data["path"]["kind"], a.helix ? (a.helix->rotated ? "turned helix" : "helix") : "circle");
     EXPECT_EQ(data["path"]["up"], a.helix ? 2 : 1);  // the 3-D view stands a helix's slow axis upright
     EXPECT_NE(data["path"]["what"].get<std::string>().find(a.helix ? "helix" : "circle"), std::string::npos);
     for (double v : path_variances(data, 1)) EXPECT_NEAR(v, 1.0, 1e-3);
@@ -301,6 +309,8 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     size_t q = 0;
     while (q < data["metrics"].size() && data["metrics"][q]["key"] != "helix_share") ++q;
     ASSERT_LT(q, data["metrics"].size());
+    for (size_t m = 0; m + 2 < data["metrics"].size(); ++m)  // only its curve breaks at a step without a value
+      EXPECT_EQ(data["metrics"][m]["gaps"], m == q) << data["metrics"][m]["key"];
     EXPECT_TRUE(data["frames"][0]["metrics"][q].is_null());
     if (a.helix) {
       EXPECT_NEAR(data["frames"][1]["metrics"][q].get<double>(), a.helix->explained, 1e-12);
@@ -341,6 +351,7 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
   const nlohmann::json data = watch_data(dir.str(), points);
   EXPECT_EQ(data["path"]["axes"], (std::vector<std::string>{"PC1", "PC2", "PC3"}));
   EXPECT_FALSE(data["path"]["scaled"].get<bool>());
+  EXPECT_EQ(data["path"]["kind"], "");
   EXPECT_EQ(data["path"]["up"], 1);
   const std::vector<double> var = path_variances(data, 1);
   EXPECT_GT(var[0], var[1]);
@@ -458,6 +469,55 @@ TEST(Watch, SeedsDataHoldsEachSeedWithSnapshotsInASmallerPage) {
   EXPECT_LT(l.max_frames, WatchLimits().max_frames);
   const std::string msg = error_of([&] { seeds_watch_data("v", {{8, none, &empty, ""}}); });
   EXPECT_NE(msg.find("seeds page of v: no run has snapshots"), std::string::npos) << msg;
+}
+
+TEST(Watch, EverySeedsPathFollowsTheFormAllTheSeedsHold) {
+  const int64_t P = 64, d = 16;
+  std::vector<double> ramp(P), cosine(P), sine(P), other(P);
+  for (int64_t p = 0; p < P; ++p) {
+    ramp[p] = 3.0 * (2.0 * p / (P - 1) - 1);
+    cosine[p] = std::cos(2 * M_PI * p / 16);
+    sine[p] = std::sin(2 * M_PI * p / 16);
+    other[p] = 0.3 * std::cos(2 * M_PI * 7 * p / P);
+  }
+  TempDir dir;
+  const std::string helix = dir / "seed-1", circle = dir / "seed-2", none = dir / "seed-3";
+  write_run(helix, {random_table(P, d, 0.02, 1), table_of({ramp, cosine, sine}, d, 3)});
+  write_run(circle, {random_table(P, d, 0.02, 2), table_of({cosine, sine, other}, d, 7)});
+  write_run(none, {random_table(P, d, 0.02, 3), table_of({ramp, other}, d, 9)});
+  const std::vector<TrajectoryPoint> ph = analyze_run(helix), pc = analyze_run(circle), pn = analyze_run(none);
+  ASSERT_TRUE(ph.back().analysis.helix.has_value());
+  ASSERT_FALSE(pc.back().analysis.helix.has_value());
+  ASSERT_FALSE(pc.back().analysis.circles.empty());
+  ASSERT_TRUE(pn.back().analysis.circles.empty());
+  auto axes = [](const nlohmann::json& seed) { return seed["data"]["path"]["axes"].get<std::vector<std::string>>(); };
+
+  // One seed alone is drawn on its own helix, as on its watch page.
+  const nlohmann::json alone = seeds_watch_data("v", {{1, helix, &ph, ""}});
+  EXPECT_EQ(alone["path_form"], "helix");
+  EXPECT_EQ(alone["seeds"][0]["data"], watch_data(helix, ph, seeds_limits()));
+
+  // Beside a seed with a circle only: both on their strongest circle (and the component beside it), in sd units.
+  const Analysis& ah = ph.back().analysis;
+  const nlohmann::json two = seeds_watch_data("v", {{1, helix, &ph, ""}, {2, circle, &pc, ""}});
+  EXPECT_EQ(two["path_form"], "circle");
+  EXPECT_EQ(two["seeds"][0]["form"], "helix");
+  EXPECT_EQ(two["seeds"][1]["form"], "circle");
+  EXPECT_EQ(axes(two["seeds"][0])[0], "PC" + std::to_string(ah.circles[0].first));
+  EXPECT_EQ(axes(two["seeds"][0])[1], "PC" + std::to_string(ah.circles[0].second));
+  EXPECT_EQ(two["seeds"][0]["data"]["path"]["kind"], "circle");
+  EXPECT_EQ(two["seeds"][0]["data"]["path"]["up"], 1);  // no slow axis upright: it is not drawn as a helix
+  EXPECT_TRUE(two["seeds"][0]["data"]["path"]["scaled"].get<bool>());
+  EXPECT_EQ(two["seeds"][1]["data"], watch_data(circle, pc, seeds_limits()));
+
+  // Beside a seed with neither: every seed on its top principal directions, in the table's units.
+  const nlohmann::json three = seeds_watch_data("v", {{1, helix, &ph, ""}, {2, circle, &pc, ""}, {3, none, &pn, ""}});
+  EXPECT_EQ(three["path_form"], "principal");
+  for (const auto& seed : three["seeds"]) {
+    EXPECT_EQ(axes(seed), (std::vector<std::string>{"PC1", "PC2", "PC3"})) << seed["seed"];
+    EXPECT_FALSE(seed["data"]["path"]["scaled"].get<bool>()) << seed["seed"];
+  }
+  EXPECT_EQ(three["seeds"][2]["form"], "principal");
 }
 
 TEST(Watch, ASnapshotOfAnotherShapeIsNamed) {

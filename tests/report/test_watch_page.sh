@@ -51,6 +51,8 @@ check "the page is self-contained: no http(s) address" bash -c "! grep -Eq '(src
 open_page "file://$page#step=20" "$tmp/s20"
 check "#step=20 loads without console messages or errors" clean "$tmp/s20"
 check "#step=20 shows step 20 of 4 snapshots" [ "$(attr step "$tmp/s20")/$(attr frames "$tmp/s20")" = "20/4" ]
+check "the header gives the step's train loss and its val loss" \
+  grep -Eq 'id="label">step 20 · snapshot 2 of 4 · train loss [0-9.]+ · val loss [0-9.]+<' "$tmp/s20.html"
 check "the page fits a 1280-pixel window: no sideways scrolling" [ "$(attr page-width "$tmp/s20")" -le 1280 ]
 # data-curve-rows: per curve, its value's offset below the name's baseline, gap after the name, room on the right.
 check "each curve's value sits beside its name, inside the panel" \
@@ -146,6 +148,13 @@ if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/
   check "at step 20 both seeds show step 20" [ "$(attr shown "$tmp/pair20")" = "$seed1:20 2:20" ]
   check "each seed says whether its table holds a circle at the step shown" \
     [ "$(grep -Eo '>(no circle|a circle: PC[0-9]+ and PC[0-9]+, period [0-9.]+)(; a helix of [0-9]+.%)?<' "$tmp/pair20.html" | wc -l)" = 2 ]
+  forms=$(grep -o '"form":"[a-z]*"' "$seeds_page" | sort -u | wc -l)
+  grep -o '<b id="form">[^<]*</b>' "$tmp/pair20.html" > "$tmp/form_note"
+  if [ "$forms" -gt 1 ]; then
+    check "the page says a seed's analysis found more form than the other's" grep -q 'found a .*: every path here is on' "$tmp/form_note"
+  else
+    check "the page says nothing of form when both seeds' analyses found the same" grep -qx '<b id="form"></b>' "$tmp/form_note"
+  fi
   check "the first seed's similarity differs between steps 20 and 60" \
     bash -c "[ -n \"$(panel s0.sim "$tmp/pair20")\" ] && [ \"$(panel s0.sim "$tmp/pair20")\" != \"$(panel s0.sim "$tmp/pair60")\" ]"
   check "the second seed draws the same at steps 20 and 60 (its step 20 both times)" \
