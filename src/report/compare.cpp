@@ -10,6 +10,7 @@
 
 #include "analysis/agreement.h"
 #include "analysis/metric_list.h"
+#include "analysis/periodicity.h"
 #include "analysis/table_io.h"
 #include "config/config.h"
 #include "report/figures.h"
@@ -145,7 +146,7 @@ std::vector<VariantRow> group_by_variant(const std::vector<ComparedRun>& runs) {
 // Fills a row's pooled columns (`keys`), verdict counts and half-change steps from its runs.
 void pool_row(VariantRow& row, const std::vector<ComparedRun>& runs, const std::vector<std::string>& keys) {
   row.keys = keys;
-  std::vector<double> emerged_at;
+  std::vector<double> emerged_at, boundary;
   std::vector<std::vector<double>> half(headline_metrics().size());
   for (const auto& key : keys) {
     std::vector<double> v;
@@ -163,14 +164,33 @@ void pool_row(VariantRow& row, const std::vector<ComparedRun>& runs, const std::
     if (r.verdict->outcome == Outcome::present_from_start) ++row.present;
     const std::vector<HalfChange> hc = half_change_steps(r.points);
     for (size_t k = 0; k < hc.size(); ++k) half[k].push_back(hc[k].step ? static_cast<double>(*hc[k].step) : NAN);
-    for (const auto& b : r.points.back().analysis.boundary) row.boundary_outliers += b.outlier ? 1 : 0;
+    int outliers = 0;
+    for (const auto& b : r.points.back().analysis.boundary) outliers += b.outlier ? 1 : 0;
+    row.boundary_outliers += outliers;
+    boundary.push_back(outliers);
   }
+  row.boundary_outliers_per_run = pooled(boundary);
   for (const auto& key : form_metric_keys()) {
     std::vector<double> v;
     for (size_t i : row.runs) v.push_back(run_value(runs[i], key));
     row.form_keys.push_back(key);
     row.form.push_back(pooled(v));
   }
+  std::vector<double> pc1_below;
+  for (size_t i : row.runs) {
+    if (runs[i].points.empty() || runs[i].points.back().analysis.pc_frequencies.empty()) continue;
+    const Analysis& a = runs[i].points.back().analysis;
+    const PCFrequency& pc1 = a.pc_frequencies[0];
+    if (!(pc1.period > 0)) continue;
+    if (period_is_lower_bound(pc1.cycles_per_position * static_cast<double>(a.positions))) {
+      ++row.pc1_ramps;
+      const double bound = 2.0 * static_cast<double>(a.positions);
+      row.pc1_bound = std::isnan(row.pc1_bound) ? bound : std::max(row.pc1_bound, bound);
+    } else {
+      pc1_below.push_back(pc1.period);
+    }
+  }
+  row.pc1_period_below = pooled(pc1_below);
   std::vector<double> circle_from;
   for (size_t i : row.runs) {
     if (!runs[i].points.empty() && !runs[i].points.back().analysis.circles.empty()) ++row.circled;
@@ -282,6 +302,7 @@ nlohmann::json comparison_json(const Comparison& c) {
     for (size_t k = 0; k < row.keys.size(); ++k)
       r["metrics"][row.keys[k]] = {
           {"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
+    r["pc1_ramps"] = row.pc1_ramps;  // runs whose form.pc1_period is the lower bound 2P (a ramp)
     r["circled"] = row.circled;
     r["circle_from"] = {{"mean", value(row.circle_from.mean)}, {"sd", value(row.circle_from.sd)}};
     for (size_t k = 0; k < row.form_keys.size(); ++k)

@@ -53,8 +53,12 @@ struct VariantRow {
   std::vector<std::string> half_keys;  // the headline metrics
   std::vector<Stat> half_change;       // per headline metric: its half-change step over the judged runs
   int boundary_outliers = 0;           // summed over the runs' last snapshots
+  Stat boundary_outliers_per_run;      // each judged run's count at its last snapshot
   std::vector<std::string> form_keys;  // the table's form at the last snapshot: form_metric_keys()
   std::vector<Stat> form;              // one per form key, over the judged runs
+  int pc1_ramps = 0;                   // judged runs whose PC1 peaks at the period search's end (a ramp, a half wave):
+  double pc1_bound = NAN;              //   its period there is a lower bound, 2P (the largest of those runs')
+  Stat pc1_period_below;               // PC1's period over the other runs
   int circled = 0;                     // judged runs whose last table holds at least one circle
   Stat circle_from;                    // over those runs: the step from which every snapshot holds one
 };

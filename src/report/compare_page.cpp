@@ -177,34 +177,38 @@ std::pair<std::string, std::string> header_of(const std::string& key) {
 
 // The losses and the headline metrics at the last snapshot, mean ± sd over seeds, and whether structure emerged.
 std::string variants_table(const Comparison& c) {
-  std::string t = "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th><th>runs</th>";
+  // whether structure emerged first, after the runs: the question the table answers, before the columns that scroll
+  std::string t =
+      "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th><th>runs</th>"
+      "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled "
+      "copies) from a step to the end\">emerged</th><th>from step</th>";
   for (const auto& k : c.rows.front().keys) {
     const auto [head, full] = header_of(k);
     t += "<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>";
   }
-  t += "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled "
-       "copies) from a step to the end\">emerged</th>"
-       "<th>from step</th><th title=\"summed over the runs' last snapshots\">boundary outliers</th></tr>\n";
+  t += "<th title=\"positions at the table's ends whose row differs from the rest's trend, at each run's last "
+       "snapshot\">boundary outliers per run</th></tr>\n";
   for (const auto& row : c.rows) {
     t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
-    for (size_t k = 0; k < row.keys.size(); ++k) {
-      const char* spec = "{:.4f}";  // losses
-      for (const Metric& m : headline_metrics())
-        if (row.keys[k] == m.key) spec = m.format;
-      t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
-    }
     if (row.judged == 0) {
       const std::string& position = c.runs[row.runs.front()].position;
       t += "<td>" +
            std::string(position == "none"         ? "no table"
                        : position == "sinusoidal" ? "fixed table"
                                                   : "no snapshots") +
-           "</td><td>–</td><td>–</td></tr>\n";
-    } else
-      t += fmt::format("<td>{} of {}{}</td><td>{}</td><td>{}</td></tr>\n", row.emerged, row.judged,
+           "</td><td>–</td>";
+    } else {
+      t += fmt::format("<td>{} of {}{}</td><td>{}</td>", row.emerged, row.judged,
                        row.present > 0 ? fmt::format(" ({} present from the start)", row.present) : std::string(),
-                       row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"),
-                       row.boundary_outliers);
+                       row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"));
+    }
+    for (size_t k = 0; k < row.keys.size(); ++k) {
+      const char* spec = "{:.4f}";  // losses
+      for (const Metric& m : headline_metrics())
+        if (row.keys[k] == m.key) spec = m.format;
+      t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
+    }
+    t += "<td>" + format_stat(row.boundary_outliers_per_run, "{:.1f}") + "</td></tr>\n";
   }
   return t + "</table></div>\n";
 }
@@ -223,7 +227,9 @@ std::string form_table(const Comparison& c) {
       "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
       "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run "
       "without a circle or helix counts a share of 0, and the circle's period is pooled over the runs that have "
-      "one. A period of twice the table's rows or more is a ramp or a half wave.</p>\n"
+      "one. PC1's period at twice the table's rows is a ramp or a half wave, a lower bound (“≥ 256 (a ramp)”); "
+      "where only some runs' PC1 is one, the others' periods are pooled and the ramps counted (“(1 of 3: ≥ "
+      "256)”).</p>\n"
       "<div class=\"wide\"><table class=\"compare\">\n"
       "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>"
       "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>";
@@ -234,8 +240,18 @@ std::string form_table(const Comparison& c) {
     if (row.judged == 0) continue;
     t += fmt::format("<tr><td>{}</td><td>{} of {}</td><td>{}</td>", html_escape(row.variant), row.circled, row.judged,
                      format_stat(row.circle_from, "{:.0f}"));
-    for (size_t k = 0; k < row.form.size(); ++k)  // a count's mean over seeds has a decimal
-      t += "<td>" + format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format) + "</td>";
+    for (size_t k = 0; k < row.form.size(); ++k) {
+      std::string cell = format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format);  // a count's
+      if (row.form_keys[k] == "pc1_period" && row.pc1_ramps > 0) {  // mean over seeds has a decimal
+        // PC1 at the search's end is a ramp: its period, 2P, a lower bound, not pooled with the measured ones
+        const std::string bound = fmt::format("≥ {:.0f}", row.pc1_bound);
+        cell = row.pc1_period_below.n == 0
+                   ? bound + " (a ramp)"
+                   : format_stat(row.pc1_period_below, "{:.1f}") +
+                         fmt::format(" ({} of {}: {})", row.pc1_ramps, row.pc1_ramps + row.pc1_period_below.n, bound);
+      }
+      t += "<td>" + cell + "</td>";
+    }
     t += "</tr>\n";
   }
   return t + "</table></div>\n";

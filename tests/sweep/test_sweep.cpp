@@ -243,6 +243,14 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(html.find("position-learned"), std::string::npos);
   EXPECT_NE(html.find("±"), std::string::npos);
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
+  // whether structure emerged comes right after the runs; the boundary's outliers are per run, not summed
+  EXPECT_NE(html.find("<th>variant</th><th>runs</th><th title=\"absent at the first snapshot"), std::string::npos);
+  const VariantRow& learned_row = c.rows[0];
+  ASSERT_EQ(learned_row.variant, "position-learned");
+  EXPECT_EQ(learned_row.boundary_outliers_per_run.n, 2);
+  EXPECT_DOUBLE_EQ(learned_row.boundary_outliers_per_run.mean * 2, learned_row.boundary_outliers);
+  EXPECT_NE(html.find(fmt::format("<td>position-learned</td><td>2</td><td>{} of 2", learned_row.emerged)),
+            std::string::npos);
   // the seeds' agreement beside what random tables of the same shape give, in its own column
   EXPECT_NE(html.find("<th title=\"two independent random tables of the shape\">CKA, random</th>"), std::string::npos);
   EXPECT_NE(html.find(fmt::format("<td>{:.2f}</td>", c.agreement[0].cka_random)), std::string::npos);
@@ -305,6 +313,29 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   const std::string form_page = slurp(write_comparison(with_circle, dir_ / "compare_circle"));
   EXPECT_NE(form_page.find("<td>position-learned</td><td>1 of 2</td><td>6</td><td>0.5 ± 0.7</td>"), std::string::npos)
       << "the form table: a circle in 1 of 2 runs, circle count 0.5 ± 0.7";
+
+  // PC1 at the period search's end (a ramp: 2P = 32 positions, a lower bound) is counted, not pooled as a period.
+  auto write_ramp = [&](const std::string& seed) {
+    torch::Tensor ramp = 0.01 * torch::randn({16, 32}, torch::TensorOptions().dtype(torch::kFloat64));
+    ramp.select(1, 0) += torch::linspace(-1, 1, 16, torch::kFloat64);
+    ramp = ramp.to(torch::kFloat32).contiguous();
+    test::write_text(sweep + "/position-learned/" + seed + "/snapshots/wpe_step000006.npy",
+                     npy_bytes(ramp.data_ptr<float>(), 16, 32));
+  };
+  write_ramp("seed-1");
+  const Comparison one_ramp = compare_runs({sweep});
+  EXPECT_EQ(one_ramp.rows[0].pc1_ramps, 1);
+  EXPECT_DOUBLE_EQ(one_ramp.rows[0].pc1_bound, 32.0);
+  EXPECT_EQ(one_ramp.rows[0].pc1_period_below.n, 1);
+  EXPECT_NEAR(one_ramp.rows[0].pc1_period_below.mean, 8.0, 0.1) << "the circle's PC1";
+  EXPECT_EQ(comparison_json(one_ramp)["variants"][0]["pc1_ramps"].get<int>(), 1);
+  EXPECT_NE(slurp(write_comparison(one_ramp, dir_ / "compare_ramp")).find("<td>8.0 (1 of 2: ≥ 32)</td>"),
+            std::string::npos);
+  write_ramp("seed-2");
+  const Comparison ramps = compare_runs({sweep});
+  EXPECT_EQ(ramps.rows[0].pc1_ramps, 2);
+  EXPECT_NE(slurp(write_comparison(ramps, dir_ / "compare_ramps")).find("<td>≥ 32 (a ramp)</td>"), std::string::npos)
+      << "not 32.0 ± 0.0, a period measured alike in both runs";
 }
 
 // A sweep of fixed tables and none has no learned table to draw: its comparison shows the losses alone.
