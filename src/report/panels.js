@@ -43,7 +43,7 @@ const Panels = (function () {
       step: f.step, trainLoss: f.train_loss, valLoss: f.val_loss, sim: bytes(f.sim), path: int16s(f.path),
       share: f.path_share, sv: f.sv, svOf: f.sv_of || f.sv.length, floor: f.floor, rank: f.signal_rank,
       metrics: f.metrics, power: f.periodogram, powerOf: f.periodogram_of || f.periodogram.length,
-      circle: f.circle, outside: f.path_outside || 0, outsideRows: f.path_outside_rows || [],
+      circle: f.circle, turnedCircle: f.turned_circle || null, outside: f.path_outside || 0, outsideRows: f.path_outside_rows || [],
       kernels: f.kernels ? bytes(f.kernels) : null, kinds: f.kinds, textKinds: f.text_kinds,
     }));
     const comps = D.path.components, scale = D.path.scale || 1;
@@ -122,6 +122,16 @@ const Panels = (function () {
     return "i = " + T.simRows[i] + ", j = " + T.simRows[j] + ": cos " + v.toFixed(3);
   }
 
+  // Text in `colour` at (x, y) (the context's alignment) on a white, nearly opaque box: readable over a drawing.
+  function backedText(ctx, text, x, y, colour) {
+    if (!text) return;
+    const w = ctx.measureText(text).width, left = ctx.textAlign === "right" ? x - w : x;
+    ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+    ctx.fillRect(left - 2, y - 10, w + 4, 13);
+    ctx.fillStyle = colour;
+    ctx.fillText(text, x, y);
+  }
+
   function path2(c, T, f) {
     const ctx = clear(c);
     const m = 30, w = c.width - 2 * m, half = w / 2, cx = m + half, cy = m + half;
@@ -130,11 +140,6 @@ const Panels = (function () {
     ctx.beginPath();
     ctx.moveTo(m, cy); ctx.lineTo(m + w, cy); ctx.moveTo(cx, m); ctx.lineTo(cx, m + w);
     ctx.stroke();
-    ctx.fillStyle = "#444";
-    ctx.textAlign = "right";
-    ctx.fillText(T.axes[0] || "", m + w, cy - 6);
-    ctx.textAlign = "left";
-    ctx.fillText(T.axes[1] || "", cx + 5, m + 10);
     ctx.lineWidth = 1.6;
     for (let r = 0; r < n; ++r) {
       const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1);
@@ -151,8 +156,12 @@ const Panels = (function () {
       ctx.fill();
     }
     ctx.lineWidth = 1;
-    ctx.fillStyle = "#444";
+    // the axes' names over the path, on a pale backing where the path runs under them
+    ctx.textAlign = "right";
+    backedText(ctx, T.axes[0] || "", m + w, cy - 6, "#444");
     ctx.textAlign = "left";
+    backedText(ctx, T.axes[1] || "", cx + 5, m + 10, "#444");
+    ctx.fillStyle = "#444";
     ctx.fillText("first position", m, c.height - 8);
     ctx.fillStyle = positionColour(0, T.P);
     ctx.fillRect(m + 78, c.height - 17, 10, 10);
@@ -184,8 +193,6 @@ const Panels = (function () {
       ctx.globalAlpha = 0.5;
       ctx.beginPath(); ctx.moveTo(p0[0], p0[1]); ctx.lineTo(p1[0], p1[1]); ctx.stroke();
       ctx.globalAlpha = 1;
-      ctx.fillStyle = colour;
-      ctx.fillText(name, p1[0] + 3, p1[1] - 3);
     }
     ctx.lineWidth = 1.6;
     let prev = null;
@@ -197,6 +204,11 @@ const Panels = (function () {
       prev = p;
     }
     ctx.lineWidth = 1;
+    ctx.textAlign = "left";  // the axes' names over the path, on a pale backing
+    for (const [a, colour, name] of axes) {
+      const p1 = project(a[0] * T.scale, a[1] * T.scale, a[2] * T.scale);
+      backedText(ctx, name, p1[0] + 3, p1[1] - 3, colour);
+    }
   }
 
   // Singular values on a log axis (`S` from scales), the noise floor dashed, the components above it in colour.

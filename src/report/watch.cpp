@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -263,6 +264,13 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
                          {"period", a.circles[0].period},
                          {"turns", a.circles[0].frequency},
                          {"share", a.circles[0].explained}};
+    // a helix turned apart: its circle lies across three components, and its period is the turned axes' (the
+    // pair's above is the pair's own reading)
+    frame["turned_circle"] = nullptr;
+    if (a.helix && a.helix->rotated) {
+      const std::array<int, 3> space = helix_space(*a.helix);
+      frame["turned_circle"] = {{"components", space}, {"period", a.helix->circle.period}};
+    }
     nlohmann::json values = nlohmann::json::array();
     for (const Metric& m : metrics) values.push_back(metric_json(m, a));
     values.push_back(finite_or_null(p.train_loss));

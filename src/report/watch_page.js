@@ -171,7 +171,10 @@
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
-        (f.circle ? " Components " + f.circle.components.join(" and ") + (D.table ? " of the table" : " of this step's table") + " turn in a circle " +
+        (f.turnedCircle ? " The helix's circle, turned apart within " + list(f.turnedCircle.components.map((c) => "PC" + c)) +
+            ", has a period of " + f.turnedCircle.period.toFixed(1) + " positions; alone," : "") +
+        (f.circle ? (f.turnedCircle ? " components " : " Components ") + f.circle.components.join(" and ") +
+            (D.table ? " of the table" : " of this step's table") + " turn in a circle " +
             "with a period of " + f.circle.period.toFixed(1) + " positions, " + (100 * f.circle.share).toFixed(1) +
             " % of the variance; the dashed orange line marks its frequency, where the bar holds all the table's power, " +
             "the circle's and the rest's." : " No circle at this step.");

@@ -291,6 +291,13 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     }
     EXPECT_EQ(data["path"]["axes"], axes);
     EXPECT_EQ(data["path"]["kind"], a.helix ? (a.helix->rotated ? "turned helix" : "helix") : "circle");
+    const nlohmann::json& turned = data["frames"].back()["turned_circle"];  // the periodogram's caption names it first
+    if (a.helix && a.helix->rotated) {
+      EXPECT_DOUBLE_EQ(turned["period"].get<double>(), a.helix->circle.period);
+      EXPECT_EQ(turned["components"].get<std::vector<int>>().size(), 3u);
+    } else {
+      EXPECT_TRUE(turned.is_null());
+    }
     EXPECT_EQ(data["path"]["up"], a.helix ? 2 : 1);  // the 3-D view stands a helix's slow axis upright
     EXPECT_NE(data["path"]["what"].get<std::string>().find(a.helix ? "helix" : "circle"), std::string::npos);
     for (double v : path_variances(data, 1)) EXPECT_NEAR(v, 1.0, 1e-3);
