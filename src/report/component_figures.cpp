@@ -103,12 +103,13 @@ Figure principal_components_figure(const Series& s) {
   Figure f{"principal_components",
            "Top principal components along position",
            "The table's positions" + which(s) +
-               " projected on its first four principal components, each with its share of the variance and the period "
-               "of its own strongest frequency (≥ twice the "
-               "rows: a ramp or a half wave; a circle's two components each have their own, and the pair turns at "
-               "the period the analysis names); each signed so that the first position is at or below 0, as the "
-               "helix figure and the watch page draw them. Smooth, "
-               "sinusoid-like curves of different frequencies are the signature GPT-2's table shows.",
+               " projected on its first four principal components, each in units of its own standard deviation so "
+               "that a component of a few per cent shows its shape beside a ramp of most of the variance (the key "
+               "gives each one's share), framed at ±3.5 sd at most; with the period of each one's own strongest "
+               "frequency (≥ twice the rows: a ramp or a half wave; a circle's two components each have their own, "
+               "and the pair turns at the period the analysis names). Each is signed so that the first position is "
+               "at or below 0, as the helix figure and the watch page draw them. GPT-2's table shows smooth curves "
+               "of a few different frequencies; noise shows jagged ones.",
            {},
            {}};
   std::string d = "# position pc1 pc2 pc3 pc4\n";
@@ -117,9 +118,18 @@ Figure principal_components_figure(const Series& s) {
     if (pcs.size() < 4 && pc.component == static_cast<int>(pcs.size()) + 1 && !pc.projection.empty())
       pcs.push_back(&pc);
   const size_t P = pcs.empty() ? 0 : pcs[0]->projection.size();
-  for (size_t i = 0; i < P; ++i) {  // each signed so that its first row is at or below 0, as the helix figure's axes
+  // each in units of its own sd (the projections are of the centred table: mean 0), signed so that its first row is
+  // at or below 0, as the helix figure's axes
+  std::vector<double> by;
+  for (const auto* pc : pcs) {
+    double ss = 0;
+    for (double v : pc->projection) ss += v * v;
+    const double sd = std::sqrt(ss / static_cast<double>(std::max<size_t>(P, 1)));
+    by.push_back(away_from_first(pc->projection, 0.0) / (sd > 0 ? sd : 1.0));
+  }
+  for (size_t i = 0; i < P; ++i) {
     d += std::to_string(i + s.analysis->row_offset);
-    for (const auto* pc : pcs) d += " " + gp_number(away_from_first(pc->projection, 0.0) * pc->projection[i]);
+    for (size_t k = 0; k < pcs.size(); ++k) d += " " + gp_number(by[k] * pcs[k]->projection[i]);
     d += "\n";
   }
   f.data["pcs.dat"] = d;
@@ -134,10 +144,11 @@ Figure principal_components_figure(const Series& s) {
   }
   f.script = both_formats(
       f.name,
-      fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component'\n"
-                  "  set grid\n  set xrange [{}:{}]\n  set key outside right\n",
-                  s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1) +
-          "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n");
+      fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component (sd)'\n"
+                  "  set grid\n  set xrange [{}:{}]\n  set yrange [-{}<*:*<{}]\n  set key outside right\n",
+                  s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1,
+                  kSdFrame, kSdFrame) +
+          "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n  set autoscale y\n");
   return f;
 }
 

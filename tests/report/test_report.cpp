@@ -152,6 +152,24 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   const std::string pcs_gp = read_file(dir / "helix/principal_components.gp");
   EXPECT_NE(pcs_gp.find(", period ≥192)'"), std::string::npos) << pcs_gp;
   EXPECT_NE(pcs_gp.find(", period 27."), std::string::npos) << pcs_gp;
+  // each component in units of its own sd (a circle's coordinates of a few per cent drawn as large as the ramp)
+  EXPECT_NE(pcs_gp.find("set ylabel 'projection on the component (sd)'"), std::string::npos) << pcs_gp;
+  {
+    std::istringstream rows(read_file(dir / "helix/pcs.dat"));
+    std::string line;
+    std::vector<double> ss(4, 0.0);
+    double n = 0;
+    while (std::getline(rows, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream cols(line);
+      double p = 0, v = 0;
+      cols >> p;
+      for (double& s2 : ss) cols >> v, s2 += v * v;
+      n += 1;
+    }
+    ASSERT_EQ(n, 96);
+    for (double s2 : ss) EXPECT_NEAR(s2 / n, 1.0, 1e-6);
+  }
   const auto helix_at = std::find(r.figures.begin(), r.figures.end(), "helix");
   ASSERT_NE(helix_at, r.figures.end());
   ASSERT_NE(helix_at + 1, r.figures.end());
