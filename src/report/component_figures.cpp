@@ -87,15 +87,16 @@ Figure periodogram_figure(const std::vector<std::pair<int64_t, const Analysis*>>
     d += "\n\n";
   }
   f.data["periodogram.dat"] = d;
-  f.script =
-      both_formats(f.name, std::string(kPalette) +
-                               "  set xlabel 'frequency (cycles over the table)'\n  set ylabel 'share of the power'\n"
-                               "  set logscale x\n  set autoscale xfix\n  set grid\n" +
-                               (over_training ? "  set cblabel 'training step'\n  plot 'periodogram.dat' using 1:2:3 "
-                                                "with lines lw 1.5 lc palette notitle\n"
-                                              : "  plot 'periodogram.dat' using 1:2 with linespoints pt 7 ps 0.5 "
-                                                "lw 1.5 notitle\n") +
-                               "  unset logscale x\n");
+  f.script = both_formats(
+      f.name, std::string(kPalette) +
+                  "  set xlabel 'frequency (cycles over the table)'\n  set ylabel 'share of the power'\n"
+                  "  set logscale x\n  set autoscale xfix\n  set grid\n" +
+                  (over_training ? step_cbrange(snapshots.front().first, snapshots.back().first) +
+                                       "  set cblabel 'training step'\n  plot 'periodogram.dat' using 1:2:3 "
+                                       "with lines lw 1.5 lc palette notitle\n"
+                                 : "  plot 'periodogram.dat' using 1:2 with linespoints pt 7 ps 0.5 "
+                                   "lw 1.5 notitle\n") +
+                  "  unset logscale x\n");
   return f;
 }
 

@@ -166,6 +166,10 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
   return f;
 }
 
+std::string step_cbrange(int64_t first, int64_t last) {
+  return last > first ? fmt::format("  set cbrange [{}:{}]\n", first, last) : "";
+}
+
 Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
   Figure f{"cos_by_offset",
            "Similarity by distance, over training",
@@ -183,7 +187,8 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
   f.script = both_formats(
       f.name, std::string(kPalette) +
                   "  set xlabel 'offset k (positions)'\n  set ylabel 'mean cos(w_i, w_{i+k})'\n  set autoscale xfix\n"
-                  "  set cblabel 'training step'\n  set grid\n"
+                  "  set cblabel 'training step'\n  set grid\n" +
+                  (points.empty() ? std::string() : step_cbrange(points.front().step, points.back().step)) +
                   "  plot 'cos_by_offset.dat' using 1:2:3 with lines lw 1.5 lc palette notitle\n");
   return f;
 }

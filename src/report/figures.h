@@ -54,6 +54,10 @@ std::string data_file(const Figure& f, const std::string& prefix, const std::str
 // NAME.svg, with the same size and font; 'NaN' in the data is a gap.
 std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540);
 
+// "  set cbrange [FIRST:LAST]\n" for a colour bar of training steps (gnuplot would round its end up past the last
+// step: 1600 for a run of 1500); "" when there is one step.
+std::string step_cbrange(int64_t first, int64_t last);
+
 // The heatmaps' palette (viridis), as a gnuplot command line.
 extern const char* const kPalette;
 

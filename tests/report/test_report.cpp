@@ -89,6 +89,9 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   EXPECT_NE(html.find("<b>Verdict: "), std::string::npos);
   EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+  // the colour bars of steps end at the run's last snapshot, not at a round number past it
+  for (const char* name : {"cos_by_offset", "periodogram"})
+    EXPECT_NE(read_file(dir / "run/report/" + name + ".gp").find("set cbrange [0:300]"), std::string::npos) << name;
 }
 
 // The title names the run's folder however the path is written.
