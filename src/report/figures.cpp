@@ -47,6 +47,10 @@ std::string series_plots(
 const char* const kPalette =
     "  set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', 0.75 '#5ec962', 1 '#fde725')\n";
 
+const char* const kCosinePalette =
+    "  set palette defined (0 '#2166ac', 1 '#67a9cf', 2 '#d1e5f0', 3 '#f7f7f7', 4 '#fddbc7', 5 '#ef8a62', "
+    "6 '#b2182b')\n";
+
 std::string gp_number(double v) { return std::isfinite(v) ? fmt::format("{:.8g}", v) : "NaN"; }
 
 std::string yrange_if_flat(const std::vector<double>& values) {
@@ -132,11 +136,12 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
   Figure f{
       name,
       "Position-similarity heatmaps",
-      "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 to 1. "
-      "Noise shows only the diagonal; a smooth table shows a bright band that widens along it.",
+      "Cosine similarity between the rows of the table for every pair of positions, on one colour scale from −1 "
+      "(blue) through 0 (white) to 1 (red), as the watch page draws it. Noise shows only the diagonal; a smooth table "
+      "shows a red band that widens along it.",
       {},
       {}};
-  std::string body = kPalette;
+  std::string body = kCosinePalette;
   const int64_t P = tables.empty() ? 0 : tables[0].analysis->positions;
   body += fmt::format(
       "  set cbrange [-1:1]\n  set cblabel 'cosine similarity'\n  set size ratio -1\n"

@@ -60,6 +60,8 @@ std::string step_cbrange(int64_t first, int64_t last);
 
 // The heatmaps' palette (viridis), as a gnuplot command line.
 extern const char* const kPalette;
+// Cosine similarity's palette on [-1, 1]: blue −1, white 0, red +1, the watch page's (report/panels.js DIVERGING).
+extern const char* const kCosinePalette;
 
 // A labelled analysis, one series of a figure.
 struct Series {

@@ -89,6 +89,10 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   EXPECT_NE(html.find("<b>Verdict: "), std::string::npos);
   EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+  // cosine similarity in the watch page's colours (blue −1, white 0, red +1) on [-1, 1]
+  const std::string sim_gp = read_file(dir / "run/report/similarity.gp");
+  EXPECT_NE(sim_gp.find(kCosinePalette), std::string::npos) << sim_gp;
+  EXPECT_NE(sim_gp.find("set cbrange [-1:1]"), std::string::npos) << sim_gp;
   // the colour bars of steps end at the run's last snapshot, not at a round number past it
   for (const char* name : {"cos_by_offset", "periodogram"})
     EXPECT_NE(read_file(dir / "run/report/" + name + ".gp").find("set cbrange [0:300]"), std::string::npos) << name;
