@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <spdlog/fmt/fmt.h>
+
 namespace poslab {
 
 double lr_at(int step, const TrainConfig& t) {
@@ -11,6 +13,15 @@ double lr_at(int step, const TrainConfig& t) {
   const double progress = static_cast<double>(step - t.warmup_steps) / (t.max_steps - t.warmup_steps);
   const double coeff = 0.5 * (1.0 + std::cos(M_PI * std::clamp(progress, 0.0, 1.0)));
   return t.min_lr + coeff * (t.lr - t.min_lr);
+}
+
+std::string schedule_warning(const TrainConfig& t) {
+  if (t.max_steps <= 0 || t.warmup_steps < t.max_steps) return "";
+  return fmt::format(
+      "train.warmup_steps {} is not below train.max_steps {}: the learning rate climbs for the whole run, ends at "
+      "{:.1e} of train.lr {:.1e}, and never decays; for a short run set a shorter warmup "
+      "(--set train.warmup_steps={})",
+      t.warmup_steps, t.max_steps, lr_at(t.max_steps - 1, t), t.lr, std::max(1, t.max_steps / 10));
 }
 
 }  // namespace poslab

@@ -1,6 +1,8 @@
 // Learning-rate schedule: linear warmup to train.lr, then cosine decay to train.min_lr at train.max_steps.
 #pragma once
 
+#include <string>
+
 #include "config/config.h"
 
 namespace poslab {
@@ -10,5 +12,9 @@ namespace poslab {
 //   after:          min_lr + 0.5 (1 + cos(pi * progress)) (lr - min_lr), progress = (step - warmup) / (max_steps -
 //   warmup)
 double lr_at(int step, const TrainConfig& t);
+
+// What the user should hear of a schedule that does not do what its keys suggest: warmup as long as the run or
+// longer (the learning rate climbs the whole run, never reaching train.lr, and never decays). "" when there is none.
+std::string schedule_warning(const TrainConfig& t);
 
 }  // namespace poslab

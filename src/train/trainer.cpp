@@ -303,6 +303,7 @@ TrainSummary train(const TrainRequest& req) {
   const bool resuming = !req.resume_dir.empty() && !restart;
   check_resumed_max_steps(req, cfg, resume_meta, resuming);
   check_stop_at(req, cfg, resume_meta, resuming);
+  if (const std::string w = schedule_warning(cfg.train); !w.empty() && env.rank == 0) spdlog::warn("{}", w);
   check_corpus_paths(cfg);
   check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;

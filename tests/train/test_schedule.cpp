@@ -24,6 +24,23 @@ TEST(Schedule, WarmupThenCosineToMinLr) {
   for (int s = 101; s < 1100; ++s) EXPECT_LE(lr_at(s, t), lr_at(s - 1, t)) << "not monotone at " << s;
 }
 
+TEST(Schedule, AWarmupAsLongAsTheRunIsNamedWithWhatItDoes) {
+  TrainConfig t;
+  t.lr = 1e-3;
+  t.warmup_steps = 100;
+  t.max_steps = 1100;
+  EXPECT_EQ(schedule_warning(t), "");
+  t.max_steps = 60;  // README's short runs with the default warmup
+  EXPECT_EQ(schedule_warning(t),
+            "train.warmup_steps 100 is not below train.max_steps 60: the learning rate climbs for the whole run, "
+            "ends at 5.9e-04 of train.lr 1.0e-03, and never decays; for a short run set a shorter warmup "
+            "(--set train.warmup_steps=6)");
+  t.max_steps = 100;
+  EXPECT_NE(schedule_warning(t), "");
+  t.max_steps = 101;
+  EXPECT_EQ(schedule_warning(t), "");
+}
+
 TEST(Schedule, NoWarmup) {
   TrainConfig t;
   t.lr = 2.0;
