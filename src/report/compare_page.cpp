@@ -208,7 +208,7 @@ std::string variants_table(const Comparison& c) {
         if (row.keys[k] == m.key) spec = m.format;
       t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
     }
-    t += "<td>" + format_stat(row.boundary_outliers_per_run, "{:.1f}") + "</td></tr>\n";
+    t += "<td>" + format_stat(row.boundary_outliers_per_run, "{:.3g}") + "</td></tr>\n";
   }
   return t + "</table></div>\n";
 }

@@ -89,12 +89,14 @@ std::string metrics_table(const std::vector<Series>& columns) {
     for (const auto& c : columns) h += "<td>" + format_metric(m, *c.analysis) + "</td>";
     h += "</tr>\n";
   }
-  h += "<tr><td>boundary outliers</td>";
-  for (const auto& c : columns) {
-    std::string s;
+  h += "<tr><td>boundary outliers (their positions)</td>";
+  for (const auto& c : columns) {  // "none", "1 (position 0)", "2 (positions 0, 1)"
+    std::string at;
+    int n = 0;
     for (const auto& r : c.analysis->boundary)
-      if (r.outlier) s += (s.empty() ? "" : ", ") + std::to_string(r.position);
-    h += "<td>" + (s.empty() ? std::string("none") : s) + "</td>";
+      if (r.outlier) at += (n++ ? ", " : "") + std::to_string(r.position);
+    const std::string s = n == 0 ? "none" : fmt::format("{} (position{} {})", n, n == 1 ? "" : "s", at);
+    h += "<td>" + s + "</td>";
   }
   return h + "</tr>\n</table></div>\n";
 }

@@ -88,6 +88,12 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   const std::string html = read_file(r.index_html);
   EXPECT_NE(html.find("<b>Verdict: "), std::string::npos);
   EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
+  // the boundary's outliers counted, their positions named (a position is not a count)
+  EXPECT_NE(html.find("<tr><td>boundary outliers (their positions)</td>"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(
+      html, std::regex("<tr><td>boundary outliers \\(their positions\\)</td>(<td>(none|1 \\(position [0-9]+\\)|"
+                       "[2-9] \\(positions [0-9]+(, [0-9]+)+\\))</td>)+</tr>")))
+      << html;
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
   // cosine similarity in the watch page's colours (blue −1, white 0, red +1) on [-1, 1]
   const std::string sim_gp = read_file(dir / "run/report/similarity.gp");
