@@ -147,9 +147,10 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
   const double ms = 1000.0 * seconds_since(t0);
   progress_->clear();
   snapshot_seconds_ += ms / 1000.0;
-  const std::string cost = train_steps_run_ > 0 ? fmt::format(" = {:.1f}% of a step",
-                                                              100.0 * ms / (1000.0 * train_seconds_ / train_steps_run_))
-                                                : "";
+  // its cost in training steps' time (a step's mean so far)
+  const std::string cost =
+      train_steps_run_ > 0 ? fmt::format(", {:.2g}× a step's time", ms / (1000.0 * train_seconds_ / train_steps_run_))
+                           : "";
   spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
 }
 
@@ -262,8 +263,8 @@ TrainSummary TrainingRun::finish() {
     spdlog::info("stopped at step {}{}: continue with poslab train --resume {}", finished_at_,
                  s.interrupted_by ? fmt::format(" by signal {}", s.interrupted_by) : "", shell_word(rdir_));
   if (train_seconds_ > 0)
-    spdlog::info("snapshots with their analysis took {:.2f} s = {:.2f}% of the training time", snapshot_seconds_,
-                 100.0 * snapshot_seconds_ / train_seconds_);
+    spdlog::info("snapshots with their analysis took {:.2f} s; the training steps {:.2f} s", snapshot_seconds_,
+                 train_seconds_);
   s.world_size = comm_.size();
   s.allreduce_seconds = step_comm_seconds_;
   s.train_seconds = train_seconds_;
@@ -339,10 +340,11 @@ TrainSummary train(const TrainRequest& req) {
   TrainSummary s = run->loop();
   s.seconds = seconds_since(wall_start);
   // A resume of a finished run trains no step: no rate to give.
-  spdlog::info("done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps, s.train_loss,
-               s.val_loss, s.seconds,
-               s.tokens_per_s > 0 ? human_rate(s.tokens_per_s) + " tok/s" : std::string("no step to train"),
-               RunFolder(rdir).latest_checkpoint());
+  spdlog::info(
+      "done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps, s.train_loss, s.val_loss,
+      s.seconds,
+      s.tokens_per_s > 0 ? human_rate(s.tokens_per_s) + " tok/s in the steps" : std::string("no step to train"),
+      RunFolder(rdir).latest_checkpoint());
   return s;
 }
 
