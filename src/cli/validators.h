@@ -5,10 +5,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "util/near_words.h"
 
 namespace poslab {
 
@@ -48,14 +52,39 @@ inline const CLI::Validator kShare = CLI::Validator(
 
 // A path that exists: a file ("file"), a folder ("folder") or either ("path"). CLI11 puts the option's name first:
 // "config: nosuch.yaml: no such file".
+// A missing path names its near namesakes in its folder ("configs/defualt.yaml: no such file; did you mean
+// configs/default.yaml?"); a checkpoint given for a run folder names the run folder.
 inline CLI::Validator existing(const std::string& kind) {
   return CLI::Validator(
       [kind](std::string& s) -> std::string {
+        namespace fs = std::filesystem;
         std::error_code ec;
-        const auto st = std::filesystem::status(s, ec);
-        if (!std::filesystem::exists(st)) return s + ": no such " + (kind == "path" ? "file or folder" : kind);
-        if (kind == "file" && std::filesystem::is_directory(st)) return s + ": a folder, not a file";
-        if (kind == "folder" && !std::filesystem::is_directory(st)) return s + ": a file, not a folder";
+        const auto st = fs::status(s, ec);
+        if (!fs::exists(st)) {
+          std::string out = s + ": no such " + (kind == "path" ? "file or folder" : kind);
+          const fs::path p(s), dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+          std::vector<std::string> names;
+          for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            names.push_back(it->path().filename().string());
+          std::sort(names.begin(), names.end());
+          std::vector<std::string> near = near_words(p.filename().string(), names);
+          if (!near.empty() && near.size() <= 3) {
+            for (std::string& n : near) n = p.has_parent_path() ? (p.parent_path() / n).string() : n;
+            out += "; did you mean " + either(near) + "?";
+          }
+          return out;
+        }
+        if (kind == "file" && fs::is_directory(st)) return s + ": a folder, not a file";
+        if (kind == "folder" && !fs::is_directory(st)) {
+          const fs::path p = fs::absolute(s, ec).lexically_normal();
+          if (p.parent_path().filename() == "checkpoints")  // RUN_DIR/checkpoints/latest.pt
+          {
+            fs::path run = fs::path(s).lexically_normal().parent_path().parent_path();
+            if (run.empty()) run = p.parent_path().parent_path();
+            return s + ": a checkpoint, not a run folder: pass the run folder, " + run.string();
+          }
+          return s + ": a file, not a folder";
+        }
         return "";
       },
       kind == "path"   ? "PATH"

@@ -235,8 +235,13 @@ void check_corpus_paths(const Config& cfg) {
   for (const std::string& p : cfg.data.corpus) {
     std::error_code ec;
     if (fs::exists(p, ec)) continue;
-    throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": corpus path not found",
-                "fix data.corpus: list existing files or folders");
+    // a relative path is read from the current folder, not the config's: say which folder that was
+    const bool relative = fs::path(p).is_relative();
+    throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": corpus path not found" +
+                    (relative ? " in the current folder " + fs::current_path(ec).string() : ""),
+                relative ? "relative paths are read from the folder poslab runs in: run it from the repository root "
+                           "(the shipped configs' paths are the repository's), or fix data.corpus"
+                         : "fix data.corpus: list existing files or folders");
   }
 }
 

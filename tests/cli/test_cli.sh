@@ -42,6 +42,12 @@ expect_error "a folder as the config" "^error: config: $tmp: a folder, not a fil
 expect_error "a file to resume" "^error: --resume: configs/default.yaml: a file, not a folder$" \
   train --resume configs/default.yaml
 expect_error "compare of nothing" "^error: inputs: $tmp/nosuch: no such file or folder$" compare "$tmp/nosuch"
+# A slip of a name in its folder is named; a checkpoint given for a run folder names the run folder.
+expect_error "a config's name mistyped" "^error: config: configs/defualt.yaml: no such file; did you mean configs/default.yaml\?$" \
+  train configs/defualt.yaml
+mkdir -p "$tmp/run-a/checkpoints" && : >"$tmp/run-a/checkpoints/latest.pt"
+expect_error "a checkpoint to resume" "^error: --resume: $tmp/run-a/checkpoints/latest.pt: a checkpoint, not a run folder: pass the run folder, $tmp/run-a$" \
+  train --resume "$tmp/run-a/checkpoints/latest.pt"
 expect_error "unknown key" "^error: --set: unknown config key 'train.lrate'" train configs/default.yaml --set train.lrate=1
 expect_error "wrong type" "^error: --set: train.lr = fast: expected finite number" train configs/default.yaml --set train.lr=fast
 # The README's example of a bad input (docs/cli.md shows it too): the program prints these two lines word for word,
@@ -68,6 +74,11 @@ if [ -e "$tmp/runs/default" ]; then  # stopped before the run folder was made
 else
   passed=$((passed + 1))
 fi
+# a relative path is read from the current folder, and the error says which folder that was
+expect_error "missing corpus, a relative path" "^error: --set: data.corpus: no-such-dir/x.txt: corpus path not found in the current folder $PWD$" \
+  train configs/default.yaml --set "data.corpus=no-such-dir/x.txt" --set "run.out_dir=$tmp/runs"
+grep -q "^hint: relative paths are read from the folder poslab runs in" "$tmp/err" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL missing corpus, a relative path: the hint"; cat "$tmp/err"; }
 expect_error "resume of a folder that is no run" "^error: --resume $tmp: not a run folder \\(it holds no config.yaml and no checkpoints/latest.pt\\)$" train --resume "$tmp"
 expect_error "config and resume" "^error: .*not both" train configs/default.yaml --resume "$tmp"
 # A bad option value: the hint names the command's own help.
