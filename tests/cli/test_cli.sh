@@ -340,6 +340,8 @@ expect_error "inspect another format" "other.pt: not a readable checkpoint" insp
 expect_error "sample another format" "other.pt: not a readable checkpoint" sample "$tmp/other.pt"
 expect_error "eval another format" "other.pt: not a readable checkpoint" eval "$tmp/other.pt"
 expect_error "inspect missing" "missing.pt: checkpoint not found" inspect "$tmp/missing.pt"
+expect_error "inspect a config" "default.yaml: not a checkpoint \(a poslab checkpoint is a zip archive; this file is not one\)$" \
+  inspect configs/default.yaml
 expect_error "report empty run folder" "empty-run: no snapshots" report "$tmp/empty-run"
 expect_error "report missing input" "nope: not found" report "$tmp/nope"
 

@@ -99,7 +99,12 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
   };
   EXPECT_NE(message(dir / "none.pt").find("not found"), std::string::npos);
   test::write_text(dir / "garbage.pt", "this is not a zip archive");
-  EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: not a readable checkpoint"), std::string::npos);
+  // not a zip archive at all (a config, a log): another file, not a damaged checkpoint
+  EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: not a checkpoint (a poslab checkpoint is a zip archive"),
+            std::string::npos)
+      << message(dir / "garbage.pt");
+  test::write_text(dir / "cut.pt", std::string("PK\3\4", 4) + "cut short");  // a zip's start, then nothing
+  EXPECT_NE(message(dir / "cut.pt").find("cut.pt: not a readable checkpoint (damaged"), std::string::npos);
   // A damaged checkpoint's hint names the run's other one, never the file itself.
   auto hint = [](const std::string& path) {
     try {
@@ -110,8 +115,8 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
     return std::string("no error");
   };
   std::filesystem::create_directories(dir / "checkpoints");
-  test::write_text(dir / "checkpoints/best.pt", "damaged");
-  test::write_text(dir / "checkpoints/latest.pt", "damaged");
+  test::write_text(dir / "checkpoints/best.pt", std::string("PK\3\4", 4) + "damaged");
+  test::write_text(dir / "checkpoints/latest.pt", std::string("PK\3\4", 4) + "damaged");
   EXPECT_NE(hint(dir / "checkpoints/best.pt").find("e.g. latest.pt"), std::string::npos)
       << hint(dir / "checkpoints/best.pt");
   EXPECT_NE(hint(dir / "checkpoints/latest.pt").find("e.g. best.pt (to resume from it: copy it over latest.pt)"),
