@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include "analysis/metrics.h"
 #include "util/error.h"
 #include "util/plural.h"
@@ -15,16 +17,20 @@ torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int6
   const std::string hint = "write --rows BEGIN:END, half-open like a Python slice, e.g. --rows 1:64";
   if (colon == std::string::npos || range.find(':', colon + 1) != std::string::npos)
     throw Error("--rows " + range + ": expected BEGIN:END", hint);
+  bool beyond = false;  // a bound past the table's ends: cut to them, as a Python slice is, and said
   auto parse = [&](const std::string& s, int64_t fallback) -> int64_t {
     if (s.empty()) return fallback;
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (end == s.c_str() || *end != '\0') throw Error("--rows " + range + ": '" + s + "' is not an integer", hint);
     const int64_t i = v < 0 ? P + v : v;
+    if (i < 0 || i > P) beyond = true;
     return std::max<int64_t>(0, std::min<int64_t>(P, i));
   };
   const int64_t begin = parse(range.substr(0, colon), 0);
   const int64_t end = parse(range.substr(colon + 1), P);
+  if (beyond && end - begin >= 4)
+    spdlog::warn("--rows {}: the table has {} rows; rows {}:{} are analysed", range, P, begin, end);
   if (end - begin < 4)
     throw Error("--rows " + range + ": selects " + std::to_string(std::max<int64_t>(0, end - begin)) + " of " +
                     std::to_string(P) + " rows; the analysis needs at least 4",

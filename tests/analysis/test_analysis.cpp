@@ -10,6 +10,7 @@
 #include "analysis/metric_list.h"
 #include "analysis/table_io.h"
 #include "source_paths.h"
+#include "test_util.h"
 #include "util/error.h"
 #include "util/positions.h"
 #include "util/wrap.h"
@@ -185,7 +186,17 @@ TEST(Analysis, RowRanges) {
   EXPECT_EQ(first, 1);
   EXPECT_EQ(select_rows(W, ":5").size(0), 5);
   EXPECT_EQ(select_rows(W, "-6:").size(0), 6);
-  EXPECT_EQ(select_rows(W, "2:100").size(0), 8);
+  {  // a bound past the table is cut to it, as a Python slice is, and said
+    test::CapturedLog log;
+    EXPECT_EQ(select_rows(W, "2:100").size(0), 8);
+    EXPECT_NE(log.str().find("--rows 2:100: the table has 10 rows; rows 2:10 are analysed"), std::string::npos)
+        << log.str();
+  }
+  {
+    test::CapturedLog log;
+    select_rows(W, "-6:");
+    EXPECT_EQ(log.str(), "");
+  }
   for (const char* bad : {"3", "a:b", "5:6", "8:2", "1:2:3"}) EXPECT_THROW(select_rows(W, bad), Error) << bad;
   AnalysisOptions opt;
   opt.row_offset = 1;
