@@ -166,7 +166,8 @@ std::string summary_text(const Analysis& a) {
   // At most eight components, one line of items that the terminal's wrapper packs: positions per cycle, the peak's
   // share of the power, spectral entropy H, and a slow one's slow share (what the helix rule reads for its slow axis).
   s += "  periods       (each component's positions per cycle, its peak's share of the power, spectral entropy H; "
-       "slow: its variance's share in half a cycle and one cycle over the table, from 50%)\n";
+       "slow: its variance's share in half a cycle and one cycle over the table, from 50%; ≥ twice the rows: a "
+       "ramp or half wave, the period a lower bound)\n";
   const size_t shown = std::min<size_t>(8, a.pc_frequencies.size());
   std::string periods;
   for (size_t k = 0; k < shown; ++k) {
