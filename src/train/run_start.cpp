@@ -16,6 +16,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/platform.h"
+#include "util/plural.h"
 #include "util/shell.h"
 #include "util/version.h"
 
@@ -117,8 +118,8 @@ void TrainingRun::build_model() {
   if (!resuming_ && !cfg_.train.init_from.empty()) init_from(cfg_.train.init_from);
   set_trainable(model_, cfg_.train.trainable);
   optimizer_ = make_optimizer(model_, cfg_.train);
-  spdlog::info("model: {:.2f}M parameters ({:.2f}M without the position table) | position: {}{}",
-               model_->num_params() / 1e6, model_->num_params(false) / 1e6, cfg_.model.position,
+  spdlog::info("model: {} parameters ({} without the position table) | position: {}{}", grouped(model_->num_params()),
+               grouped(model_->num_params(false)), cfg_.model.position,
                cfg_.train.trainable == "wpe" ? " | trainable: the position table only" : "");
   spdlog::info(
       "AdamW: {} (train.adamw: {}){}",

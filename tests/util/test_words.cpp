@@ -19,6 +19,14 @@ TEST(Words, ACountTakesItsNounsPluralUnlessOne) {
 }
 
 // What the shell reads back as the same one word: plain paths as they are, anything else in single quotes.
+TEST(Words, ACountIsGroupedInThrees) {
+  EXPECT_EQ(grouped(0), "0");
+  EXPECT_EQ(grouped(999), "999");
+  EXPECT_EQ(grouped(1000), "1,000");
+  EXPECT_EQ(grouped(1071872), "1,071,872");
+  EXPECT_EQ(grouped(-123456), "-123,456");
+}
+
 TEST(Words, APathPrintedForTheShellIsOneWord) {
   EXPECT_EQ(shell_word("runs/default/checkpoints/latest.pt"), "runs/default/checkpoints/latest.pt");
   EXPECT_EQ(shell_word("/tmp/a-b_c.d:e=f,g+h@i%j"), "/tmp/a-b_c.d:e=f,g+h@i%j");
