@@ -307,6 +307,7 @@ int run_eval(const EvalArgs& a) {
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).position_loss(a.split) : a.out;
   write_output_file(out, position_loss_csv(r.by_position));
   const auto& p = r.by_position;
+  std::cout << fmt::format("{} (step {})\n", a.checkpoint, m.meta.step);  // which model was scored
   std::cout << fmt::format("{} loss {:.4f} | perplexity {:.2f} | {} tokens ({} batches x {} x {})\n", a.split, r.loss,
                            std::exp(r.loss), r.tokens, batches, batch_size, p.size());
   std::cout << fmt::format("loss by position: 0: {:.3f} | 1: {:.3f} | {}: {:.3f} | {}: {:.3f} (last)\n", p[0], p[1],

@@ -443,6 +443,7 @@ else
   failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3" "$tmp/s4"
 fi
 if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val loss .* perplexity" "$tmp/out" &&
+   head -1 "$tmp/out" | grep -Eq "^$ckpt \(step [0-9]+\)$" &&  # which model it scored
    [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_val.csv")" -eq 129 ]; then
   passed=$((passed + 1))
 else
