@@ -76,7 +76,15 @@ void TrainingRun::log_machine(const CheckpointMeta& resume_meta) const {
   spdlog::info("threads: {} (LibTorch intra-op), {} (OpenBLAS) | device: {} | dtype: {}", threads_, blas_threads(),
                device_.is_cuda() ? device_.str() + ": " + cuda_device_summary() : device_.str(), cfg_.train.dtype);
   spdlog::info("run folder {}{}", rdir_, resuming_ ? fmt::format(" (resuming from step {})", resume_meta.step) : "");
-  spdlog::info("effective config:\n{}", to_yaml(cfg_));
+  // The keys that differ from poslab's defaults, each with where it came from; every key is in RUN_DIR/config.yaml
+  // (and at debug level here).
+  std::string changed;
+  for (const ConfigChange& c : config_changes(Config(), cfg_))
+    changed += fmt::format("\n  {}: {} ({})", c.key, c.to, origin_words(cfg_, c.key));
+  spdlog::info("config: {} (every key: {}){}",
+               changed.empty() ? "poslab's defaults" : "these keys differ from poslab's defaults",
+               RunFolder(rdir_).config(), changed);
+  spdlog::debug("effective config:\n{}", to_yaml(cfg_));
 }
 
 // A resumed run keeps the tokenizer it was trained with (the checkpoint's own, whatever poslab would train

@@ -349,6 +349,9 @@ expect_error "report missing input" "nope: not found" report "$tmp/nope"
 if LC_ALL=C "$poslab" train configs/default.yaml --set train.max_steps=6 --set train.eval_every=3 --set train.eval_batches=2 \
     --set snapshot.every=3 --set "run.out_dir=$tmp/x" >"$tmp/out" 2>"$tmp/err" &&
    [ "$(sed -n 1p "$tmp/out")" = "$tmp/x/default" ] &&
+   grep -q "info config: these keys differ from poslab's defaults (every key: $tmp/x/default/config.yaml)$" "$tmp/err" &&
+   grep -qx "  train.max_steps: 6 (--set)" "$tmp/err" && grep -qx "  model.block_size: 128 (configs/default.yaml)" "$tmp/err" &&
+   ! grep -q "^  train.lr: " "$tmp/err" &&  # a key at its default is left to config.yaml
    [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
    [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
    grep -Eq "BLAS: (OpenBLAS|MKL \(inside LibTorch\))" "$tmp/err" && [ "$(sed -n 2p "$tmp/out")" = "$tmp/x/default/report/index.html" ] &&
