@@ -49,7 +49,8 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--std", t.std, "std of a synthetic random table; the random baseline always uses 0.02")
       ->capture_default_str()
       ->check(kPositive);
-  cmd->add_option("--rows", rows, "one table: rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64")
+  cmd->add_option("--rows", rows,
+                  "one table (with --against, both): rows BEGIN:END only (half-open, like a Python slice), e.g. 1:64")
       ->type_name("BEGIN:END");
 }
 

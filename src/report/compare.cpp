@@ -17,6 +17,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -121,8 +122,23 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
       once(p, d);
       if (auto cr = read_run(p, variant_of_run_dir(p.string()))) runs.push_back(*cr);
     } else {
-      throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)",
-                  "give run folders (runs/NAME) or a sweep's folder (runs/SWEEP)");
+      // A folder of runs (runs/): name them, so that the hint is the command to type.
+      std::vector<std::string> inside;
+      std::error_code ec;
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (RunFolder(it->path().string()).has_config_and_metrics() || is_sweep_dir(it->path().string()))
+          inside.push_back(it->path().filename().string());
+      std::sort(inside.begin(), inside.end());
+      std::string hint = "give run folders (runs/NAME) or a sweep's folder (runs/SWEEP)";
+      if (!inside.empty()) {
+        std::string names;
+        for (size_t i = 0; i < inside.size() && i < 6; ++i) names += (i ? ", " : "") + inside[i];
+        if (inside.size() > 6) names += ", …";
+        hint = fmt::format("it holds {}: {}; compare them with poslab compare {}/*",
+                           counted(static_cast<int64_t>(inside.size()), "run or sweep folder", "run or sweep folders"),
+                           names, (dir.filename().empty() ? dir.parent_path() : dir).string());
+      }
+      throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)", hint);
     }
   }
   return runs;

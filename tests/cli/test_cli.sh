@@ -365,6 +365,9 @@ else
   echo "FAIL default config short run (trained, snapshots, the run's last lines):"
   tail -20 "$tmp/err"
 fi
+# A folder of runs is not one to compare: the hint names its runs and the command that compares them.
+expect_error "compare a folder of runs" "^hint: it holds 1 run or sweep folder: default; compare them with poslab compare $tmp/x/\*$" \
+  compare "$tmp/x" --out "$tmp/cmp-x"
 # On a terminal (script(1)'s pseudo-terminal) training draws its progress bar on one line, each redrawn and erased
 # ("\r\e[K") before a log line takes its place: no line of the screen holds a bar left behind or a bar beside a log
 # line, and the last step's bar was drawn. Into a pipe it draws none.
