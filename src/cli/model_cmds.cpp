@@ -219,6 +219,9 @@ int run_sample(const SampleArgs& a) {
     spdlog::warn("--prompt: {} byte{} of invalid UTF-8 replaced by U+FFFD", replaced, replaced == 1 ? "" : "s");
   const std::vector<int> prompt = m.tokenizer.encode(text);
   const int start = m.tokenizer.newline_id() >= 0 ? m.tokenizer.newline_id() : 0;
+  if (a.options.top_k >= m.model->vocab_size)  // every token is among the k most likely: --top-k 0
+    spdlog::warn("--top-k {}: the vocabulary has {} tokens, so every token is sampled from (as --top-k 0)",
+                 a.options.top_k, m.model->vocab_size);
   std::vector<int> ids = generate(m.model, prompt, a.options, start);
   if (prompt.empty()) ids.erase(ids.begin());  // the start token is not part of the text
   std::string out = m.tokenizer.decode(ids);

@@ -442,8 +442,10 @@ fi
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 3 >"$tmp/s2" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "The" --tokens 20 --seed 4 >"$tmp/s3" 2>/dev/null
 "$poslab" sample "$ckpt" --prompt "$(printf 'The\377')" --tokens 2 >/dev/null 2>"$tmp/s4"
+"$poslab" sample "$ckpt" --tokens 2 --top-k 5000 >/dev/null 2>"$tmp/s5"  # more than the vocabulary: said
 if cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3" && grep -q "^The" "$tmp/s1" &&
-   grep -q "warning --prompt: 1 byte of invalid UTF-8 replaced by U+FFFD" "$tmp/s4"; then
+   grep -q "warning --prompt: 1 byte of invalid UTF-8 replaced by U+FFFD" "$tmp/s4" &&
+   grep -q "warning --top-k 5000: the vocabulary has 2048 tokens, so every token is sampled from" "$tmp/s5"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3" "$tmp/s4"
