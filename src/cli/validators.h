@@ -51,9 +51,8 @@ inline const CLI::Validator kShare = CLI::Validator(
     "NUMBER in [0, 1]");
 
 // A path that exists: a file ("file"), a folder ("folder") or either ("path"). CLI11 puts the option's name first:
-// "config: nosuch.yaml: no such file".
-// A missing path names its near namesakes in its folder ("configs/defualt.yaml: no such file; did you mean
-// configs/default.yaml?"); a checkpoint given for a run folder names the run folder.
+// "config: nosuch.yaml: no such file". A missing path names its near namesakes in its folder ("configs/defualt.yaml:
+// no such file; did you mean configs/default.yaml?"); a checkpoint given for a run folder names the run folder.
 inline CLI::Validator existing(const std::string& kind) {
   return CLI::Validator(
       [kind](std::string& s) -> std::string {
@@ -77,13 +76,11 @@ inline CLI::Validator existing(const std::string& kind) {
         if (kind == "file" && fs::is_directory(st)) return s + ": a folder, not a file";
         if (kind == "folder" && !fs::is_directory(st)) {
           const fs::path p = fs::absolute(s, ec).lexically_normal();
-          if (p.parent_path().filename() == "checkpoints")  // RUN_DIR/checkpoints/latest.pt
-          {
-            fs::path run = fs::path(s).lexically_normal().parent_path().parent_path();
-            if (run.empty()) run = p.parent_path().parent_path();
-            return s + ": a checkpoint, not a run folder: pass the run folder, " + run.string();
-          }
-          return s + ": a file, not a folder";
+          if (p.parent_path().filename() != "checkpoints") return s + ": a file, not a folder";
+          // RUN_DIR/checkpoints/latest.pt: its run folder, as the user wrote the path where it names it
+          fs::path run = fs::path(s).lexically_normal().parent_path().parent_path();
+          if (run.empty()) run = p.parent_path().parent_path();
+          return s + ": a checkpoint, not a run folder: pass the run folder, " + run.string();
         }
         return "";
       },

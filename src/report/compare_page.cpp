@@ -186,8 +186,8 @@ std::string variants_table(const Comparison& c) {
     const auto [head, full] = header_of(k);
     t += "<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>";
   }
-  t += "<th title=\"positions at the table's ends whose row differs from the rest's trend, at each run's last "
-       "snapshot\">boundary outliers per run</th></tr>\n";
+  t += "<th title=\"of the first and last 3 positions, those whose row norm or cosine to its neighbour stands more "
+       "than 3 sd from the interior's, at each run's last snapshot\">boundary outliers per run</th></tr>\n";
   for (const auto& row : c.rows) {
     t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
     if (row.judged == 0) {
@@ -241,8 +241,9 @@ std::string form_table(const Comparison& c) {
     t += fmt::format("<tr><td>{}</td><td>{} of {}</td><td>{}</td>", html_escape(row.variant), row.circled, row.judged,
                      format_stat(row.circle_from, "{:.0f}"));
     for (size_t k = 0; k < row.form.size(); ++k) {
-      std::string cell = format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format);  // a count's
-      if (row.form_keys[k] == "pc1_period" && row.pc1_ramps > 0) {  // mean over seeds has a decimal
+      // a count's mean over seeds has a decimal
+      std::string cell = format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format);
+      if (row.form_keys[k] == "pc1_period" && row.pc1_ramps > 0) {
         // PC1 at the search's end is a ramp: its period, 2P, a lower bound, not pooled with the measured ones
         const std::string bound = fmt::format("≥ {:.0f}", row.pc1_bound);
         cell = row.pc1_period_below.n == 0

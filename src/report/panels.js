@@ -43,7 +43,8 @@ const Panels = (function () {
       step: f.step, trainLoss: f.train_loss, valLoss: f.val_loss, sim: bytes(f.sim), path: int16s(f.path),
       share: f.path_share, sv: f.sv, svOf: f.sv_of || f.sv.length, floor: f.floor, rank: f.signal_rank,
       metrics: f.metrics, power: f.periodogram, powerOf: f.periodogram_of || f.periodogram.length,
-      circle: f.circle, turnedCircle: f.turned_circle || null, outside: f.path_outside || 0, outsideRows: f.path_outside_rows || [],
+      circle: f.circle, turnedCircle: f.turned_circle || null,
+      outside: f.path_outside || 0, outsideRows: f.path_outside_rows || [],
       kernels: f.kernels ? bytes(f.kernels) : null, kinds: f.kinds, textKinds: f.text_kinds,
     }));
     const comps = D.path.components, scale = D.path.scale || 1;
