@@ -118,7 +118,10 @@ std::string run_ending_text(const std::string& run_dir, const std::vector<Trajec
   const RunFolder run(run_dir);
   if (const auto usage = read_snapshot_usage(run, points.back().step)) {
     std::string kinds = head_kinds(*usage, "attention_kernels");
-    if (usage->contains("data_attention")) kinds += " | on text: " + head_kinds(*usage, "data_attention");
+    if (usage->contains("data_attention")) {
+      const std::string text = head_kinds(*usage, "data_attention");
+      kinds += text == kinds ? " (on text too)" : " | on text: " + text;
+    }
     if (!kinds.empty()) out += fmt::format("layer-0 heads at step {}: {}\n", points.back().step, kinds);
   }
   std::error_code ec;

@@ -101,7 +101,8 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model,
         data_attention(model, *windows->tokens, windows->batches, windows->batch_size, windows->seed);
     usage["data_attention"] = to_json(seen);
     usage["data_attention"]["windows"] = windows->batches * windows->batch_size;
-    text_heads = " | on text: " + kinds_count(seen);
+    // on text as on position alone: said in two words, the line is long enough
+    text_heads = kinds_count(seen) == kinds_count(k) ? " (on text too)" : " | on text: " + kinds_count(seen);
   }
   const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
   write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));
