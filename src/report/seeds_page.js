@@ -11,7 +11,7 @@
 
   const seeds = D.seeds.map((s) => ({ seed: s.seed, name: s.name, verdict: s.verdict, form: s.form,
                                       T: Panels.decode(s.data), metrics: s.data.metrics,
-                                      evals: (s.data.evals || []).filter((e) => e[1] !== null && isFinite(e[1])) }));
+                                      evals: (s.data.evals || []).filter((e) => e[2] !== null && isFinite(e[2])) }));
   // Seeds whose analysis found more form than every seed holds: said, as they are drawn as the others are.
   const names = (ss) => (ss.length === 1 ? "seed " : "seeds ") +
       (ss.length === 1 ? String(ss[0].seed) : ss.slice(0, -1).map((s) => s.seed).join(", ") + " and " + ss[ss.length - 1].seed);
@@ -79,7 +79,7 @@
       const v = f.metrics[q];
       if (m.key === "val_loss" && s.evals.length) {  // the latest evaluation at or before the snapshot's step
         const e = s.evals.filter((e) => e[0] <= f.step).pop();
-        lines.push(["", m.label + " " + (e ? e[1].toPrecision(3) + (e[0] === f.step ? "" : " (step " + e[0] + ")") : "–")]);
+        lines.push(["", m.label + " " + (e ? e[2].toPrecision(3) + (e[0] === f.step ? "" : " (step " + e[0] + ")") : "–")]);
         return;
       }
       // every seed's rows keep their lines at every step ("–": none at this one), so the panels do not jump

@@ -316,14 +316,14 @@ nlohmann::json watch_data(const std::string& run_dir, const std::vector<Trajecto
     raw.push_back(W);
   }
   nlohmann::json data = watch_data_of(points, raw, &run, limits);
-  // The val loss at every evaluation, snapshot or not (at most 512, evenly spaced): the page's val loss curve and the
-  // latest val loss beside each step.
+  // The train and val loss at every evaluation, snapshot or not (at most 512, evenly spaced): the page's loss curves
+  // and the latest evaluation beside each step.
   if (is_file(run.metrics())) {
     const std::vector<MetricsRecord> evals = val_evals(read_metrics(run.metrics()));
     nlohmann::json list = nlohmann::json::array();
     for (int64_t i : pick_evenly(static_cast<int64_t>(evals.size()), 512)) {
       const MetricsRecord& e = evals[static_cast<size_t>(i)];
-      list.push_back({e.step, finite_or_null(e.val_loss)});
+      list.push_back({e.step, finite_or_null(e.train_loss), finite_or_null(e.val_loss)});
     }
     data["evals"] = std::move(list);
   }

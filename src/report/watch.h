@@ -46,8 +46,9 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 // null, metrics[{key, label}], frames[{step, train_loss, val_loss, sim (base64 uint8: round((cos + 1)/2 · 255), row
 // major), path (base64 int16 LE: round(x / scale · 32767), rows × components), path_share, sv, floor, signal_rank,
 // metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val
-// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}], evals[[step, val loss
-// or null]] (the run's every evaluation, at most 512, evenly spaced; absent without metrics.jsonl)}.
+// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}], evals[[step, train
+// loss, val loss (each or null)]] (the run's every evaluation, at most 512, evenly spaced; absent without
+// metrics.jsonl)}.
 // The path's axes are the last snapshot's helix, circle or top (up to) three principal directions, at most the form
 // limits.path_form, fixed for every frame, each pointing away from the first position (whose coordinates are ≤ 0).
 nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,

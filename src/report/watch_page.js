@@ -53,20 +53,26 @@
     }
   }
 
-  // Metric curves: one small chart each, x = step. Each curve's points are the snapshots' values, except the val
-  // loss's: the run's every evaluation (D.evals), snapshot or not, where the data has them.
+  // Metric curves: one small chart each, x = step. Each curve's points are the snapshots' values, except the
+  // losses': the run's every evaluation (D.evals: [step, train, val] estimates on fixed windows), snapshot or not,
+  // where the data has them (a snapshot's own train loss is one batch's, noisier than the evaluation's).
   const steps = frames.map((f) => f.step), s0 = steps[0], s1 = steps[steps.length - 1];
   const evals = (D.evals || []).filter((e) => e[0] >= s0 && e[0] <= s1);
-  const pointsOf = (q) => (D.metrics[q].key === "val_loss" && evals.length ? evals
-                                                                            : frames.map((f) => [f.step, f.metrics[q]]));
+  const EVAL_COLUMN = { train_loss: 1, val_loss: 2 };
+  const fromEvals = (q) => evals.length > 0 && EVAL_COLUMN[D.metrics[q].key] !== undefined;
+  const pointsOf = (q) => (fromEvals(q) ? evals.map((e) => [e[0], e[EVAL_COLUMN[D.metrics[q].key]]])
+                                        : frames.map((f) => [f.step, f.metrics[q]]));
   // the point shown at frame k: its own, or for the evaluations the latest at or before its step (-1: none yet)
   const latest = (pts, k) => {
     let j = -1;
     pts.forEach((p, i) => { if (p[0] <= steps[k]) j = i; });
     return j;
   };
-  const lastEval = (k) => {  // [step, val loss] of the latest evaluation at or before frame k's step, or null
-    const pts = pointsOf(D.metrics.findIndex((m) => m.key === "val_loss")).filter((p) => p[1] !== null && isFinite(p[1]));
+  // [step, train, val] of the latest evaluation at or before frame k's step (the frames' own values where the data
+  // has no evaluations), or null
+  const lastEval = (k) => {
+    const pts = (evals.length ? evals : frames.map((f) => [f.step, f.trainLoss, f.valLoss]))
+                    .filter((e) => e[2] !== null && isFinite(e[2]));
     const j = latest(pts, k);
     return j >= 0 ? pts[j] : null;
   };
@@ -85,7 +91,7 @@
       ctx.fillText(D.metrics[q].label, m.l, labelY);
       if (!finite.length) continue;
       // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation)
-      const at = pts === evals ? latest(pts, k) : k;
+      const at = fromEvals(q) ? latest(pts, k) : k;
       const v = at >= 0 ? vals[at] : null, has = v !== null && isFinite(v);
       const text = "= " + (!has ? "–" : Number.isInteger(v) ? String(v) : Number(v).toPrecision(3));
       const x = labelEnd + 6, y = labelY;
@@ -147,11 +153,12 @@
   const label = $("label");
   function show(k) {
     const f = frames[k];
-    // the train loss at this step, and the latest val loss at or before it (with its step when an earlier one)
+    // the latest evaluation's train and val loss at or before this step (with its step when an earlier one)
     const ev = lastEval(k);
     label.textContent = "step " + f.step + " · snapshot " + (k + 1) + " of " + frames.length +
-        (f.trainLoss !== null ? " · train loss " + f.trainLoss.toFixed(3) : "") +
-        (ev ? " · val loss " + ev[1].toFixed(3) + (ev[0] === f.step ? "" : " (step " + ev[0] + ")") : "");
+        (ev ? " · " + (ev[0] === f.step ? "" : "at step " + ev[0] + ": ") +
+              (ev[1] !== null && isFinite(ev[1]) ? "train loss " + ev[1].toFixed(3) + ", " : "") +
+              "val loss " + ev[2].toFixed(3) : "");
     drawSimilarity(f);
     drawPath2(f);
     drawPath3(f);

@@ -134,11 +134,12 @@ TEST(Watch, FramesDecodeToTheTablesAndThePathAxesStayFixed) {
   EXPECT_EQ(data["path"]["basis_step"], 200);
   EXPECT_FALSE(data.contains("evals"));  // no metrics.jsonl
 
-  // The val loss at every evaluation, also between the snapshots (a diverged one null); logged steps are not evals.
+  // The losses at every evaluation, also between the snapshots (a diverged one null); logged steps are not evals.
   test::write_text(RunFolder(dir.str()).metrics(),
                    "{\"step\": 0, \"train_loss\": 5.0, \"val_loss\": 5.1}\n{\"step\": 10, \"loss\": 4.9}\n"
                    "{\"step\": 50, \"train_loss\": 4.0, \"val_loss\": 4.2}\n{\"step\": 150, \"val_loss\": null}\n");
-  EXPECT_EQ(watch_data(dir.str(), points)["evals"], nlohmann::json::parse("[[0, 5.1], [50, 4.2], [150, null]]"));
+  EXPECT_EQ(watch_data(dir.str(), points)["evals"],
+            nlohmann::json::parse("[[0, 5.0, 5.1], [50, 4.0, 4.2], [150, null, null]]"));
 
   // the similarity decodes to the analysis's cosine matrix within the quantisation step
   const torch::Tensor cos = cosine_matrix(last.to(torch::kFloat32).to(torch::kFloat64));

@@ -51,8 +51,8 @@ check "the page is self-contained: no http(s) address" bash -c "! grep -Eq '(src
 open_page "file://$page#step=20" "$tmp/s20"
 check "#step=20 loads without console messages or errors" clean "$tmp/s20"
 check "#step=20 shows step 20 of 4 snapshots" [ "$(attr step "$tmp/s20")/$(attr frames "$tmp/s20")" = "20/4" ]
-check "the header gives the step's train loss and its val loss" \
-  grep -Eq 'id="label">step 20 · snapshot 2 of 4 · train loss [0-9.]+ · val loss [0-9.]+<' "$tmp/s20.html"
+check "the header gives the step's evaluation: its train and val loss" \
+  grep -Eq 'id="label">step 20 · snapshot 2 of 4 · train loss [0-9.]+, val loss [0-9.]+<' "$tmp/s20.html"
 check "the page fits a 1280-pixel window: no sideways scrolling" [ "$(attr page-width "$tmp/s20")" -le 1280 ]
 # data-curve-rows: per curve, its value's offset below the name's baseline, gap after the name, room on the right.
 check "each curve's value sits beside its name, inside the panel" \
