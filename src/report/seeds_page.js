@@ -86,10 +86,13 @@
       if (SHOWN.includes(m.key)) lines.push(["", m.label + " " + (v !== null && isFinite(v) ? Number(v).toPrecision(3) : "–")]);
     });
     const helix = f.metrics[s.metrics.findIndex((m) => m.key === "helix_share")];
-    lines.push(["", (f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1)
+    lines.push(["", (f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1) +
+                                ", " + (100 * f.circle.share).toFixed(1) + "\u00a0% of the variance"
                               : "no circle") +
-                    (helix !== null && helix !== undefined && isFinite(helix) ? "; a helix of " + (100 * helix).toFixed(0) + "\u00a0%" : "")]);
-    if (f.kinds) lines.push(["", "layer 0: " + f.kinds.join(", ")]);
+                    (helix !== null && helix !== undefined && isFinite(helix) ? "; a helix, circle and slow axis together " + (100 * helix).toFixed(0) + "\u00a0%" : "")]);
+    // the heads' kinds on position alone, and on real text where the run measured them (as the watch page says)
+    if (f.kinds) lines.push(["", "layer 0, position alone: " + f.kinds.join(", ")]);
+    if (f.textKinds) lines.push(["", "on text: " + f.textKinds.join(", ")]);
     if (s.verdict) lines.push(["", "verdict, end of run: " + s.verdict]);
     s.numbers.replaceChildren(...lines.map(([cls, text]) => {
       const d = document.createElement("div");
