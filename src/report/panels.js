@@ -274,9 +274,11 @@ const Panels = (function () {
     ctx.fillStyle = "#21918c";
     for (let k = 0; k < f.power.length; ++k)
       ctx.fillRect(m.l + k * bar + 0.5, Y(f.power[k]), Math.max(1, bar - 1), m.t + h - Y(f.power[k]));
-    // The circle's frequency, a dashed orange line and a mark on the axis: the bar there holds all the table's power
-    // at that frequency, the circle's share of it and the rest's (a ramp's, at low frequencies).
-    const x = f.circle ? m.l + (f.circle.turns - 0.5) * bar : NaN;
+    // The circle's frequency (a turned helix's circle's, where the analysis turned one apart), a dashed orange line
+    // and a mark on the axis: the bars there hold all the table's power at that frequency, the circle's share of it
+    // and the rest's (a ramp's, at low frequencies).
+    const turns = f.turnedCircle ? f.turnedCircle.turns : f.circle ? f.circle.turns : NaN;
+    const x = m.l + (turns - 0.5) * bar;
     if (x >= m.l && x <= m.l + w) {
       ctx.strokeStyle = ctx.fillStyle = "#b5651d";
       ctx.setLineDash([4, 3]);

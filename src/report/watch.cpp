@@ -269,7 +269,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     frame["turned_circle"] = nullptr;
     if (a.helix && a.helix->rotated) {
       const std::array<int, 3> space = helix_space(*a.helix);
-      frame["turned_circle"] = {{"components", space}, {"period", a.helix->circle.period}};
+      frame["turned_circle"] = {
+          {"components", space}, {"period", a.helix->circle.period}, {"turns", a.helix->circle.frequency}};
     }
     nlohmann::json values = nlohmann::json::array();
     for (const Metric& m : metrics) values.push_back(metric_json(m, a));

@@ -178,13 +178,16 @@
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
         "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
-        (f.turnedCircle ? " The helix's circle, turned apart within " + list(f.turnedCircle.components.map((c) => "PC" + c)) +
-            ", has a period of " + f.turnedCircle.period.toFixed(1) + " positions; alone," : "") +
-        (f.circle ? (f.turnedCircle ? " components " : " Components ") + f.circle.components.join(" and ") +
-            (D.table ? " of the table" : " of this step's table") + " turn in a circle " +
-            "with a period of " + f.circle.period.toFixed(1) + " positions, " + (100 * f.circle.share).toFixed(1) +
-            " % of the variance; the dashed orange line marks its frequency, where the bar holds all the table's power, " +
-            "the circle's and the rest's." : " No circle at this step.");
+        (f.turnedCircle && f.circle ? " The helix's circle, turned apart within " + list(f.turnedCircle.components.map((c) => "PC" + c)) +
+            ", has a period of " + f.turnedCircle.period.toFixed(1) + " positions (" + f.turnedCircle.turns.toFixed(2) +
+            " cycles: the dashed orange line); components " + f.circle.components.join(" and ") + " alone read " +
+            f.circle.period.toFixed(1) + " positions, " + (100 * f.circle.share).toFixed(1) + " % of the variance."
+        : f.circle ? " Components " + f.circle.components.join(" and ") + (D.table ? " of the table" : " of this step's table") +
+            " turn in a circle with a period of " + f.circle.period.toFixed(1) + " positions, " +
+            (100 * f.circle.share).toFixed(1) + " % of the variance; the dashed orange line marks its frequency, " +
+            f.circle.turns.toFixed(2) + " cycles." : " No circle at this step.") +
+        (f.circle ? " The bars there hold all the table's power at that frequency, the circle's and the rest's; a " +
+            "frequency between two whole numbers of cycles spreads over the two bars beside it." : "");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :
         "The attention each head of layer 0 pays from positions alone (queries down, keys across; colour: √weight)," +
         " and its kind (docs/analysis.md)." + (f.textKinds ? " On real text: " + f.textKinds.map((k, h) => "h" + h + " " + k).join(", ") + "." : "") +

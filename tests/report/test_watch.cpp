@@ -295,6 +295,7 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     const nlohmann::json& turned = data["frames"].back()["turned_circle"];  // the periodogram's caption names it first
     if (a.helix && a.helix->rotated) {
       EXPECT_DOUBLE_EQ(turned["period"].get<double>(), a.helix->circle.period);
+      EXPECT_DOUBLE_EQ(turned["turns"].get<double>(), a.helix->circle.frequency);
       EXPECT_EQ(turned["components"].get<std::vector<int>>().size(), 3u);
     } else {
       EXPECT_TRUE(turned.is_null());
