@@ -53,6 +53,10 @@ const Panels = (function () {
     return {
       frames, P: D.positions, simRows: D.sim.positions, pathRows: D.path.positions, comps, scale, axes,
       up: D.path.up || 1,  // the axis the 3-D view stands upright
+      // a row beyond the frame, set on its edge (axes in sd units, where the frame stops at ±3.5 sd): drawn as an open
+      // mark, no line joining it, as it is not where the row is
+      clamped: (f, r) => !!D.path.scaled && f.outside > 0 && [0, 1, 2].some((k) =>
+          k < comps && Math.abs(f.path[r * comps + k]) >= 32767),
       // row r's coordinate on principal axis k (0 beyond the table's components)
       coordinate: (f, r, k) => (k < comps ? f.path[r * comps + k] / 32767 * scale : 0),
     };
@@ -143,18 +147,18 @@ const Panels = (function () {
     ctx.stroke();
     ctx.lineWidth = 1.6;
     for (let r = 0; r < n; ++r) {
-      const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1);
-      if (r + 1 < n) {
+      const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1), out = T.clamped(f, r);
+      if (r + 1 < n && !out && !T.clamped(f, r + 1)) {
         ctx.strokeStyle = positionColour(T.pathRows[r], T.P);
         ctx.beginPath();
         ctx.moveTo(x, y);
         ctx.lineTo(cx + s * T.coordinate(f, r + 1, 0), cy - s * T.coordinate(f, r + 1, 1));
         ctx.stroke();
       }
-      ctx.fillStyle = positionColour(T.pathRows[r], T.P);
+      ctx.fillStyle = ctx.strokeStyle = positionColour(T.pathRows[r], T.P);
       ctx.beginPath();
-      ctx.arc(x, y, 2.2, 0, 2 * Math.PI);
-      ctx.fill();
+      ctx.arc(x, y, out ? 3 : 2.2, 0, 2 * Math.PI);
+      if (out) ctx.stroke(); else ctx.fill();
     }
     ctx.lineWidth = 1;
     // the axes' names over the path, on a pale backing where the path runs under them
@@ -198,11 +202,12 @@ const Panels = (function () {
     ctx.lineWidth = 1.6;
     let prev = null;
     for (let r = 0; r < n; ++r) {
-      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, up), T.coordinate(f, r, depth));
+      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, up), T.coordinate(f, r, depth)), out = T.clamped(f, r);
       ctx.strokeStyle = ctx.fillStyle = positionColour(T.pathRows[r], T.P);
-      if (prev) { ctx.beginPath(); ctx.moveTo(prev[0], prev[1]); ctx.lineTo(p[0], p[1]); ctx.stroke(); }
-      ctx.beginPath(); ctx.arc(p[0], p[1], 2, 0, 2 * Math.PI); ctx.fill();
-      prev = p;
+      if (prev && !out) { ctx.beginPath(); ctx.moveTo(prev[0], prev[1]); ctx.lineTo(p[0], p[1]); ctx.stroke(); }
+      ctx.beginPath(); ctx.arc(p[0], p[1], out ? 3 : 2, 0, 2 * Math.PI);
+      if (out) ctx.stroke(); else ctx.fill();
+      prev = out ? null : p;  // a row beyond the frame: an open mark, no line to or from it
     }
     ctx.lineWidth = 1;
     ctx.textAlign = "left";  // the axes' names over the path, on a pale backing

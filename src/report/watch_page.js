@@ -170,7 +170,7 @@
         ", the same axes at every step so the picture never flips; at this step they hold ") + (100 * f.share).toFixed(0) +
         " % of the table's variance" + (D.path.scaled ? " (each axis in units of its own standard deviation" +
         (D.table ? "" : " at the last snapshot") + ", as the circle rule reads it, framed at ±" + T.scale.toFixed(1) + " sd" +
-        (f.outside ? "; " + outsideWords(f) + " beyond it, on the frame's edge" : "") + ")" : "") +
+        (f.outside ? "; " + outsideWords(f) + " beyond it, open marks on the frame's edge" : "") + ")" : "") +
         ". Colour: position, dark first, yellow last." +
         (pathN < P ? " Every " + Panels.ordinal(D.path.positions[1] - D.path.positions[0]) + " row of " + P + "." : "");
     $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
