@@ -128,20 +128,43 @@ Figure principal_components_figure(const Series& s) {
     const double sd = std::sqrt(ss / static_cast<double>(std::max<size_t>(P, 1)));
     by.push_back(away_from_first(pc->projection, 0.0) / (sd > 0 ? sd : 1.0));
   }
+  int64_t outside = 0;  // rows beyond the frame on some component: named in the caption (the first four)
+  std::string rows;
   for (size_t i = 0; i < P; ++i) {
     d += std::to_string(i + s.analysis->row_offset);
-    for (size_t k = 0; k < pcs.size(); ++k) d += " " + gp_number(by[k] * pcs[k]->projection[i]);
+    bool beyond = false;
+    for (size_t k = 0; k < pcs.size(); ++k) {
+      const double v = by[k] * pcs[k]->projection[i];
+      d += " " + gp_number(v);
+      beyond = beyond || std::abs(v) > kSdFrame;
+    }
     d += "\n";
+    if (beyond && ++outside <= 4)
+      rows += fmt::format("{}{}", outside > 1 ? ", " : "", static_cast<int64_t>(i) + s.analysis->row_offset);
   }
+  if (outside > 0)
+    f.caption += fmt::format(
+        " {} beyond {} sd {} outside the frame.",
+        outside == 1 ? "Position " + rows : fmt::format("{} positions ({}{})", outside, rows, outside > 4 ? ", …" : ""),
+        kSdFrame, outside == 1 ? "lies" : "lie");
   f.data["pcs.dat"] = d;
   std::string plots;
   for (size_t k = 0; k < pcs.size(); ++k) {
     // the search stops at half a cycle over the table: a ramp or a half wave, as the analysis prints it
     const bool slow = period_is_lower_bound(pcs[k]->cycles_per_position * static_cast<double>(P));
+    // a circle's coordinate says so: its own period need not be the pair's
+    std::string circle;
+    for (const Circle& c : s.analysis->circles)
+      if (c.first == static_cast<int>(k) + 1 || c.second == static_cast<int>(k) + 1) {
+        circle = fmt::format("; a circle with PC{}, period {:.1f}",
+                             c.first == static_cast<int>(k) + 1 ? c.second : c.first, c.period);
+        break;
+      }
     plots += fmt::format("{}'pcs.dat' using 1:{} with lines lw 2 title {}", k ? ", " : "", k + 2,
-                         gp_quote(fmt::format("PC{} ({:.1f} %, {})", k + 1, 100 * pcs[k]->explained,
+                         gp_quote(fmt::format("PC{} ({:.1f} %, {}{})", k + 1, 100 * pcs[k]->explained,
                                               slow ? fmt::format("period ≥{:.0f}", pcs[k]->period)
-                                                   : fmt::format("period {:.1f}", pcs[k]->period))));
+                                                   : fmt::format("period {:.1f}", pcs[k]->period),
+                                              circle)));
   }
   f.script = both_formats(
       f.name,

@@ -147,6 +147,18 @@ TEST(Report, OneTableReport) {
   expect_links_exist(r.index_html);
 }
 
+// GPT-2's rows 0 and 1 stand far from the rest: the principal components figure, framed at ±3.5 sd, names them.
+TEST(Report, ThePrincipalComponentsFigureNamesTheRowsBeyondItsFrame) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  const NpyArray g = read_npy(poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy");
+  const torch::Tensor W = torch::tensor(g.data, torch::kFloat64).view({g.shape[0], g.shape[1]});
+  const ReportResult r = write_table_report(W, "gpt2", dir / "gpt2");
+  const std::string html = read_file(r.index_html);
+  EXPECT_NE(html.find("2 positions (0, 1) beyond 3.5 sd lie outside the frame."), std::string::npos);
+  EXPECT_NE(read_file(dir / "gpt2/principal_components.gp").find("set yrange [-3.5<*:*<3.5]"), std::string::npos);
+}
+
 // The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
 // the axes it was turned apart to), in the circle's plane for a circle without a slow axis; each axis in sd units.
 // With a helix, its circle seen along the slow axis too, after it.
@@ -165,6 +177,9 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   const std::string pcs_gp = read_file(dir / "helix/principal_components.gp");
   EXPECT_NE(pcs_gp.find(", period ≥192)'"), std::string::npos) << pcs_gp;
   EXPECT_NE(pcs_gp.find(", period 27."), std::string::npos) << pcs_gp;
+  // a circle's coordinates say whose circle they are in, and at the pair's period
+  EXPECT_NE(pcs_gp.find("; a circle with PC3, period 27."), std::string::npos) << pcs_gp;
+  EXPECT_NE(pcs_gp.find("; a circle with PC2, period 27."), std::string::npos) << pcs_gp;
   // each component in units of its own sd (a circle's coordinates of a few per cent drawn as large as the ramp)
   EXPECT_NE(pcs_gp.find("set ylabel 'projection on the component (sd)'"), std::string::npos) << pcs_gp;
   {
