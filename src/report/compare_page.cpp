@@ -227,9 +227,9 @@ std::string form_table(const Comparison& c) {
       "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
       "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run "
       "without a circle or helix counts a share of 0, and the circle's period is pooled over the runs that have "
-      "one. PC1's period at twice the table's rows is a ramp or a half wave, a lower bound (“≥ 256 (a ramp)”); "
+      "one. PC1's period at twice the table's rows, 2P, is a ramp or a half wave, a lower bound (“≥ 2P (a ramp)”); "
       "where only some runs' PC1 is one, the others' periods are pooled and the ramps counted (“(1 of 3: ≥ "
-      "256)”).</p>\n"
+      "2P)”).</p>\n"
       "<div class=\"wide\"><table class=\"compare\">\n"
       "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>"
       "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>";

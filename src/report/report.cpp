@@ -79,6 +79,12 @@ std::vector<std::string> draw_figures(const std::string& dir, const std::vector<
 
 namespace {
 
+// What the key metrics' control columns are, under the table.
+constexpr const char* kControlsNote =
+    "The controls, of the table's shape: random, a N(0, 0.02²) table; sinusoidal, the fixed sinusoidal table; "
+    "handbook, a simulated trained table (a sinusoid of its own frequency per dimension, plus noise that fades "
+    "along position).";
+
 // The headline metrics of analysis/metric_list.h, one column per series, and the boundary outliers.
 std::string metrics_table(const std::vector<Series>& columns) {
   std::string h = "<div class=\"wide\"><table>\n<tr><th>metric</th>";
@@ -234,8 +240,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
           "with a step slider.</p>\n",
           points.size()) +
       "<h2>Key metrics</h2>\n" + metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
-      fmt::format("<p>{} snapshots from step {} to {}. Definitions of every metric: docs/analysis.md.</p>\n",
-                  points.size(), points.front().step, points.back().step) +
+      fmt::format("<p>{} snapshots from step {} to {}. {} Definitions of every metric: docs/analysis.md.</p>\n",
+                  points.size(), points.front().step, points.back().step, kControlsNote) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" + probes +
       usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
@@ -301,8 +307,8 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
       "spectrum with the noise floor and the power along position.</p>\n"
       "<h2>Key metrics</h2>\n" +
       metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
-      fmt::format("<p>{} positions × {} dims. Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
-                  a.dims) +
+      fmt::format("<p>{} positions × {} dims. {} Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
+                  a.dims, kControlsNote) +
       probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));

@@ -88,6 +88,7 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
   const std::string html = read_file(r.index_html);
   EXPECT_NE(html.find("<b>Verdict: "), std::string::npos);
   EXPECT_NE(html.find("n_embd: 16"), std::string::npos);  // the run's config
+  EXPECT_NE(html.find("handbook, a simulated trained table"), std::string::npos) << "the control columns said";
   // the boundary's outliers counted, their positions named (a position is not a count)
   EXPECT_NE(html.find("<tr><td>boundary outliers (their positions)</td>"), std::string::npos);
   EXPECT_TRUE(std::regex_search(

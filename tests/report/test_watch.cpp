@@ -542,7 +542,7 @@ TEST(Watch, ASnapshotOfAnotherShapeIsNamed) {
 TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
   nlohmann::json data = {{"frames", nlohmann::json::array({{{"step", 0}}})}, {"note", "</script><!-- x"}};
   const std::string page = watch_html("a <run>", "/runs/x&y", data);
-  EXPECT_NE(page.find("<title>a &lt;run&gt;: watch it form</title>"), std::string::npos);
+  EXPECT_NE(page.find("<title>a &lt;run&gt;: watch the table form</title>"), std::string::npos);
   EXPECT_NE(page.find("/runs/x&amp;y"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003c!-- x"), std::string::npos);
   EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of watch_page.html left unfilled";
@@ -556,7 +556,7 @@ TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
 TEST(WatchPage, TheSeedsPageEmbedsItsDataAndNeedsASeedWithFrames) {
   const nlohmann::json seed = {{"seed", 1}, {"data", {{"frames", nlohmann::json::array({{{"step", 0}}})}}}};
   const std::string page = seeds_html("poslab: v<1>", "/c", {{"variant", "v"}, {"seeds", {seed}}});
-  EXPECT_NE(page.find("<title>poslab: v&lt;1&gt;: the seeds side by side</title>"), std::string::npos);
+  EXPECT_NE(page.find("<title>poslab: v&lt;1&gt;: its seeds side by side</title>"), std::string::npos);
   EXPECT_NE(page.find("const Panels ="), std::string::npos);  // panels.js, shared with the watch page
   EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of seeds_page.html left unfilled";
   for (const nlohmann::json& bad :
