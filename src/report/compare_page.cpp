@@ -140,7 +140,7 @@ std::vector<Figure> comparison_figures(const Comparison& c) {
       "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",
       "offset k", "mean cos(w_i, w_{i+k})",
       bands_of(c, [](const ComparedRun& r) { return last_snapshot_curve(r, &Analysis::cos_by_offset); }));
-  add("spectrum", "Explained variance at the last snapshot",
+  add("explained_variance", "Explained variance at the last snapshot",
       "Share of the final (centred) table's variance in each principal component, log scale: low-rank tables fall "
       "steeply after a few components. Mean ± sd over seeds.",
       "component k", "explained variance",

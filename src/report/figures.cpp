@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "util/plural.h"
+
 namespace poslab {
 
 std::string both_formats(const std::string& name, const std::string& body, int width, int height) {
@@ -83,27 +85,39 @@ std::string data_file(const Figure& f, const std::string& prefix, const std::str
   return file;
 }
 
-Figure spectrum_figure(const std::vector<Series>& series) {
+Figure spectrum_figure(const std::vector<Series>& series, const Series* floor_of) {
   Figure f{"spectrum",
            "Singular-value spectrum",
-           "Singular values of each table as it is, divided by the largest, on a log scale (cut at 10^-4). A random "
-           "table's spectrum is flat and spread out; a low-rank table's falls steeply after its first few components.",
+           "Singular values of each centred table (its mean row taken out, as the analysis reads it), divided by its "
+           "largest, on a log scale (cut at 10^-4). A random table's spectrum is flat and spread out; a low-rank "
+           "table's falls steeply after its first few components.",
            {},
            {}};
   const std::string plots =
-      series_plots(f, series, "spectrum", "k sigma_k/sigma_1", "lines lw 2", [](const Analysis& a) {
+      series_plots(f, series, "spectrum", "k sigma_k/sigma_1 (centred)", "lines lw 2", [](const Analysis& a) {
         std::string d;
-        const auto& sv = a.singular_values;
+        const auto& sv = a.singular_values_centered;
         for (size_t k = 0; k < sv.size(); ++k)
           d += fmt::format("{} {}\n", k + 1, gp_number(sv[k] / std::max(sv[0], 1e-300)));
         return d;
       });
-  f.script =
-      both_formats(f.name,
-                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set xlabel 'component k'\n"
-                   "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key below\n  set grid\n"
-                   "  plot " +
-                       plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
+  // One table's noise floor (the run's last snapshot's): the components above it are the ones counted as signal.
+  std::string floor;
+  if (floor_of && !floor_of->analysis->singular_values_centered.empty()) {
+    const Analysis& a = *floor_of->analysis;
+    const double at = a.noise.threshold / std::max(a.singular_values_centered[0], 1e-300);
+    floor = fmt::format(", {} with lines dt 2 lw 1.5 lc rgb '#b5651d' title {} noenhanced", gp_number(at),
+                        quote(fmt::format("noise floor of {} ({} above it)", floor_of->label, a.noise.signal_rank)));
+    f.caption += fmt::format(
+        " The dashed line is {}'s noise floor (Gavish–Donoho): its {} above it are the components counted as signal.",
+        floor_of->label, counted(a.noise.signal_rank, "component"));
+  }
+  f.script = both_formats(f.name,
+                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set autoscale xfix\n"
+                          "  set xlabel 'component k'\n"
+                          "  set ylabel 'singular value {/Symbol s}_k / {/Symbol s}_1'\n  set key below\n  set grid\n"
+                          "  plot " +
+                              plots + floor + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n");
   return f;
 }
 

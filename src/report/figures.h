@@ -69,7 +69,8 @@ struct Series {
   const Analysis* analysis;
 };
 
-Figure spectrum_figure(const std::vector<Series>& series);
+// The centred singular values of each series, and where `floor_of` is given, its noise floor as a dashed line.
+Figure spectrum_figure(const std::vector<Series>& series, const Series* floor_of = nullptr);
 Figure cumulative_variance_figure(const std::vector<Series>& series);
 // 1 to 3 tables, one colour scale; `name` sets the figure's file stem.
 Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::string& name = "similarity");

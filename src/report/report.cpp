@@ -197,10 +197,14 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
 
   const std::vector<MetricsRecord> metrics =
       fs::is_regular_file(run.metrics(), ec) ? read_metrics(run.metrics()) : std::vector<MetricsRecord>{};
-  std::vector<Figure> figures = {
-      spectrum_figure(spectra),     cumulative_variance_figure(spectra), similarity_heatmaps_figure(ends),
-      cos_by_offset_figure(points), principal_components_figure(s_last), helix_figure(s_last),
-      row_norms_figure(ends),       trajectory_figure(points, metrics)};
+  std::vector<Figure> figures = {spectrum_figure(spectra, &s_last),
+                                 cumulative_variance_figure(spectra),
+                                 similarity_heatmaps_figure(ends),
+                                 cos_by_offset_figure(points),
+                                 principal_components_figure(s_last),
+                                 helix_figure(s_last),
+                                 row_norms_figure(ends),
+                                 trajectory_figure(points, metrics)};
   std::vector<std::pair<int64_t, const Analysis*>> periodograms;
   for (const auto& p : points) periodograms.emplace_back(p.step, &p.analysis);
   figures.insert(figures.begin() + 4, periodogram_figure(periodograms));
@@ -276,10 +280,13 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   const Analysis& sinus = baselines[1].analysis;
   const Analysis& handbook = baselines[2].analysis;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
-  std::vector<Figure> figures = {
-      spectrum_figure({s, r, sn}),   cumulative_variance_figure({s, r, sn}), similarity_heatmaps_figure({s}),
-      periodogram_figure({{0, &a}}), principal_components_figure(s),         helix_figure(s),
-      row_norms_figure({s})};
+  std::vector<Figure> figures = {spectrum_figure({s, r, sn}, &s),
+                                 cumulative_variance_figure({s, r, sn}),
+                                 similarity_heatmaps_figure({s}),
+                                 periodogram_figure({{0, &a}}),
+                                 principal_components_figure(s),
+                                 helix_figure(s),
+                                 row_norms_figure({s})};
   if (std::optional<Figure> circle = circle_plane_figure(s))  // after the helix
     figures.insert(figures.begin() + 6, std::move(*circle));
   std::string grid_html;

@@ -96,6 +96,10 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
                        "[2-9] \\(positions [0-9]+(, [0-9]+)+\\))</td>)+</tr>")))
       << html;
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+  // the spectrum of the centred tables, with the last snapshot's noise floor and its count above it
+  const std::string spectrum_gp = read_file(dir / "run/report/spectrum.gp");
+  EXPECT_TRUE(std::regex_search(spectrum_gp, std::regex("title 'noise floor of step 300 \\([0-9]+ above it\\)'")))
+      << spectrum_gp;
   // cosine similarity in the watch page's colours (blue −1, white 0, red +1) on [-1, 1]
   const std::string sim_gp = read_file(dir / "run/report/similarity.gp");
   EXPECT_NE(sim_gp.find(kCosinePalette), std::string::npos) << sim_gp;
