@@ -175,42 +175,66 @@ std::pair<std::string, std::string> header_of(const std::string& key) {
   return {key, key};
 }
 
+// A wide table as tables stacked under one another, each of at most `most` columns after the variant's, so that every
+// column shows at 1280 pixels (8 of mean ± sd fit beside a variant's name): `heads` the columns' <th> cells, `rows`
+// each variant's name and its <td> cells.
+std::string stacked_tables(const std::vector<std::string>& heads,
+                           const std::vector<std::pair<std::string, std::vector<std::string>>>& rows, size_t most) {
+  const size_t n = heads.size(), tables = std::max<size_t>(1, (n + most - 1) / most), per = (n + tables - 1) / tables;
+  std::string t;
+  for (size_t from = 0; from < n; from += per) {
+    const size_t to = std::min(n, from + per);
+    t += "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th>";
+    for (size_t k = from; k < to; ++k) t += heads[k];
+    t += "</tr>\n";
+    for (const auto& [variant, cells] : rows) {
+      t += "<tr><td>" + html_escape(variant) + "</td>";
+      for (size_t k = from; k < to; ++k) t += "<td>" + cells[k] + "</td>";
+      t += "</tr>\n";
+    }
+    t += "</table></div>\n";
+  }
+  return t;
+}
+
 // The losses and the headline metrics at the last snapshot, mean ± sd over seeds, and whether structure emerged.
 std::string variants_table(const Comparison& c) {
-  // whether structure emerged first, after the runs: the question the table answers, before the columns that scroll
-  std::string t =
-      "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th><th>runs</th>"
+  // whether structure emerged first, after the runs: the question the table answers
+  std::vector<std::string> heads = {
+      "<th>runs</th>",
       "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled "
-      "copies) from a step to the end\">emerged</th><th>from step</th>";
+      "copies) from a step to the end\">emerged</th>",
+      "<th>from step</th>"};
   for (const auto& k : c.rows.front().keys) {
     const auto [head, full] = header_of(k);
-    t += "<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>";
+    heads.push_back("<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>");
   }
-  t += "<th title=\"of the first and last 3 positions, those whose row norm or cosine to its neighbour stands more "
-       "than 3 sd from the interior's, at each run's last snapshot\">boundary outliers per run</th></tr>\n";
+  heads.push_back(
+      "<th title=\"of the first and last 3 positions, those whose row norm or cosine to its neighbour stands more "
+      "than 3 sd from the interior's, at each run's last snapshot\">boundary outliers per run</th>");
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   for (const auto& row : c.rows) {
-    t += "<tr><td>" + html_escape(row.variant) + "</td><td>" + std::to_string(row.runs.size()) + "</td>";
+    std::vector<std::string> cells = {std::to_string(row.runs.size())};
     if (row.judged == 0) {
       const std::string& position = c.runs[row.runs.front()].position;
-      t += "<td>" +
-           std::string(position == "none"         ? "no table"
-                       : position == "sinusoidal" ? "fixed table"
-                                                  : "no snapshots") +
-           "</td><td>–</td>";
+      cells.push_back(position == "none" ? "no table" : position == "sinusoidal" ? "fixed table" : "no snapshots");
+      cells.push_back("–");
     } else {
-      t += fmt::format("<td>{} of {}{}</td><td>{}</td>", row.emerged, row.judged,
-                       row.present > 0 ? fmt::format(" ({} present from the start)", row.present) : std::string(),
-                       row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"));
+      cells.push_back(
+          fmt::format("{} of {}{}", row.emerged, row.judged,
+                      row.present > 0 ? fmt::format(" ({} present from the start)", row.present) : std::string()));
+      cells.push_back(row.emerged == 0 ? std::string("not") : format_stat(row.emerged_from, "{:.0f}"));
     }
     for (size_t k = 0; k < row.keys.size(); ++k) {
       const char* spec = "{:.4f}";  // losses
       for (const Metric& m : headline_metrics())
         if (row.keys[k] == m.key) spec = m.format;
-      t += "<td>" + format_stat(row.stats[k], spec) + "</td>";
+      cells.push_back(format_stat(row.stats[k], spec));
     }
-    t += "<td>" + format_stat(row.boundary_outliers_per_run, "{:.3g}") + "</td></tr>\n";
+    cells.push_back(format_stat(row.boundary_outliers_per_run, "{:.3g}"));
+    rows.emplace_back(row.variant, cells);
   }
-  return t + "</table></div>\n";
+  return stacked_tables(heads, rows, 8);
 }
 
 // The table's form at the last snapshot (periods, circles, helix): form_metric_keys(), mean ± sd over the seeds.
@@ -260,17 +284,17 @@ std::string form_table(const Comparison& c) {
 
 // When each headline metric moved: its half-change step, mean ± sd over the seeds.
 std::string half_change_table(const Comparison& c) {
-  std::string t = "<div class=\"wide\"><table class=\"compare\">\n<tr><th>variant</th>";
+  std::vector<std::string> heads;
   for (const Metric& m : headline_metrics())
-    t += "<th title=\"" + html_escape(m.label) + "\">" + html_escape(m.column) + "</th>";
-  t += "</tr>\n";
+    heads.push_back("<th title=\"" + html_escape(m.label) + "\">" + html_escape(m.column) + "</th>");
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   for (const auto& row : c.rows) {
     if (row.judged == 0) continue;
-    t += "<tr><td>" + html_escape(row.variant) + "</td>";
-    for (const auto& s : row.half_change) t += "<td>" + format_stat(s, "{:.0f}") + "</td>";
-    t += "</tr>\n";
+    std::vector<std::string> cells;
+    for (const auto& s : row.half_change) cells.push_back(format_stat(s, "{:.0f}"));
+    rows.emplace_back(row.variant, cells);
   }
-  return t + "</table></div>\n";
+  return stacked_tables(heads, rows, 10);
 }
 
 // Do the seeds learn the same table? Empty when no two runs have tables to compare.

@@ -243,6 +243,15 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(html.find("position-learned"), std::string::npos);
   EXPECT_NE(html.find("±"), std::string::npos);
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";
+  // every table fits 1280 pixels: a wide one is stacked as tables of at most 10 columns after the variant's
+  for (size_t at = html.find("<tr><th>variant</th>"); at != std::string::npos;
+       at = html.find("<tr><th>variant</th>", at + 1)) {
+    const std::string head = html.substr(at, html.find("</tr>", at) - at);
+    size_t columns = 0;
+    for (size_t th = head.find("<th"); th != std::string::npos; th = head.find("<th", th + 1)) ++columns;
+    EXPECT_LE(columns, 11u) << head;
+  }
+  EXPECT_NE(html.find("boundary outliers per run</th>"), std::string::npos);
   // whether structure emerged comes right after the runs; the boundary's outliers are per run, not summed
   EXPECT_NE(html.find("<th>variant</th><th>runs</th><th title=\"absent at the first snapshot"), std::string::npos);
   const VariantRow& learned_row = c.rows[0];
