@@ -84,7 +84,7 @@ const std::vector<Metric>& scalar_metrics() {
        [](A a) { return a.circles.empty() ? NAN : a.circles[0].period; }},
       {"circle_share", "the strongest circle's share of the variance", "circ shr", "{:.3f}", false, false,
        [](A a) { return a.circles.empty() ? NAN : a.circles[0].explained; }},
-      {"helix_share", "the helix's share of the variance", "helix shr", "{:.3f}", false, false,
+      {"helix_share", "the helix's share (circle and slow axis)", "helix shr", "{:.3f}", false, false,
        [](A a) { return a.helix ? a.helix->explained : NAN; }},
       {"interpolation_error_s2", "interpolation error, every 2nd row kept", "interp 2", "{:.3f}", false, false,
        reconstruction_at<2, false>},

@@ -85,10 +85,12 @@ std::string helix_words(const std::optional<Helix>& h) {
   if (!h) return "";
   if (h->rotated) {
     const std::array<int, 3> within = helix_space(*h);
-    return fmt::format(", a helix turned apart within components {}, {} and {} ({:.1f} %)", within[0], within[1],
-                       within[2], 100 * h->explained);
+    return fmt::format(", a helix turned apart within components {}, {} and {} (together {:.1f} %)", within[0],
+                       within[1], within[2], 100 * h->explained);
   }
-  return fmt::format(", a helix with component {} ({:.1f} %)", h->slow, 100 * h->explained);
+  // the helix's share is the circle's and its slow axis's together: most of it is often the slow axis alone
+  return fmt::format(", a helix with component {} (the circle and component {} together {:.1f} %)", h->slow, h->slow,
+                     100 * h->explained);
 }
 
 }  // namespace
