@@ -89,8 +89,7 @@ std::string helix_words(const std::optional<Helix>& h) {
                        within[1], within[2], 100 * h->explained);
   }
   // the helix's share is the circle's and its slow axis's together: most of it is often the slow axis alone
-  return fmt::format(", a helix with component {} (the circle and component {} together {:.1f} %)", h->slow, h->slow,
-                     100 * h->explained);
+  return fmt::format(", a helix with component {} ({:.1f} % with the circle)", h->slow, 100 * h->explained);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/plural.h"
+#include "util/shell.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -130,13 +131,18 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
           inside.push_back(it->path().filename().string());
       std::sort(inside.begin(), inside.end());
       std::string hint = "give run folders (runs/NAME) or a sweep's folder (runs/SWEEP)";
-      if (!inside.empty()) {
-        std::string names;
-        for (size_t i = 0; i < inside.size() && i < 6; ++i) names += (i ? ", " : "") + inside[i];
+      if (!inside.empty()) {  // the command with each folder named (up to 6), or the folder's glob beyond
+        const fs::path base = dir.filename().empty() ? dir.parent_path() : dir;
+        std::string names, words;
+        for (size_t i = 0; i < inside.size() && i < 6; ++i) {
+          names += (i ? ", " : "") + inside[i];
+          words += " " + shell_word((base / inside[i]).string());
+        }
         if (inside.size() > 6) names += ", …";
-        hint = fmt::format("it holds {}: {}; compare them with poslab compare {}/*",
-                           counted(static_cast<int64_t>(inside.size()), "run or sweep folder", "run or sweep folders"),
-                           names, (dir.filename().empty() ? dir.parent_path() : dir).string());
+        hint = fmt::format(
+            "it holds {}: {}; compare them with poslab compare{}",
+            counted(static_cast<int64_t>(inside.size()), "run or sweep folder", "run or sweep folders"), names,
+            inside.size() <= 6 ? words : " " + shell_word(base.string()) + "/* (run and sweep folders only)");
       }
       throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)", hint);
     }
@@ -318,7 +324,13 @@ nlohmann::json comparison_json(const Comparison& c) {
     for (size_t k = 0; k < row.keys.size(); ++k)
       r["metrics"][row.keys[k]] = {
           {"mean", value(row.stats[k].mean)}, {"sd", value(row.stats[k].sd)}, {"n", row.stats[k].n}};
-    r["pc1_ramps"] = row.pc1_ramps;  // runs whose form.pc1_period is the lower bound 2P (a ramp)
+    // form.pc1_period pools every run; these keep the ramps apart, as the page does: how many runs' PC1 is a ramp (its
+    // period the lower bound 2P), that bound, and the period over the other runs
+    r["pc1_ramps"] = row.pc1_ramps;
+    r["pc1_ramp_bound"] = value(row.pc1_bound);
+    r["pc1_period_of_the_rest"] = {{"mean", value(row.pc1_period_below.mean)},
+                                   {"sd", value(row.pc1_period_below.sd)},
+                                   {"n", row.pc1_period_below.n}};
     r["circled"] = row.circled;
     r["circle_from"] = {{"mean", value(row.circle_from.mean)}, {"sd", value(row.circle_from.sd)}};
     for (size_t k = 0; k < row.form_keys.size(); ++k)

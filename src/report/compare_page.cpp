@@ -253,17 +253,17 @@ std::string form_table(const Comparison& c) {
       "without a circle or helix counts a share of 0, and the circle's period is pooled over the runs that have "
       "one. PC1's period at twice the table's rows, 2P, is a ramp or a half wave, a lower bound (“≥ 2P (a ramp)”); "
       "where only some runs' PC1 is one, the others' periods are pooled and the ramps counted (“(1 of 3: ≥ "
-      "2P)”).</p>\n"
-      "<div class=\"wide\"><table class=\"compare\">\n"
-      "<tr><th>variant</th><th title=\"runs whose last table holds at least one circle\">with a circle</th>"
-      "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>";
+      "2P)”).</p>\n";
+  std::vector<std::string> heads = {
+      "<th title=\"runs whose last table holds at least one circle\">with a circle</th>",
+      "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>"};
   for (const Metric* m : metrics)
-    t += "<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>";
-  t += "</tr>\n";
+    heads.push_back("<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>");
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   for (const auto& row : c.rows) {
     if (row.judged == 0) continue;
-    t += fmt::format("<tr><td>{}</td><td>{} of {}</td><td>{}</td>", html_escape(row.variant), row.circled, row.judged,
-                     format_stat(row.circle_from, "{:.0f}"));
+    std::vector<std::string> cells = {fmt::format("{} of {}", row.circled, row.judged),
+                                      format_stat(row.circle_from, "{:.0f}")};
     for (size_t k = 0; k < row.form.size(); ++k) {
       // a count's mean over seeds has a decimal
       std::string cell = format_stat(row.form[k], metrics[k]->integer ? "{:.1f}" : metrics[k]->format);
@@ -275,11 +275,11 @@ std::string form_table(const Comparison& c) {
                    : format_stat(row.pc1_period_below, "{:.1f}") +
                          fmt::format(" ({} of {}: {})", row.pc1_ramps, row.pc1_ramps + row.pc1_period_below.n, bound);
       }
-      t += "<td>" + cell + "</td>";
+      cells.push_back(cell);
     }
-    t += "</tr>\n";
+    rows.emplace_back(row.variant, cells);
   }
-  return t + "</table></div>\n";
+  return t + stacked_tables(heads, rows, 8);
 }
 
 // When each headline metric moved: its half-change step, mean ± sd over the seeds.

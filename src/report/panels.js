@@ -53,10 +53,11 @@ const Panels = (function () {
     return {
       frames, P: D.positions, simRows: D.sim.positions, pathRows: D.path.positions, comps, scale, axes,
       up: D.path.up || 1,  // the axis the 3-D view stands upright
-      // a row beyond the frame, set on its edge (axes in sd units, where the frame stops at ±3.5 sd): drawn as an open
-      // mark, no line joining it, as it is not where the row is
-      clamped: (f, r) => !!D.path.scaled && f.outside > 0 && [0, 1, 2].some((k) =>
-          k < comps && Math.abs(f.path[r * comps + k]) >= 32767),
+      // a row beyond the frame on one of a view's first `n` axes, set on its edge (axes in sd units, framed at ±3.5 sd
+      // at most; a frame at the rows' own reach holds them all): drawn as an open mark, no line joining it, as it is
+      // not where the row is
+      clamped: (f, r, n) => !!D.path.scaled && scale >= 3.5 - 1e-9 && [0, 1, 2].some((k) =>
+          k < Math.min(n, comps) && Math.abs(f.path[r * comps + k]) >= 32767),
       // row r's coordinate on principal axis k (0 beyond the table's components)
       coordinate: (f, r, k) => (k < comps ? f.path[r * comps + k] / 32767 * scale : 0),
     };
@@ -147,8 +148,8 @@ const Panels = (function () {
     ctx.stroke();
     ctx.lineWidth = 1.6;
     for (let r = 0; r < n; ++r) {
-      const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1), out = T.clamped(f, r);
-      if (r + 1 < n && !out && !T.clamped(f, r + 1)) {
+      const x = cx + s * T.coordinate(f, r, 0), y = cy - s * T.coordinate(f, r, 1), out = T.clamped(f, r, 2);
+      if (r + 1 < n && !out && !T.clamped(f, r + 1, 2)) {
         ctx.strokeStyle = positionColour(T.pathRows[r], T.P);
         ctx.beginPath();
         ctx.moveTo(x, y);
@@ -202,7 +203,7 @@ const Panels = (function () {
     ctx.lineWidth = 1.6;
     let prev = null;
     for (let r = 0; r < n; ++r) {
-      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, up), T.coordinate(f, r, depth)), out = T.clamped(f, r);
+      const p = project(T.coordinate(f, r, 0), T.coordinate(f, r, up), T.coordinate(f, r, depth)), out = T.clamped(f, r, 3);
       ctx.strokeStyle = ctx.fillStyle = positionColour(T.pathRows[r], T.P);
       if (prev && !out) { ctx.beginPath(); ctx.moveTo(prev[0], prev[1]); ctx.lineTo(p[0], p[1]); ctx.stroke(); }
       ctx.beginPath(); ctx.arc(p[0], p[1], out ? 3 : 2, 0, 2 * Math.PI);

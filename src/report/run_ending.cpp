@@ -118,9 +118,9 @@ std::string run_ending_text(const std::string& run_dir, const std::vector<Trajec
   const RunFolder run(run_dir);
   if (const auto usage = read_snapshot_usage(run, points.back().step)) {
     std::string kinds = head_kinds(*usage, "attention_kernels");
-    if (usage->contains("data_attention")) {
-      const std::string text = head_kinds(*usage, "data_attention");
-      kinds += text == kinds ? " (on text too)" : " | on text: " + text;
+    if (usage->contains("data_attention") && !kinds.empty()) {  // each head's kind alike on text: said in two words
+      const bool alike = kinds_of(*usage, "data_attention") == kinds_of(*usage, "attention_kernels");
+      kinds += alike ? " (on text too)" : " | on text: " + head_kinds(*usage, "data_attention");
     }
     if (!kinds.empty()) out += fmt::format("layer-0 heads at step {}: {}\n", points.back().step, kinds);
   }

@@ -89,12 +89,12 @@
     lines.push(["", (f.circle ? "a circle: PC" + f.circle.components.join(" and PC") + ", period " + f.circle.period.toFixed(1) +
                                 ", " + (100 * f.circle.share).toFixed(1) + "\u00a0% of the variance"
                               : "no circle") +
-                    (helix !== null && helix !== undefined && isFinite(helix) ? "; a helix, circle and slow axis together " + (100 * helix).toFixed(0) + "\u00a0%" : "")]);
+                    (helix !== null && helix !== undefined && isFinite(helix) ? "; a helix of " + (100 * helix).toFixed(0) + "\u00a0% (circle and slow axis together)" : "")]);
     // the path's axes: the share of this step's variance they hold, and the rows beyond the frame (open marks)
     const rows = f.outsideRows.length === 1 ? "row " + f.outsideRows[0] : "rows " + f.outsideRows.join(", ") +
         (f.outside > f.outsideRows.length ? ", …" : "");
     const ax = s.T.axes;  // the panel draws the first two; the share is of all the path's axes
-    lines.push(["", "path: " + ax[0] + " across, " + ax[1] + " up; " + (ax.length > 2 ? "with " + ax[2] + " " : "") +
+    if (ax.length >= 2) lines.push(["", "path: " + ax[0] + " across, " + ax[1] + " up; " + (ax.length > 2 ? "with " + ax[2] + " " : "") +
                     "they hold " + (100 * f.share).toFixed(0) + "\u00a0% of the variance" +
                     (f.outside ? "; " + rows + " beyond the frame" : "")]);
     // the heads' kinds on position alone, and on real text where the run measured them (as the watch page says)

@@ -239,7 +239,8 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     const torch::Tensor cos = cosine_matrix(raw[f].index_select(0, index_tensor(sim_rows)));
     frame["sim"] = base64_of(((cos.clamp(-1, 1) + 1) / 2 * 255).round().to(torch::kUInt8));
     frame["path"] = base64_of((paths[f] / scale * 32767).round().clamp(-32767, 32767).to(torch::kInt16));
-    const torch::Tensor beyond = (paths[f].abs() > scale).any(1);
+    // rows beyond the frame in the 2-D view, the one the captions describe (its first two axes)
+    const torch::Tensor beyond = (paths[f].narrow(1, 0, std::min<int64_t>(2, paths[f].size(1))).abs() > scale).any(1);
     frame["path_outside"] = beyond.sum().item<int64_t>();
     std::vector<int64_t> outside_rows;  // the first four, named in the caption
     for (size_t r = 0; r < path_rows.size() && outside_rows.size() < 4; ++r)

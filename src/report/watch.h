@@ -43,13 +43,14 @@ std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 // {positions, dims, sim{positions}, path{positions, components, scale, basis_step, axes (their names), what (for the
 // caption), kind ("turned helix", "helix", "circle" or "": the top directions), scaled (sd units), up (the 3-D view's
 // upright axis)}, kernels{n_head, resolution} or
-// null, metrics[{key, label}], frames[{step, train_loss, val_loss, sim (base64 uint8: round((cos + 1)/2 · 255), row
-// major), path (base64 int16 LE: round(x / scale · 32767), rows × components), path_share, sv, floor, signal_rank,
-// metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val
-// loss), kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}], evals[[step, train
-// loss, val loss (each or null)]] (the run's every evaluation, at most 512, evenly spaced; absent without
-// metrics.jsonl)}.
-// The path's axes are the last snapshot's helix, circle or top (up to) three principal directions, at most the form
+// null, metrics[{key, label, gaps (a step without a value breaks its curve)}], frames[{step, train_loss, val_loss, sim
+// (base64 uint8: round((cos + 1)/2 · 255), row major), path (base64 int16 LE: round(x / scale · 32767), rows ×
+// components), path_outside and path_outside_rows (rows beyond the 2-D view's frame: their count and the first four),
+// path_share, circle, turned_circle (a helix turned apart: its circle's components, period and turns), sv, floor,
+// signal_rank, metrics[] (signal share, effective rank, adjacent cosine, sinusoid R², probe R², train and val loss),
+// kernels (base64 uint8: round(√a · 255), heads × r × r) or null, kinds, text_kinds}], evals[[step, train loss, val
+// loss (each or null)]] (the run's every evaluation, at most 512, evenly spaced; absent without metrics.jsonl)}. The
+// path's axes are the last snapshot's helix, circle or top (up to) three principal directions, at most the form
 // limits.path_form, fixed for every frame, each pointing away from the first position (whose coordinates are ≤ 0).
 nlohmann::json watch_data(const std::string& run_dir, const std::vector<TrajectoryPoint>& points,
                           const WatchLimits& limits = {});

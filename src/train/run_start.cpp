@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -79,7 +80,11 @@ void TrainingRun::log_machine(const CheckpointMeta& resume_meta) const {
   // The keys that differ from poslab's defaults, each with where it came from; every key is in RUN_DIR/config.yaml
   // (and at debug level here).
   std::string changed;
-  for (const ConfigChange& c : config_changes(Config(), cfg_))
+  std::vector<ConfigChange> changes = config_changes(Config(), cfg_);
+  const bool auto_dtype = origin_of(cfg_, "train.dtype").rfind("auto in ", 0) == 0;  // asked, then resolved
+  if (auto_dtype && std::none_of(changes.begin(), changes.end(), [](const auto& c) { return c.key == "train.dtype"; }))
+    changes.push_back({"train.dtype", "", cfg_.train.dtype});
+  for (const ConfigChange& c : changes)
     changed += fmt::format("\n  {}: {} ({})", c.key, c.to, origin_words(cfg_, c.key));
   spdlog::info("config: {} (every key: {}){}",
                changed.empty() ? "poslab's defaults" : "these keys differ from poslab's defaults",

@@ -21,7 +21,8 @@ std::string schedule_warning(const TrainConfig& t) {
       "train.warmup_steps {} is not below train.max_steps {}: the learning rate climbs for the whole run, ends at "
       "{:.1e} of train.lr {:.1e}, and never decays; for a short run set a shorter warmup "
       "(--set train.warmup_steps={})",
-      t.warmup_steps, t.max_steps, lr_at(t.max_steps - 1, t), t.lr, std::max(1, t.max_steps / 10));
+      t.warmup_steps, t.max_steps, lr_at(t.max_steps - 1, t), t.lr,
+      std::min(t.max_steps - 1, std::max(1, t.max_steps / 10)));
 }
 
 }  // namespace poslab

@@ -101,8 +101,10 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model,
         data_attention(model, *windows->tokens, windows->batches, windows->batch_size, windows->seed);
     usage["data_attention"] = to_json(seen);
     usage["data_attention"]["windows"] = windows->batches * windows->batch_size;
-    // on text as on position alone: said in two words, the line is long enough
-    text_heads = kinds_count(seen) == kinds_count(k) ? " (on text too)" : " | on text: " + kinds_count(seen);
+    // each head of the kind on text that it is on position alone: said in two words, the line is long enough
+    bool alike = seen.heads.size() == k.heads.size();
+    for (size_t h = 0; alike && h < k.heads.size(); ++h) alike = seen.heads[h].kind == k.heads[h].kind;
+    text_heads = alike ? " (on text too)" : " | on text: " + kinds_count(seen);
   }
   const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
   write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));

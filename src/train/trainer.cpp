@@ -148,9 +148,10 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
   progress_->clear();
   snapshot_seconds_ += ms / 1000.0;
   // its cost in training steps' time (a step's mean so far)
-  const std::string cost =
-      train_steps_run_ > 0 ? fmt::format(", {:.2g}× a step's time", ms / (1000.0 * train_seconds_ / train_steps_run_))
-                           : "";
+  const double steps = train_steps_run_ > 0 ? ms / (1000.0 * train_seconds_ / train_steps_run_) : 0;
+  const std::string cost = train_steps_run_ > 0
+                               ? fmt::format(steps < 10 ? ", {:.1f}× a step's time" : ", {:.0f}× a step's time", steps)
+                               : "";
   spdlog::info("snapshot step {} | {} | analysis {:.1f} ms{}", step, summary, ms, cost);
 }
 
@@ -287,6 +288,8 @@ TrainSummary train(const TrainRequest& req) {
   const std::string asked_dtype = cfg.train.dtype;
   const std::string device_name = resolve_device(cfg.run.device);
   cfg.train.dtype = resolve_dtype(cfg.train.dtype, device_name);
+  // the run's log names where `auto` was asked, beside what it became ("bfloat16 (auto in configs/default.yaml)")
+  if (asked_dtype == "auto") cfg.origin["train.dtype"] = "auto in " + origin_words(cfg, "train.dtype");
   torch::Device device(torch::kCPU);
   if (device_name == "cuda") {  // one GPU per process: the LOCAL_RANK-th of this machine
     use_cuda_device(env.local_rank);

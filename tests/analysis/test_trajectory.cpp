@@ -111,7 +111,7 @@ TEST(Trajectory, TheVerdictSaysFromWhichStepTheTableHoldsACircle) {
 // helices of tests/fixtures: the second's ramp holds a circle coordinate's variance).
 TEST(Trajectory, TheVerdictNamesTheHelixAndHowItWasFound) {
   for (const auto& [file, words] : std::vector<std::pair<std::string, std::string>>{
-           {"planted_helix_96x24.npy", ", a helix with component 1 (the circle and component 1 together 96.8 %)."},
+           {"planted_helix_96x24.npy", ", a helix with component 1 (96.8 % with the circle)."},
            {"planted_helix_even_96x24.npy",
             ", a helix turned apart within components 1, 2 and 3 (together 96.8 %)."}}) {
     SCOPED_TRACE(file);

@@ -75,7 +75,7 @@ else
   passed=$((passed + 1))
 fi
 # a relative path is read from the current folder, and the error says which folder that was
-expect_error "missing corpus, a relative path" "^error: --set: data.corpus: no-such-dir/x.txt: corpus path not found in the current folder $PWD$" \
+expect_error "missing corpus, a relative path" "^error: --set: data.corpus: no-such-dir/x.txt: corpus path not found in the current folder $(pwd -P)$" \
   train configs/default.yaml --set "data.corpus=no-such-dir/x.txt" --set "run.out_dir=$tmp/runs"
 grep -q "^hint: relative paths are read from the folder poslab runs in" "$tmp/err" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL missing corpus, a relative path: the hint"; cat "$tmp/err"; }
@@ -351,6 +351,7 @@ if LC_ALL=C "$poslab" train configs/default.yaml --set train.max_steps=6 --set t
    [ "$(sed -n 1p "$tmp/out")" = "$tmp/x/default" ] &&
    grep -q "info config: these keys differ from poslab's defaults (every key: $tmp/x/default/config.yaml)$" "$tmp/err" &&
    grep -qx "  train.max_steps: 6 (--set)" "$tmp/err" && grep -qx "  model.block_size: 128 (configs/default.yaml)" "$tmp/err" &&
+   grep -Eqx "  train.dtype: (bfloat16|float32) \(auto in configs/default.yaml\)" "$tmp/err" &&  # auto, and what it became
    ! grep -q "^  train.lr: " "$tmp/err" &&  # a key at its default is left to config.yaml
    [ -f "$tmp/x/default/checkpoints/latest.pt" ] && [ -f "$tmp/x/default/snapshots/wpe_step000006.npy" ] &&
    [ "$(wc -l <"$tmp/x/default/snapshots/index.jsonl")" -eq 3 ] &&
@@ -366,7 +367,7 @@ else
   tail -20 "$tmp/err"
 fi
 # A folder of runs is not one to compare: the hint names its runs and the command that compares them.
-expect_error "compare a folder of runs" "^hint: it holds 1 run or sweep folder: default; compare them with poslab compare $tmp/x/\*$" \
+expect_error "compare a folder of runs" "^hint: it holds 1 run or sweep folder: default; compare them with poslab compare $tmp/x/default$" \
   compare "$tmp/x" --out "$tmp/cmp-x"
 # On a terminal (script(1)'s pseudo-terminal) training draws its progress bar on one line, each redrawn and erased
 # ("\r\e[K") before a log line takes its place: no line of the screen holds a bar left behind or a bar beside a log

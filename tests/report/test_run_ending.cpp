@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "report/report.h"
+#include "run/run_files.h"
+#include "run/run_folder.h"
 #include "test_util.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -98,6 +101,22 @@ TEST(RunEnding, ATinyRunEndsWithItsVerdictHeadsAndPages) {
   EXPECT_NE(text.find("verdict ("), std::string::npos) << text;
   EXPECT_NE(text.find("  components above the noise floor  "), std::string::npos) << text;
   EXPECT_NE(text.find("layer-0 heads at step 20: "), std::string::npos) << text;
+  // "(on text too)" only when each head is of its position-only kind on text: the same counts of kinds, heads
+  // swapped, are written out
+  const RunFolder run(s.run_dir);
+  nlohmann::json usage = *read_snapshot_usage(run, 20);
+  ASSERT_TRUE(usage.contains("data_attention"));
+  const size_t H = usage["attention_kernels"]["heads"].size();
+  ASSERT_GE(H, 2u);
+  for (size_t h = 0; h < H; ++h) {
+    usage["attention_kernels"]["heads"][h]["kind"] = h % 2 ? "local" : "uniform";
+    usage["data_attention"]["heads"][h]["kind"] = h % 2 ? "local" : "uniform";
+  }
+  write_file_atomic(run.snapshot_usage(20), usage.dump() + "\n");
+  EXPECT_NE(run_ending_of(s.run_dir).find(" (on text too)\n"), std::string::npos) << run_ending_of(s.run_dir);
+  for (size_t h = 0; h < H; ++h) usage["data_attention"]["heads"][h]["kind"] = h % 2 ? "uniform" : "local";
+  write_file_atomic(run.snapshot_usage(20), usage.dump() + "\n");
+  EXPECT_NE(run_ending_of(s.run_dir).find(" | on text: "), std::string::npos) << run_ending_of(s.run_dir);
   EXPECT_NE(text.find("report: " + s.run_dir + "/report/index.html\n"), std::string::npos) << text;
   EXPECT_NE(text.find("watch:  " + s.run_dir + "/report/watch.html\n"), std::string::npos) << text;
   EXPECT_EQ(run_ending_of(dir / "no-such-run"), "");

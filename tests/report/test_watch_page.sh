@@ -147,7 +147,7 @@ if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/
     bash -c "[ \"$(attr shown "$tmp/pair60")\" = '$seed1:60 2:20' ] && grep -q 'latest snapshot: step 20' '$tmp/pair60.html'"
   check "at step 20 both seeds show step 20" [ "$(attr shown "$tmp/pair20")" = "$seed1:20 2:20" ]
   check "each seed says whether its table holds a circle at the step shown" \
-    [ "$(grep -Eo '>(no circle|a circle: PC[0-9]+ and PC[0-9]+, period [0-9.]+, [0-9.]+.% of the variance)(; a helix, circle and slow axis together [0-9]+.%)?<' "$tmp/pair20.html" | wc -l)" = 2 ]
+    [ "$(grep -Eo '>(no circle|a circle: PC[0-9]+ and PC[0-9]+, period [0-9.]+, [0-9.]+.% of the variance)(; a helix of [0-9]+.% \(circle and slow axis together\))?<' "$tmp/pair20.html" | wc -l)" = 2 ]
   forms=$(grep -o '"form":"[a-z]*"' "$seeds_page" | sort -u | wc -l)
   grep -o '<b id="form">[^<]*</b>' "$tmp/pair20.html" > "$tmp/form_note"
   if [ "$forms" -gt 1 ]; then

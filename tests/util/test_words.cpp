@@ -18,7 +18,6 @@ TEST(Words, ACountTakesItsNounsPluralUnlessOne) {
   EXPECT_EQ(counted(1, "axis", "axes"), "1 axis");
 }
 
-// What the shell reads back as the same one word: plain paths as they are, anything else in single quotes.
 TEST(Words, ACountIsGroupedInThrees) {
   EXPECT_EQ(grouped(0), "0");
   EXPECT_EQ(grouped(999), "999");
@@ -27,6 +26,7 @@ TEST(Words, ACountIsGroupedInThrees) {
   EXPECT_EQ(grouped(-123456), "-123,456");
 }
 
+// What the shell reads back as the same one word: plain paths as they are, anything else in single quotes.
 TEST(Words, APathPrintedForTheShellIsOneWord) {
   EXPECT_EQ(shell_word("runs/default/checkpoints/latest.pt"), "runs/default/checkpoints/latest.pt");
   EXPECT_EQ(shell_word("/tmp/a-b_c.d:e=f,g+h@i%j"), "/tmp/a-b_c.d:e=f,g+h@i%j");
