@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -17,10 +18,24 @@ constexpr const char* kUnframe = "  set autoscale x\n  set autoscale y\n";
 
 // Curves each in units of its own standard deviation (about its mean), each pointing away from the first position,
 // and the positions where either of the first two lies beyond kSdFrame.
+// The positions a figure's frame (±kSdFrame) leaves out: how many, and the first four, named in its caption.
+struct Outside {
+  int64_t n = 0;
+  std::string rows;  // "0, 1"
+  void add(int64_t position) {
+    if (++n <= 4) rows += fmt::format("{}{}", n > 1 ? ", " : "", position);
+  }
+  // "position 0 beyond 3.5 sd{of} lies outside the frame", "2 positions (0, 1) beyond … lie …"
+  std::string words(const std::string& of) const {
+    return fmt::format("{} beyond {} sd{} {} outside the frame",
+                       n == 1 ? "position " + rows : fmt::format("{} positions ({}{})", n, rows, n > 4 ? ", …" : ""),
+                       kSdFrame, of, n == 1 ? "lies" : "lie");
+  }
+};
+
 struct InSd {
   std::array<std::vector<double>, 3> curves;
-  int64_t outside = 0;
-  std::string rows;  // the first four outside, "0, 1"
+  Outside outside;
 };
 
 // The sign that turns curve `c` (about `centre`) to point away from the first position, its first value ≤ centre:
@@ -41,8 +56,7 @@ InSd in_sd(const std::array<const std::vector<double>*, 3>& src, int64_t row_off
   }
   for (size_t p = 0; p < out.curves[0].size() && p < out.curves[1].size(); ++p)
     if (std::abs(out.curves[0][p]) > kSdFrame || std::abs(out.curves[1][p]) > kSdFrame)
-      if (++out.outside <= 4)
-        out.rows += fmt::format("{}{}", out.outside > 1 ? ", " : "", static_cast<int64_t>(p) + row_offset);
+      out.outside.add(static_cast<int64_t>(p) + row_offset);
   return out;
 }
 
@@ -59,11 +73,7 @@ const std::vector<double>* projection(const Analysis& a, int c) {
 
 // "; position 0 beyond 3.5 sd … lies outside the frame", or "".
 std::string outside_words(const InSd& s) {
-  if (s.outside == 0) return "";
-  return fmt::format("; {} beyond {} sd of the circle's axes {} outside the frame",
-                     s.outside == 1 ? "position " + s.rows
-                                    : fmt::format("{} positions ({}{})", s.outside, s.rows, s.outside > 4 ? ", …" : ""),
-                     kSdFrame, s.outside == 1 ? "lies" : "lie");
+  return s.outside.n == 0 ? "" : "; " + s.outside.words(" of the circle's axes");
 }
 
 }  // namespace
@@ -128,8 +138,7 @@ Figure principal_components_figure(const Series& s) {
     const double sd = std::sqrt(ss / static_cast<double>(std::max<size_t>(P, 1)));
     by.push_back(away_from_first(pc->projection, 0.0) / (sd > 0 ? sd : 1.0));
   }
-  int64_t outside = 0;  // rows beyond the frame on some component: named in the caption (the first four)
-  std::string rows;
+  Outside outside;  // rows beyond the frame on some component
   for (size_t i = 0; i < P; ++i) {
     d += std::to_string(i + s.analysis->row_offset);
     bool beyond = false;
@@ -139,14 +148,13 @@ Figure principal_components_figure(const Series& s) {
       beyond = beyond || std::abs(v) > kSdFrame;
     }
     d += "\n";
-    if (beyond && ++outside <= 4)
-      rows += fmt::format("{}{}", outside > 1 ? ", " : "", static_cast<int64_t>(i) + s.analysis->row_offset);
+    if (beyond) outside.add(static_cast<int64_t>(i) + s.analysis->row_offset);
   }
-  if (outside > 0)
-    f.caption += fmt::format(
-        " {} beyond {} sd {} outside the frame.",
-        outside == 1 ? "Position " + rows : fmt::format("{} positions ({}{})", outside, rows, outside > 4 ? ", …" : ""),
-        kSdFrame, outside == 1 ? "lies" : "lie");
+  if (outside.n > 0) {
+    std::string words = outside.words("");
+    words[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(words[0])));  // a sentence of its own
+    f.caption += " " + words + ".";
+  }
   f.data["pcs.dat"] = d;
   std::string plots;
   for (size_t k = 0; k < pcs.size(); ++k) {

@@ -351,6 +351,19 @@ TEST(Watch, ThePathIsDrawnOnTheHelixOrCircleTheLastSnapshotHolds) {
     EXPECT_EQ(data["frames"][1]["path_outside_rows"], std::vector<int64_t>{0});
     EXPECT_EQ(data["frames"][0]["path_outside"], 0);  // the noise at step 0, within the frame
   }
+  {  // a first row far out on the slow axis only: the 2-D view (the circle's plane) holds it, and its caption names
+     // no row beyond the frame
+    std::vector<double> steep = scaled(ramp, std::sqrt(10.0));
+    steep[0] *= 4;
+    TempDir out;
+    write_run(out.str(), {random_table(P, d, 0.02, 1), table_of({steep, cosine, sine}, d, 3)});
+    const std::vector<TrajectoryPoint> points = analyze_run(out.str());
+    ASSERT_TRUE(points.back().analysis.helix.has_value());
+    const nlohmann::json data = watch_data(out.str(), points);
+    ASSERT_EQ(data["path"]["kind"], "helix");
+    EXPECT_DOUBLE_EQ(data["path"]["scale"].get<double>(), 3.5);  // the slow axis reaches past the frame
+    EXPECT_EQ(data["frames"][1]["path_outside"], 0);
+  }
 
   // No circle: the top principal directions, in the table's own units, variance falling along them.
   TempDir dir;

@@ -340,6 +340,9 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(one_ramp.rows[0].pc1_period_below.n, 1);
   EXPECT_NEAR(one_ramp.rows[0].pc1_period_below.mean, 8.0, 0.1) << "the circle's PC1";
   EXPECT_EQ(comparison_json(one_ramp)["variants"][0]["pc1_ramps"].get<int>(), 1);
+  EXPECT_EQ(comparison_json(one_ramp)["variants"][0]["pc1_ramp_bound"].get<double>(), 32.0);
+  EXPECT_NEAR(comparison_json(one_ramp)["variants"][0]["pc1_period_of_the_rest"]["mean"].get<double>(), 8.0, 0.1);
+  EXPECT_EQ(comparison_json(one_ramp)["variants"][0]["pc1_period_of_the_rest"]["n"].get<int>(), 1);
   EXPECT_NE(slurp(write_comparison(one_ramp, dir_ / "compare_ramp")).find("<td>8.0 (1 of 2: ≥ 32)</td>"),
             std::string::npos);
   write_ramp("seed-2");
