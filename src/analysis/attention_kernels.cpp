@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "util/error.h"
 
@@ -176,6 +177,30 @@ std::string kernels_text(const AttentionKernels& k) {
         h.head, kernel_kind_name(h.kind), h.mass_offset0, h.mass_offset1, h.mass_first, h.offset50, h.uniform_offset50,
         h.offset90, h.decay_length ? fmt::format("{:.1f}", *h.decay_length) : std::string("-"));
   return s;
+}
+
+std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) {
+  std::vector<std::string> kinds;
+  if (usage.contains(key))
+    for (const auto& h : usage[key]["heads"]) kinds.push_back(h["kind"].get<std::string>());
+  return kinds;
+}
+
+std::string head_kinds_words(const nlohmann::json& usage) {
+  auto counted = [&](const char* key) {  // most frequent first, ties by name
+    std::map<std::string, int> count;
+    for (const std::string& kind : kinds_of(usage, key)) ++count[kind];
+    std::vector<std::pair<int, std::string>> order;
+    for (const auto& [kind, n] : count) order.emplace_back(-n, kind);
+    std::sort(order.begin(), order.end());
+    std::string out;
+    for (const auto& [n, kind] : order) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", -n, kind);
+    return out;
+  };
+  std::string words = counted("attention_kernels");
+  if (words.empty() || !usage.contains("data_attention")) return words;
+  const bool alike = kinds_of(usage, "data_attention") == kinds_of(usage, "attention_kernels");
+  return words + (alike ? " (on text too)" : " | on text: " + counted("data_attention"));
 }
 
 }  // namespace poslab

@@ -69,4 +69,13 @@ HeadKernel summarise_kernel(const torch::Tensor& A, int head, bool causal = true
 nlohmann::json to_json(const AttentionKernels& k);
 std::string kernels_text(const AttentionKernels& k);  // one line per head
 
+// Each head's kind ("local", "decaying", …) in a snapshot's model_stepN.json under `key` ("attention_kernels" or
+// "data_attention"; run/run_files.h read_snapshot_usage); empty when the key is absent.
+std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key);
+
+// Layer 0's heads in a few words, from a snapshot's model_stepN.json: how many of each kind on position alone, most
+// frequent first ("2 decaying, 1 local, 1 uniform"), then " (on text too)" when each head is of that kind on text as
+// well, or " | on text: …" with the counts there. "" without kernels.
+std::string head_kinds_words(const nlohmann::json& usage);
+
 }  // namespace poslab

@@ -7,9 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 
-#include "report/watch.h"
+#include "analysis/attention_kernels.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "util/error.h"
@@ -17,18 +16,6 @@
 namespace poslab {
 namespace fs = std::filesystem;
 namespace {
-
-// "2 decaying, 2 uniform": the heads' kinds under `key` of a model_stepN.json, most frequent first ("" if absent).
-std::string head_kinds(const nlohmann::json& usage, const char* key) {
-  std::map<std::string, int> count;
-  for (const std::string& kind : kinds_of(usage, key)) count[kind]++;
-  std::vector<std::pair<int, std::string>> order;
-  for (const auto& [kind, n] : count) order.emplace_back(-n, kind);
-  std::sort(order.begin(), order.end());
-  std::string out;
-  for (const auto& [n, kind] : order) out += (out.empty() ? "" : ", ") + std::to_string(-n) + " " + kind;
-  return out;
-}
 
 // One headline number across the run: "label  a → b → c" at the quoted snapshots, and its sparkline over all of them
 // (empty without Unicode or with two snapshots or fewer).
@@ -117,11 +104,7 @@ std::string run_ending_text(const std::string& run_dir, const std::vector<Trajec
     out += h.spark.empty() ? h.text + "\n" : h.text + std::string(width - columns(h.text) + 3, ' ') + h.spark + "\n";
   const RunFolder run(run_dir);
   if (const auto usage = read_snapshot_usage(run, points.back().step)) {
-    std::string kinds = head_kinds(*usage, "attention_kernels");
-    if (usage->contains("data_attention") && !kinds.empty()) {  // each head's kind alike on text: said in two words
-      const bool alike = kinds_of(*usage, "data_attention") == kinds_of(*usage, "attention_kernels");
-      kinds += alike ? " (on text too)" : " | on text: " + head_kinds(*usage, "data_attention");
-    }
+    const std::string kinds = head_kinds_words(*usage);
     if (!kinds.empty()) out += fmt::format("layer-0 heads at step {}: {}\n", points.back().step, kinds);
   }
   std::error_code ec;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "analysis/analysis.h"
+#include "analysis/attention_kernels.h"
 #include "analysis/metric_list.h"
 #include "analysis/periodicity.h"
 #include "analysis/table_io.h"
@@ -140,13 +141,6 @@ PathAxes path_axes(const torch::Tensor& Wc, const Analysis& a, int64_t k, const 
 }
 
 }  // namespace
-
-std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key) {
-  std::vector<std::string> kinds;
-  if (usage.contains(key))
-    for (const auto& h : usage[key]["heads"]) kinds.push_back(h["kind"].get<std::string>());
-  return kinds;
-}
 
 PathForm path_form_of(const Analysis& a) {
   if (a.helix) return PathForm::helix;

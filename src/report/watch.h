@@ -31,10 +31,6 @@ struct WatchLimits {
 // The form of the analysis's own path axes: a helix (direct or turned), a circle, or none.
 PathForm path_form_of(const Analysis& a);
 
-// Each head's kind ("local", "decaying", …) in a snapshot's model_stepN.json under `key` ("attention_kernels" or
-// "data_attention"; run/run_files.h read_snapshot_usage); empty when the key is absent.
-std::vector<std::string> kinds_of(const nlohmann::json& usage, const char* key);
-
 // Which of n items to keep, at most `max`: evenly spaced, the first and the last always among them, ascending.
 std::vector<int64_t> pick_evenly(int64_t n, int64_t max);
 

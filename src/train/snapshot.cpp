@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "analysis/position_token.h"
 #include "analysis/snapshot_hook.h"
@@ -14,18 +13,6 @@
 #include "util/fs.h"
 
 namespace poslab {
-namespace {
-
-// "9 decaying, 3 local": how many heads of each kind.
-std::string kinds_count(const AttentionKernels& k) {
-  std::map<std::string, int> kinds;
-  for (const HeadKernel& h : k.heads) ++kinds[kernel_kind_name(h.kind)];
-  std::string heads;
-  for (const auto& [kind, n] : kinds) heads += fmt::format("{}{} {}", heads.empty() ? "" : ", ", n, kind);
-  return heads;
-}
-
-}  // namespace
 
 AttentionWeights layer0_attention_weights(const GPT& model) {
   const BlockImpl* block = model->h->ptr(0)->as<BlockImpl>();
@@ -95,21 +82,16 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model,
   if (model->h->size() == 0) return summary;
   AttentionKernels k;
   nlohmann::json usage = model_usage_json(model, step, &k);
-  std::string text_heads;
   if (windows && windows->tokens && windows->tokens->size() > static_cast<size_t>(model->cfg.block_size)) {
     const AttentionKernels seen =
         data_attention(model, *windows->tokens, windows->batches, windows->batch_size, windows->seed);
     usage["data_attention"] = to_json(seen);
     usage["data_attention"]["windows"] = windows->batches * windows->batch_size;
-    // each head of the kind on text that it is on position alone: said in two words, the line is long enough
-    bool alike = seen.heads.size() == k.heads.size();
-    for (size_t h = 0; alike && h < k.heads.size(); ++h) alike = seen.heads[h].kind == k.heads[h].kind;
-    text_heads = alike ? " (on text too)" : " | on text: " + kinds_count(seen);
   }
   const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
   write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));
   write_file_atomic(run.snapshot_usage(step), usage.dump() + "\n");
-  return summary + " | layer-0 heads: " + kinds_count(k) + text_heads;
+  return summary + " | layer-0 heads: " + head_kinds_words(usage);
 }
 
 }  // namespace poslab

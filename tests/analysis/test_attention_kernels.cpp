@@ -163,5 +163,26 @@ TEST(AttentionKernels, ShapesThatDoNotFitAreErrors) {
   EXPECT_NE(error_of([&] { attention_kernels(w); }).find("expected (18, 6)"), std::string::npos);
 }
 
+// The heads in a few words, as the snapshot's log line and the run's ending say them: most frequent kind first
+// (ties by name), and whether each head keeps its kind on text.
+TEST(AttentionKernels, HeadKindsInWordsMostFrequentFirst) {
+  auto heads = [](std::vector<std::string> kinds) {
+    nlohmann::json h = nlohmann::json::array();
+    for (const auto& k : kinds) h.push_back({{"kind", k}});
+    return nlohmann::json{{"heads", h}};
+  };
+  nlohmann::json usage = {{"attention_kernels", heads({"decaying", "uniform", "uniform", "local", "uniform"})}};
+  EXPECT_EQ(head_kinds_words(usage), "3 uniform, 1 decaying, 1 local");  // no text measured: nothing said of it
+  usage["data_attention"] = heads({"decaying", "uniform", "uniform", "local", "uniform"});
+  EXPECT_EQ(head_kinds_words(usage), "3 uniform, 1 decaying, 1 local (on text too)");
+  // the same counts with two heads swapped are not alike: each head is compared with itself
+  usage["data_attention"] = heads({"uniform", "decaying", "uniform", "local", "uniform"});
+  EXPECT_EQ(head_kinds_words(usage), "3 uniform, 1 decaying, 1 local | on text: 3 uniform, 1 decaying, 1 local");
+  usage["data_attention"] = heads({"sink", "sink", "local", "local", "uniform"});
+  EXPECT_EQ(head_kinds_words(usage), "3 uniform, 1 decaying, 1 local | on text: 2 local, 2 sink, 1 uniform");
+  EXPECT_EQ(head_kinds_words(nlohmann::json::object()), "");
+  EXPECT_EQ(kinds_of(usage, "data_attention"), (std::vector<std::string>{"sink", "sink", "local", "local", "uniform"}));
+}
+
 }  // namespace
 }  // namespace poslab
