@@ -30,6 +30,7 @@
 #include "util/fs.h"
 #include "util/memory.h"
 #include "util/platform.h"
+#include "util/plural.h"
 #include "util/shell.h"
 #include "util/utf8.h"
 #include "util/wrap.h"
@@ -150,7 +151,7 @@ int inspect_model_folder(const std::string& path) {
   std::string types;
   for (const auto& [d, n] : dtypes) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", n, d);
   out << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
-                     m.files.size() == 1 ? "" : "s", m.tensors.size(), types, params);
+                     m.files.size() == 1 ? "" : "s", m.tensors.size(), types, grouped(params));
   out << "config       "
       << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
                                 : m.config_path)
@@ -176,8 +177,8 @@ int run_inspect(const InspectArgs& a) {
     auto loss = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("unknown"); };
     out << fmt::format("checkpoint   {} (format {})\n", a.checkpoint, m.meta.format_version);
     out << fmt::format("step         {} of train.max_steps {}\n", m.meta.step, m.cfg.train.max_steps);
-    out << fmt::format("parameters   {} ({} without the position table)\n", m.model->num_params(),
-                       m.model->num_params(false));
+    out << fmt::format("parameters   {} ({} without the position table)\n", grouped(m.model->num_params()),
+                       grouped(m.model->num_params(false)));
     out << fmt::format("model        n_layer {} | n_head {} | n_embd {} | block_size {} | position {}\n",
                        m.cfg.model.n_layer, m.cfg.model.n_head, m.cfg.model.n_embd, m.cfg.model.block_size,
                        m.cfg.model.position);

@@ -417,7 +417,8 @@ expect_error "analyze --against another shape" "gpt2_wpe_rows0-63.npy is \(64, 7
   analyze tests/fixtures/gpt2_wpe_rows0-63.npy --against "$ckpt"
 expect_error "analyze --k without --against" "^error: --k applies to --against" analyze "$ckpt" --k 3
 if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         6 of train.max_steps 6" "$tmp/out" &&
-   grep -q "^position table" "$tmp/out" && grep -q "parameters" "$tmp/out"; then
+   grep -q "^position table" "$tmp/out" &&
+   grep -Eq "^parameters   [0-9]{1,3}(,[0-9]{3})+ \([0-9]{1,3}(,[0-9]{3})+ without the position table\)$" "$tmp/out"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL inspect"; cat "$tmp/out" "$tmp/err"
