@@ -14,6 +14,7 @@
 
 #include "analysis/noise_floor.h"
 #include "analysis/periodicity.h"
+#include "util/memory.h"
 
 namespace poslab {
 
@@ -125,8 +126,20 @@ struct Analysis {
 };
 
 // Runs every metric. Throws poslab::Error naming `source` when W is not 2-D, has fewer than 4 rows or
-// 1 column, or holds NaN or Inf.
+// 1 column, or holds NaN or Inf, and before it allocates when check_analysis_fits says it cannot fit.
 Analysis analyze_table(const torch::Tensor& W, const std::string& source, const AnalysisOptions& opt = {});
+
+// The memory analyze_table takes for a table of P positions × d dims, at least, in bytes: the P × P similarity of
+// its rows in float64 (nearly all of it past a few thousand rows) and six float64 copies of the table (the
+// centred table, its SVD's factors, the shuffled copies). Measured peaks above the process's start: 0.52 GB at
+// P = 8192, d = 8 (the formula: 0.54 GB); 0.36 GB at P = 4096, d = 768 (0.29 GB).
+int64_t analysis_memory_need(int64_t P, int64_t d);
+
+// Stops (poslab::Error) when analysis_memory_need(P, d) is larger than `room` (util/memory.h memory_room), before
+// anything is allocated: `what` names the table ("x.npy: 100000 positions x 768 dims"), the error both sizes and the
+// limit, `hint` what to make smaller. POSLAB_NO_MEMORY_CHECK=1 skips it.
+void check_analysis_fits(int64_t P, int64_t d, const std::string& what, const std::string& hint,
+                         const MemoryRoom& room);
 
 // Rows [begin, end) of W, Python-slice style ("1:64", ":32", "5:", negative from the end).
 // Throws poslab::Error for a malformed or empty range.

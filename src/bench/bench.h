@@ -32,4 +32,8 @@ double flops_per_token(int64_t n_params_without_wpe, const ModelConfig& m);
 // On a GPU the products are timed between synchronisations, so the rate is the GPU's own.
 double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5, const std::string& device = "cpu");
 
+// "MFU 52.3%"; above 100 % (the model faster than the peak measured: a busy machine measures its peak low) the
+// figure is no MFU, and the words say so.
+std::string mfu_words(double mfu);
+
 }  // namespace poslab

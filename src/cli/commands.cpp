@@ -175,11 +175,11 @@ int run_bench_command(const BenchArgs& a) {
                      j["cuda_graph"].get<bool>() ? " (the step as a CUDA graph)" : "");
   out << fmt::format(
       "{} ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
-      "matmul {:.0f} GFLOP/s ({}) | MFU {:.1f}% | table analysis {:.1f} ms = {:.2f}% of a step (a snapshot also reads "
+      "matmul {:.0f} GFLOP/s ({}) | {} | table analysis {:.1f} ms = {:.2f}% of a step (a snapshot also reads "
       "layer 0's attention)\n",
       counted(j["steps"].get<int>(), "step"), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
       j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(), j["achieved_gflops"].get<double>(),
-      j["matmul_gflops"].get<double>(), j["config"]["dtype"].get<std::string>(), 100 * j["mfu"].get<double>(),
+      j["matmul_gflops"].get<double>(), j["config"]["dtype"].get<std::string>(), mfu_words(j["mfu"].get<double>()),
       j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
   const auto& k = j["kernel_paths"];
   // The chosen paths on a line of their own: one word, too long to share a line of 80 columns.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -29,16 +31,29 @@ std::optional<std::string> wrong_kind(const CLI::App& cmd, const CLI::ParseError
   if (takes != type && type.find("> 0") != std::string::npos && type.find(">= 0") == std::string::npos)
     takes += " above 0";
   if (takes.empty()) return std::nullopt;
-  return name + ": must be " + takes + ", not '" + what.substr(eq + 3) + "'";
+  const std::string value = what.substr(eq + 3);
+  // A whole number too large for the option's type: in int64's range it is a 32-bit option's
+  if ((base == "INT" || base == "UINT") && !value.empty() &&
+      std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    errno = 0;
+    std::strtoll(value.c_str(), nullptr, 10);
+    const bool in_int64 = errno != ERANGE;
+    return name + ": " + value + " is too large" +
+           (in_int64 ? std::string(base == "INT" ? " (at most 2147483647)" : " (at most 4294967295)") : "");
+  }
+  return name + ": must be " + takes + ", not '" + value + "'";
+}
+
+// "--hlep", "-x"; "-", "-5" and "-.5" are no options.
+bool looks_like_option(const std::string& w) {
+  return w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
 }
 
 // Words a command does not take, as the user typed them (CLI11's message lists them backwards): an option mistyped,
-// with the options it is likely a slip of (`hint`, before the help), else the words. "-" and "-5" are no options.
+// with the options it is likely a slip of (`hint`, before the help), else the words.
 std::string unexpected(const CLI::App& cmd, const std::string& where, const std::vector<std::string>& extra,
                        std::string& hint) {
-  const auto option = std::find_if(extra.begin(), extra.end(), [](const std::string& w) {
-    return w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
-  });
+  const auto option = std::find_if(extra.begin(), extra.end(), looks_like_option);
   if (option == extra.end()) {
     std::string words;
     for (const std::string& w : extra) words += (words.empty() ? "" : " ") + w;
@@ -66,7 +81,10 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
                                  : "poslab help " + cmd->get_name() + " lists its options";
   // Other errors (a value missing, a command missing) as CLI11 words them; so too where no command was named and no
   // word was left over.
-  const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty());
+  // A required argument missing beside a mistyped option ("eval --hlep"): the option is the slip to name.
+  const bool slip = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+                    std::any_of(extra.begin(), extra.end(), looks_like_option);
+  const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty()) || slip;
   std::string error = e.what();
   if (std::optional<std::string> kind = wrong_kind(*cmd, e))
     error = *kind;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
@@ -17,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -26,15 +28,23 @@ const std::vector<std::string>& extend_methods() {
   return methods;
 }
 
+namespace {
+
+void check_more_rows(int64_t T, int64_t N) {
+  if (N <= T)
+    throw Error("--to " + std::to_string(N) + ": the table already has " + std::to_string(T) + " rows",
+                "extend to more positions than the model has, e.g. --to " + std::to_string(2 * T));
+}
+
+}  // namespace
+
 torch::Tensor extend_table(const torch::Tensor& table, int64_t N, const std::string& method, double init_std,
                            uint64_t seed) {
   const auto& ok = extend_methods();
   if (std::find(ok.begin(), ok.end(), method) == ok.end())
     throw Error("--method " + method + ": unknown", "use one of linear, cubic, nearest, copy, random");
   const int64_t T = table.size(0);
-  if (N <= T)
-    throw Error("--to " + std::to_string(N) + ": the table already has " + std::to_string(T) + " rows",
-                "extend to more positions than the model has, e.g. --to " + std::to_string(2 * T));
+  check_more_rows(T, N);
   TORCH_CHECK(T >= 2, "extend_table: a table of ", T, " rows");
   const auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (T, C)
   torch::Tensor out;                                                            // (N, C)
@@ -88,22 +98,28 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
         m.cfg.model.position == "sinusoidal"
             ? "a sinusoidal table is a formula: train or evaluate with a larger model.block_size instead"
             : "a model without a position table needs no extension");
-  const int64_t T = m.cfg.model.block_size;
-  const torch::Tensor before = m.model->position_table().detach();
-  const uint64_t seed = static_cast<uint64_t>(req.seed >= 0 ? req.seed : m.cfg.run.seed);
-  const torch::Tensor after = extend_table(before, req.to, req.method, m.cfg.model.wpe_init_std, seed);
+  const int64_t T = m.cfg.model.block_size, C = m.cfg.model.n_embd;
+  check_more_rows(T, req.to);
+  if (req.to > std::numeric_limits<int>::max())
+    throw Error("--to " + std::to_string(req.to) + ": more positions than a model may have (at most " +
+                    std::to_string(std::numeric_limits<int>::max()) + ")",
+                "extend to fewer positions, e.g. --to " + std::to_string(2 * T));
 
+  // What is cheap to check first: the new config, the files to write, the room for the extended table's analysis.
   Config cfg = m.cfg;
   cfg.model.block_size = static_cast<int>(req.to);
   cfg.model.extended_from = static_cast<int>(T);
   cfg.model.extend_method = req.method;
   cfg.run.name = fmt::format("{}-ext{}-{}", m.cfg.run.name, req.to, req.method);
   validate(cfg);
-
   const std::string out =
       req.out.empty() ? RunFolder::of_checkpoint(req.checkpoint).extension_checkpoint(req.to, req.method) : req.out;
   const std::string json_path = extension_info_path(out);
   const std::string npy_path = extension_table_path(out);
+  std::error_code ec;
+  if (fs::is_directory(out, ec))
+    throw Error("--out " + out + ": is a folder; a checkpoint's name ends in .pt",
+                "name a file in it, e.g., " + (fs::path(out) / "checkpoint.pt").lexically_normal().string());
   if (fs::path(out).extension() != ".pt")  // beside it go NAME.wpe.npy and NAME.extension.json
     throw Error("--out " + out + ": a checkpoint's name ends in .pt",
                 "name it, e.g., " + fs::path(out).replace_extension(".pt").string());
@@ -111,6 +127,14 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   const std::string named = req.out.empty() ? "the extension" : "--out";
   for (const std::string& f : {out, npy_path, json_path})
     check_output_file(f, f == out ? named : named + "'s table or record beside it,", req.force, {req.checkpoint});
+  check_analysis_fits(req.to, C,
+                      "--to " + std::to_string(req.to) + ": the extended table (" + grouped(req.to) + " positions x " +
+                          std::to_string(C) + " dims)",
+                      "extend to fewer positions (a smaller --to)", memory_room());
+
+  const torch::Tensor before = m.model->position_table().detach();
+  const uint64_t seed = static_cast<uint64_t>(req.seed >= 0 ? req.seed : m.cfg.run.seed);
+  const torch::Tensor after = extend_table(before, req.to, req.method, m.cfg.model.wpe_init_std, seed);
 
   GPT model(cfg.model, m.tokenizer.vocab_size());
   {

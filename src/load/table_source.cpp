@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/table_io.h"
 #include "load/model_tables.h"
@@ -49,6 +50,10 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
                   "leave out INPUT to analyse the synthetic table, or --synthetic to analyse the file");
     source = "synthetic " + t.synthetic + " (" + std::to_string(t.positions) + " x " + std::to_string(t.dims) +
              ", seed " + std::to_string(t.seed) + ")";
+    check_analysis_fits(t.positions, t.dims,
+                        "--synthetic " + t.synthetic + " --positions " + std::to_string(t.positions) + " --dim " +
+                            std::to_string(t.dims),
+                        "fewer --positions", memory_room());
     return synthetic_table(t.synthetic, t.positions, t.dims, t.seed, t.std);
   }
   if (t.input.empty())

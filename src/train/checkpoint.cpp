@@ -36,12 +36,23 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
 
 void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  if (std::filesystem::is_directory(path, ec)) {
+    // a run's checkpoints/ folder: it holds the checkpoints, it is not the run folder that stands for one
+    std::filesystem::path dir = std::filesystem::path(path).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();  // "RUN/checkpoints/"
+    const std::filesystem::path latest = dir / "latest.pt", best = dir / "best.pt";
+    const std::string run = dir.has_parent_path() ? dir.parent_path().string() : ".";
+    const bool holds_latest = std::filesystem::is_regular_file(latest, ec);
+    if (holds_latest || std::filesystem::is_regular_file(best, ec))
+      throw Error(path + ": is a folder of checkpoints, not a checkpoint",
+                  "pass one of them, e.g. " + (holds_latest ? latest : best).string() +
+                      ", or the run folder above it (" + run + "), which stands for its latest.pt");
     throw Error(path +
                     ": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt, which this "
                     "one lacks)",
                 "pass a run folder poslab train made (one that holds checkpoints/latest.pt), or a checkpoint: "
                 "RUN_DIR/checkpoints/latest.pt or best.pt");
+  }
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(path + ": checkpoint not found", "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   if (::access(path.c_str(), R_OK) != 0) {

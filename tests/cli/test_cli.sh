@@ -97,6 +97,7 @@ expect_error "a value of the wrong kind" "^error: --top-pcs: must be a whole num
   analyze tests/fixtures/planted_helix_96x24.npy --top-pcs 2.5
 expect_error "a word for a whole number" "^error: --shift: must be a whole number, not 'a'$" eval "$tmp" --shift a
 expect_error "a lone dash is no option" "^error: poslab train: unexpected argument '-'$" train configs/default.yaml -
+expect_error "a mistyped option where an argument is missing" "^error: poslab eval: no option --hlep$" eval --hlep
 expect_error "an option before the command is poslab's" "^error: poslab: no option --bogus$" --bogus train configs/default.yaml
 expect_error "a value missing, beside a word too many: the value first" "^error: --resume: 1 required" \
   train configs/default.yaml extra --resume
@@ -147,6 +148,8 @@ expect_error "a run name that leaves run.out_dir" "^error: --set: run.name = '..
 expect_error "config refuses the run name train refuses" "^error: --set: run.name = '..': must be one folder name" \
   config configs/default.yaml --set run.name=..
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
+expect_error "a count too large for its type" "^error: --tokens: 99999999999 is too large \(at most 2147483647\)$" \
+  sample "$tmp/none.pt" --tokens 99999999999
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1
 expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \

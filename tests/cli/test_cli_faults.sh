@@ -124,14 +124,35 @@ with open(sys.argv[1], "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
     array.array("f", (math.sin(0.37 * i) for i in range(rows * cols))).tofile(f)
 PY
+# Its need is known before it starts (the similarity of every pair of rows): said at once, nothing allocated; an
+# allocation that fails anyway (the check skipped) is named as well.
 (ulimit -v 3000000; exec "$poslab" analyze "$tmp/big.npy" >/dev/null 2>"$tmp/big.err")
 rc=$?
-if [ "$rc" -eq 2 ] && grep -q "^error: out of memory: a tensor of [0-9.]* [GM]iB could not be allocated$" "$tmp/big.err" &&
-   ! grep -q "frame #\|enforce fail" "$tmp/big.err" &&
-   grep -q "^hint: the input needs more memory than this process may use" "$tmp/big.err"; then
+(ulimit -v 3000000; POSLAB_NO_MEMORY_CHECK=1 exec "$poslab" analyze "$tmp/big.npy" >/dev/null 2>"$tmp/big2.err")
+rc2=$?
+if [ "$rc" -eq 2 ] &&
+   grep -q "^error: $tmp/big.npy: 40,000 positions x 8 dims: its analysis needs at least 13 GB (the similarity of every pair of its 40,000 rows alone 13 GB) but this process may use [0-9.]* [GM]B, the address-space limit" "$tmp/big.err" &&
+   grep -q "^hint: analyse part of it (poslab analyze with --rows BEGIN:END, e.g. --rows 0:4096), or free memory; nothing was written$" "$tmp/big.err" &&
+   [ "$rc2" -eq 2 ] && grep -q "^error: out of memory: a tensor of [0-9.]* [GM]iB could not be allocated$" "$tmp/big2.err" &&
+   ! grep -q "frame #\|enforce fail" "$tmp/big2.err" &&
+   grep -q "^hint: the input needs more memory than this process may use" "$tmp/big2.err"; then
   passed=$((passed + 1))
 else
-  failed=$((failed + 1)); echo "FAIL memory, analyze: exit $rc"; head -c 600 "$tmp/big.err"
+  failed=$((failed + 1)); echo "FAIL memory, analyze: exit $rc $rc2"; head -c 600 "$tmp/big.err" "$tmp/big2.err"
+fi
+# The same for a synthetic table (before it is made) and an extension (before anything is written).
+(ulimit -v 3000000; exec "$poslab" analyze --synthetic random --positions 1000000 --dim 768 >/dev/null 2>"$tmp/syn.err")
+rc=$?
+(ulimit -v 3000000; exec "$poslab" extend "$tmp/oom/default/checkpoints/latest.pt" --to 1000000000 >/dev/null 2>"$tmp/ext.err")
+rc2=$?
+if [ "$rc" -eq 2 ] && grep -q "^error: --synthetic random --positions 1000000 --dim 768: its analysis needs at least 8.0 TB" "$tmp/syn.err" &&
+   grep -q "^hint: fewer --positions; nothing was written$" "$tmp/syn.err" &&
+   [ "$rc2" -eq 2 ] && grep -q "^error: --to 1000000000: the extended table (1,000,000,000 positions x [0-9]* dims): its analysis needs at least" "$tmp/ext.err" &&
+   grep -q "^hint: extend to fewer positions (a smaller --to); nothing was written$" "$tmp/ext.err" &&
+   [ ! -e "$tmp/oom/default/extend" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL memory, a synthetic table and an extension: exit $rc $rc2"; cat "$tmp/syn.err" "$tmp/ext.err"
 fi
 
 # A run whose corpus moved since: eval names the checkpoint and the corpus, writes nothing, and scores again once the

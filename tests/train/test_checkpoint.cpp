@@ -123,7 +123,18 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
             std::string::npos)
       << hint(dir / "checkpoints/latest.pt");
   // A folder is not "not found"; a file this user cannot read is not "damaged".
-  EXPECT_NE(message(dir / "checkpoints").find("checkpoints: is a folder, not a checkpoint"), std::string::npos);
+  EXPECT_NE(
+      message(dir.str()).find(": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt"),
+      std::string::npos)
+      << message(dir.str());
+  // A run's checkpoints/ folder holds checkpoints: one of them is named, and the run folder above it.
+  EXPECT_NE(message(dir / "checkpoints").find("checkpoints: is a folder of checkpoints, not a checkpoint"),
+            std::string::npos)
+      << message(dir / "checkpoints");
+  EXPECT_NE(hint(dir / "checkpoints")
+                .find("e.g. " + dir / "checkpoints/latest.pt" + ", or the run folder above it (" + dir.str() + ")"),
+            std::string::npos)
+      << hint(dir / "checkpoints");
   if (::geteuid() != 0) {  // root reads any file
     std::filesystem::permissions(dir / "garbage.pt", std::filesystem::perms::none);
     EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: cannot read the checkpoint: Permission denied"),
