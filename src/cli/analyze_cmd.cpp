@@ -1,6 +1,7 @@
 #include "cli/analyze_cmd.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
@@ -92,7 +93,8 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   auto* cmd = app.add_subcommand("analyze", "analyse a run's, a model's or one position table");
   cmd->footer(
       "What it measures: spectrum and noise floor, effective rank, similarity, smoothness, boundaries, sinusoids, "
-      "periods, circles and the helix (docs/analysis.md).");
+      "periods, circles and the helix (docs/analysis.md). A run folder's trajectory and verdict are also written to "
+      "RUN_DIR/analysis/.");
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)")->type_name("FILE");
   cmd->add_flag("--force", a.force, "replace an existing --json file");
@@ -328,18 +330,28 @@ int run_analyze(const AnalyzeArgs& a) {
     const Verdict& v = verdict;
     main = points.back().analysis;
     const RunFolder run(a.table.input);
-    make_dirs(run.analysis_dir());
     nlohmann::json tj = trajectory_json(points);
-    write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
-    write_file_atomic(run.trajectory_json(), tj.dump(2) + "\n");
     const nlohmann::json vj = verdict_json(v, points);
-    write_file_atomic(run.verdict_json(), vj.dump(2) + "\n");
+    // The run's analysis files: a folder it may not write to (another user's run, a read-only copy) still gets
+    // its analysis printed.
+    bool wrote = true;
+    try {
+      make_dirs(run.analysis_dir());
+      write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
+      write_file_atomic(run.trajectory_json(), tj.dump(2) + "\n");
+      write_file_atomic(run.verdict_json(), vj.dump(2) + "\n");
+    } catch (const Error& e) {
+      wrote = false;
+      spdlog::warn("{}: the trajectory and verdict files were not written ({}); the analysis is printed all the same",
+                   run.analysis_dir(), e.what());
+    }
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = vj;
     out << fmt::format("run {}: {}\n", a.table.input, snapshot_span(points));
     out << trajectory_tables(points, v.emerged_from, width);
-    out << "wrote trajectory.csv, trajectory.json and verdict.json to " << run.analysis_dir() << "\n\n";
+    if (wrote) out << "wrote trajectory.csv, trajectory.json and verdict.json to " << run.analysis_dir() << "\n";
+    out << "\n";
     out << "last snapshot:\n" << summary_text(main);
     columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);
     columns.emplace_back("step " + std::to_string(points.back().step), main);
@@ -354,15 +366,30 @@ int run_analyze(const AnalyzeArgs& a) {
       W = select_rows(W, a.rows, &opt.row_offset);
     }
     main = analyze_table(W, source, opt);
+    if (const int64_t most = std::max<int64_t>(0, (W.size(0) - 2) / 4); opt.boundary_rows > most)
+      spdlog::warn(
+          "--boundary-rows {}: a table of {} rows is checked at its {} first and last (the interior keeps "
+          "half the rows at least)",
+          opt.boundary_rows, W.size(0), most);
     j = to_json(main);
     out << summary_text(main);
     columns.emplace_back("table", main);
     if (a.probes) {
       const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
+      // Guessing the middle row scores an MAE of about P/4; a fit worse than that says why where it can.
+      const int64_t P = W.size(0), d = W.size(1), fitted = P - P / p.folds;
+      const double guess = static_cast<double>(P) / 4;
+      const std::string worse =
+          p.absolute_mae <= guess ? ""
+          : d >= fitted           ? fmt::format(
+                                        ", worse than guessing the middle row ({:.1f}): with {} columns for {} rows, the "
+                                                  "least-squares fit passes through every row it is fitted on",
+                                        guess, d, fitted)
+                        : fmt::format(", worse than guessing the middle row ({:.1f})", guess);
       out << fmt::format(
-          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions) | relative "
+          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions{}) | relative "
           "accuracy {:.3f} over {} pairs (a random table scores well above 0.5: compare with it, docs/analysis.md)\n",
-          p.absolute_mae, p.relative_accuracy, p.pairs);
+          p.absolute_mae, worse, p.relative_accuracy, p.pairs);
       j["literature_probes"] = to_json(p);
     }
     if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt")

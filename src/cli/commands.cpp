@@ -84,14 +84,20 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
 
 CLI::App* add_config_command(CLI::App& app, ConfigArgs& a) {
   auto* cmd = app.add_subcommand("config", "print the effective config as YAML");
-  cmd->add_option("config", a.path, "YAML config")->check(existing("file"));
+  cmd->add_option("config", a.path,
+                  "YAML config (keys it leaves out keep their defaults); without one, poslab's built-in defaults, "
+                  "which are not configs/default.yaml's")
+      ->check(existing("file"));
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->type_name("KEY=VALUE")->take_all();
   return cmd;
 }
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   auto* cmd = app.add_subcommand("bench", "a config's training speed: tokens/s, MFU");
-  cmd->add_option("config", a.config, "YAML config")->check(existing("file"));
+  cmd->add_option("config", a.config,
+                  "YAML config (keys it leaves out keep their defaults); without one, poslab's built-in defaults, "
+                  "which are not configs/default.yaml's")
+      ->check(existing("file"));
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->type_name("KEY=VALUE")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
   cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);

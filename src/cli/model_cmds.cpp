@@ -304,6 +304,15 @@ int run_eval(const EvalArgs& a) {
       throw Error(a.checkpoint + ": the run's corpus " + p + " is not there (data.corpus in the checkpoint's config)",
                   "put it back at that path: eval scores the run's own held-out text");
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
+  // Windows drawn beyond the split's size read its tokens again: said, with the time it takes
+  const std::vector<int32_t>& split = a.split == "val" ? data.val : data.train;
+  const double read = static_cast<double>(batches) * batch_size * m.cfg.model.block_size;
+  if (a.batches > 0 && read > 2.0 * static_cast<double>(split.size()))
+    spdlog::warn(
+        "--batches {}: {} windows of {} tokens hold {:.0f}× the {} split's {} tokens, so they overlap: "
+        "the loss changes little past the split's size, and each batch takes its time",
+        batches, grouped(static_cast<int64_t>(batches) * batch_size), m.cfg.model.block_size,
+        read / static_cast<double>(split.size()), a.split, grouped(static_cast<int64_t>(split.size())));
   if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
   const PositionLoss r =
       evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,

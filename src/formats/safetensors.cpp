@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/near_words.h"
 
 namespace poslab {
 
@@ -94,11 +95,11 @@ SafetensorsEntry find_safetensors_entry(const std::string& bytes, const std::str
   const uint64_t n = safetensors_header_length(bytes.substr(0, 8), bytes.size(), path);
   const nlohmann::json header = parse_header_json(bytes.substr(8, n), path);
   if (name == "__metadata__" || !header.contains(name)) {
-    std::string names;
+    std::vector<std::string> names;
     for (const auto& [key, value] : header.items())
-      if (key != "__metadata__") names += (names.empty() ? "" : ", ") + key;
-    throw Error(path + ": no tensor named '" + name + "'; the file holds: " + (names.empty() ? "(none)" : names),
-                "pass one of these names with --tensor");
+      if (key != "__metadata__") names.push_back(key);
+    const MissedName missed = missed_name(name, names, "pass one of its names with --tensor");
+    throw Error(path + ": no tensor named '" + name + "'; the file holds " + missed.names, missed.hint);
   }
   return parse_entry(header[name], name, 8 + n, bytes.size(), path);
 }

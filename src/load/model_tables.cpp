@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "util/error.h"
+#include "util/near_words.h"
 
 namespace poslab {
 
@@ -15,10 +16,11 @@ std::map<std::string, std::vector<int64_t>> tensor_shapes(const ModelFolder& m) 
 torch::Tensor read_model_tensor(const ModelFolder& m, const std::string& name) {
   const auto it = m.tensors.find(name);
   if (it == m.tensors.end()) {
-    std::string names;
-    for (const auto& [n, w] : m.tensors) names += (names.empty() ? "" : ", ") + n;
-    throw Error(m.path + ": no tensor named '" + name + "'; it holds: " + (names.empty() ? "(none)" : names),
-                "pass one of these names with --tensor");
+    std::vector<std::string> names;
+    for (const auto& [n, w] : m.tensors) names.push_back(n);
+    const MissedName missed =
+        missed_name(name, names, "pass one of its names with --tensor (poslab inspect " + m.path + " lists them)");
+    throw Error(m.path + ": no tensor named '" + name + "'; it holds " + missed.names, missed.hint);
   }
   const SafetensorsEntry& e = it->second.entry;
   const auto type = e.dtype == "F32"    ? torch::kFloat32

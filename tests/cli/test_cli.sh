@@ -135,7 +135,7 @@ for command in "" train config bench analyze report inspect sample eval extend e
 done
 "$poslab" bench --help >"$tmp/out" 2>&1
 grep -Eq "^  --steps N +timed steps \(default: 20\)$" "$tmp/out" || help_faults="$help_faults; bench: no '--steps N ... (default: 20)'"
-grep -Eq "^  config FILE +YAML config$" "$tmp/out" || help_faults="$help_faults; bench: no 'config FILE'"
+grep -Eq "^  config FILE +YAML config \(keys it leaves out keep their$" "$tmp/out" || help_faults="$help_faults; bench: no 'config FILE'"
 "$poslab" eval --help >"$tmp/out" 2>&1
 grep -Eq "^  --device \{auto,cpu,cuda\} +auto" "$tmp/out" || help_faults="$help_faults; eval: no '--device {auto,cpu,cuda}'"
 if [ -z "$help_faults" ]; then
@@ -404,6 +404,15 @@ if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" &&
 else
   failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
 fi
+# A run folder whose analysis/ cannot be written (here a file of that name) still gets its analysis, with a warning.
+cp -r "$tmp/x/default" "$tmp/unwritable" && rm -rf "$tmp/unwritable/analysis" && touch "$tmp/unwritable/analysis"
+if "$poslab" analyze "$tmp/unwritable" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
+   ! grep -q "^wrote trajectory" "$tmp/out" &&
+   grep -q "warn.*$tmp/unwritable/analysis: the trajectory and verdict files were not written" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze of a run folder it cannot write to"; cat "$tmp/out" "$tmp/err"
+fi
 ckpt="$tmp/x/default/checkpoints/latest.pt"
 # analyze A --against B: two checkpoints, a snapshot against a checkpoint (the same table), two safetensors tensors.
 if "$poslab" analyze "$ckpt" --against "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "linear CKA  *1.0000" "$tmp/out" &&
@@ -461,6 +470,16 @@ if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val 
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL eval"; cat "$tmp/out" "$tmp/err"
+fi
+# Windows of many times the split's tokens are said to overlap; a quarter of the table checked at each end at most.
+if "$poslab" eval "$ckpt" --batches 4 --batch-size 512 --out "$tmp/many.csv" >"$tmp/out" 2>"$tmp/err" &&
+   grep -Eq "warning --batches 4: 2,048 windows of 128 tokens hold [0-9]+× the val split's [0-9,]+ tokens, so they overlap" "$tmp/err" &&
+   ! "$poslab" eval "$ckpt" --batches 2 2>&1 | grep -q "warning --batches" &&
+   "$poslab" analyze "$ckpt" --boundary-rows 100 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "warning --boundary-rows 100: a table of 128 rows is checked at its 31 first and last" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval's overlapping windows, analyze's boundary rows"; cat "$tmp/err"
 fi
 # The corpus's files that are not text (fortune's .dat index files) are one info line, not a warning; with
 # SPDLOG_LEVEL=debug each is listed with why.

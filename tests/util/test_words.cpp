@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "util/near_words.h"
 #include "util/plural.h"
 #include "util/shell.h"
 #include "util/wrap.h"
@@ -16,6 +17,24 @@ TEST(Words, ACountTakesItsNounsPluralUnlessOne) {
   EXPECT_EQ(counted(27, "snapshot table"), "27 snapshot tables");
   EXPECT_EQ(counted(2, "axis", "axes"), "2 axes");
   EXPECT_EQ(counted(1, "axis", "axes"), "1 axis");
+}
+
+// A tensor name missed: the names there, position tables first and at most 8, and what it is likely a slip of.
+TEST(Words, AMissedNameListsAFewNamesPositionsFirst) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) names.push_back("transformer.h." + std::to_string(i) + ".attn.weight");
+  names.push_back("transformer.wpe.weight");
+  names.push_back("transformer.wte.weight");
+  MissedName m = missed_name("foo", names, "pass one with --tensor");
+  EXPECT_EQ(m.names,
+            "transformer.wpe.weight, transformer.h.0.attn.weight, transformer.h.1.attn.weight, "
+            "transformer.h.2.attn.weight, transformer.h.3.attn.weight, transformer.h.4.attn.weight, "
+            "transformer.h.5.attn.weight, transformer.h.6.attn.weight, … and 6 more");
+  EXPECT_EQ(m.hint, "pass one with --tensor");
+  m = missed_name("transformer.wpe.wieght", names, "pass one with --tensor");
+  EXPECT_EQ(m.hint, "did you mean transformer.wpe.weight? pass one with --tensor");
+  EXPECT_EQ(missed_name("x", {"wte.weight", "wpe.weight"}, "").names, "wpe.weight, wte.weight");
+  EXPECT_EQ(missed_name("x", {}, "").names, "(none)");
 }
 
 TEST(Words, ACountIsGroupedInThrees) {
