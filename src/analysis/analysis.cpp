@@ -41,22 +41,16 @@ torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int6
 }
 
 int64_t analysis_memory_need(int64_t P, int64_t d) {
-  const double bytes = 8.0 * (static_cast<double>(P) * static_cast<double>(P) + 6.0 * static_cast<double>(P) * d);
+  const double bytes = 8.0 * (static_cast<double>(P) * static_cast<double>(P) + 2.0 * static_cast<double>(P) * d);
   return bytes >= 9.0e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 void check_analysis_fits(int64_t P, int64_t d, const std::string& what, const std::string& hint,
                          const MemoryRoom& room) {
-  if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
-  const int64_t need = analysis_memory_need(P, d);
-  if (room.bytes < 0 || need <= room.bytes) return;
-  throw Error(what + ": its analysis needs at least " + format_bytes(need) + " (the similarity of every pair of its " +
-                  grouped(P) + " rows alone " + format_bytes(analysis_memory_need(P, 0)) +
-                  ") but this process may use " + format_bytes(room.bytes) + ", " + room.limit,
-              hint + "; nothing was written" +
-                  (room.limit.find("MemAvailable") != std::string::npos
-                       ? " (the need is a lower bound; POSLAB_NO_MEMORY_CHECK=1 skips this check)"
-                       : ""));
+  check_memory_fits(analysis_memory_need(P, d),
+                    what + ": its analysis (the similarity of every pair of its " + grouped(P) + " rows alone " +
+                        format_bytes(analysis_memory_need(P, 0)) + ")",
+                    hint, room);
 }
 
 Analysis analyze_table(const torch::Tensor& table, const std::string& source, const AnalysisOptions& opt) {
@@ -76,7 +70,9 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
   check_analysis_fits(
       table.size(0), table.size(1),
       source + ": " + grouped(table.size(0)) + " positions x " + std::to_string(table.size(1)) + " dims",
-      "analyse part of it (poslab analyze with --rows BEGIN:END, e.g. --rows 0:4096), or free memory", memory_room());
+      "analyse part of it: poslab analyze or report with --rows BEGIN:END (e.g. --rows 0:4096) on the "
+      "table, or on one snapshot's .npy of a run; or free memory",
+      memory_room());
   auto W = table.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (P, d)
   if (!torch::isfinite(W).all().item<bool>()) {
     auto bad = torch::nonzero(~torch::isfinite(W));

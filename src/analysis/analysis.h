@@ -129,15 +129,15 @@ struct Analysis {
 // 1 column, or holds NaN or Inf, and before it allocates when check_analysis_fits says it cannot fit.
 Analysis analyze_table(const torch::Tensor& W, const std::string& source, const AnalysisOptions& opt = {});
 
-// The memory analyze_table takes for a table of P positions × d dims, at least, in bytes: the P × P similarity of
-// its rows in float64 (nearly all of it past a few thousand rows) and six float64 copies of the table (the
-// centred table, its SVD's factors, the shuffled copies). Measured peaks above the process's start: 0.52 GB at
-// P = 8192, d = 8 (the formula: 0.54 GB); 0.36 GB at P = 4096, d = 768 (0.29 GB).
+// The memory analyze_table takes for a table of P positions × d dims, about, in bytes: the P × P similarity of its
+// rows in float64 (nearly all of it past a few thousand rows) and two float64 copies of the table alive beside it
+// (the table and its unit rows). Measured peaks above the process's start: 0.54 GB at P = 8192, d = 8 (the formula:
+// 0.54 GB); 0.37 GB at P = 4096, d = 768 (0.19 GB: the SVD's work comes before the similarity).
 int64_t analysis_memory_need(int64_t P, int64_t d);
 
-// Stops (poslab::Error) when analysis_memory_need(P, d) is larger than `room` (util/memory.h memory_room), before
-// anything is allocated: `what` names the table ("x.npy: 100000 positions x 768 dims"), the error both sizes and the
-// limit, `hint` what to make smaller. POSLAB_NO_MEMORY_CHECK=1 skips it.
+// Stops (poslab::Error) when analysis_memory_need(P, d) is larger than `room` (util/memory.h memory_room, and
+// check_memory_fits's rules), before anything is allocated: `what` names the table ("x.npy: 100,000 positions x 768
+// dims"), the error both sizes and the limit, `hint` the way on.
 void check_analysis_fits(int64_t P, int64_t d, const std::string& what, const std::string& hint,
                          const MemoryRoom& room);
 

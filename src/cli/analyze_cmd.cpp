@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "analysis/agreement.h"
 #include "analysis/baselines.h"
@@ -131,6 +132,25 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
 }
 
 namespace {
+
+// Wang & Chen's two probes in one line. Guessing the middle row scores an MAE of about P/4: a fit worse than that
+// says so, and why where the columns are as many as the centred rows it is fitted on (the least-squares fit then
+// passes through each of them).
+std::string probes_line(const LiteratureProbes& p, int64_t P, int64_t d) {
+  const int64_t fitted = P - P / p.folds;
+  const double guess = static_cast<double>(P) / 4;
+  const std::string worse = p.absolute_mae <= guess ? ""
+                            : d >= fitted - 1
+                                ? fmt::format(
+                                      ", worse than guessing the middle row ({:.1f}): with {} columns for {} rows, the "
+                                      "least-squares fit passes through every row it is fitted on",
+                                      guess, d, fitted)
+                                : fmt::format(", worse than guessing the middle row ({:.1f})", guess);
+  return fmt::format(
+      "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions{}) | relative accuracy "
+      "{:.3f} over {} pairs (a random table scores well above 0.5: compare with it, docs/analysis.md)\n",
+      p.absolute_mae, worse, p.relative_accuracy, p.pairs);
+}
 
 void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json.empty()) return;
@@ -266,10 +286,7 @@ int run_model_folder(const AnalyzeArgs& a, std::ostream& out, size_t width) {
     }
     if (a.probes) {
       const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
-      out << fmt::format(
-          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions | relative accuracy {:.3f} over "
-          "{} pairs (a random table scores well above 0.5: compare with it, docs/analysis.md)\n",
-          p.absolute_mae, p.relative_accuracy, p.pairs);
+      out << probes_line(p, W.size(0), W.size(1));
       tj["literature_probes"] = to_json(p);
     }
     if (!t.layout.empty() && a.rows.empty() && mt.spec.role != "vision")
@@ -315,6 +332,7 @@ int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table
   std::vector<TrajectoryPoint> points;                    // a run folder's, and its verdict
   Verdict verdict;
+  std::optional<Error> unwritten;  // a run folder's analysis files that could not be written
   if (run_folder && !fs::exists(RunFolder(a.table.input).config(), ec) &&
       !fs::exists(RunFolder(a.table.input).snapshot_index(), ec))
     throw Error(a.table.input +
@@ -332,25 +350,22 @@ int run_analyze(const AnalyzeArgs& a) {
     const RunFolder run(a.table.input);
     nlohmann::json tj = trajectory_json(points);
     const nlohmann::json vj = verdict_json(v, points);
-    // The run's analysis files: a folder it may not write to (another user's run, a read-only copy) still gets
-    // its analysis printed.
-    bool wrote = true;
+    // The run's analysis files. One that cannot be written (a read-only copy, a full disk) fails the command, but
+    // after the analysis is printed: the work is not lost with the file.
     try {
       make_dirs(run.analysis_dir());
       write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
       write_file_atomic(run.trajectory_json(), tj.dump(2) + "\n");
       write_file_atomic(run.verdict_json(), vj.dump(2) + "\n");
     } catch (const Error& e) {
-      wrote = false;
-      spdlog::warn("{}: the trajectory and verdict files were not written ({}); the analysis is printed all the same",
-                   run.analysis_dir(), e.what());
+      unwritten = e;
     }
     j = to_json(main);
     j["trajectory"] = tj;
     j["verdict"] = vj;
     out << fmt::format("run {}: {}\n", a.table.input, snapshot_span(points));
     out << trajectory_tables(points, v.emerged_from, width);
-    if (wrote) out << "wrote trajectory.csv, trajectory.json and verdict.json to " << run.analysis_dir() << "\n";
+    if (!unwritten) out << "wrote trajectory.csv, trajectory.json and verdict.json to " << run.analysis_dir() << "\n";
     out << "\n";
     out << "last snapshot:\n" << summary_text(main);
     columns.emplace_back("step " + std::to_string(points.front().step), points.front().analysis);
@@ -366,30 +381,18 @@ int run_analyze(const AnalyzeArgs& a) {
       W = select_rows(W, a.rows, &opt.row_offset);
     }
     main = analyze_table(W, source, opt);
-    if (const int64_t most = std::max<int64_t>(0, (W.size(0) - 2) / 4); opt.boundary_rows > most)
-      spdlog::warn(
-          "--boundary-rows {}: a table of {} rows is checked at its {} first and last (the interior keeps "
-          "half the rows at least)",
-          opt.boundary_rows, W.size(0), most);
+    // --boundary-rows given past what the table allows (the default, 3, is cut quietly for a small table)
+    if (const int64_t most = std::max<int64_t>(0, (W.size(0) - 2) / 4);
+        opt.boundary_rows != AnalysisOptions{}.boundary_rows && opt.boundary_rows > most)
+      spdlog::warn("--boundary-rows {}: a table of {} rows {} (the interior keeps half the rows at least)",
+                   opt.boundary_rows, W.size(0),
+                   most > 0 ? fmt::format("is checked at its {} first and last", most) : "has no rows to check");
     j = to_json(main);
     out << summary_text(main);
     columns.emplace_back("table", main);
     if (a.probes) {
       const LiteratureProbes p = literature_probes(W, opt.shuffle_seed);
-      // Guessing the middle row scores an MAE of about P/4; a fit worse than that says why where it can.
-      const int64_t P = W.size(0), d = W.size(1), fitted = P - P / p.folds;
-      const double guess = static_cast<double>(P) / 4;
-      const std::string worse =
-          p.absolute_mae <= guess ? ""
-          : d >= fitted           ? fmt::format(
-                                        ", worse than guessing the middle row ({:.1f}): with {} columns for {} rows, the "
-                                                  "least-squares fit passes through every row it is fitted on",
-                                        guess, d, fitted)
-                        : fmt::format(", worse than guessing the middle row ({:.1f})", guess);
-      out << fmt::format(
-          "  Wang & Chen probes (5-fold): absolute MAE {:.2f} positions (rounded predictions{}) | relative "
-          "accuracy {:.3f} over {} pairs (a random table scores well above 0.5: compare with it, docs/analysis.md)\n",
-          p.absolute_mae, worse, p.relative_accuracy, p.pairs);
+      out << probes_line(p, W.size(0), W.size(1));
       j["literature_probes"] = to_json(p);
     }
     if (a.rows.empty() && fs::path(a.table.input).extension() == ".pt")
@@ -401,6 +404,13 @@ int run_analyze(const AnalyzeArgs& a) {
   out << fmt::format("\nanalysed in {:.1f} ms ({} x {})\n", 1000 * main.seconds, main.positions, main.dims);
   if (run_folder) out << run_ending_text(a.table.input, points, verdict, terminal_takes_unicode());
   emit_json(a, j);
+  if (unwritten) {
+    out.flush();
+    std::cout.flush();
+    throw Error(std::string(unwritten->what()) + " (the analysis is printed above; its files in " +
+                    RunFolder(a.table.input).analysis_dir() + " are not all written)",
+                unwritten->hint());
+  }
   return 0;
 }
 

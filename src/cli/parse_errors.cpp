@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -32,14 +33,16 @@ std::optional<std::string> wrong_kind(const CLI::App& cmd, const CLI::ParseError
     takes += " above 0";
   if (takes.empty()) return std::nullopt;
   const std::string value = what.substr(eq + 3);
-  // A whole number too large for the option's type: in int64's range it is a 32-bit option's
+  // Digits alone that did not convert: a leading 0 (CLI11 reads it as octal, where 8 and 9 are no digits), else a
+  // number past the option's type (within int64's range: a 32-bit option's)
   if ((base == "INT" || base == "UINT") && !value.empty() &&
       std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (value.size() > 1 && value[0] == '0')
+      return name + ": write " + value + " without its leading 0 (a number with one reads as octal)";
     errno = 0;
-    std::strtoll(value.c_str(), nullptr, 10);
-    const bool in_int64 = errno != ERANGE;
-    return name + ": " + value + " is too large" +
-           (in_int64 ? std::string(base == "INT" ? " (at most 2147483647)" : " (at most 4294967295)") : "");
+    const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
+    const bool int64 = errno != ERANGE && v <= static_cast<unsigned long long>(INT64_MAX);
+    return name + ": " + value + " is too large" + (base == "INT" && int64 ? " (at most 2147483647)" : "");
   }
   return name + ": must be " + takes + ", not '" + value + "'";
 }

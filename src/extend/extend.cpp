@@ -130,11 +130,14 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   check_analysis_fits(req.to, C,
                       "--to " + std::to_string(req.to) + ": the extended table (" + grouped(req.to) + " positions x " +
                           std::to_string(C) + " dims)",
-                      "extend to fewer positions (a smaller --to)", memory_room());
+                      "extend to fewer positions (a smaller --to); nothing was written", memory_room());
 
   const torch::Tensor before = m.model->position_table().detach();
   const uint64_t seed = static_cast<uint64_t>(req.seed >= 0 ? req.seed : m.cfg.run.seed);
   const torch::Tensor after = extend_table(before, req.to, req.method, m.cfg.model.wpe_init_std, seed);
+  // Both tables analysed before anything is written: an analysis that fails leaves no partial extension.
+  const Analysis a_before = analyze_table(before, req.checkpoint + " wpe.weight");
+  const Analysis a_after = analyze_table(after, out + " wpe.weight");
 
   GPT model(cfg.model, m.tokenizer.vocab_size());
   {
@@ -157,8 +160,6 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   const torch::Tensor table = after.to(torch::kCPU, torch::kFloat32).contiguous();  // (to, n_embd)
   write_file_atomic(npy_path, npy_bytes(table.data_ptr<float>(), table.size(0), table.size(1)));
 
-  const Analysis a_before = analyze_table(before, req.checkpoint + " wpe.weight");
-  const Analysis a_after = analyze_table(after, out + " wpe.weight");
   ExtensionInfo info;
   info.source = fs::absolute(req.checkpoint).lexically_normal().string();
   info.source_step = m.meta.step;

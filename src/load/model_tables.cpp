@@ -1,5 +1,7 @@
 #include "load/model_tables.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
 
 #include "util/error.h"
@@ -18,8 +20,14 @@ torch::Tensor read_model_tensor(const ModelFolder& m, const std::string& name) {
   if (it == m.tensors.end()) {
     std::vector<std::string> names;
     for (const auto& [n, w] : m.tensors) names.push_back(n);
+    std::string all;
+    for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+    spdlog::debug("{}: its tensors: {}", m.path, all);
     const MissedName missed =
-        missed_name(name, names, "pass one of its names with --tensor (poslab inspect " + m.path + " lists them)");
+        missed_name(name, names,
+                    "pass one of its names with --tensor" +
+                        (names.size() > 8 ? " (SPDLOG_LEVEL=debug lists all " + std::to_string(names.size()) + ")"
+                                          : std::string()));
     throw Error(m.path + ": no tensor named '" + name + "'; it holds " + missed.names, missed.hint);
   }
   const SafetensorsEntry& e = it->second.entry;

@@ -1,14 +1,15 @@
 #include "load/table_source.h"
 
 #include <filesystem>
+#include <limits>
 
-#include "analysis/analysis.h"
 #include "analysis/baselines.h"
 #include "analysis/table_io.h"
 #include "load/model_tables.h"
 #include "run/run_files.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace poslab {
 
@@ -50,10 +51,12 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
                   "leave out INPUT to analyse the synthetic table, or --synthetic to analyse the file");
     source = "synthetic " + t.synthetic + " (" + std::to_string(t.positions) + " x " + std::to_string(t.dims) +
              ", seed " + std::to_string(t.seed) + ")";
-    check_analysis_fits(t.positions, t.dims,
-                        "--synthetic " + t.synthetic + " --positions " + std::to_string(t.positions) + " --dim " +
-                            std::to_string(t.dims),
-                        "fewer --positions", memory_room());
+    // the table itself, in float64, before it is made (its analysis is checked where it starts, after --rows)
+    const double bytes = 8.0 * static_cast<double>(t.positions) * static_cast<double>(t.dims);
+    check_memory_fits(bytes >= 9.0e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes),
+                      "--synthetic " + t.synthetic + " --positions " + std::to_string(t.positions) + " --dim " +
+                          std::to_string(t.dims) + ": the table alone",
+                      "fewer --positions or --dim; nothing was written", memory_room());
     return synthetic_table(t.synthetic, t.positions, t.dims, t.seed, t.std);
   }
   if (t.input.empty())

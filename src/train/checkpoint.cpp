@@ -37,16 +37,22 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
 void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    // a run's checkpoints/ folder: it holds the checkpoints, it is not the run folder that stands for one
-    std::filesystem::path dir = std::filesystem::path(path).lexically_normal();
-    if (dir.filename().empty()) dir = dir.parent_path();  // "RUN/checkpoints/"
-    const std::filesystem::path latest = dir / "latest.pt", best = dir / "best.pt";
-    const std::string run = dir.has_parent_path() ? dir.parent_path().string() : ".";
+    // a run's checkpoints/ folder ("RUN/checkpoints", "checkpoints/", "." inside it): it holds checkpoints, it is
+    // not the run folder that stands for one
+    std::filesystem::path dir = std::filesystem::absolute(path, ec).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();
+    const std::filesystem::path latest = std::filesystem::path(path) / "latest.pt",
+                                best = std::filesystem::path(path) / "best.pt";
     const bool holds_latest = std::filesystem::is_regular_file(latest, ec);
-    if (holds_latest || std::filesystem::is_regular_file(best, ec))
+    if (dir.filename() == "checkpoints" && (holds_latest || std::filesystem::is_regular_file(best, ec))) {
+      std::string run = (std::filesystem::path(path) / "..").lexically_normal().string();
+      if (run.size() > 1 && run.back() == '/') run.pop_back();
       throw Error(path + ": is a folder of checkpoints, not a checkpoint",
-                  "pass one of them, e.g. " + (holds_latest ? latest : best).string() +
-                      ", or the run folder above it (" + run + "), which stands for its latest.pt");
+                  "pass one of them, e.g. " + (holds_latest ? latest : best).lexically_normal().string() +
+                      (holds_latest ? ", or the run folder above it (" + (run.empty() ? "." : run) +
+                                          "), which stands for its latest.pt"
+                                    : ""));
+    }
     throw Error(path +
                     ": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt, which this "
                     "one lacks)",

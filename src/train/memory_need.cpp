@@ -45,7 +45,7 @@ std::string count_for_people(int64_t n) {
 }  // namespace
 
 void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, const MemoryRoom& room, bool on_gpu) {
-  if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
+  if (memory_check_skipped()) return;
   const MemoryNeed need = training_memory_need(cfg, vocab_size, world_size);
   if (room.bytes < 0 || need.total() <= room.bytes) return;
   const std::string what =
@@ -67,8 +67,7 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
             "share of the batch)";
   if (on_gpu)
     hint += "; train.dtype bfloat16 halves the activations; nvidia-smi shows what else holds the GPU's memory";
-  if (room.limit.find("MemAvailable") != std::string::npos)
-    hint += "; the need is a lower bound, and POSLAB_NO_MEMORY_CHECK=1 skips this check (swap may then carry it)";
+  if (const std::string note = memory_check_note(room); !note.empty()) hint += "; " + note;
   throw Error(what, hint);
 }
 
@@ -82,7 +81,7 @@ int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_
 
 void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16,
                         const std::string& batch_option, const MemoryRoom& room) {
-  if (const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK"); skip && std::string(skip) == "1") return;
+  if (memory_check_skipped()) return;
   const int64_t need = scoring_memory_need(model, vocab_size, batch, length, bf16);
   if (room.bytes < 0 || need <= room.bytes) return;
   throw Error(batch_option + ": one batch of " + std::to_string(batch) + " windows of " + std::to_string(length) +
@@ -90,7 +89,8 @@ void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t ba
                   std::to_string(vocab_size) + " token ids alone " +
                   format_bytes((bf16 ? 10 : 8) * batch * length * vocab_size) + ") but this process may use " +
                   format_bytes(room.bytes) + " more, " + room.limit,
-              "pass a smaller --batch-size (and more --batches for as many windows); nothing was written");
+              "pass a smaller --batch-size (and more --batches for as many windows); nothing was written" +
+                  (memory_check_note(room).empty() ? "" : "; " + memory_check_note(room)));
 }
 
 }  // namespace poslab

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "util/error.h"
 #include "util/fs.h"
@@ -91,16 +92,35 @@ MemoryRoom gpu_memory_room(int64_t free, int64_t total, const std::string& gpu) 
 }
 
 std::string format_bytes(int64_t bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (v >= 1000.0 && u < 5) {
+  while (v >= 1000.0 && u < 6) {
     v /= 1000.0;
     ++u;
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 || v >= 10.0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+bool memory_check_skipped() {
+  const char* skip = std::getenv("POSLAB_NO_MEMORY_CHECK");
+  return skip != nullptr && std::string(skip) == "1";
+}
+
+std::string memory_check_note(const MemoryRoom& room) {
+  return room.limit.find("MemAvailable") != std::string::npos
+             ? "the need is a lower bound, and POSLAB_NO_MEMORY_CHECK=1 skips this check (swap may then carry it)"
+             : "";
+}
+
+void check_memory_fits(int64_t need, const std::string& what, const std::string& hint, const MemoryRoom& room) {
+  if (memory_check_skipped() || room.bytes < 0 || need <= room.bytes) return;
+  const std::string note = memory_check_note(room);
+  throw Error(what + " needs " + format_bytes(need) + " but this process may use " + format_bytes(room.bytes) + ", " +
+                  room.limit,
+              hint + (note.empty() ? "" : "; " + note));
 }
 
 }  // namespace poslab

@@ -28,7 +28,18 @@ int64_t meminfo_available(const std::string& meminfo);
 int64_t status_vm_size(const std::string& status);
 int64_t cgroup_limit(const std::string& text);
 
-// "620 GB", "1.3 GB", "85 MB", "512 KB", "12 B" (decimal units, 2 significant digits at least).
+// The memory checks before a job (a run, a batch to score, a table to analyse) are skipped: POSLAB_NO_MEMORY_CHECK=1.
+bool memory_check_skipped();
+
+// What a check's hint adds where the room is the machine's available memory, which swap may stretch: "the need is a
+// lower bound, and POSLAB_NO_MEMORY_CHECK=1 skips this check (swap may then carry it)"; "" for any other limit.
+std::string memory_check_note(const MemoryRoom& room);
+
+// Stops (poslab::Error) when `need` bytes are more than `room` (unless memory_check_skipped): "WHAT needs NEED but
+// this process may use ROOM, LIMIT", with `hint` and memory_check_note's words after it.
+void check_memory_fits(int64_t need, const std::string& what, const std::string& hint, const MemoryRoom& room);
+
+// "620 GB", "1.3 GB", "85 MB", "512 KB", "12 B", up to EB (decimal units, 2 significant digits at least).
 std::string format_bytes(int64_t bytes);
 
 }  // namespace poslab

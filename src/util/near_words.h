@@ -45,8 +45,8 @@ inline std::string either(const std::vector<std::string>& words) {
 }
 
 // A tensor name looked up and missed: the error's list of the names there ("wpe.weight, wte.weight"; those naming
-// positions first, then the rest in order, at most `max`, then "… and N more") and the hint (what it is likely a slip
-// of, then `then`).
+// positions first (position, wpe, pos_emb, pos_embed), then the rest in order, at most `max`, then "… and N more")
+// and the hint (what it is likely a slip of, then `then`).
 struct MissedName {
   std::string names, hint;
 };
@@ -54,10 +54,12 @@ inline MissedName missed_name(const std::string& typed, std::vector<std::string>
                               size_t max = 8) {
   MissedName out;
   const std::vector<std::string> near = near_words(typed, names, 5);
-  if (!near.empty() && near.size() <= 3) out.hint = "did you mean " + either(near) + "? ";
+  if (!near.empty() && near.size() <= 3) out.hint = "did you mean " + either(near) + "?" + (then.empty() ? "" : " ");
   out.hint += then;
-  std::stable_partition(names.begin(), names.end(), [](const std::string& n) {
-    return n.find("pos") != std::string::npos || n.find("wpe") != std::string::npos;
+  std::stable_partition(names.begin(), names.end(), [](const std::string& n) {  // not "post_attention_layernorm"
+    for (const char* w : {"position", "wpe", "pos_emb", "pos_embed"})
+      if (n.find(w) != std::string::npos) return true;
+    return false;
   });
   for (size_t i = 0; i < std::min(max, names.size()); ++i) out.names += (i ? ", " : "") + names[i];
   if (names.empty()) out.names = "(none)";

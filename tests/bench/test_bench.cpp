@@ -39,8 +39,6 @@ TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
 
 POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 
-// In bf16 on a CPU the report names how the products ran: in float (the kernel path bf16_products=float)
-// or through oneDNN; in float32 the field is empty.
 // An MFU is at most 100 %: above it the peak measured low, and the words say so rather than print the figure.
 TEST(Bench, AnMfuAboveOneIsNamedNotPrinted) {
   EXPECT_EQ(mfu_words(0.523), "MFU 52.3%");
@@ -50,6 +48,8 @@ TEST(Bench, AnMfuAboveOneIsNamedNotPrinted) {
   EXPECT_NE(high.find("run again"), std::string::npos) << high;
 }
 
+// In bf16 on a CPU the report names how the products ran: in float (the kernel path bf16_products=float)
+// or through oneDNN; in float32 the field is empty.
 TEST(Bench, NamesHowBf16ProductsRan) {
   const std::vector<Override> tiny = {"model.n_layer=1",    "model.n_head=2",     "model.n_embd=16",
                                       "model.block_size=8", "train.batch_size=4", "data.tokenizer.vocab_size=50",

@@ -150,6 +150,8 @@ expect_error "config refuses the run name train refuses" "^error: --set: run.nam
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
 expect_error "a count too large for its type" "^error: --tokens: 99999999999 is too large \(at most 2147483647\)$" \
   sample "$tmp/none.pt" --tokens 99999999999
+expect_error "a leading 0 (octal to CLI11)" "^error: --tokens: write 08 without its leading 0 \(a number with one reads as octal\)$" \
+  sample "$tmp/none.pt" --tokens 08
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1
 expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \
@@ -404,11 +406,13 @@ if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" &&
 else
   failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
 fi
-# A run folder whose analysis/ cannot be written (here a file of that name) still gets its analysis, with a warning.
+# A run folder whose analysis/ cannot be written (here a file of that name) still gets its analysis printed, then
+# the error.
 cp -r "$tmp/x/default" "$tmp/unwritable" && rm -rf "$tmp/unwritable/analysis" && touch "$tmp/unwritable/analysis"
-if "$poslab" analyze "$tmp/unwritable" >"$tmp/out" 2>"$tmp/err" && grep -q "^verdict (" "$tmp/out" &&
-   ! grep -q "^wrote trajectory" "$tmp/out" &&
-   grep -q "warn.*$tmp/unwritable/analysis: the trajectory and verdict files were not written" "$tmp/err"; then
+"$poslab" analyze "$tmp/unwritable" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "^verdict (" "$tmp/out" && ! grep -q "^wrote trajectory" "$tmp/out" &&
+   grep -q "^error: $tmp/unwritable/analysis: .* (the analysis is printed above; its files in $tmp/unwritable/analysis are not all written)$" "$tmp/err"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL analyze of a run folder it cannot write to"; cat "$tmp/out" "$tmp/err"

@@ -131,8 +131,8 @@ rc=$?
 (ulimit -v 3000000; POSLAB_NO_MEMORY_CHECK=1 exec "$poslab" analyze "$tmp/big.npy" >/dev/null 2>"$tmp/big2.err")
 rc2=$?
 if [ "$rc" -eq 2 ] &&
-   grep -q "^error: $tmp/big.npy: 40,000 positions x 8 dims: its analysis needs at least 13 GB (the similarity of every pair of its 40,000 rows alone 13 GB) but this process may use [0-9.]* [GM]B, the address-space limit" "$tmp/big.err" &&
-   grep -q "^hint: analyse part of it (poslab analyze with --rows BEGIN:END, e.g. --rows 0:4096), or free memory; nothing was written$" "$tmp/big.err" &&
+   grep -q "^error: $tmp/big.npy: 40,000 positions x 8 dims: its analysis (the similarity of every pair of its 40,000 rows alone 13 GB) needs 13 GB but this process may use [0-9.]* [GM]B, the address-space limit" "$tmp/big.err" &&
+   grep -q "^hint: analyse part of it: poslab analyze or report with --rows BEGIN:END (e.g. --rows 0:4096) on the table, or on one snapshot's .npy of a run; or free memory$" "$tmp/big.err" &&
    [ "$rc2" -eq 2 ] && grep -q "^error: out of memory: a tensor of [0-9.]* [GM]iB could not be allocated$" "$tmp/big2.err" &&
    ! grep -q "frame #\|enforce fail" "$tmp/big2.err" &&
    grep -q "^hint: the input needs more memory than this process may use" "$tmp/big2.err"; then
@@ -145,9 +145,9 @@ fi
 rc=$?
 (ulimit -v 3000000; exec "$poslab" extend "$tmp/oom/default/checkpoints/latest.pt" --to 1000000000 >/dev/null 2>"$tmp/ext.err")
 rc2=$?
-if [ "$rc" -eq 2 ] && grep -q "^error: --synthetic random --positions 1000000 --dim 768: its analysis needs at least 8.0 TB" "$tmp/syn.err" &&
-   grep -q "^hint: fewer --positions; nothing was written$" "$tmp/syn.err" &&
-   [ "$rc2" -eq 2 ] && grep -q "^error: --to 1000000000: the extended table (1,000,000,000 positions x [0-9]* dims): its analysis needs at least" "$tmp/ext.err" &&
+if [ "$rc" -eq 2 ] && grep -q "^error: --synthetic random --positions 1000000 --dim 768: the table alone needs 6.1 GB but this process may use" "$tmp/syn.err" &&
+   grep -q "^hint: fewer --positions or --dim; nothing was written$" "$tmp/syn.err" &&
+   [ "$rc2" -eq 2 ] && grep -q "^error: --to 1000000000: the extended table (1,000,000,000 positions x [0-9]* dims): its analysis (the similarity of every pair of its 1,000,000,000 rows alone 8.0 EB) needs 8.0 EB but this process may use" "$tmp/ext.err" &&
    grep -q "^hint: extend to fewer positions (a smaller --to); nothing was written$" "$tmp/ext.err" &&
    [ ! -e "$tmp/oom/default/extend" ]; then
   passed=$((passed + 1))

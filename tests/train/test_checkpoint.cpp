@@ -123,18 +123,33 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
             std::string::npos)
       << hint(dir / "checkpoints/latest.pt");
   // A folder is not "not found"; a file this user cannot read is not "damaged".
-  EXPECT_NE(
-      message(dir.str()).find(": is a folder, not a checkpoint (a run folder stands for its checkpoints/latest.pt"),
-      std::string::npos)
-      << message(dir.str());
-  // A run's checkpoints/ folder holds checkpoints: one of them is named, and the run folder above it.
+  EXPECT_NE(message(dir.str()).find(": is a folder, not a checkpoint"), std::string::npos) << message(dir.str());
+  // A run's checkpoints/ folder holds checkpoints: one of them is named, and the run folder above it, however the
+  // folder is written.
   EXPECT_NE(message(dir / "checkpoints").find("checkpoints: is a folder of checkpoints, not a checkpoint"),
             std::string::npos)
       << message(dir / "checkpoints");
-  EXPECT_NE(hint(dir / "checkpoints")
-                .find("e.g. " + dir / "checkpoints/latest.pt" + ", or the run folder above it (" + dir.str() + ")"),
-            std::string::npos)
-      << hint(dir / "checkpoints");
+  for (const std::string& written : {dir / "checkpoints", dir / "checkpoints/", dir / "checkpoints/../checkpoints"})
+    EXPECT_NE(hint(written).find("e.g. " + dir / "checkpoints/latest.pt" + ", or the run folder above it (" +
+                                 dir.str() + "), which stands for its latest.pt"),
+              std::string::npos)
+        << written << ": " << hint(written);
+  {  // "." from inside it: the run folder is ".."
+    const std::filesystem::path was = std::filesystem::current_path();
+    std::filesystem::current_path(dir / "checkpoints");
+    const std::string inside = hint(".");
+    std::filesystem::current_path(was);
+    EXPECT_NE(inside.find("e.g. latest.pt, or the run folder above it (..)"), std::string::npos) << inside;
+  }
+  // A folder of another name with a checkpoint in it is just a folder; a checkpoints/ folder with best.pt alone
+  // names it, and no run folder (which stands for a latest.pt it lacks).
+  std::filesystem::create_directories(dir / "saved");
+  std::filesystem::copy_file(dir / "checkpoints/best.pt", dir / "saved/best.pt");
+  EXPECT_NE(message(dir / "saved").find("saved: is a folder, not a checkpoint ("), std::string::npos)
+      << message(dir / "saved");
+  std::filesystem::create_directories(dir / "other/checkpoints");
+  std::filesystem::copy_file(dir / "checkpoints/best.pt", dir / "other/checkpoints/best.pt");
+  EXPECT_EQ(hint(dir / "other/checkpoints"), "pass one of them, e.g. " + dir / "other/checkpoints/best.pt");
   if (::geteuid() != 0) {  // root reads any file
     std::filesystem::permissions(dir / "garbage.pt", std::filesystem::perms::none);
     EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: cannot read the checkpoint: Permission denied"),

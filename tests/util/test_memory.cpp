@@ -30,6 +30,7 @@ TEST(Memory, FormatsBytesForPeople) {
   EXPECT_EQ(format_bytes(1300000000), "1.3 GB");
   EXPECT_EQ(format_bytes(85000000), "85 MB");
   EXPECT_EQ(format_bytes(619700000000), "620 GB");
+  EXPECT_EQ(format_bytes(8000000000000000000), "8.0 EB");  // int64's range ends at 9.2 EB
 }
 
 // Under an address-space limit (ulimit -v), the room is that limit less what the process has mapped, and the limit

@@ -35,6 +35,11 @@ TEST(Words, AMissedNameListsAFewNamesPositionsFirst) {
   EXPECT_EQ(m.hint, "did you mean transformer.wpe.weight? pass one with --tensor");
   EXPECT_EQ(missed_name("x", {"wte.weight", "wpe.weight"}, "").names, "wpe.weight, wte.weight");
   EXPECT_EQ(missed_name("x", {}, "").names, "(none)");
+  // Llama's layer norms after attention hold "pos" but name no position
+  EXPECT_EQ(
+      missed_name("x", {"model.layers.0.post_attention_layernorm.weight", "model.embed_positions.weight"}, "").names,
+      "model.embed_positions.weight, model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(missed_name("wpe.weigth", {"wpe.weight"}, "").hint, "did you mean wpe.weight?");
 }
 
 TEST(Words, ACountIsGroupedInThrees) {
