@@ -31,6 +31,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/kernel_paths.h"
+#include "util/log.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"
@@ -149,7 +150,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   const DistEnv env = read_dist_env();
   if (env.rank != 0) {  // the others say only what goes wrong, and which rank they are
     spdlog::set_level(spdlog::level::warn);
-    spdlog::set_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
+    set_log_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
   }
   install_stop_handlers();
   TrainSummary s = train(req);

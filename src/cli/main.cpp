@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "distributed/env.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/platform.h"
 
 namespace {
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
   // some AMD Zen 5 machines), unless OMP_NUM_THREADS says otherwise; a run's config (run.threads) sets its own later.
   if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp == nullptr || *omp == '\0') poslab::apply_threads(0);
   spdlog::set_default_logger(spdlog::stderr_color_mt("poslab"));
-  spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
+  poslab::set_log_pattern("%H:%M:%S %^%l%$ %v");
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug: the debug lines too (every file a corpus leaves out)
   const int rc = run(argc, argv);
   // Everything poslab wrote is flushed here, and its files closed as run() returned. The static destructors left are

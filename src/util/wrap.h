@@ -69,6 +69,43 @@ inline std::string wrap_text(const std::string& text, size_t width, size_t inden
   }
 }
 
+// One line within `width` columns, its continuation lines starting under byte offset `head` (the text after a label,
+// a log line's message): broken between items separated by " | " where it can, else between words.
+inline std::string wrap_line_at(const std::string& line, size_t width, size_t head) {
+  if (display_width(line) <= width) return line;
+  head = std::min(head, line.size());
+  std::string out, current = line.substr(0, head);
+  const size_t indent = display_width(current);
+  const std::string pad(indent, ' ');
+  size_t used = indent;
+  bool empty = true;  // no item on the current line yet
+  const std::string body = line.substr(head);
+  for (size_t at = 0; at <= body.size();) {
+    size_t end = body.find(" | ", at);
+    if (end == std::string::npos) end = body.size();
+    const std::string item = body.substr(at, end - at);
+    const size_t need = display_width(item) + (empty ? 0 : 3);
+    if (!empty && used + need > width) {
+      out += current + "\n";
+      current = pad;
+      used = indent;
+      empty = true;
+    }
+    if (empty && used + display_width(item) > width) {
+      const std::string wrapped = wrap_text(item, width, indent);
+      const size_t last = wrapped.rfind('\n');
+      current += wrapped;
+      used = last == std::string::npos ? used + display_width(wrapped) : display_width(wrapped.substr(last + 1));
+    } else {
+      current += (empty ? "" : " | ") + item;
+      used += empty ? display_width(item) : need;
+    }
+    empty = false;
+    at = end + 3;
+  }
+  return out + current;
+}
+
 // Each line of `text` within `width` columns. A line too long continues under its own text: after its label (the
 // first run of two spaces or more within it, as "  noise floor   14 components …" continues at column 16), else two
 // columns in from its start (in its own column where it is an indented line of items). It breaks between items
@@ -97,36 +134,7 @@ inline std::string wrap_lines(const std::string& text, size_t width) {
       const size_t text_at = line.find_first_not_of(' ', gap);
       if (text_at != std::string::npos && display_width(line.substr(0, text_at)) < width / 2) head = text_at;
     }
-    std::string current = line.substr(0, head);
-    const size_t indent = display_width(current);
-    const std::string pad(indent, ' ');
-    size_t used = indent;
-    bool empty = true;  // no item on the current line yet
-    const std::string body = line.substr(head);
-    for (size_t at = 0; at <= body.size();) {
-      size_t end = body.find(" | ", at);
-      if (end == std::string::npos) end = body.size();
-      const std::string item = body.substr(at, end - at);
-      const size_t need = display_width(item) + (empty ? 0 : 3);
-      if (!empty && used + need > width) {
-        out += current + "\n";
-        current = pad;
-        used = indent;
-        empty = true;
-      }
-      if (empty && used + display_width(item) > width) {
-        const std::string wrapped = wrap_text(item, width, indent);
-        const size_t last = wrapped.rfind('\n');
-        current += wrapped;
-        used = last == std::string::npos ? used + display_width(wrapped) : display_width(wrapped.substr(last + 1));
-      } else {
-        current += (empty ? "" : " | ") + item;
-        used += empty ? display_width(item) : need;
-      }
-      empty = false;
-      at = end + 3;
-    }
-    out += current + (newline ? "\n" : "");
+    out += wrap_line_at(line, width, head) + (newline ? "\n" : "");
   }
   return out;
 }
