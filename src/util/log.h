@@ -25,7 +25,8 @@ class TerminalLogFormatter final : public spdlog::formatter {
   spdlog::pattern_formatter inner_;
 };
 
-// The default logger's pattern (spdlog's flags): through TerminalLogFormatter where stderr is a terminal, else as it is.
+// The default logger's pattern (spdlog's flags): through TerminalLogFormatter where stderr is a terminal, else as it
+// is.
 void set_log_pattern(const std::string& pattern);
 
 }  // namespace poslab

@@ -421,7 +421,8 @@ ckpt="$tmp/x/default/checkpoints/latest.pt"
 # analyze A --against B: two checkpoints, a snapshot against a checkpoint (the same table), two safetensors tensors.
 if "$poslab" analyze "$ckpt" --against "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "linear CKA  *1.0000" "$tmp/out" &&
    "$poslab" analyze "$tmp/x/default/snapshots/wpe_step000006.npy" --against "$ckpt" --json - >"$tmp/a.json" 2>"$tmp/err" &&
-   awk -F': ' '/"procrustes_residual"/ { exit !($2 + 0 < 1e-4) }' "$tmp/a.json" &&
+   python3 -c 'import json, math, sys; v = json.load(open(sys.argv[1]))["procrustes_residual"]
+sys.exit(not (isinstance(v, float) and math.isfinite(v) and v < 1e-4))' "$tmp/a.json" &&
    "$poslab" analyze tests/fixtures/gpt_reference.safetensors --tensor fp32.final.wpe.weight \
      --against tests/fixtures/gpt_reference.safetensors --against-tensor param.wpe.weight --k 2 >"$tmp/out" 2>"$tmp/err" &&
    grep -q "principal angles (top 2, --k)" "$tmp/out"; then
@@ -478,7 +479,7 @@ fi
 # Windows of many times the split's tokens are said to overlap; a quarter of the table checked at each end at most.
 if "$poslab" eval "$ckpt" --batches 4 --batch-size 512 --out "$tmp/many.csv" >"$tmp/out" 2>"$tmp/err" &&
    grep -Eq "warning --batches 4: 2,048 windows of 128 tokens hold [0-9]+× the val split's [0-9,]+ tokens, so they overlap" "$tmp/err" &&
-   ! "$poslab" eval "$ckpt" --batches 2 2>&1 | grep -q "warning --batches" &&
+   "$poslab" eval "$ckpt" --batches 2 --out "$tmp/few.csv" >/dev/null 2>"$tmp/err2" && ! grep -q "warning --batches" "$tmp/err2" &&
    "$poslab" analyze "$ckpt" --boundary-rows 100 >"$tmp/out" 2>"$tmp/err" &&
    grep -q "warning --boundary-rows 100: a table of 128 rows is checked at its 31 first and last" "$tmp/err"; then
   passed=$((passed + 1))
@@ -546,8 +547,13 @@ else
 fi
 # A run folder stands for its latest checkpoint in inspect, sample, eval and extend, as in export.
 if "$poslab" inspect "$tmp/x/default" | grep -q "^checkpoint   $tmp/x/default/checkpoints/latest.pt " &&
-   [ "$("$poslab" sample "$tmp/x/default" --tokens 5 --seed 2 2>/dev/null)" = \
-     "$("$poslab" sample "$ckpt" --tokens 5 --seed 2 2>/dev/null)" ]; then
+   "$poslab" sample "$tmp/x/default" --tokens 5 --seed 2 >"$tmp/s_run" 2>/dev/null &&
+   "$poslab" sample "$ckpt" --tokens 5 --seed 2 >"$tmp/s_ckpt" 2>/dev/null && [ -s "$tmp/s_run" ] &&
+   cmp -s "$tmp/s_run" "$tmp/s_ckpt" &&
+   "$poslab" eval "$tmp/x/default" --batches 1 --out "$tmp/run_eval.csv" >"$tmp/out" 2>/dev/null &&
+   head -1 "$tmp/out" | grep -q "^$ckpt (step 6)$" &&
+   "$poslab" extend "$tmp/x/default" --to 144 --out "$tmp/run_ext.pt" >/dev/null 2>&1 &&
+   "$poslab" inspect "$tmp/run_ext.pt" | grep -q "block_size 144"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL a run folder for its checkpoint"; "$poslab" inspect "$tmp/x/default" | head -2
