@@ -295,6 +295,7 @@ TEST_F(DistTrain, KilledAtRandomStepsAndResumedOnOneAndTwoProcessesEndsWhereOneP
     ASSERT_EQ(resume("killed"), 0) << read_file(log("killed-resume"));
   }
   std::cout << kills << " kills, then finished\n";
+  EXPECT_GT(kills, 0) << "no start was killed: the comparison below is of two uninterrupted runs";
   const auto [diff, where] = max_weight_difference(latest("one"), latest("killed"));
   EXPECT_LT(diff, kSameRunTol) << "max |Δ| " << diff << " in " << where;
   std::cout << "killed and resumed against one process: max |Δ| of the weights " << diff << " (" << where << ")\n";

@@ -49,6 +49,7 @@ same_run() {
   [ ! -f "$a/report/index.html" ] || [ -f "$b/report/index.html" ] || { echo "missing: $b/report/index.html"; return 1; }
 }
 
+total_kills=0
 for trial in $(seq 1 "$trials"); do
   out="$tmp/trial$trial"
   kills=0
@@ -82,6 +83,9 @@ for trial in $(seq 1 "$trials"); do
     same_run "$tmp/ref/kill/$r" "$out/kill/$r" || { echo "FAIL trial $trial ($kills kills): $r is not the uninterrupted run"; failed=1; }
   done
   echo "trial $trial: $kills kills, then finished ($(grep -c "not trained again\|resuming from" "$out.log") resumed or skipped runs)"
+  total_kills=$((total_kills + kills))
 done
+# Trials without a kill compare uninterrupted sweeps: at least one start must have been killed.
+[ "$total_kills" -gt 0 ] || { echo "FAIL no start was killed in $trials trials: nothing was resumed"; failed=1; }
 [ "$failed" -eq 0 ] && echo "sweep kill/resume: $trials trials passed"
 exit "$failed"
