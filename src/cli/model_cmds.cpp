@@ -25,6 +25,7 @@
 #include "run/run_folder.h"
 #include "train/evaluate.h"
 #include "train/memory_need.h"
+#include "train/progress.h"
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -267,9 +268,11 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
       throw Error(
           fmt::format("--shift {}: a start row must be in 0 … {} (block_size {} minus a window of 2)", s, T - 2, T),
           fmt::format("pass start rows within the table, e.g. --shift 0,{},{}", (T - 2) / 4, (T - 2) / 2));
-  const ShiftLoss r =
-      evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
-                      eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device, a.shifts);
+  Progress progress(0, static_cast<int64_t>(batches) * static_cast<int64_t>(a.shifts.size()), true, "batch");
+  const ShiftLoss r = evaluate_shifts(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                                      eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device,
+                                      a.shifts, [&](int n) { progress.update(n); });
+  progress.clear();
   std::vector<std::vector<double>> by_shift;
   std::cout << fmt::format("{} windows of {} tokens ({} batches x {}), read at table rows S … S + {}:\n", a.split,
                            r.length, batches, batch_size, r.length - 1);
@@ -314,9 +317,11 @@ int run_eval(const EvalArgs& a) {
         batches, grouped(static_cast<int64_t>(batches) * batch_size), m.cfg.model.block_size,
         read / static_cast<double>(split.size()), a.split, grouped(static_cast<int64_t>(split.size())));
   if (!a.shifts.empty()) return run_shift_eval(a, m, data, batches, batch_size, device);
-  const PositionLoss r =
-      evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
-                         eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device);
+  Progress progress(0, batches, true, "batch");  // drawn only on a terminal
+  const PositionLoss r = evaluate_positions(m.model, a.split == "val" ? data.val : data.train, batches, batch_size,
+                                            eval_seed(m.cfg.run.seed, a.split), m.cfg.train.dtype == "bfloat16", device,
+                                            0, 0, [&](int n) { progress.update(n); });
+  progress.clear();
   const std::string out = a.out.empty() ? RunFolder::of_checkpoint(a.checkpoint).position_loss(a.split) : a.out;
   write_output_file(out, position_loss_csv(r.by_position));
   const auto& p = r.by_position;

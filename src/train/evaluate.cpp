@@ -32,7 +32,8 @@ double estimate_loss(GPT& model, const std::vector<int32_t>& tokens, int batches
 }
 
 PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
-                                uint64_t seed, bool bf16, const torch::Device& device, int64_t length, int64_t shift) {
+                                uint64_t seed, bool bf16, const torch::Device& device, int64_t length, int64_t shift,
+                                const std::function<void(int)>& scored) {
   const bool was_training = model->is_training();
   model->eval();
   torch::NoGradGuard no_grad;
@@ -50,6 +51,7 @@ PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, 
         logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), y.reshape(-1),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // (B*T,)
     sum += nll.view({-1, T}).sum(0).to(torch::kFloat64);
+    if (scored) scored(i + 1);
   }
   sum = sum.to(torch::kCPU);
   model->train(was_training);
@@ -62,13 +64,19 @@ PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, 
 }
 
 ShiftLoss evaluate_shifts(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
-                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts) {
+                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts,
+                          const std::function<void(int)>& scored) {
   ShiftLoss r;
   r.shifts = shifts;
   const int64_t max_shift = shifts.empty() ? 0 : *std::max_element(shifts.begin(), shifts.end());
   r.length = model->cfg.block_size - max_shift;
-  for (int64_t s : shifts)
-    r.at.push_back(evaluate_positions(model, tokens, batches, batch_size, seed, bf16, device, r.length, s));
+  int before = 0;  // batches of the shifts already scored
+  for (int64_t s : shifts) {
+    r.at.push_back(evaluate_positions(model, tokens, batches, batch_size, seed, bf16, device, r.length, s, [&](int n) {
+      if (scored) scored(before + n);
+    }));
+    before += batches;
+  }
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,10 @@ struct PositionLoss {
 
 // Like estimate_loss, but keeps the loss of each position of the context. Windows of `length` tokens (0: the
 // model's block_size) read the table's rows shift … shift + length − 1.
+// `scored` is called after each batch with the count so far (a progress bar).
 PositionLoss evaluate_positions(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size,
                                 uint64_t seed, bool bf16, const torch::Device& device, int64_t length = 0,
-                                int64_t shift = 0);
+                                int64_t shift = 0, const std::function<void(int)>& scored = nullptr);
 
 // Does the model rely on where a window starts? The same windows (length block_size − max(shifts)) evaluated at
 // each start row s of the table. Shift 0 is the ordinary evaluation when max(shifts) is 0.
@@ -47,6 +49,7 @@ struct ShiftLoss {
   std::vector<PositionLoss> at;  // one per shift
 };
 ShiftLoss evaluate_shifts(GPT& model, const std::vector<int32_t>& tokens, int batches, int batch_size, uint64_t seed,
-                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts);
+                          bool bf16, const torch::Device& device, const std::vector<int64_t>& shifts,
+                          const std::function<void(int)>& scored = nullptr);  // counts batches over every shift
 
 }  // namespace poslab

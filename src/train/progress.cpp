@@ -4,14 +4,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "util/wrap.h"
 
 namespace poslab {
 
-Progress::Progress(int64_t first_step, int64_t last_step, bool draw)
+Progress::Progress(int64_t first_step, int64_t last_step, bool draw, std::string unit)
     : first_(first_step),
       last_(last_step),
+      unit_(std::move(unit)),
       enabled_(draw && isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
@@ -28,12 +30,13 @@ std::string Progress::format_duration(double seconds) {
   return buf;
 }
 
-std::string Progress::line(int64_t step, int64_t first_step, int64_t last_step, const std::string& eta, int columns) {
+std::string Progress::line(int64_t step, int64_t first_step, int64_t last_step, const std::string& eta, int columns,
+                           const std::string& unit) {
   const double done = static_cast<double>(step - first_step);
   const double total = static_cast<double>(std::max<int64_t>(1, last_step - first_step));
   char text[128];
-  std::snprintf(text, sizeof text, "%3.0f%% step %lld/%lld ETA %s", 100.0 * done / total, static_cast<long long>(step),
-                static_cast<long long>(last_step), eta.c_str());
+  std::snprintf(text, sizeof text, "%3.0f%% %s %lld/%lld ETA %s", 100.0 * done / total, unit.c_str(),
+                static_cast<long long>(step), static_cast<long long>(last_step), eta.c_str());
   std::string out = text;
   const int room = columns - 1 - static_cast<int>(out.size()) - 3;  // the last column left empty: no wrap
   const int width = std::min(30, room);
@@ -55,8 +58,9 @@ void Progress::update(int64_t step) {
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200) && step < last_) return;
   last_draw_ = now;
   // Measured at each draw: a window resized mid-run gets lines that fit it.
-  std::fprintf(stderr, "\r\033[K%s",
-               line(step, first_, last_, eta(step, now), static_cast<int>(terminal_columns(STDERR_FILENO))).c_str());
+  std::fprintf(
+      stderr, "\r\033[K%s",
+      line(step, first_, last_, eta(step, now), static_cast<int>(terminal_columns(STDERR_FILENO)), unit_).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -82,7 +82,10 @@ TEST(Evaluate, ShiftedWindowsReadTheTableFromTheirStartRow) {
   EXPECT_EQ(zero.at[0].by_position, plain.by_position);
   EXPECT_EQ(zero.at[0].loss, plain.loss);
 
-  const ShiftLoss shifted = evaluate_shifts(model, tokens, 3, 4, 11, false, cpu, {0, 3, 5});
+  std::vector<int> counts;  // the progress callback: each batch scored, counted over every shift
+  const ShiftLoss shifted =
+      evaluate_shifts(model, tokens, 3, 4, 11, false, cpu, {0, 3, 5}, [&](int n) { counts.push_back(n); });
+  EXPECT_EQ(counts, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
   ASSERT_EQ(shifted.length, 7);
   ASSERT_EQ(shifted.at.size(), 3u);
   EXPECT_EQ(shifted.at[1].by_position.size(), 7u);

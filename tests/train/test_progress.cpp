@@ -12,6 +12,7 @@ TEST(Progress, TheLineAtKnownSteps) {
   EXPECT_EQ(Progress::line(0, 0, 1000, "?", 80), "[..............................]   0% step 0/1000 ETA ?");
   EXPECT_EQ(Progress::line(400, 0, 1000, "1m02s", 80), "[############..................]  40% step 400/1000 ETA 1m02s");
   EXPECT_EQ(Progress::line(1000, 0, 1000, "0s", 80), "[##############################] 100% step 1000/1000 ETA 0s");
+  EXPECT_EQ(Progress::line(5, 0, 20, "3s", 80, "batch"), "[#######.......................]  25% batch 5/20 ETA 3s");
   // A resumed run counts from its first step: half of 500 → 1500.
   EXPECT_EQ(Progress::line(1000, 500, 1500, "9s", 80), "[###############...............]  50% step 1000/1500 ETA 9s");
 }
