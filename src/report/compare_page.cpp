@@ -321,7 +321,8 @@ std::string agreement_section(const Comparison& c) {
   return t + "</table></div>\n";
 }
 
-// Each variant with snapshots gets a page of its seeds side by side (seeds_VARIANT.html); returns the links to them.
+// Each variant with snapshots gets a page of its seeds side by side (seeds_K_VARIANT.html: K its row, so that two
+// variants whose names give one slug get two pages); returns the links to them.
 std::string write_seeds_pages(const Comparison& c, const std::string& out_dir) {
   std::string links;
   for (size_t v = 0; v < c.rows.size(); ++v) {
