@@ -16,10 +16,18 @@
 
 namespace poslab {
 
+// "010": CLI11 reads a whole number with a leading 0 as octal (010 is 8, 08 no number): said before it converts.
+inline std::string leading_zero(const std::string& s) {
+  if (s.size() > 1 && s[0] == '0' && s.find_first_not_of("0123456789") == std::string::npos)
+    return "write " + s + " without its leading 0 (a number with one reads as octal)";
+  return "";
+}
+
 // A finite number above 0 (positive) or at least 0.
 inline CLI::Validator number_from(bool zero_too) {
   return CLI::Validator(
       [zero_too](std::string& s) -> std::string {
+        if (std::string octal = leading_zero(s); !octal.empty()) return octal;
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
         const bool number = !s.empty() && end != nullptr && *end == '\0' && std::isfinite(v);
@@ -34,6 +42,7 @@ inline const CLI::Validator kNonNegative = number_from(true);
 // A seed: a whole number from 0 to 2^63 − 1 (CLI11 wraps "-1" into an unsigned seed and clamps one too large).
 inline const CLI::Validator kSeed = CLI::Validator(
     [](std::string& s) -> std::string {
+      if (std::string octal = leading_zero(s); !octal.empty()) return octal;
       const bool digits = !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
       if (digits && (s.size() < 19 || s <= "9223372036854775807")) return "";
       return "must be a whole number from 0 to 9223372036854775807, not '" + s + "'";

@@ -152,6 +152,8 @@ expect_error "a count too large for its type" "^error: --tokens: 99999999999 is 
   sample "$tmp/none.pt" --tokens 99999999999
 expect_error "a leading 0 (octal to CLI11)" "^error: --tokens: write 08 without its leading 0 \(a number with one reads as octal\)$" \
   sample "$tmp/none.pt" --tokens 08
+expect_error "a leading 0 that octal reads (010 = 8)" "^error: --steps: write 010 without its leading 0" bench --steps 010
+expect_error "a seed with a leading 0" "^error: --seed: write 07 without its leading 0" sample "$tmp/none.pt" --seed 07
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1
 expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \
