@@ -137,7 +137,7 @@ namespace {
 // says so, and why where the columns are as many as the centred rows it is fitted on (the least-squares fit then
 // passes through each of them).
 std::string probes_line(const LiteratureProbes& p, int64_t P, int64_t d) {
-  const int64_t fitted = P - P / p.folds;
+  const int64_t fitted = P - (P + p.folds - 1) / p.folds;  // the rows of the smallest fold's fit
   const double guess = static_cast<double>(P) / 4;
   const std::string worse = p.absolute_mae <= guess ? ""
                             : d >= fitted - 1
@@ -407,9 +407,12 @@ int run_analyze(const AnalyzeArgs& a) {
   if (unwritten) {
     out.flush();
     std::cout.flush();
-    throw Error(std::string(unwritten->what()) + " (the analysis is printed above; its files in " +
-                    RunFolder(a.table.input).analysis_dir() + " are not all written)",
-                unwritten->hint());
+    const std::string dir = RunFolder(a.table.input).analysis_dir();
+    throw Error(std::string(unwritten->what()) + " (the analysis is printed above; its files in " + dir +
+                    " are not all written)",
+                "to keep them, make " + dir +
+                    " writable (or free the disk), or analyse a copy of the run folder "
+                    "where you may write");
   }
   return 0;
 }

@@ -251,7 +251,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   cmd->add_option("--shift", a.shifts,
                   "start rows S,S,... of the table: the same windows, of block_size − the largest S "
                   "tokens, read at rows S … S + length − 1 (loss against start offset), e.g. --shift 0,16,64")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kNoLeadingZero);
   cmd->add_flag("--force", a.force, "replace an existing --out file");
   add_device_option(cmd, a.device);
   return cmd;

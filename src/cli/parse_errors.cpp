@@ -38,7 +38,7 @@ std::optional<std::string> wrong_kind(const CLI::App& cmd, const CLI::ParseError
   if ((base == "INT" || base == "UINT") && !value.empty() &&
       std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     if (value.size() > 1 && value[0] == '0')
-      return name + ": write " + value + " without its leading 0 (a number with one reads as octal)";
+      return name + ": write " + value + " without its leading 0 (a whole number with one reads as octal)";
     errno = 0;
     const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
     const bool int64 = errno != ERANGE && v <= static_cast<unsigned long long>(INT64_MAX);

@@ -16,12 +16,16 @@
 
 namespace poslab {
 
-// "010": CLI11 reads a whole number with a leading 0 as octal (010 is 8, 08 no number): said before it converts.
+// "010", "+010": CLI11 reads a whole number with a leading 0 as octal (010 is 8, 08 no number): said before it
+// converts. (A number option's check cannot tell a whole-number option from a decimal one, which would read 010 as
+// 10: both refuse it.)
 inline std::string leading_zero(const std::string& s) {
-  if (s.size() > 1 && s[0] == '0' && s.find_first_not_of("0123456789") == std::string::npos)
-    return "write " + s + " without its leading 0 (a number with one reads as octal)";
+  const std::string digits = !s.empty() && (s[0] == '+' || s[0] == '-') ? s.substr(1) : s;
+  if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of("0123456789") == std::string::npos)
+    return "write " + s + " without its leading 0 (a whole number with one reads as octal)";
   return "";
 }
+inline const CLI::Validator kNoLeadingZero = CLI::Validator(leading_zero, "");
 
 // A finite number above 0 (positive) or at least 0.
 inline CLI::Validator number_from(bool zero_too) {

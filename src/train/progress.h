@@ -10,6 +10,9 @@ class Progress {
  public:
   // draw: false on ranks other than 0; unit: what is counted ("step", "batch")
   Progress(int64_t first_step, int64_t last_step, bool draw = true, std::string unit = "step");
+  ~Progress() { clear(); }  // an error thrown past it is not printed on the bar's line
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   void update(int64_t step);  // redraws at most ~5 times a second
 
   // The ETA at `step`, drawn at `now`: from the rate since the first draw (whose step also carried step 0's eval

@@ -4,32 +4,43 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "util/wrap.h"
 
 namespace poslab {
 
+namespace {
+
+const char* const kLogEol = "\n";  // spdlog's default end of line, the pattern_formatter's here
+
+bool ends_in_message(const std::string& pattern) {
+  return pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "%v") == 0;
+}
+
+}  // namespace
+
 TerminalLogFormatter::TerminalLogFormatter(std::string pattern, size_t width)
-    : pattern_(std::move(pattern)), width_(width), inner_(pattern_) {}
+    : pattern_(std::move(pattern)), width_(width), inner_(pattern_, spdlog::pattern_time_type::local, kLogEol) {}
 
 void TerminalLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  spdlog::memory_buf_t line;
-  inner_.format(msg, line);  // sets msg's colour range: in the line's head, which wrapping leaves as it is
-  std::string text(line.data(), line.size());
-  std::string eol;
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
-    eol.insert(eol.begin(), text.back());
-    text.pop_back();
-  }
-  // The message is the line's tail (the pattern ends in %v): its first line continues under it; the lines of a
-  // message of several (the config's keys) each under their own text.
+  inner_.format(msg, dest);  // sets msg's colour range: in the line's head, which wrapping leaves as it is
+  // The message is the line's tail when the pattern ends in %v (the end of line after it): its start is known
+  const size_t eol = std::char_traits<char>::length(kLogEol);
+  if (!ends_in_message(pattern_) || dest.size() < eol + msg.payload.size()) return;
+  const size_t head = dest.size() - eol - msg.payload.size();
+  // too narrow a terminal for the message beside its head: the terminal's own wrapping reads better
   const size_t width = width_ > 0 ? width_ : terminal_columns(STDERR_FILENO);
-  const size_t head = text.size() >= msg.payload.size() ? text.size() - msg.payload.size() : 0;
+  if (width < head + 30) return;
+  std::string text(dest.data(), dest.size() - eol);
+  dest.clear();
+  // Its first line continues under the message; the lines of a message of several (the config's keys) each under
+  // their own text.
   const size_t first_end = std::min(text.find('\n', head), text.size());
   std::string wrapped = wrap_line_at(text.substr(0, first_end), width, head);
   if (first_end < text.size()) wrapped += "\n" + wrap_lines(text.substr(first_end + 1), width);
-  wrapped += eol;
+  wrapped += kLogEol;
   dest.append(wrapped.data(), wrapped.data() + wrapped.size());
 }
 

@@ -150,9 +150,12 @@ expect_error "config refuses the run name train refuses" "^error: --set: run.nam
 expect_error "a count below 0" "^error: --tokens: must be a number 0 or above, not '-1'" sample "$tmp/none.pt" --tokens -1
 expect_error "a count too large for its type" "^error: --tokens: 99999999999 is too large \(at most 2147483647\)$" \
   sample "$tmp/none.pt" --tokens 99999999999
-expect_error "a leading 0 (octal to CLI11)" "^error: --tokens: write 08 without its leading 0 \(a number with one reads as octal\)$" \
+expect_error "a leading 0 (octal to CLI11)" "^error: --tokens: write 08 without its leading 0 \(a whole number with one reads as octal\)$" \
   sample "$tmp/none.pt" --tokens 08
 expect_error "a leading 0 that octal reads (010 = 8)" "^error: --steps: write 010 without its leading 0" bench --steps 010
+expect_error "a start row with a leading 0" "^error: --shift: write 010 without its leading 0" eval "$tmp/none.pt" --shift 0,010
+expect_error "a signed number with a leading 0" "^error: --positions: write \+010 without its leading 0" \
+  analyze --synthetic random --positions +010
 expect_error "a seed with a leading 0" "^error: --seed: write 07 without its leading 0" sample "$tmp/none.pt" --seed 07
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1

@@ -64,9 +64,14 @@ for trial in $(seq 1 "$trials"); do
     if kill -0 "$pid" 2>/dev/null; then
       kill -9 "$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
-      kills=$((kills + 1))
-      echo "trial $trial: killed after $wait_ms ms" >>"$out.log"
-      continue
+      krc=$?
+      if [ "$krc" -eq 137 ]; then  # killed, not finished a moment before the signal
+        kills=$((kills + 1))
+        echo "trial $trial: killed after $wait_ms ms" >>"$out.log"
+        continue
+      fi
+      [ "$krc" -eq 0 ] || { echo "FAIL trial $trial: the sweep exited $krc after $kills kills:"; tail -20 "$out.log"; failed=1; }
+      break
     fi
     wait "$pid"
     rc=$?
