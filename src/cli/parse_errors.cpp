@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/validators.h"
 #include "util/near_words.h"
 
 namespace poslab {
@@ -37,8 +38,7 @@ std::optional<std::string> wrong_kind(const CLI::App& cmd, const CLI::ParseError
   // number past the option's type (within int64's range: a 32-bit option's)
   if ((base == "INT" || base == "UINT") && !value.empty() &&
       std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    if (value.size() > 1 && value[0] == '0')
-      return name + ": write " + value + " without its leading 0 (a whole number with one reads as octal)";
+    if (const std::string octal = leading_zero(value); !octal.empty()) return name + ": " + octal;
     errno = 0;
     const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
     const bool int64 = errno != ERANGE && v <= static_cast<unsigned long long>(INT64_MAX);

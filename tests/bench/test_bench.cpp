@@ -39,6 +39,22 @@ TEST_P(BenchOnDevice, ReportsTheDevicesMatmulRateAndMfu) {
 
 POSLAB_ON_EVERY_DEVICE(BenchOnDevice);
 
+// A model that cannot fit stops before anything is allocated, as train's does (38.7 billion parameters: 722 GB).
+TEST(Bench, AModelThatCannotFitStopsBeforeItRuns) {
+  test::ScopedEnv checked("POSLAB_NO_MEMORY_CHECK", nullptr);
+  BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  const std::string msg = test::error_of([&] {
+    run_bench(load_config("", {"model.n_layer=48", "model.n_embd=8192", "model.n_head=64", "run.device=cpu",
+                               "train.dtype=float32"}),
+              opt);
+  });
+  EXPECT_NE(msg.find("model.n_layer 48, n_embd 8192, block_size 64, train.batch_size 32: training needs at least "),
+            std::string::npos)
+      << msg;
+}
+
 // An MFU is at most 100 %: above it the peak measured low, and the words say so rather than print the figure.
 TEST(Bench, AnMfuAboveOneIsNamedNotPrinted) {
   EXPECT_EQ(mfu_words(0.523), "MFU 52.3%");
