@@ -20,10 +20,11 @@ MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world
   need.weights = 4 * need.parameters;
   need.gradients = 4 * need.parameters;
   need.optimizer = 8 * need.parameters;
-  // One micro-batch's rows: the block's inputs and outputs kept for the backward pass, ~16 floats of width C per
-  // token (LayerNorm outputs, q, k, v, the attention's output, the MLP's 4C twice), plus the embeddings' sum.
-  const int64_t rows =
-      static_cast<int64_t>(cfg.train.batch_size) / std::max(1, cfg.train.grad_accum) / std::max(1, world_size) * T;
+  // One micro-batch's rows (a process's share of train.batch_size sequences; grad_accum draws that many micro-batches
+  // one after another, each of the whole batch_size): the block's inputs and outputs kept for the backward pass, ~16
+  // floats of width C per token (LayerNorm outputs, q, k, v, the attention's output, the MLP's 4C twice), plus the
+  // embeddings' sum.
+  const int64_t rows = static_cast<int64_t>(cfg.train.batch_size) / std::max(1, world_size) * T;
   need.activations = (cfg.train.dtype == "bfloat16" ? 2 : 4) * rows * C * (16 * L + 1);
   return need;
 }
@@ -61,10 +62,9 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
       model_state > room.bytes
           ? "the model alone does not fit: fewer layers (model.n_layer) or a narrower model (model.n_embd, which the "
             "parameters grow with squared); data-parallel processes each hold the whole model"
-          : "the activations do not fit: a smaller micro-batch (train.batch_size, or train.grad_accum to keep the "
-            "batch and take it in parts), fewer positions (model.block_size), or processes on more machines (each "
-            "takes its "
-            "share of the batch)";
+          : "the activations do not fit: a smaller micro-batch (train.batch_size; a step takes train.batch_size x "
+            "train.grad_accum sequences: raise grad_accum by the factor you lower it by to keep the step's batch), "
+            "fewer positions (model.block_size), or processes on more machines (each takes its share of the batch)";
   if (on_gpu)
     hint += "; train.dtype bfloat16 halves the activations; nvidia-smi shows what else holds the GPU's memory";
   if (const std::string note = memory_check_note(room); !note.empty()) hint += "; " + note;
