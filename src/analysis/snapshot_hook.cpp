@@ -8,7 +8,12 @@
 namespace poslab {
 
 std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info, std::optional<Analysis>* out) {
-  const Analysis a = analyze_table(W, info.npy_path.empty() ? "wpe" : info.npy_path);
+  Analysis a;
+  try {
+    a = analyze_table(W, info.npy_path.empty() ? "wpe" : info.npy_path);
+  } catch (const std::exception& e) {  // the analysis's own failure; a file that cannot be written throws below
+    return std::string("analysis failed: ") + e.what();
+  }
   if (out) *out = a;
   if (!info.npy_path.empty()) {
     nlohmann::json j = to_json(a);

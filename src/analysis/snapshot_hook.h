@@ -16,7 +16,8 @@ struct SnapshotInfo {
 };
 
 // Runs the full analysis of W (block_size, n_embd), writes it next to the snapshot (wpe_stepNNNNNN.json)
-// and returns a one-line summary for the log; `out`, when given, receives the analysis.
+// and returns a one-line summary for the log; `out`, when given, receives the analysis. An analysis that fails
+// returns "analysis failed: WHY" and writes nothing; a file that cannot be written throws, as every file of a run.
 std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info, std::optional<Analysis>* out = nullptr);
 
 }  // namespace poslab

@@ -28,7 +28,8 @@ struct UsageWindows {
 // snapshot index (NaN losses are left out), runs the analysis hook, writes the model's usage of the table
 // (model_usage_json, with "data_attention" on `windows` when given and the tokens hold a window) and returns a
 // one-line summary; `analysis`, when given, receives the table's analysis as soon as it is made. The model must have
-// a position table.
+// a position table. A file that cannot be written throws (the run stops, as at a checkpoint, and a resume writes the
+// snapshot again); an analysis that fails is said in the summary and leaves its files out.
 std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model, double train_loss, double val_loss,
                            const UsageWindows* windows = nullptr, std::optional<Analysis>* analysis = nullptr);
 

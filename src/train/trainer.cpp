@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,7 +81,10 @@ TrainSummary TrainingRun::loop() {
     if ((last || stop_here) && writer_ && record.contains("val_loss")) write_record(record);
     if (!on_disk && (step % cfg_.train.checkpoint_every == 0 || last || stop_here)) {  // step 0 too
       settle_unread();  // on every rank: no checkpoint holds a step that train.on_nonfinite: stop stops at
-      if (writer_) save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
+      if (writer_) {
+        sync_logs();
+        save_checkpoint(latest_path(), model_, optimizer_.get(), meta(step));
+      }
     }
     if (last || stop_here) {
       finished_at_ = step;
@@ -126,23 +130,25 @@ void TrainingRun::snapshot(int64_t step, const nlohmann::json& record) {
   // train loss: the eval estimate at eval steps, else the last training batch's loss.
   const bool evaluated = record.contains("val_loss");
   const double train_loss = evaluated ? train_est_ : last_batch_loss_.defined() ? last_batch_loss_.item<double>() : NAN;
-  std::string summary;
+  // Its files are the run's as a checkpoint is: one that cannot be written stops the run (a resume writes it again);
+  // a failed analysis is said in the log line and the run goes on.
   std::optional<Analysis> analysis;
+  // layer 0's attention on real text: a few of the val eval's windows, the same at every snapshot
+  const UsageWindows windows{&data_.val, std::min(cfg_.train.eval_batches, 4), cfg_.train.batch_size,
+                             eval_seed(cfg_.run.seed, "val")};
+  std::string summary;
   try {
-    // layer 0's attention on real text: a few of the val eval's windows, the same at every snapshot
-    const UsageWindows windows{&data_.val, std::min(cfg_.train.eval_batches, 4), cfg_.train.batch_size,
-                               eval_seed(cfg_.run.seed, "val")};
     summary = write_snapshot(rdir_, step, model_, train_loss, evaluated ? val_est_ : NAN, &windows, &analysis);
-  } catch (const Error& e) {  // the .npy is written first; a failed analysis must not end the run
-    summary = std::string("analysis failed: ") + e.what();
-  }
-  if (tensorboard_) {  // the table for the projector, and its headline metrics
-    const auto w = model_->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    tensorboard_->add_table(step, w.data_ptr<float>(), w.size(0), w.size(1));
-    std::vector<TbScalar> scalars;
-    if (analysis)
-      for (const Metric& m : headline_metrics()) scalars.push_back({step, table_tag(m.key), m.value(*analysis)});
-    tensorboard_->add(scalars);
+    if (tensorboard_) {  // the table for the projector, and its headline metrics
+      const auto w = model_->position_table().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+      tensorboard_->add_table(step, w.data_ptr<float>(), w.size(0), w.size(1));
+      std::vector<TbScalar> scalars;
+      if (analysis)
+        for (const Metric& m : headline_metrics()) scalars.push_back({step, table_tag(m.key), m.value(*analysis)});
+      tensorboard_->add(scalars);
+    }
+  } catch (const Error& e) {
+    stopped_by(e);
   }
   const double ms = 1000.0 * seconds_since(t0);
   progress_->clear();
@@ -239,8 +245,29 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
 }
 
 void TrainingRun::write_record(const nlohmann::json& record) {
-  append_line(metrics_path(), record.dump());
-  if (tensorboard_) tensorboard_->add(metrics_scalars(metrics_record(record)));
+  try {
+    append_line(metrics_path(), record.dump());
+    if (tensorboard_) tensorboard_->add(metrics_scalars(metrics_record(record)));
+  } catch (const Error& e) {
+    stopped_by(e);
+  }
+}
+
+// A resume keeps the lines before its checkpoint's step and never writes them again: they must outlive a power loss
+// that the checkpoint outlives (a kill leaves them in the page cache).
+void TrainingRun::sync_logs() const {
+  sync_appended(metrics_path());
+  if (model_->wpe) sync_appended(RunFolder(rdir_).snapshot_index());
+  if (tensorboard_) sync_appended(tensorboard_->events_path());
+}
+
+void TrainingRun::stopped_by(const Error& e) const {
+  std::error_code ec;
+  const bool kept = std::filesystem::exists(latest_path(), ec);
+  throw Error(e.what(), "free some space or fix permissions, then poslab train --resume " + rdir_ +
+                            (kept ? ": the previous checkpoint is intact, and the run goes on from it"
+                                  : ": no checkpoint was written before this one, so the run starts again in its "
+                                    "folder"));
 }
 
 // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).

@@ -64,6 +64,10 @@ class TrainingRun {
   void settle_unread();  // reads the skips of the steps on the device since the last read (train.on_nonfinite)
   void log_step(int64_t step, double lr, nlohmann::json& record);
   void write_record(const nlohmann::json& record);  // to metrics.jsonl, and its scalars to TensorBoard
+  // A file of the run that could not be written (a full disk, a file-size limit): `e` again, its hint saying what a
+  // resume finds on disk.
+  [[noreturn]] void stopped_by(const Error& e) const;
+  void sync_logs() const;  // the logs' lines so far on disk, before the checkpoint that stands for them
   TrainSummary finish();
 
   const TrainRequest& req_;

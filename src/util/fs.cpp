@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -183,7 +184,12 @@ void commit_file(const std::string& tmp, const std::string& to) {
 
 AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint)
     : path_(std::move(path)), what_(std::move(what)), hint_(std::move(hint)) {
-  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  // PATH.tmp.<pid>. TensorBoard reads every file whose name holds "tfevents", one a killed writer left too: there
+  // the temporary is spelled "tf-events".
+  const fs::path p(path_);
+  std::string name = p.filename().string();
+  if (const auto at = name.find("tfevents"); at != std::string::npos) name.replace(at, 8, "tf-events");
+  tmp_ = (p.parent_path() / (name + ".tmp." + std::to_string(::getpid()))).string();
   crash_point("open", tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(path_ + ": " + what_ + ": " + tmp_ + ": " + std::strerror(errno), hint_);
@@ -269,12 +275,29 @@ void append_bytes(const std::string& path, const std::string& text) {
   if (fd < 0)
     throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
   crash_point_write(fd, text.data(), text.size(), path);
+  struct stat before {};
+  const bool sized = ::fstat(fd, &before) == 0;
   const ssize_t w = ::write(fd, text.data(), text.size());
   const int err = errno;
+  // A short append (a full disk, a file-size limit) is cut off again: the next append must not land after half a line
+  const bool torn = w > 0 && w != static_cast<ssize_t>(text.size()) && !(sized && ::ftruncate(fd, before.st_size) == 0);
   ::close(fd);
   if (w != static_cast<ssize_t>(text.size()))
     throw Error(path + ": cannot append: " + (w < 0 ? std::strerror(err) : "short write"),
-                "free some space and run again; earlier lines are intact");
+                std::string("free some space and run again; earlier lines are intact") +
+                    (torn ? " (the last one is cut short: its readers drop it)" : ""));
+}
+
+void sync_appended(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+  const fs::path parent = fs::path(path).parent_path();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  ::fsync(dir);
+  ::close(dir);
 }
 
 std::string disk_fault(const std::string& dir) {

@@ -93,6 +93,11 @@ void append_line(const std::string& path, const std::string& line);
 // Appends bytes to a file (created when missing) in one write.
 void append_bytes(const std::string& path, const std::string& bytes);
 
+// fsyncs a file written by appends, and its folder (which holds its name from its first append): what was appended
+// so far outlives a power loss. No crash point: a kill there leaves what a kill after the last append leaves. A file
+// that is not there is no error (a log not yet begun); one that cannot be synced is said by the next write.
+void sync_appended(const std::string& path);
+
 // Crash points, for the tests that end a run at every durable step of its writes (docs/faults.md). Each step the
 // functions above take -- a folder made, a file opened for writing, its body written (an AtomicWriter's first
 // write), each append, each fsync, each rename, each folder fsync -- is a point, numbered from 1 in the order this

@@ -299,6 +299,38 @@ TEST(Trainer, ARunFolderIsNeverReusedByAFreshRun) {
   EXPECT_TRUE(fs::exists(dir / "once/checkpoints/latest.pt"));
 }
 
+// A snapshot between checkpoints that cannot be written (a full disk, a file-size limit) stops the run as a
+// checkpoint's would, its hint naming the resume; the resume writes the snapshot again. (Its temporary file's place
+// taken by a folder makes the write fail.)
+TEST(Trainer, ASnapshotThatCannotBeWrittenStopsTheRunAndTheResumeWritesIt) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "snap", 8);
+  r.overrides.insert(r.overrides.end(), {"snapshot.every=2", "train.checkpoint_every=4", "train.eval_every=4"});
+  r.stop_at = 4;
+  train(r);
+  const std::string blocked =
+      fmt::format("{}/snap/snapshots/wpe_step000006.npy.tmp.{}", dir.str(), static_cast<long>(::getpid()));
+  fs::create_directories(fs::path(blocked) / "in_the_way");
+  TrainRequest resume;
+  resume.resume_dir = dir / "snap";
+  try {
+    train(resume);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("snapshots/wpe_step000006.npy"), std::string::npos) << e.what();
+    EXPECT_EQ(e.hint(), "free some space or fix permissions, then poslab train --resume " + (dir / "snap") +
+                            ": the previous checkpoint is intact, and the run goes on from it");
+  }
+  EXPECT_FALSE(fs::exists(dir / "snap/snapshots/wpe_step000006.npy"));
+  fs::remove_all(blocked);
+  EXPECT_EQ(train(resume).steps, 8);
+  std::vector<int64_t> steps;
+  for (const auto& line : read_jsonl(dir / "snap/snapshots/index.jsonl")) steps.push_back(line["step"]);
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 2, 4, 6, 8}));
+  EXPECT_TRUE(fs::is_regular_file(dir / "snap/snapshots/wpe_step000006.npy"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "snap/snapshots/wpe_step000006.json")) << "its analysis";
+}
+
 TEST(Trainer, ResumeErrors) {
   TempDir dir;
   TrainRequest r;

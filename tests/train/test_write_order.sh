@@ -2,7 +2,7 @@
 # The order of a run's writes, read from its system calls (strace -f): every file renamed into place was fsynced
 # after its last write and before the rename, and its folder fsynced after the rename; the only files appended to are
 # the logs whose readers repair a line a crash cut short (metrics.jsonl, snapshots/index.jsonl, TensorBoard's event
-# file of each start of the trainer); no other file is
+# file of each start of the trainer), each fsynced after its last append before latest.pt is committed; no other file is
 # written in place but the run's lock. Checked on a tiny run and its resume, with a report (its figures are gnuplot's
 # own files, written beside poslab's). Usage: test_write_order.sh PATH/TO/poslab
 set -u
@@ -52,6 +52,7 @@ def ours(p):
     return p is not None and p.startswith(root + "/")
 
 dirty, synced, unsynced_dirs, appended, in_place, failures = {}, set(), {}, set(), set(), []
+appended_paths, latest_commits = set(), 0
 renamed_from, renamed_to, removed = set(), set(), set()
 renames = 0
 for c in calls:
@@ -70,6 +71,7 @@ for c in calls:
             continue
         if "O_APPEND" in args:
             appended.add(os.path.relpath(path, root))
+            appended_paths.add(path)
         elif not re.search(r"\.tmp\.\d+$", path) and not path.endswith("/lock"):
             in_place.add(os.path.relpath(path, root))
     elif name in ("write", "pwrite64"):
@@ -98,6 +100,13 @@ for c in calls:
         renamed_to.add(os.path.relpath(new, root))
         if dirty.get(old, False) or old not in synced:
             failures.append(f"{os.path.relpath(new, root)}: renamed into place before its data was fsynced")
+        # A resume keeps the logs' lines before its checkpoint and never writes them again: on disk before it
+        if new.endswith("/checkpoints/latest.pt"):
+            latest_commits += 1
+            for p in sorted(appended_paths):
+                if dirty.get(p, False):
+                    failures.append(f"{os.path.relpath(p, root)}: appended to and not fsynced when "
+                                    f"checkpoints/latest.pt was committed")
         unsynced_dirs.setdefault(os.path.dirname(new), os.path.relpath(new, root))
 for d, f in unsynced_dirs.items():
     failures.append(f"{f}: its folder was not fsynced after the rename")
@@ -116,12 +125,15 @@ if figures and "runs/tiny/report/index.html" not in renamed_to:
     failures.append("runs/tiny/report/index.html: not renamed into place after the figures")
 for f in sorted(in_place - renamed_from - removed - figures):
     failures.append(f"{f}: written in place, not through a synced temporary file")
+if latest_commits < 3:
+    failures.append(f"only {latest_commits} commits of latest.pt traced: the trace missed the run's checkpoints")
 if renames < 20:
     failures.append(f"only {renames} renames traced: the trace missed the run's writes")
 for f in failures:
     print("FAIL " + f)
 print(f"write order: {renames} renames, each fsynced before and its folder after; appends only to "
-      f"{', '.join(sorted(appended))}; {len(figures)} report figures written by gnuplot before index.html")
+      f"{', '.join(sorted(appended))}, synced before each of {latest_commits} commits of latest.pt; "
+      f"{len(figures)} report figures written by gnuplot before index.html")
 print(f"write_order: {0 if failures else 1} passed, {1 if failures else 0} failed")
 sys.exit(1 if failures else 0)
 EOF

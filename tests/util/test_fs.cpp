@@ -1,11 +1,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "test_util.h"
 #include "util/error.h"
@@ -30,6 +34,23 @@ TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
 
 // A folder where the file should go: named as a folder, with the reason kept (the temporary's removal must not
 // replace it), and nothing left behind.
+// TensorBoard reads every file whose name holds "tfevents": a temporary one a killed writer leaves must not.
+TEST(Fs, ATemporaryEventFileIsNoEventFileToTensorBoard) {
+  TempDir dir;
+  const std::string events = dir / "events.out.tfevents.poslab";
+  {
+    AtomicWriter out(events);
+    out.write("x", 1);
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.str())) names.push_back(e.path().filename().string());
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0], "events.out.tf-events.poslab.tmp." + std::to_string(::getpid()));
+    out.commit();
+  }
+  EXPECT_EQ(read_file(events), "x");
+  EXPECT_EQ(remove_stale_temporaries(dir.str()), 0);
+}
+
 TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
   TempDir dir;
   std::filesystem::create_directories(dir / "out");
@@ -190,6 +211,27 @@ TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   std::filesystem::create_directories(dir / "folder");
   EXPECT_NE(error_of([&] { append_line(dir / "folder", "x"); }).find("folder: cannot append"), std::string::npos);
   EXPECT_NE(error_of([&] { read_file(dir / "missing"); }).find("missing: cannot open"), std::string::npos);
+}
+
+// An append cut short (a file-size limit here; a full disk alike) is taken back: the next line starts a line, where
+// a reader would otherwise find half a line in the middle of the log.
+TEST(Fs, AShortAppendIsTakenBackSoTheNextLineStartsALine) {
+  TempDir dir;
+  const std::string log = dir / "log";
+  append_line(log, "one");
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 4 + 5;  // "one\n" and 5 bytes of the next line
+  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string msg = error_of([&] { append_line(log, "a line longer than the limit"); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_NE(msg.find(log + ": cannot append: short write"), std::string::npos) << msg;
+  EXPECT_EQ(read_file(log), "one\n");
+  append_line(log, "two");
+  EXPECT_EQ(read_file(log), "one\ntwo\n");
 }
 
 // What disk_fault says of a folder: nothing on a disk that takes writes or a folder that does not exist; on a small
