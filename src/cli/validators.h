@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "util/near_words.h"
+#include "util/whole_numbers.h"
 
 namespace poslab {
 
-// "010", "+010": CLI11 reads a whole number with a leading 0 as octal (010 is 8, 08 no number): said before it
-// converts. (A number option's check cannot tell a whole-number option from a decimal one, which would read 010 as
-// 10: both refuse it.)
-inline std::string leading_zero(const std::string& s) {
-  const std::string digits = !s.empty() && (s[0] == '+' || s[0] == '-') ? s.substr(1) : s;
-  if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of("0123456789") == std::string::npos)
-    return "write " + s + " without its leading 0 (a whole number with one reads as octal)";
-  return "";
-}
+// A whole number with a leading 0 (util/whole_numbers.h): said before CLI11 converts it. (A number option's check
+// cannot tell a whole-number option from a decimal one, which would read 010 as 10: both refuse it.)
 inline const CLI::Validator kNoLeadingZero = CLI::Validator(leading_zero, "");
 
 // A finite number above 0 (positive) or at least 0.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/near_words.h"
+#include "util/whole_numbers.h"
 
 namespace poslab {
 namespace {
@@ -26,8 +28,22 @@ std::string describe(const YAML::Node& n) {
   return e.c_str();
 }
 
+// nanoGPT's names for poslab's keys (configs/shakespeare_char.yaml is its baby GPT), read by a key's last part.
+const std::map<std::string, std::string>& nanogpt_names() {
+  static const std::map<std::string, std::string> names = {{"max_iters", "train.max_steps"},
+                                                           {"learning_rate", "train.lr"},
+                                                           {"eval_interval", "train.eval_every"},
+                                                           {"eval_iters", "train.eval_batches"},
+                                                           {"warmup_iters", "train.warmup_steps"},
+                                                           {"log_interval", "train.log_every"},
+                                                           {"gradient_accumulation_steps", "train.grad_accum"},
+                                                           {"dataset", "data.corpus"}};
+  return names;
+}
+
 // What to write instead of an unknown key: the keys it is a slip of (a letter or two, the section's dot or an
-// underscore, a name shortened or run on), else its section's keys, else the sections.
+// underscore, a name shortened or run on, a key of another section, nanoGPT's name), else its section's keys, else
+// the sections.
 std::string unknown_key_hint(const std::string& key) {
   auto bare = [](std::string k) {  // "snapshot.every", "train.snapshot_every" → "snapshotevery", "trainsnapshotevery"
     k.erase(std::remove_if(k.begin(), k.end(), [](char c) { return c == '.' || c == '_'; }), k.end());
@@ -36,11 +52,15 @@ std::string unknown_key_hint(const std::string& key) {
   const std::string b = bare(key);
   std::vector<std::string> near, section_keys, sections;
   const std::string section = key.substr(0, key.find('.'));
+  const std::string name = key.substr(key.rfind('.') + 1);  // "dropout" of train.dropout
+  if (const auto it = nanogpt_names().find(name); it != nanogpt_names().end()) near.push_back(it->second);
   for (const std::string& k : config_keys()) {
     const std::string bk = bare(k);
     const bool contains =
         bk.size() >= 5 && b.size() >= 5 && (b.find(bk) != std::string::npos || bk.find(b) != std::string::npos);
-    if (edit_distance(b, bk) <= 2 || contains) near.push_back(k);
+    const bool moved = k.substr(k.rfind('.') + 1) == name;  // model.dropout for train.dropout
+    if ((edit_distance(b, bk) <= 2 || contains || moved) && std::find(near.begin(), near.end(), k) == near.end())
+      near.push_back(k);
     if (k.rfind(section + ".", 0) == 0) section_keys.push_back(k);
     const std::string s = k.substr(0, k.find('.'));
     if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
@@ -59,6 +79,15 @@ std::string unknown_key_hint(const std::string& key) {
 void set_field(Config& cfg, const std::string& key, const YAML::Node& value, const std::string& source) {
   const ConfigField* f = find_config_field(key);
   if (f == nullptr) throw Error(source + ": unknown config key '" + key + "'", unknown_key_hint(key));
+  if (f->whole && value.IsScalar())
+    if (const std::string octal = leading_zero(value.Scalar()); !octal.empty())
+      throw Error(source + ": " + key + " = " + value.Scalar() + ": " + octal,
+                  "fix the value of " + key + " in " + source);
+  if ((!value.IsDefined() || value.IsNull()) && f->null_is_empty) {  // "init_from:": none, its default
+    f->set(cfg, YAML::Node(std::string()));
+    cfg.origin[key] = source;
+    return;
+  }
   try {
     if (!value.IsDefined() || value.IsNull()) throw YAML::BadConversion(value.Mark());
     f->set(cfg, value);
@@ -71,8 +100,10 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
   cfg.origin[key] = source;
 }
 
-// Walks a YAML map, descending into sections, and sets every leaf key.
-void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, const std::string& source) {
+// Walks a YAML map, descending into sections, and sets every leaf key; `given` holds the keys the file set so far
+// (train.lr written dotted and again under train: would be taken twice, the last without a word).
+void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, const std::string& source,
+               std::set<std::string>& given) {
   std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar())
@@ -83,11 +114,15 @@ void merge_map(Config& cfg, const YAML::Node& node, const std::string& prefix, c
     if (!seen.insert(name).second)  // YAML readers differ on which one wins; yaml-cpp says nothing
       throw Error(source + ": '" + key + "' appears twice", "keep one of them");
     if (kv.second.IsMap() && find_config_field(key) == nullptr && is_config_section(key)) {
-      merge_map(cfg, kv.second, key, source);
+      merge_map(cfg, kv.second, key, source, given);
+    } else if (kv.second.IsNull() && find_config_field(key) == nullptr && is_config_section(key)) {
+      continue;  // "snapshot:" with its keys commented out: no keys
     } else if (find_config_field(key) == nullptr && is_config_section(key)) {
       throw Error(source + ": '" + key + "' is a section and must be a map of keys",
                   "write it as '" + name + ":' followed by indented 'key: value' lines");
     } else {
+      if (!given.insert(key).second)
+        throw Error(source + ": '" + key + "' appears twice (once dotted, once in its section)", "keep one of them");
       set_field(cfg, key, kv.second, source);
     }
   }
@@ -108,7 +143,8 @@ void merge_yaml_text(Config& cfg, const std::string& text, const std::string& so
     throw Error(source + ": the top level must be a map of sections (run, data, model, train, snapshot)",
                 "write each section as 'train:' with its 'key: value' lines indented below; poslab config prints them "
                 "all");
-  merge_map(cfg, root, "", source);
+  std::set<std::string> given;
+  merge_map(cfg, root, "", source, given);
 }
 
 Config with_default_origins() {

@@ -33,9 +33,15 @@ ConfigField make_field(std::string key, std::string type, Get get) {
   ConfigField f;
   f.key = std::move(key);
   f.type = std::move(type);
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     f.range = "from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
               std::to_string(std::numeric_limits<T>::max());
+    f.whole = true;
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    static Config defaults;
+    f.null_is_empty = get(defaults).empty();
+  }
   f.set = [get](Config& c, const YAML::Node& n) {
     get(c) = n.as<T>();
     if constexpr (std::is_floating_point_v<T>)  // .inf and .nan are YAML numbers, and no key's value
@@ -50,6 +56,7 @@ ConfigField auto_or_positive(const char* key, int RunConfig::*member) {
   ConfigField f;
   f.key = key;
   f.type = "auto or a positive integer";
+  f.whole = true;
   f.set = [member](Config& c, const YAML::Node& n) {
     if (n.IsScalar() && n.Scalar() == "auto") {
       c.run.*member = 0;

@@ -14,9 +14,11 @@ namespace poslab {
 
 // One config key: how to read it from YAML into the struct and write it back.
 struct ConfigField {
-  std::string key;    // "section.key" (or "data.tokenizer.type")
-  std::string type;   // for messages: "int", "float", "bool", "string", "list of strings", ...
-  std::string range;  // an integer key's: "from -2147483648 to 2147483647" (for a whole number out of it); else ""
+  std::string key;     // "section.key" (or "data.tokenizer.type")
+  std::string type;    // for messages: "int", "float", "bool", "string", "list of strings", ...
+  std::string range;   // an integer key's: "from -2147483648 to 2147483647" (for a whole number out of it); else ""
+  bool whole = false;  // an integer key (or "auto" or one): 010 is refused, which yaml-cpp would read as 8
+  bool null_is_empty = false;  // a text key whose default is "" (none): `key:` or `key: null` is that default
   std::function<void(Config&, const YAML::Node&)> set;  // throws a YAML::Exception for a value of the wrong type
   std::function<void(const Config&, YAML::Emitter&)> emit;
 };

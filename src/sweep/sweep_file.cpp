@@ -1,10 +1,15 @@
 // Reading a sweep file: its keys, its variants (the named ones crossed with the grid) and every run's config,
 // checked before anything trains (sweep.h).
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -13,6 +18,7 @@
 #include "sweep/sweep.h"
 #include "util/error.h"
 #include "util/near_words.h"
+#include "util/whole_numbers.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -28,6 +34,23 @@ std::string yaml_text(const YAML::Node& n) {
   YAML::Emitter e;
   e << YAML::Flow << n;
   return e.c_str();
+}
+
+// One of seeds: a whole number from 0 to 2^63 - 1, as run.seed takes it: said when the file is read, not when its
+// run starts, hours into the sweep.
+int64_t read_seed(const YAML::Node& x, const std::string& path) {
+  const std::string text = x.IsScalar() ? x.Scalar() : yaml_text(x);
+  const std::string where = path + ": seeds: " + text;
+  if (const std::string octal = leading_zero(text); !octal.empty())
+    throw Error(where + ": " + octal, "list each seed as 1, 2, 3");
+  const bool digits = x.IsScalar() && !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const long long v = digits ? std::strtoll(text.c_str(), nullptr, 10) : -1;
+  if (!digits || errno == ERANGE)
+    throw Error(
+        where + ": expected a whole number from 0 to 9223372036854775807",
+        text.rfind('-', 0) == 0 ? "a seed is 0 or more" : "list each seed as a whole number, e.g. seeds: [1, 2, 3]");
+  return v;
 }
 
 // The overrides of a `set:` map, in file order; `where` names it in errors.
@@ -130,7 +153,7 @@ void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
     } else if (key == "seeds") {
       if (!v.IsSequence() || v.size() == 0)
         throw Error(path + ": seeds: expected a non-empty list of integers, e.g. [1, 2, 3]", kSweepExample);
-      for (const auto& x : v) s.seeds.push_back(x.as<int64_t>());
+      for (const auto& x : v) s.seeds.push_back(read_seed(x, path));
       if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
         throw Error(path + ": seeds: " + yaml_text(v) + " repeats a seed", "list each seed once");
     } else if (key == "set") {
@@ -276,8 +299,42 @@ std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_se
   return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
 }
 
+// A --set reaches every run, over what a variant sets: each variant whose key it replaces is said, and variants it
+// makes the same run (the sweep's point lost without a word in the comparison) are an error.
+void check_sets_keep_variants_apart(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
+  std::map<std::string, std::string> given;  // key -> the --set that gives it
+  for (const std::string& o : cli_sets) given[o.substr(0, o.find('='))] = o;
+  std::map<std::string, std::vector<std::string>> kept;       // variant -> what it still sets, "key: value"
+  std::vector<std::pair<std::string, std::string>> replaced;  // the --set, "VARIANT's key: value"
+  for (const auto& v : sweep.variants) {
+    std::vector<std::string>& own = kept[v.name];
+    for (const auto& [key, value] : v.sets) {
+      const auto it = given.find(key);
+      if (it == given.end())
+        own.push_back(key + ": " + value);
+      else
+        replaced.emplace_back(it->second, v.name + "'s " + key + ": " + value);
+    }
+    std::sort(own.begin(), own.end());
+  }
+  if (replaced.empty()) return;
+  for (auto a = sweep.variants.begin(); a != sweep.variants.end(); ++a)
+    for (auto b = a + 1; b != sweep.variants.end(); ++b)
+      if (kept[a->name] == kept[b->name]) {
+        std::string what;
+        for (const auto& [set, its] : replaced)
+          if (its.rfind(a->name + "'s ", 0) == 0 || its.rfind(b->name + "'s ", 0) == 0)
+            what += (what.empty() ? "" : ", ") + ("--set " + set + " replaces " + its);
+        throw Error(sweep.file + ": variants " + a->name + " and " + b->name + " would be the same run (" + what + ")",
+                    "leave that --set out (a sweep's --set reaches every run, over what its variants set), or sweep "
+                    "a file without the variant it undoes");
+      }
+  for (const auto& [set, its] : replaced) spdlog::warn("--set {} replaces variant {}", set, its);
+}
+
 std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
   check_sweep_owned_keys(cli_sets, false, "--set");
+  check_sets_keep_variants_apart(sweep, cli_sets);
   const std::string dir = sweep_dir(sweep, cli_sets);
   std::vector<SweepRun> runs;
   for (int64_t seed : sweep.seeds)

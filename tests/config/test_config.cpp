@@ -134,6 +134,15 @@ TEST(Config, UnknownKeyHintNamesTheNearestKeys) {
   // The section's dot written as an underscore, under another section.
   EXPECT_EQ(hint("train.snapshot_every=5").rfind("did you mean snapshot.every? ", 0), 0u);
   EXPECT_EQ(hint("train.lrate=1").rfind("did you mean train.lr? ", 0), 0u);
+  // A key under another section, and nanoGPT's names (its baby GPT is configs/shakespeare_char.yaml).
+  EXPECT_EQ(hint("train.dropout=0.1").rfind("did you mean model.dropout? ", 0), 0u) << hint("train.dropout=0.1");
+  EXPECT_EQ(hint("train.block_size=64").rfind("did you mean model.block_size? ", 0), 0u);
+  EXPECT_EQ(hint("model.lr=1").rfind("did you mean train.lr? ", 0), 0u) << hint("model.lr=1");
+  EXPECT_EQ(hint("train.seed=1").rfind("did you mean run.seed? ", 0), 0u) << hint("train.seed=1");
+  EXPECT_EQ(hint("max_iters=5").rfind("did you mean train.max_steps? ", 0), 0u) << hint("max_iters=5");
+  EXPECT_EQ(hint("train.learning_rate=1").rfind("did you mean train.lr? ", 0), 0u) << hint("train.learning_rate=1");
+  EXPECT_EQ(hint("eval_interval=5").rfind("did you mean train.eval_every? ", 0), 0u);
+  EXPECT_EQ(hint("gradient_accumulation_steps=2").rfind("did you mean train.grad_accum? ", 0), 0u);
   const std::string model = hint("model.colour=1");
   EXPECT_EQ(model.rfind("the keys of model are model.n_layer, model.n_head, ", 0), 0u) << model;
   EXPECT_NE(model.find(" and model.extend_method; "), std::string::npos) << model;
@@ -168,12 +177,73 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
   EXPECT_NE(word.find("train.max_steps = many: expected integer |"), std::string::npos) << word;
 }
 
+// A whole number with a leading 0: yaml-cpp reads 010 as octal (8; 08 as no number), as CLI11 would; a person means
+// 10. Refused in a file and in --set, for every whole-number key and no other.
+TEST(Config, AWholeNumberWithALeadingZeroIsRefused) {
+  TempDir dir;
+  write_text(dir / "octal.yaml", "train:\n  max_steps: 010\n");
+  EXPECT_EQ(error_of([&] { load_config(dir / "octal.yaml"); }),
+            dir / "octal.yaml" + ": train.max_steps = 010: write 010 without its leading 0 (a whole number with one " +
+                "reads as octal) | fix the value of train.max_steps in " + dir / "octal.yaml");
+  for (const char* set : {"train.max_steps=010", "run.seed=+07", "run.threads=08", "run.batch_split=010"}) {
+    const std::string e = error_of([&] { load_config("", {set}); });
+    EXPECT_NE(e.find("without its leading 0"), std::string::npos) << set << ": " << e;
+  }
+  EXPECT_EQ(load_config("", {"train.max_steps=10"}).train.max_steps, 10);
+  EXPECT_NE(error_of([] { load_config("", {"train.max_steps=0"}); }).find("must be at least 1"), std::string::npos)
+      << "0 alone is a number, read as 0";
+  EXPECT_DOUBLE_EQ(load_config("", {"train.lr=0.010"}).train.lr, 0.01);
+  EXPECT_EQ(load_config("", {"run.name=007"}).run.name, "007") << "a name is text";
+}
+
+// Every range check names its key, its value and the rule (the loop's intervals also guard a step % 0).
+TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"train.beta1=1", "train.beta1 = 1: must be in [0, 1)"},
+      {"train.beta2=2", "train.beta2 = 2: must be in [0, 1)"},
+      {"train.weight_decay=-1", "train.weight_decay = -1: must be >= 0"},
+      {"train.warmup_steps=-1", "train.warmup_steps = -1: must be >= 0"},
+      {"train.grad_clip=-1", "train.grad_clip = -1: must be >= 0 (0 turns clipping off)"},
+      {"train.batch_size=0", "train.batch_size = 0: must be at least 1"},
+      {"train.grad_accum=0", "train.grad_accum = 0: must be at least 1"},
+      {"train.max_steps=0", "train.max_steps = 0: must be at least 1"},
+      {"train.eval_every=0", "train.eval_every = 0: must be at least 1"},
+      {"train.eval_batches=0", "train.eval_batches = 0: must be at least 1"},
+      {"train.checkpoint_every=0", "train.checkpoint_every = 0: must be at least 1"},
+      {"train.log_every=0", "train.log_every = 0: must be at least 1"},
+      {"snapshot.every=0", "snapshot.every = 0: must be at least 1"},
+      {"model.n_layer=0", "model.n_layer = 0: must be at least 1"},
+      {"model.wpe_init_std=-1", "model.wpe_init_std = -1: must be >= 0"},
+      {"train.on_nonfinite=ignore", "train.on_nonfinite = ignore: must be one of stop, skip"},
+      {"run.name=''", "run.name = '': must not be empty"},
+      {"run.out_dir=''", "run.out_dir = '': must not be empty"},
+      {"data.val_fraction=0", "data.val_fraction = 0: must be strictly between 0 and 1"},
+      {"data.corpus=[]", "data.corpus = []: needs at least one file or folder"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_of([&] { load_config("", {c[0]}); });
+    EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;
+  }
+  const std::string odd = error_of([] {
+    load_config("", {"model.position=sinusoidal", "model.n_embd=33", "model.n_head=1"});
+  });
+  EXPECT_NE(odd.find("model.n_embd = 33: must be even for model.position = sinusoidal"), std::string::npos) << odd;
+}
+
 TEST(Config, ARepeatedKeyOrASecondDocumentIsAnError) {
   // YAML readers differ on which of two equal keys wins, and yaml-cpp reads only a file's first document: both were
   // taken without a word.
   TempDir dir;
   write_text(dir / "twice.yaml", "train:\n  lr: 0.1\n  lr: 0.2\n");
   EXPECT_NE(error_of([&] { load_config(dir / "twice.yaml"); }).find("twice.yaml: 'train.lr' appears twice"),
+            std::string::npos);
+  write_text(dir / "dotted.yaml", "train.lr: 0.1\ntrain:\n  lr: 0.2\n");
+  EXPECT_NE(error_of([&] {
+              load_config(dir / "dotted.yaml");
+            }).find("dotted.yaml: 'train.lr' appears twice (once dotted, once in its section)"),
+            std::string::npos);
+  write_text(dir / "nested.yaml", "data: {tokenizer.type: char, tokenizer: {type: bpe}}\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "nested.yaml"); }).find("'data.tokenizer.type' appears twice"),
             std::string::npos);
   write_text(dir / "sections.yaml", "train:\n  lr: 0.1\nmodel:\n  n_layer: 2\ntrain:\n  max_steps: 5\n");
   EXPECT_NE(error_of([&] { load_config(dir / "sections.yaml"); }).find("'train' appears twice"), std::string::npos);
@@ -318,6 +388,19 @@ TEST(Config, MalformedFilesAndOverrides) {
   EXPECT_NE(error_of([&] { load_config(dir / "key.yaml"); }).find("not a plain name"), std::string::npos);
   write_text(dir / "empty.yaml", "");
   EXPECT_EQ(load_config(dir / "empty.yaml").model.n_embd, ModelConfig{}.n_embd);
+  // A section whose keys are all commented out holds no keys; an empty value of a path whose default is none is
+  // that default. An empty value of any other key is still an error.
+  write_text(dir / "commented.yaml",
+             "snapshot:\n  # every: 50\ntrain:\n  init_from:\n  max_steps: 7\n"
+             "data:\n  tokenizer: {model: null}\n  cache_dir: ~\n");
+  const Config c = load_config(dir / "commented.yaml");
+  EXPECT_EQ(c.snapshot.every, SnapshotConfig{}.every);
+  EXPECT_EQ(c.train.max_steps, 7);
+  EXPECT_EQ(c.train.init_from, "");
+  EXPECT_EQ(c.data.tokenizer.model, "");
+  EXPECT_EQ(c.data.cache_dir, "");
+  EXPECT_NE(error_of([] { load_config("", {"train.dtype="}); }).find("train.dtype = (empty)"), std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"run.name="}); }).find("run.name = (empty)"), std::string::npos);
 }
 
 // "section.key=value" for every leaf of a YAML mapping (lists stay whole, in flow style).

@@ -18,6 +18,7 @@
 #include "report/compare.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
+#include "run/tensorboard_files.h"
 #include "source_paths.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
@@ -412,6 +413,7 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   EXPECT_EQ(again.finished, 1);
   EXPECT_EQ(slurp(run + "/snapshots/wpe_step000006.npy"), table);
   EXPECT_EQ(read_jsonl(run + "/snapshots/index.jsonl").size(), 3u);  // steps 0, 3, 6: none twice
+  EXPECT_EQ(event_files(RunFolder(run).tensorboard_dir()).size(), 1u) << "TensorBoard would show step 0 twice";
 }
 
 // One sweep per folder at a time (a second one started beside it is an error before it writes anything), and one
@@ -549,6 +551,32 @@ TEST_F(SweepTest, ABandIsMeanAndSdWithinTheSeedsOwnValues) {
   EXPECT_DOUBLE_EQ(b.hi[2], 2.0);
 }
 
+// A --set reaches every run, over what a variant sets: said for each variant it reaches so, and refused where it
+// makes two variants the same run (their comparison would show one run as two).
+TEST_F(SweepTest, ASetOverAVariantsKeyIsSaidAndOneThatUndoesAVariantIsRefused) {
+  const Sweep undone = load_sweep(
+      sweep_file("seeds: [1]\nvariants:\n  - {name: short, set: {}}\n  - {name: long, set: {train.max_steps: 8}}\n",
+                 "steps.yaml"));
+  const std::string e = test::error_of([&] { sweep_runs(undone, {"train.max_steps=4"}); });
+  EXPECT_NE(e.find("steps.yaml: variants short and long would be the same run (--set train.max_steps=4 replaces "
+                   "long's train.max_steps: 8)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("leave that --set out"), std::string::npos) << e;
+  EXPECT_EQ(sweep_runs(undone, {"train.lr=0.01"}).size(), 2u) << "a key no variant sets";
+
+  const Sweep apart =
+      load_sweep(sweep_file("seeds: [1]\nvariants:\n  - {name: a, set: {train.max_steps: 4, model.n_layer: 1}}\n"
+                            "  - {name: b, set: {train.max_steps: 8, model.n_layer: 2}}\n",
+                            "apart.yaml"));
+  test::CapturedLog log;
+  EXPECT_EQ(sweep_runs(apart, {"train.max_steps=2"}).size(), 2u);
+  EXPECT_NE(log.str().find("--set train.max_steps=2 replaces variant a's train.max_steps: 4"), std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("--set train.max_steps=2 replaces variant b's train.max_steps: 8"), std::string::npos)
+      << log.str();
+}
+
 TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"),
             std::string::npos);
@@ -560,6 +588,18 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("grid: {model.n_layer: [1]}\n").find("bad.yaml: seeds: missing"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: []\n").find("seeds: expected a non-empty list"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);
+  // Each seed is read as run.seed takes it, when the file is read: not hours in, when its run starts.
+  EXPECT_NE(sweep_error("seeds: [1, -1]\n")
+                .find("bad.yaml: seeds: -1: expected a whole number from 0 to 9223372036854775807"),
+            std::string::npos);
+  EXPECT_EQ(sweep_hint("seeds: [1, -1]\n"), "a seed is 0 or more");
+  EXPECT_NE(sweep_error("seeds: [1, 2.5]\n").find("bad.yaml: seeds: 2.5: expected a whole number"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [[1]]\n").find("bad.yaml: seeds: [1]: expected a whole number"), std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [99999999999999999999]\n").find("expected a whole number from 0 to"),
+            std::string::npos);
+  EXPECT_NE(sweep_error("seeds: [010]\n")
+                .find("bad.yaml: seeds: 010: write 010 without its leading 0 (a whole number with one reads as octal)"),
+            std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layer: 2}\n").find("grid.model.n_layer: expected a non-empty list"),
             std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\ngrid: {model.n_layers: [1, 2]}\n").find("variant n_layers-1"), std::string::npos);
