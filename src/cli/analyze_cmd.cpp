@@ -167,29 +167,38 @@ void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
 nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
   LoadedModel m = load_model(checkpoint);
   if (!m.model->wpe || m.model->h->size() == 0) return nullptr;
+  // A run started from another checkpoint (train.init_from) began as that checkpoint's model: gone, the initial column
+  // is said to be missing, the rest stands.
+  std::error_code ec;
+  const std::string& from = m.cfg.train.init_from;
+  const bool initial_known = from.empty() || std::filesystem::exists(from, ec);
   AttentionKernels trained, initial;
-  nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)},
-                      {"initial", model_usage_json(initial_model(m), 0, &initial)}};
-  j["initial"]["source"] =
-      m.cfg.train.init_from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : m.cfg.train.init_from;
+  nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)}};
+  if (initial_known) j["initial"] = model_usage_json(initial_model(m), 0, &initial);
+  j["initial"]["source"] = from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : from;
   const auto& pt = j["checkpoint"]["position_token"];
-  const auto& pt0 = j["initial"]["position_token"];
+  const nlohmann::json pt0 = initial_known ? j["initial"]["position_token"] : nlohmann::json();
+  // A row of the geometry: the value at the step and at initialisation ("–" where that is unknown)
+  auto row = [&](const std::string& what, const char* key, int digits, const char* unit, int index = -1) {
+    auto value = [&](const nlohmann::json& g) {
+      const nlohmann::json& v = index >= 0 ? g[key][index] : g[key];
+      return fmt::format("{:.{}f}", v.get<double>(), digits) + unit;
+    };
+    return fmt::format("  {:<37}{:>10}{:>16}\n", what, value(pt), initial_known ? value(pt0) : "–");
+  };
   out << fmt::format("\nhow the model reads its table (layer 0, {} heads; docs/analysis.md):\n", trained.n_head)
       << fmt::format(" position-only attention kernels at step {} (mean token embedding added):\n", m.meta.step)
-      << kernels_text(trained) << " the same at initialisation:\n"
-      << kernels_text(initial)
+      << kernels_text(trained)
+      << (initial_known ? " the same at initialisation:\n" + kernels_text(initial)
+                        : " the same at initialisation: not measured (train.init_from " + from +
+                              ", the checkpoint the run started from, is not there)\n")
       << fmt::format(" {:<38}{:>10}{:>16}\n", "position vs token directions:", fmt::format("step {}", m.meta.step),
                      "initialisation")
-      << fmt::format("  {:<37}{:>9.0f}°{:>15.0f}°\n",
-                     fmt::format("smallest principal angle (top {})", pt["k"].get<int>()),
-                     pt["principal_angles_degrees"][0].get<double>(), pt0["principal_angles_degrees"][0].get<double>())
-      << fmt::format("  {:<37}{:>10.2f}{:>16.2f}\n", "token variance along them",
-                     pt["mean_token_variance_ratio"].get<double>(), pt0["mean_token_variance_ratio"].get<double>())
-      << fmt::format("  {:<37}{:>10.2f}{:>16.2f}\n", "place in the token spectrum",
-                     pt["mean_token_spectrum_quantile"].get<double>(),
-                     pt0["mean_token_spectrum_quantile"].get<double>())
-      << fmt::format("  {:<37}{:>10.3f}{:>16.3f}\n", "max |cos| token row vs position row",
-                     pt["max_abs_cosine"].get<double>(), pt0["max_abs_cosine"].get<double>());
+      << row(fmt::format("smallest principal angle (top {})", pt["k"].get<int>()), "principal_angles_degrees", 0, "°",
+             0)
+      << row("token variance along them", "mean_token_variance_ratio", 2, "")
+      << row("place in the token spectrum", "mean_token_spectrum_quantile", 2, "")
+      << row("max |cos| token row vs position row", "max_abs_cosine", 3, "");
   // The attention the model pays on real validation windows (its corpus must be where its config says).
   try {
     const TokenData data = prepare_tokens(m.cfg, apply_threads(m.cfg.run.threads), &m.tokenizer);

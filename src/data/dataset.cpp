@@ -37,7 +37,8 @@ bool decode_tokens_file(const std::string& path, int vocab, std::vector<int32_t>
       std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
     return false;
   std::memcpy(&n, bytes.data() + sizeof kTokensMagic, sizeof n);
-  if (bytes.size() != sizeof kTokensMagic + sizeof n + n * sizeof(int32_t)) return false;
+  const size_t body = bytes.size() - sizeof kTokensMagic - sizeof n;  // n * 4 would wrap for a damaged n
+  if (body % sizeof(int32_t) != 0 || body / sizeof(int32_t) != n) return false;
   ids.resize(n);
   std::memcpy(ids.data(), bytes.data() + sizeof kTokensMagic + sizeof n, n * sizeof(int32_t));
   const auto bad = std::find_if(ids.begin(), ids.end(), [vocab](int32_t id) { return id < 0 || id >= vocab; });

@@ -39,7 +39,8 @@ void clear_unresumable_start(const RunFolder& run) {
   check_restart_loses_nothing(run);  // a lost latest.pt of a run that went on: an error, never cleared
   spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
                run.dir(), left);
-  for (const std::string& d : {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir()})
+  for (const std::string& d :
+       {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir(), run.tensorboard_dir()})
     fs::remove_all(d, ec);
   fs::remove(run.metrics(), ec);
 }

@@ -411,6 +411,19 @@ if LC_ALL=C.UTF-8 "$poslab" analyze "$tmp/x/default" >"$tmp/out" 2>"$tmp/err" &&
 else
   failed=$((failed + 1)); echo "FAIL analyze run folder / checkpoint"; cat "$tmp/out" "$tmp/err"
 fi
+# The verdict's thresholds given on the command line are the ones it reads and stores (then the defaults again).
+thresholds() {  # FILE SHARE Z: verdict.json's thresholds are these
+  python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["thresholds"]
+sys.exit(t != {"min_signal_share": float(sys.argv[2]), "smooth_z": float(sys.argv[3])})' "$@"
+}
+cp -r "$tmp/x/default" "$tmp/thresholds"
+if "$poslab" analyze "$tmp/thresholds" --min-signal-share 0.3 --smooth-z 1.5 >"$tmp/out" 2>"$tmp/err" &&
+   thresholds "$tmp/thresholds/analysis/verdict.json" 0.3 1.5 &&
+   "$poslab" analyze "$tmp/thresholds" >/dev/null 2>&1 && thresholds "$tmp/thresholds/analysis/verdict.json" 0.5 5.0; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze's verdict thresholds"; cat "$tmp/err"; cat "$tmp/thresholds/analysis/verdict.json"
+fi
 # A run folder whose analysis/ cannot be written (here a file of that name) still gets its analysis printed, then
 # the error.
 cp -r "$tmp/x/default" "$tmp/unwritable" && rm -rf "$tmp/unwritable/analysis" && touch "$tmp/unwritable/analysis"
@@ -480,6 +493,15 @@ if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val 
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL eval"; cat "$tmp/out" "$tmp/err"
+fi
+# The train split: scored on its own windows, into its own file.
+if "$poslab" eval "$ckpt" --split train --batches 1 >"$tmp/out" 2>"$tmp/err" &&
+   grep -Eq "^train loss [0-9.]+ \| perplexity" "$tmp/out" &&
+   [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_train.csv")" -eq 129 ] &&
+   ! cmp -s "$tmp/x/default/eval/per_position_loss_train.csv" "$tmp/x/default/eval/per_position_loss_val.csv"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval --split train"; cat "$tmp/out" "$tmp/err"
 fi
 # Windows of many times the split's tokens are said to overlap; a quarter of the table checked at each end at most.
 if "$poslab" eval "$ckpt" --batches 4 --batch-size 512 --out "$tmp/many.csv" >"$tmp/out" 2>"$tmp/err" &&
@@ -661,6 +683,17 @@ if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && 
 else
   failed=$((failed + 1)); echo "FAIL extend, eval, train --init-from, report"; cat "$tmp/out"; tail -20 "$tmp/err"
 fi
+# The fine-tuning run's analysis reads its start from the extension; moved away, the rest of it still stands.
+tuned="$tmp/x/default-ext160-cubic/checkpoints/latest.pt"
+if "$poslab" analyze "$tuned" >"$tmp/out" 2>"$tmp/err" && grep -q "^ the same at initialisation:$" "$tmp/out" &&
+   mv "$ext" "$tmp/ext.moved" && "$poslab" analyze "$tuned" >"$tmp/out" 2>"$tmp/err" &&
+   unwrapped "$tmp/out" | grep -q " the same at initialisation: not measured (train.init_from $ext, the checkpoint the run started from, is not there)" &&
+   grep -Eq "^  max \|cos\| token row vs position row +[0-9.]+ +–$" "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze of a run started from a checkpoint, that checkpoint gone"; cat "$tmp/out" "$tmp/err"
+fi
+[ -e "$ext" ] || mv "$tmp/ext.moved" "$ext"
 expect_error "extend to fewer positions" "^error: --to 64: the table already has 128 rows" extend "$ckpt" --to 64
 expect_error "extend unknown method" "^error: --method: spline not in" extend "$ckpt" --to 256 --method spline
 expect_error "extend over an existing file" "^error: .*160-cubic/checkpoint.pt: already exists" extend "$ckpt" --to 160 --method cubic
@@ -677,6 +710,23 @@ expect_error "init-from a missing checkpoint" "^error: --init-from: train.init_f
 expect_error "trainable table without a table" "train.trainable = wpe: needs a learned table" \
   train configs/default.yaml --set train.trainable=wpe --set model.position=none
 expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
+# A run without a position table (a position sweep's control): inspect says so, the commands that read the table
+# say there is none, and what to do.
+if "$poslab" train configs/default.yaml --set model.position=none --set train.max_steps=1 --set train.eval_every=1 \
+     --set train.eval_batches=1 --set run.report=false --set "run.out_dir=$tmp/nopos" >/dev/null 2>"$tmp/err" &&
+   "$poslab" inspect "$tmp/nopos/default" >"$tmp/out" 2>>"$tmp/err" &&
+   grep -q "^position table none (model.position = none)$" "$tmp/out" &&
+   grep -Eq "^loss         train [0-9]+\.[0-9]{4} \| val [0-9]+\.[0-9]{4} \| best val [0-9]+\.[0-9]{4}$" "$tmp/out" &&
+   grep -q "^model        n_layer 4 | n_head 4 | n_embd 128 | block_size 128 | position none$" "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL a run without a position table"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "analyze a checkpoint without a table" \
+  "^error: $tmp/nopos/default/checkpoints/latest.pt: the checkpoint has no position table \(model.position = none\)$" \
+  analyze "$tmp/nopos/default/checkpoints/latest.pt"
+expect_error "extend a model without a table" "^hint: a model without a position table needs no extension$" \
+  extend "$tmp/nopos/default/checkpoints/latest.pt" --to 256
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

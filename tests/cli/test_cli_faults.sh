@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The poslab binary when a run is stopped or fails on purpose: SIGINT and kill -9 during training, a checkpoint
+# The poslab binary when a run is stopped or fails on purpose: SIGINT, SIGTERM and kill -9 during training, a checkpoint
 # writer killed mid-write, a file-size limit at a checkpoint, memory too small for the model or the input; each
 # resumable where it should be. Runs beside tests/cli/test_cli.sh (both CTest tests share tests/cli/lib.sh).
 # Usage: test_cli_faults.sh PATH/TO/poslab SOURCE_DIR
@@ -27,6 +27,22 @@ if [ "$rc" -eq 130 ] && grep -q "poslab train --resume $tmp/sig/default" "$tmp/s
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL SIGINT stop and resume: exit $rc, last snapshot $last"; tail -5 "$tmp/sig.err"
+fi
+# SIGTERM (what Slurm, timeout and a shutdown send) stops the run as SIGINT does, with exit 143, at the step it names.
+from=$("$poslab" inspect "$tmp/sig/default/checkpoints/latest.pt" | awk '/^step/ {print $2}')
+"$poslab" train --resume "$tmp/sig/default" --set train.max_steps=400 >"$tmp/term.out" 2>"$tmp/term.err" &
+pid=$!
+for _ in $(seq 1 300); do grep -q "step $((from + 3)) |" "$tmp/term.err" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+stopped=$(grep -o "^interrupted at step [0-9]*" "$tmp/term.err" | grep -o "[0-9]*$")
+if [ "$rc" -eq 143 ] && [ -n "$stopped" ] && [ "$stopped" -gt "$from" ] &&
+   "$poslab" inspect "$tmp/sig/default/checkpoints/latest.pt" | grep -q "^step  *$stopped of train.max_steps 400$" &&
+   [ ! -e "$tmp/sig/default/lock" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL SIGTERM stop: exit $rc, stopped at '$stopped' (from $from)"; tail -5 "$tmp/term.err"
 fi
 # kill -9 at random moments, three times: the latest checkpoint on disk is always readable, the stale lock
 # is taken over, and the run resumes each time.

@@ -31,6 +31,19 @@ if "$poslab" analyze "$hf/bart" --json "$tmp/bart.json" >"$tmp/out" 2>"$tmp/err"
 else
   failed=$((failed + 1)); echo "FAIL Hugging Face folders"; cat "$tmp/out" "$tmp/err"
 fi
+# report of a folder with two learned tables: one page per role, each printed; of a .npy without --out, a folder
+# beside it named after it.
+cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/t.npy"
+if "$poslab" report "$hf/bart" --out "$tmp/bart" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(cat "$tmp/out")" = "$(printf '%s\n%s' "$tmp/bart/encoder/index.html" "$tmp/bart/decoder/index.html")" ] &&
+   grep -q "model.encoder.embed_positions.weight" "$tmp/bart/encoder/index.html" &&
+   grep -q "model.decoder.embed_positions.weight" "$tmp/bart/decoder/index.html" &&
+   "$poslab" report "$tmp/t.npy" >"$tmp/out" 2>"$tmp/err" && [ "$(cat "$tmp/out")" = "$tmp/t_report/index.html" ] &&
+   [ -s "$tmp/t_report/index.html" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL report of two tables, report's default folder"; cat "$tmp/out" "$tmp/err"
+fi
 # compare on tables: two model folders (three tables) and a .npy of another width, one page, each table's report.
 if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/atlas" >"$tmp/out" 2>"$tmp/err" &&
    grep -q "atlas/index.html$" "$tmp/out" && grep -q "bart encoder: 24 positions x 16" "$tmp/err" &&

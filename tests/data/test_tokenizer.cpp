@@ -202,6 +202,14 @@ TEST(Tokenizer, ACachedTokenFileWithAnIdOutsideTheVocabularyIsEncodedAgain) {
   EXPECT_EQ(again.train, first.train);
   EXPECT_EQ(again.val, first.val);
   EXPECT_TRUE(prepare_tokens(c, 1).tokens_from_cache) << "written again, whole";
+
+  // A count damaged so that count × 4 wraps past 2^64 to the file's size (2^62 ids in no bytes): encoded again too.
+  const uint64_t wraps = uint64_t(1) << 62;
+  write_text(first.tokens_path, read_file(first.tokens_path).substr(0, 8) +
+                                    std::string(reinterpret_cast<const char*>(&wraps), sizeof wraps));
+  const TokenData third = prepare_tokens(c, 1);
+  EXPECT_FALSE(third.tokens_from_cache);
+  EXPECT_EQ(third.train, first.train);
 }
 
 TEST(Tokenizer, ExistingModelFileIsUsedAsIs) {
