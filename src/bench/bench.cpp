@@ -87,15 +87,6 @@ void export_matrix(const std::string& path, const torch::Tensor& t) {
   write_file_atomic(path, npy_bytes(m.data_ptr<float>(), m.size(0), m.size(1)));
 }
 
-// A seeded random token stream of 200,000 tokens, or 4 windows when they are longer: the speed does not depend on
-// the text.
-std::vector<int32_t> random_tokens(int64_t vocab, int64_t block_size, uint64_t seed) {
-  std::vector<int32_t> tokens(static_cast<size_t>(std::max<int64_t>(200000, 4 * (block_size + 1))));
-  std::mt19937_64 rng(seed);
-  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-  return tokens;
-}
-
 // The initial weights (DIR/init/NAME.npy) and the `micro_batches` windows the steps will draw (DIR/batches.npy).
 void export_start(const std::string& dir, GPT& model, const BatchSampler& sampler, int micro_batches) {
   make_dirs(dir + "/init");
@@ -178,6 +169,13 @@ nlohmann::json config_json(const Config& cfg, int64_t vocab, int max_steps, int 
 }
 
 }  // namespace
+
+std::vector<int32_t> random_tokens(int64_t vocab, int64_t block_size, uint64_t seed) {
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max<int64_t>(200000, 4 * (block_size + 1))));
+  std::mt19937_64 rng(seed);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return tokens;
+}
 
 nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   BenchOptions opt = options;  // a CUDA graph's capture is not timed: it comes after its eager steps, in the warmup

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -31,6 +33,10 @@ double flops_per_token(int64_t n_params_without_wpe, const ModelConfig& m);
 // GFLOP/s of an (n x n) @ (n x n) matmul in float32 or bfloat16 on `device` ("cpu" | "cuda"), best of `reps`.
 // On a GPU the products are timed between synchronisations, so the rate is the GPU's own.
 double matmul_gflops(const std::string& dtype, int64_t n = 1024, int reps = 5, const std::string& device = "cpu");
+
+// bench's text: a stream of ids below `vocab` from `seed`, 200,000 tokens, or 4 windows of block_size + 1 when they
+// are longer (the speed does not depend on the text; the sampler needs a window to draw).
+std::vector<int32_t> random_tokens(int64_t vocab, int64_t block_size, uint64_t seed);
 
 // "MFU 52.3%"; above 100 % (the model faster than the peak measured: a busy machine measures its peak low) the
 // figure is no MFU, and the words say so.

@@ -171,11 +171,21 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
   // is said to be missing, the rest stands.
   std::error_code ec;
   const std::string& from = m.cfg.train.init_from;
-  const bool initial_known = from.empty() || std::filesystem::exists(from, ec);
+  std::string unknown;  // why the initial column is not measured
+  if (!from.empty() && !std::filesystem::exists(from, ec))
+    unknown = "train.init_from " + from + ", the checkpoint the run started from, is not there";
   AttentionKernels trained, initial;
   nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)}};
-  if (initial_known) j["initial"] = model_usage_json(initial_model(m), 0, &initial);
+  if (unknown.empty()) {
+    try {
+      j["initial"] = model_usage_json(initial_model(m), 0, &initial);
+    } catch (const Error& e) {
+      unknown = "train.init_from: " + std::string(e.what());
+    }
+  }
+  const bool initial_known = unknown.empty();
   j["initial"]["source"] = from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : from;
+  if (!initial_known) j["initial"]["not_measured"] = unknown;
   const auto& pt = j["checkpoint"]["position_token"];
   const nlohmann::json pt0 = initial_known ? j["initial"]["position_token"] : nlohmann::json();
   // A row of the geometry: the value at the step and at initialisation ("–" where that is unknown)
@@ -190,8 +200,7 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
       << fmt::format(" position-only attention kernels at step {} (mean token embedding added):\n", m.meta.step)
       << kernels_text(trained)
       << (initial_known ? " the same at initialisation:\n" + kernels_text(initial)
-                        : " the same at initialisation: not measured (train.init_from " + from +
-                              ", the checkpoint the run started from, is not there)\n")
+                        : " the same at initialisation: not measured (" + unknown + ")\n")
       << fmt::format(" {:<38}{:>10}{:>16}\n", "position vs token directions:", fmt::format("step {}", m.meta.step),
                      "initialisation")
       << row(fmt::format("smallest principal angle (top {})", pt["k"].get<int>()), "principal_angles_degrees", 0, "°",

@@ -226,7 +226,16 @@ Config load_config(const std::string& path, const std::vector<Override>& overrid
     if (text.find('\0') != std::string::npos)  // a checkpoint, a table: YAML's error would be about an escape
       throw Error(path + ": binary data, not a YAML config",
                   "pass a YAML config, e.g. configs/default.yaml (poslab inspect describes a checkpoint)");
-    merge_yaml_text(cfg, text, path);
+    try {
+      merge_yaml_text(cfg, text, path);
+    } catch (const Error& e) {  // a text file given as the config (a corpus): said, with where a corpus goes
+      const std::string ext = std::filesystem::path(path).extension().string();
+      if (ext == ".yaml" || ext == ".yml") throw;
+      throw Error(e.what(), e.hint() + "; if " + path +
+                                " is text to train on rather than a config, give it as the corpus: poslab train "
+                                "configs/default.yaml --set data.corpus=" +
+                                path);
+    }
     // A config file names its run unless it says otherwise.
     if (cfg.origin["run.name"] == "default") cfg.run.name = std::filesystem::path(path).stem().string();
   }

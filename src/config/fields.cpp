@@ -39,7 +39,7 @@ ConfigField make_field(std::string key, std::string type, Get get) {
     f.whole = true;
   }
   if constexpr (std::is_same_v<T, std::string>) {
-    static Config defaults;
+    Config defaults;
     f.null_is_empty = get(defaults).empty();
   }
   f.set = [get](Config& c, const YAML::Node& n) {

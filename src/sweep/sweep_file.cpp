@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -299,37 +298,39 @@ std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_se
   return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
 }
 
-// A --set reaches every run, over what a variant sets: each variant whose key it replaces is said, and variants it
-// makes the same run (the sweep's point lost without a word in the comparison) are an error.
+// A --set reaches every run, over what a variant sets: each variant whose value it replaces is said, and two
+// variants it makes the same run (the sweep's point lost without a word in the comparison) are an error.
 void check_sets_keep_variants_apart(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
   std::map<std::string, std::string> given;  // key -> the --set that gives it
   for (const std::string& o : cli_sets) given[o.substr(0, o.find('='))] = o;
-  std::map<std::string, std::vector<std::string>> kept;       // variant -> what it still sets, "key: value"
-  std::vector<std::pair<std::string, std::string>> replaced;  // the --set, "VARIANT's key: value"
+  std::vector<std::map<std::string, std::string>> before, after;  // each variant's keys, the last value of each
+  std::vector<std::string> replaced;                              // "--set K=V replaces variant X's K: V"
   for (const auto& v : sweep.variants) {
-    std::vector<std::string>& own = kept[v.name];
-    for (const auto& [key, value] : v.sets) {
-      const auto it = given.find(key);
-      if (it == given.end())
-        own.push_back(key + ": " + value);
-      else
-        replaced.emplace_back(it->second, v.name + "'s " + key + ": " + value);
-    }
-    std::sort(own.begin(), own.end());
+    std::map<std::string, std::string> own;
+    for (const auto& [key, value] : v.sets) own[key] = value;
+    std::map<std::string, std::string> left = own;
+    for (const auto& [key, value] : own)
+      if (const auto it = given.find(key); it != given.end()) {
+        replaced.push_back("--set " + it->second + " replaces variant " + v.name + "'s " + key + ": " + value);
+        left.erase(key);
+      }
+    before.push_back(std::move(own));
+    after.push_back(std::move(left));
   }
-  if (replaced.empty()) return;
-  for (auto a = sweep.variants.begin(); a != sweep.variants.end(); ++a)
-    for (auto b = a + 1; b != sweep.variants.end(); ++b)
-      if (kept[a->name] == kept[b->name]) {
+  for (size_t a = 0; a < before.size(); ++a)
+    for (size_t b = a + 1; b < before.size(); ++b)
+      if (before[a] != before[b] && after[a] == after[b]) {
         std::string what;
-        for (const auto& [set, its] : replaced)
-          if (its.rfind(a->name + "'s ", 0) == 0 || its.rfind(b->name + "'s ", 0) == 0)
-            what += (what.empty() ? "" : ", ") + ("--set " + set + " replaces " + its);
-        throw Error(sweep.file + ": variants " + a->name + " and " + b->name + " would be the same run (" + what + ")",
+        for (const std::string& r : replaced)
+          for (const size_t x : {a, b})
+            if (r.find(" replaces variant " + sweep.variants[x].name + "'s ") != std::string::npos)
+              what += (what.empty() ? "" : "; ") + r;
+        throw Error(sweep.file + ": variants " + sweep.variants[a].name + " and " + sweep.variants[b].name +
+                        " would be the same run (" + what + ")",
                     "leave that --set out (a sweep's --set reaches every run, over what its variants set), or sweep "
                     "a file without the variant it undoes");
       }
-  for (const auto& [set, its] : replaced) spdlog::warn("--set {} replaces variant {}", set, its);
+  for (const std::string& r : replaced) spdlog::warn("{}", r);
 }
 
 std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::string>& cli_sets) {

@@ -62,9 +62,9 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
       model_state > room.bytes
           ? "the model alone does not fit: fewer layers (model.n_layer) or a narrower model (model.n_embd, which the "
             "parameters grow with squared); data-parallel processes each hold the whole model"
-          : "the activations do not fit: a smaller micro-batch (train.batch_size; a step takes train.batch_size x "
-            "train.grad_accum sequences: raise grad_accum by the factor you lower it by to keep the step's batch), "
-            "fewer positions (model.block_size), or processes on more machines (each takes its share of the batch)";
+          : "the activations do not fit: a smaller micro-batch (halve train.batch_size and double train.grad_accum "
+            "to keep the step's batch_size x grad_accum sequences), fewer positions (model.block_size), or "
+            "processes on more machines (each takes its share of the batch)";
   if (on_gpu)
     hint += "; train.dtype bfloat16 halves the activations; nvidia-smi shows what else holds the GPU's memory";
   if (const std::string note = memory_check_note(room); !note.empty()) hint += "; " + note;

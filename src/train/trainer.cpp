@@ -120,7 +120,10 @@ void TrainingRun::evaluate(int64_t step, nlohmann::json& record) {
   spdlog::info("eval step {} | train {:.4f} | val {:.4f}", step, train_est_, val_est_);
   if (val_est_ < best_val_) {
     best_val_ = val_est_;
-    if (writer_) save_checkpoint(best_path(), model_, optimizer_.get(), meta(step));
+    if (writer_) {
+      sync_logs();  // best.pt stands in for a lost latest.pt (docs/faults.md): the lines before it on disk too
+      save_checkpoint(best_path(), model_, optimizer_.get(), meta(step));
+    }
   }
 }
 
@@ -256,18 +259,21 @@ void TrainingRun::write_record(const nlohmann::json& record) {
 // A resume keeps the lines before its checkpoint's step and never writes them again: they must outlive a power loss
 // that the checkpoint outlives (a kill leaves them in the page cache).
 void TrainingRun::sync_logs() const {
-  sync_appended(metrics_path());
-  if (model_->wpe) sync_appended(RunFolder(rdir_).snapshot_index());
-  if (tensorboard_) sync_appended(tensorboard_->events_path());
+  try {
+    sync_appended(metrics_path());
+    if (model_->wpe) sync_appended(RunFolder(rdir_).snapshot_index());
+    if (tensorboard_) sync_appended(tensorboard_->events_path());
+  } catch (const Error& e) {  // the checkpoint is not written over lines that may not be on disk
+    stopped_by(e);
+  }
 }
 
 void TrainingRun::stopped_by(const Error& e) const {
   std::error_code ec;
   const bool kept = std::filesystem::exists(latest_path(), ec);
-  throw Error(e.what(), "free some space or fix permissions, then poslab train --resume " + rdir_ +
+  throw Error(e.what(), "free some space or fix permissions, then poslab train --resume " + shell_word(rdir_) +
                             (kept ? ": the previous checkpoint is intact, and the run goes on from it"
-                                  : ": no checkpoint was written before this one, so the run starts again in its "
-                                    "folder"));
+                                  : ": no checkpoint was written yet, so the run starts again in its folder"));
 }
 
 // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).

@@ -289,15 +289,24 @@ void append_bytes(const std::string& path, const std::string& text) {
 }
 
 void sync_appended(const std::string& path) {
+  auto failed = [&](const std::string& what) {
+    throw Error(what + ": cannot sync: " + std::strerror(errno), "check the disk (dmesg says why it failed)");
+  };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
+  if (fd < 0) {
+    if (errno == ENOENT) return;  // a log not yet begun
+    failed(path);
+  }
+  const int synced = ::fsync(fd);
   ::close(fd);
+  if (synced != 0) failed(path);
   const fs::path parent = fs::path(path).parent_path();
-  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return;
-  ::fsync(dir);
+  const std::string folder = parent.empty() ? "." : parent.string();
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) failed(folder);
+  const int dir_synced = ::fsync(dir);
   ::close(dir);
+  if (dir_synced != 0 && errno != EINVAL) failed(folder);  // EINVAL: a file system without folder syncs
 }
 
 std::string disk_fault(const std::string& dir) {

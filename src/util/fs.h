@@ -16,7 +16,8 @@ std::string read_file(const std::string& path);
 // On failure the previous file at `path` is untouched and poslab::Error names the path.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
-// A file written in pieces and then committed atomically (temporary PATH.tmp.<pid>, fsync, rename). write()
+// A file written in pieces and then committed atomically (temporary PATH.tmp.<pid>, an event file's spelled
+// "tf-events" for TensorBoard not to read it; fsync, rename). write()
 // never throws: the first failure (ENOSPC, EFBIG, ...) is remembered, later writes are dropped, and commit()
 // reports it as poslab::Error naming the path, leaving the previous file at PATH untouched. Used for
 // checkpoints, which LibTorch streams through a callback.
@@ -95,7 +96,7 @@ void append_bytes(const std::string& path, const std::string& bytes);
 
 // fsyncs a file written by appends, and its folder (which holds its name from its first append): what was appended
 // so far outlives a power loss. No crash point: a kill there leaves what a kill after the last append leaves. A file
-// that is not there is no error (a log not yet begun); one that cannot be synced is said by the next write.
+// that is not there is no error (a log not yet begun); one that cannot be synced throws poslab::Error naming it.
 void sync_appended(const std::string& path);
 
 // Crash points, for the tests that end a run at every durable step of its writes (docs/faults.md). Each step the

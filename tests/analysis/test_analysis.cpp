@@ -198,7 +198,16 @@ TEST(Analysis, RowRanges) {
     select_rows(W, "-6:");
     EXPECT_EQ(log.str(), "");
   }
-  for (const char* bad : {"3", "a:b", "5:6", "8:2", "1:2:3"}) EXPECT_THROW(select_rows(W, bad), Error) << bad;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"3", "--rows 3: expected BEGIN:END"},
+      {"1:2:3", "--rows 1:2:3: expected BEGIN:END"},
+      {"a:b", "--rows a:b: 'a' is not an integer"},
+      {"5:6", "--rows 5:6: selects 1 of 10 rows; the analysis needs at least 4"},
+      {"8:2", "--rows 8:2: selects 0 of 10 rows; the analysis needs at least 4"}};
+  for (const auto& [rows, message] : bad)
+    EXPECT_EQ(test::error_of([&] { select_rows(W, rows); }),
+              message + " | write --rows BEGIN:END, half-open like a Python slice, e.g. --rows 1:64")
+        << rows;
   AnalysisOptions opt;
   opt.row_offset = 1;
   EXPECT_EQ(analyze_table(select_rows(handbook_table(64, 16, 1), "1:64"), "t", opt).boundary.front().position, 1);

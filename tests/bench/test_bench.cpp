@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "bench/bench.h"
 #include "config/config.h"
+#include "data/batches.h"
 #include "ops/bf16_products.h"
 #include "test_devices.h"
 #include "test_util.h"
@@ -56,6 +58,22 @@ TEST(Bench, AModelThatCannotFitStopsBeforeItRuns) {
 }
 
 // An MFU is at most 100 %: above it the peak measured low, and the words say so rather than print the figure.
+// bench's text: 200,000 ids below the vocabulary, or 4 windows where a window is longer than a 50,000th of that
+// (block_size 60,000 stopped bench with "200000 tokens cannot fill a window"); the same seed, the same stream.
+TEST(Bench, ItsRandomTextFillsAnyWindow) {
+  const std::vector<int32_t> short_windows = random_tokens(50, 8, 1);
+  EXPECT_EQ(short_windows.size(), 200000u);
+  EXPECT_EQ(*std::min_element(short_windows.begin(), short_windows.end()), 0);
+  EXPECT_EQ(*std::max_element(short_windows.begin(), short_windows.end()), 49);
+  EXPECT_EQ(random_tokens(50, 8, 1), short_windows);
+  EXPECT_NE(random_tokens(50, 8, 2), short_windows);
+  EXPECT_EQ(random_tokens(50, 49999, 1).size(), 200000u);
+  const std::vector<int32_t> long_windows = random_tokens(50, 60000, 1);
+  EXPECT_EQ(long_windows.size(), 240004u);
+  BatchSampler sampler(long_windows, 1, 60000, 1);
+  EXPECT_EQ(sampler.next().first.size(1), 60000);
+}
+
 TEST(Bench, AnMfuAboveOneIsNamedNotPrinted) {
   EXPECT_EQ(mfu_words(0.523), "MFU 52.3%");
   EXPECT_EQ(mfu_words(1.0), "MFU 100.0%");

@@ -286,6 +286,18 @@ if "$poslab" analyze --synthetic random --positions 16 --dim 8 --json "$tmp/new/
 else
   failed=$((failed + 1)); echo "FAIL analyze --json into a missing folder"; cat "$tmp/err"
 fi
+# The analysis options each reach the analysis: the synthetic table's scale (row norms of std √dim), the top PCs and
+# sinusoid frequencies counted, every boundary row an outlier at a tiny |z|, the three baselines beside the table.
+if "$poslab" analyze --synthetic random --positions 64 --dim 16 --std 0.5 --top-pcs 5 --sinusoid-k 3 --outlier-z 1e-9 \
+     --baselines --json "$tmp/options.json" >/dev/null 2>"$tmp/err" &&
+   python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))
+sys.exit(not (1.8 < j["mean_row_norm"] < 2.2 and len(j["pc_frequencies"]) == 5 and j["sinusoid_k"] == 3 and
+              len(j["boundary_outliers"]) == len(j["boundary"]) == 6 and
+              sorted(j["baselines"]) == ["handbook", "random", "sinusoidal"]))' "$tmp/options.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL analyze's options"; cat "$tmp/err"
+fi
 # a table of one column has no plane of two components: its report says so in that figure (gnuplot had no data)
 if "$poslab" report --synthetic random --positions 16 --dim 1 --out "$tmp/one_column" >"$tmp/out" 2>"$tmp/err" &&
    [ -s "$tmp/one_column/helix.png" ] && grep -q "fewer than two principal components" "$tmp/one_column/index.html"; then
@@ -487,6 +499,13 @@ if cmp -s "$tmp/s1" "$tmp/s2" && ! cmp -s "$tmp/s1" "$tmp/s3" && grep -q "^The" 
 else
   failed=$((failed + 1)); echo "FAIL sample determinism / prompt"; cat "$tmp/s1" "$tmp/s2" "$tmp/s3" "$tmp/s4"
 fi
+# No new token: the prompt as it was, or an empty line (the start token is not printed).
+if [ "$("$poslab" sample "$ckpt" --prompt "ab" --tokens 0 2>"$tmp/err")" = "ab" ] &&
+   [ "$("$poslab" sample "$ckpt" --tokens 0 2>>"$tmp/err" | od -An -c | tr -d ' ')" = '\n' ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL sample --tokens 0"; cat "$tmp/err"
+fi
 if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val loss .* perplexity" "$tmp/out" &&
    head -1 "$tmp/out" | grep -Eq "^$ckpt \(step [0-9]+\)$" &&  # which model it scored
    [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_val.csv")" -eq 129 ]; then
@@ -593,9 +612,10 @@ expect_error "inspect of a folder that is neither" \
   "^error: tests/fixtures/hf: neither a run folder \\(no checkpoints/latest.pt\\) nor a model folder" inspect tests/fixtures/hf
 expect_error "analyze of a folder that is neither" \
   "^hint: analyze takes a run folder, a checkpoint .pt, a .npy, a Hugging Face model folder" analyze tests/fixtures/hf
-# A resume of a finished run trains no step: it says so rather than a rate of 0 tok/s.
+# A resume of a finished run trains no step: it says so rather than a rate of 0 tok/s, and how to go on.
 if "$poslab" train --resume "$tmp/x/default" --set run.report=false >/dev/null 2>"$tmp/err" &&
-   grep -q "done: 6 steps | .* | no step to train | " "$tmp/err"; then
+   grep -q "done: 6 steps | .* | no step to train | " "$tmp/err" &&
+   unwrapped "$tmp/err" | grep -q "the run already reached train.max_steps = 6; raise it with --set train.max_steps=N to go on"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL resume of a finished run"; grep "done:" "$tmp/err"
@@ -710,6 +730,13 @@ expect_error "init-from a missing checkpoint" "^error: --init-from: train.init_f
 expect_error "trainable table without a table" "train.trainable = wpe: needs a learned table" \
   train configs/default.yaml --set train.trainable=wpe --set model.position=none
 expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"
+# --out naming a file where a folder goes: refused, the file as it was.
+echo mine >"$tmp/a-file"
+expect_error "report --out a file" "^error: --out $tmp/a-file: is a file, not a folder to write a report into$" \
+  report tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/a-file"
+expect_error "export --out a file" "^error: $tmp/a-file: is a file, not a folder to export into$" \
+  export "$ckpt" --out "$tmp/a-file"
+[ "$(cat "$tmp/a-file")" = mine ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL --out a file changed it"; }
 # A run without a position table (a position sweep's control): inspect says so, the commands that read the table
 # say there is none, and what to do.
 if "$poslab" train configs/default.yaml --set model.position=none --set train.max_steps=1 --set train.eval_every=1 \

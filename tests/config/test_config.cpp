@@ -386,6 +386,14 @@ TEST(Config, MalformedFilesAndOverrides) {
   EXPECT_NE(error_of([] { load_config("", {"train=3"}); }).find("section"), std::string::npos);
   write_text(dir / "key.yaml", "? [a, b]\n: 1\n");
   EXPECT_NE(error_of([&] { load_config(dir / "key.yaml"); }).find("not a plain name"), std::string::npos);
+  // Text given as the config (a corpus, a README) is said to belong in data.corpus if it is text to train on.
+  write_text(dir / "play.txt", "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak.\n");
+  EXPECT_NE(error_of([&] { load_config(dir / "play.txt"); })
+                .find("; if " + dir / "play.txt" +
+                      " is text to train on rather than a config, give it as the corpus: poslab train "
+                      "configs/default.yaml --set data.corpus=" +
+                      dir / "play.txt"),
+            std::string::npos);
   write_text(dir / "empty.yaml", "");
   EXPECT_EQ(load_config(dir / "empty.yaml").model.n_embd, ModelConfig{}.n_embd);
   // A section whose keys are all commented out holds no keys; an empty value of a path whose default is none is

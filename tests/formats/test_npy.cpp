@@ -76,6 +76,39 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
   }
 }
 
+// numpy.save writes format 2.0 (a 4-byte header length) when the header outgrows 65535 bytes, and Fortran order for
+// a transposed array (np.save(f, W.T)): the first reads as version 1 does, the second is refused with the fix.
+TEST(Npy, ReadsVersionTwoAndRefusesFortranOrder) {
+  TempDir dir;
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 5.0f, 6.0f};
+  const std::string one = npy_bytes(v.data(), 2, 3);
+  const size_t hlen = static_cast<unsigned char>(one[8]) | (static_cast<unsigned char>(one[9]) << 8);
+  const std::string header = one.substr(10, hlen), data = one.substr(10 + hlen);
+  const uint32_t hlen2 = static_cast<uint32_t>(hlen);
+  std::string two = "\x93NUMPY";
+  two += '\x02';
+  two += '\x00';
+  two.append(reinterpret_cast<const char*>(&hlen2), 4);
+  write_text(dir / "v2.npy", two + header + data);
+  const NpyArray a = read_npy(dir / "v2.npy");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.data, (std::vector<double>{1.5, -2.0, 3.25, 0.0, 5.0, 6.0}));
+  std::string fortran = one;
+  fortran.replace(fortran.find("'fortran_order': False"), 22, "'fortran_order': True ");
+  write_text(dir / "f.npy", fortran);
+  try {
+    read_npy(dir / "f.npy");
+    FAIL() << "a Fortran-order array was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), dir / "f.npy" + ": Fortran-order arrays are not supported");
+    EXPECT_EQ(e.hint(), "save with numpy.ascontiguousarray first");
+  }
+  std::string four = one;
+  four[6] = '\x04';
+  write_text(dir / "v4.npy", four);
+  EXPECT_NE(expect_error(dir / "v4.npy").find("unsupported .npy version 4"), std::string::npos);
+}
+
 TEST(Npy, ReadsTheRealGpt2Table) {
   const std::string path = poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy";
   const NpyArray a = read_npy(path);

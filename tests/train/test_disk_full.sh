@@ -62,7 +62,7 @@ for pct in 2 10 25 40 55 70 85 95; do
   if [[ "$hint" == *"previous checkpoint is intact"* ]]; then
     "$poslab" inspect "$run/checkpoints/latest.pt" >/dev/null 2>&1 || fail "$pct %: the hint says a checkpoint is intact; there is none"
   fi
-  if [[ "$hint" == *"no checkpoint was written before this one"* ]]; then
+  if [[ "$hint" == *"no checkpoint was written before this one"* || "$hint" == *"no checkpoint was written yet"* ]]; then
     [ ! -e "$run/checkpoints/latest.pt" ] || fail "$pct %: the hint says no checkpoint was written; latest.pt exists"
   fi
   rm -f "$disk/ballast"

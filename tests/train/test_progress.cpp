@@ -1,7 +1,14 @@
-// The progress bar's line: its parts at known steps, and a line that never wraps, whatever the terminal's width.
+// The progress bar's line: its parts at known steps, and a line that never wraps, whatever the terminal's width; on a
+// terminal, drawn and erased.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "train/progress.h"
 
@@ -42,6 +49,44 @@ TEST(Progress, TheEtaCountsFromTheFirstDraw) {
   Progress resumed(500, 1500, false);
   EXPECT_EQ(resumed.eta(500, t0), "?");
   EXPECT_EQ(resumed.eta(600, t0 + std::chrono::seconds(50)), "7m30s");  // 0.5 s a step, 900 to go
+}
+
+// On a terminal (a pseudo-terminal here, as stderr) the bar is drawn, and erased when it goes out of scope: an error
+// thrown past it (a full disk during eval) starts its own line. One never drawn writes nothing.
+TEST(Progress, OnATerminalTheBarIsDrawnAndErasedWhenItGoes) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(terminal, 0);
+  winsize size{};
+  size.ws_col = 80;
+  size.ws_row = 24;
+  ASSERT_EQ(::ioctl(terminal, TIOCSWINSZ, &size), 0);
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(terminal, STDERR_FILENO);
+  {
+    Progress bar(0, 10, true, "batch");
+    bar.update(3);
+  }
+  { Progress never(0, 10, true, "batch"); }
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(terminal);
+  std::string screen;
+  char buf[512];
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) screen.append(buf, static_cast<size_t>(n));
+  ::close(master);
+  const std::string erase = "\r\033[K";
+  EXPECT_EQ(screen.rfind(erase, 0), 0u) << screen;
+  EXPECT_NE(screen.find("]  30% batch 3/10 ETA ?"), std::string::npos) << screen;
+  ASSERT_GE(screen.size(), erase.size());
+  EXPECT_EQ(screen.substr(screen.size() - erase.size()), erase) << "the bar left on the screen: " << screen;
+  EXPECT_EQ(screen.find(erase, erase.size()), screen.size() - erase.size()) << "drawn once, erased once: " << screen;
 }
 
 }  // namespace

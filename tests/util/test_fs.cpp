@@ -32,8 +32,6 @@ TEST(Fs, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
   EXPECT_EQ(files, 1);
 }
 
-// A folder where the file should go: named as a folder, with the reason kept (the temporary's removal must not
-// replace it), and nothing left behind.
 // TensorBoard reads every file whose name holds "tfevents": a temporary one a killed writer leaves must not.
 TEST(Fs, ATemporaryEventFileIsNoEventFileToTensorBoard) {
   TempDir dir;
@@ -51,6 +49,8 @@ TEST(Fs, ATemporaryEventFileIsNoEventFileToTensorBoard) {
   EXPECT_EQ(remove_stale_temporaries(dir.str()), 0);
 }
 
+// A folder where the file should go: named as a folder, with the reason kept (the temporary's removal must not
+// replace it), and nothing left behind.
 TEST(Fs, AWriteOntoAFolderSaysItIsAFolder) {
   TempDir dir;
   std::filesystem::create_directories(dir / "out");
@@ -219,15 +219,26 @@ TEST(Fs, AShortAppendIsTakenBackSoTheNextLineStartsALine) {
   TempDir dir;
   const std::string log = dir / "log";
   append_line(log, "one");
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = 4 + 5;  // "one\n" and 5 bytes of the next line
-  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const std::string msg = error_of([&] { append_line(log, "a line longer than the limit"); });
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, handler);
+  // The limit and SIGXFSZ's handler as they were, whatever leaves this test: the other tests write files
+  struct FileSizeLimit {
+    rlimit old{};
+    void (*handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+    explicit FileSizeLimit(rlim_t bytes) {
+      ::getrlimit(RLIMIT_FSIZE, &old);
+      rlimit small = old;
+      small.rlim_cur = bytes;
+      ::setrlimit(RLIMIT_FSIZE, &small);
+    }
+    ~FileSizeLimit() {
+      ::setrlimit(RLIMIT_FSIZE, &old);
+      std::signal(SIGXFSZ, handler);
+    }
+  };
+  std::string msg;
+  {
+    const FileSizeLimit limit(4 + 5);  // "one\n" and 5 bytes of the next line
+    msg = error_of([&] { append_line(log, "a line longer than the limit"); });
+  }
   EXPECT_NE(msg.find(log + ": cannot append: short write"), std::string::npos) << msg;
   EXPECT_EQ(read_file(log), "one\n");
   append_line(log, "two");
