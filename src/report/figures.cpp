@@ -13,10 +13,11 @@ namespace poslab {
 std::string both_formats(const std::string& name, const std::string& body, int width, int height) {
   return fmt::format(
       "set datafile missing 'NaN'\n"
+      "if (!exists(\"out_suffix\")) out_suffix = ''\n"  // poslab's run: each figure to a temporary file first
       "do for [fmt in \"png svg\"] {{\n"
       "  if (fmt eq \"png\") {{ set terminal pngcairo size {w},{h} enhanced font 'sans,11' }}\n"
       "  else {{ set terminal svg size {w},{h} enhanced font 'sans,11' background rgb 'white' }}\n"
-      "  set output '{n}.'.fmt\n"
+      "  set output '{n}.'.fmt.out_suffix\n"
       "{b}"
       "  unset output\n"
       "}}\n",

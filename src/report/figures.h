@@ -51,7 +51,8 @@ std::string yrange_if_flat(const std::vector<double>& values);
 // labels make one slug ("a b" and "a_b"), so that no series' data replaces another's.
 std::string data_file(const Figure& f, const std::string& prefix, const std::string& label);
 // A gnuplot script that draws `body` (set/plot commands, run in the report folder) once as NAME.png and once as
-// NAME.svg, with the same size and font; 'NaN' in the data is a gap.
+// NAME.svg, with the same size and font; 'NaN' in the data is a gap. `gnuplot NAME.gp` by hand writes them in place;
+// run_gnuplot has them written to temporary files and commits them.
 std::string both_formats(const std::string& name, const std::string& body, int width = 900, int height = 540);
 
 // "  set cbrange [FIRST:LAST]\n" for a colour bar of training steps (gnuplot would round its end up past the last

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include "util/error.h"
 #include "util/fs.h"
@@ -31,6 +32,26 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
     throw Error("gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",
                 "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
   const std::string log = (fs::path(dir) / (script + ".log")).string();
+  const std::string suffix = ".tmp." + std::to_string(::getpid());  // NAME.png.tmp.PID, as AtomicWriter names them
+  // The figures gnuplot wrote under `suffix`: committed when it succeeded, removed when it failed.
+  auto figures = [&](bool commit) {
+    std::error_code ec;
+    std::vector<fs::path> written;  // listed first: the folder changes as they are renamed
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      const fs::path to = name.substr(0, name.size() >= suffix.size() ? name.size() - suffix.size() : 0);
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+          (to.extension() == ".png" || to.extension() == ".svg"))
+        written.push_back(e.path());
+    }
+    for (const fs::path& tmp : written) {
+      const std::string name = tmp.filename().string();
+      if (commit)
+        commit_file(tmp.string(), (fs::path(dir) / name.substr(0, name.size() - suffix.size())).string());
+      else
+        fs::remove(tmp, ec);
+    }
+  };
   const pid_t pid = fork();
   if (pid < 0) throw Error("cannot start gnuplot: fork failed", "free memory or processes, then run the command again");
   if (pid == 0) {
@@ -40,12 +61,14 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
     }
-    ::execl(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
+    ::execl(gnuplot.c_str(), gnuplot.c_str(), "-e", ("out_suffix='" + suffix + "'").c_str(), script.c_str(),
+            static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    figures(false);
     std::string msg;
     try {
       msg = read_file(log);
@@ -57,6 +80,7 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
                   "free some space (or make the folder writable), then write the report again");
     throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + msg, "see " + log);
   }
+  figures(true);
   std::error_code ec;
   fs::remove(log, ec);
 }

@@ -9,8 +9,9 @@ namespace poslab {
 // gnuplot on PATH. Returns "" when there is none.
 std::string find_gnuplot();
 
-// Runs `gnuplot SCRIPT` in `dir`. Throws poslab::Error naming the script, with gnuplot's own message, when
-// gnuplot is missing or fails.
+// Runs `gnuplot SCRIPT` in `dir`, the figures (both_formats's) written to temporary files and each committed (synced,
+// renamed) once gnuplot is done: a crash or a failure leaves the figures before it whole. Throws poslab::Error naming
+// the script, with gnuplot's own message, when gnuplot is missing or fails.
 void run_gnuplot(const std::string& dir, const std::string& script);
 
 }  // namespace poslab

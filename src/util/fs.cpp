@@ -106,9 +106,22 @@ std::string read_file(const std::string& path) {
 
 void make_dirs(const std::string& dir, const std::string& hint) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) crash_point("mkdir", dir);
+  if (fs::is_directory(dir, ec)) return;
+  crash_point("mkdir", dir);
+  const std::vector<std::string> made = missing_folders(dir);
   fs::create_directories(dir, ec);
-  if (!ec) return;
+  if (!ec) {
+    // Each new folder's name synced into the folder above: a power loss keeps the folder whose files it keeps. (No
+    // crash point: a kill here leaves what a kill after the mkdir leaves.)
+    for (const std::string& f : made) {
+      const fs::path above = fs::path(f).parent_path();
+      const int fd = ::open(above.empty() ? "." : above.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) continue;
+      ::fsync(fd);
+      ::close(fd);
+    }
+    return;
+  }
   const std::string why = ec.message();
   const std::string how =
       hint.empty() ? "choose a writable location, or fix the permissions of the folder above" : hint;
