@@ -3,6 +3,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "analysis/baselines.h"
@@ -44,6 +46,8 @@ small.null { color: #666; white-space: nowrap; }
 
 // In every page's head: a folder whose index.html has it holds poslab's own earlier page (check_report_folder).
 constexpr const char* kGeneratorTag = "<meta name=\"generator\" content=\"poslab\">";
+// A run report's last snapshot, in its page: run_report_is_current reads it.
+constexpr const char* kLastSnapshotMark = "<!-- poslab: drawn from the snapshot of step ";
 
 }  // namespace
 
@@ -246,12 +250,26 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
       "<h2>Key metrics</h2>\n" + metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
       fmt::format("<p>{} snapshots from step {} to {}. {} Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step, kControlsNote) +
+      fmt::format("{}{} -->\n", kLastSnapshotMark, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" + probes +
       usage.html + extension.html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(dir) / "index.html").string();
   write_file_atomic(result.index_html,
                     report_page("poslab report: " + run.name(), RunFolder(run_dir).path(), top, figures));
   return result;
+}
+
+bool run_report_is_current(const std::string& run_dir) {
+  const RunFolder run(run_dir);
+  const fs::path index = fs::path(run.report_dir()) / "index.html";
+  std::error_code ec;
+  if (!fs::is_regular_file(index, ec)) return false;
+  const std::vector<SnapshotRecord> snapshots = read_snapshot_index(run);
+  if (snapshots.empty()) return true;  // nothing a report could show
+  const std::string page = read_file(index.string());
+  const size_t at = page.find(kLastSnapshotMark);
+  return at != std::string::npos &&
+         std::strtoll(page.c_str() + at + std::strlen(kLastSnapshotMark), nullptr, 10) == snapshots.back().step;
 }
 
 std::string write_report_of_finished_run(const std::string& run_dir) {

@@ -21,6 +21,10 @@ struct ReportResult {
 // Data and scripts are written first; without gnuplot this throws poslab::Error after writing them.
 ReportResult write_run_report(const std::string& run_dir, const VerdictThresholds& thresholds = {});
 
+// Whether RUN_DIR/report/index.html shows the run as it is: the page is there and was drawn from the run's last
+// snapshot (a run extended after its report, stopped before the new one, still shows the old).
+bool run_report_is_current(const std::string& run_dir);
+
 // The report at the end of a training run (TrainSummary::report_due): write_run_report with a log line naming the
 // page, or an error line (a run's report failing does not fail the run, unless its disk is full or read-only: then
 // poslab::Error, naming the file and the cause). Returns the page's path, or "".

@@ -167,17 +167,17 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     const Config& cfg = configs[i];
     const int64_t at = steps[i];
     const bool started = at >= 0;
-    std::error_code ec;
     if (started && at >= cfg.train.max_steps) {
       ++sum.done_before;
       ++sum.finished;
       spdlog::info("sweep {}: run {}/{} {} seed {}: done at step {}, not trained again", sweep.name, i + 1, runs.size(),
                    r.variant, r.seed, at);
-      // Stopped between its last checkpoint and the end of its report (index.html is written last): report it now.
+      // Stopped between its last checkpoint and the end of its report (index.html is written last), or extended
+      // and stopped there (its page the shorter run's): report it now.
       const RunFolder run(r.run_dir);
-      if (cfg.run.report && run.has_snapshots() && !fs::exists(fs::path(run.report_dir()) / "index.html", ec)) {
-        spdlog::info("sweep {}: {} seed {}: writing the report an interrupted start left unwritten", sweep.name,
-                     r.variant, r.seed);
+      if (cfg.run.report && run.has_snapshots() && !run_report_is_current(r.run_dir)) {
+        spdlog::info("sweep {}: {} seed {}: writing the report an interrupted start left unwritten or out of date",
+                     sweep.name, r.variant, r.seed);
         write_report_of_finished_run(r.run_dir);
       }
       continue;

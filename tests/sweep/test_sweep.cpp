@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "formats/npy.h"
 #include "report/compare.h"
+#include "report/report.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "run/tensorboard_files.h"
@@ -382,7 +383,22 @@ TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
   fs::remove(dir_ / "runs/rep/a/seed-1/report/index.html");
   const SweepSummary again = run_sweep(file, one);
   EXPECT_EQ(again.done_before, 1);
-  EXPECT_TRUE(fs::is_regular_file(dir_ / "runs/rep/a/seed-1/report/index.html"));
+  const std::string index = dir_ / "runs/rep/a/seed-1/report/index.html";
+  EXPECT_TRUE(fs::is_regular_file(index));
+  EXPECT_TRUE(run_report_is_current(dir_ / "runs/rep/a/seed-1"));
+
+  // Extended (--set train.max_steps=9) and stopped after run a's new last checkpoint, before its new report: the
+  // page of step 6 (put back here) is out of date, and the next start draws it again.
+  const std::string six = slurp(index);
+  SweepOptions longer = one;
+  longer.sets = {"train.max_steps=9"};
+  EXPECT_EQ(run_sweep(file, longer).resumed, 1);
+  EXPECT_NE(slurp(index).find("drawn from the snapshot of step 9 -->"), std::string::npos);
+  test::write_text(index, six);
+  EXPECT_FALSE(run_report_is_current(dir_ / "runs/rep/a/seed-1"));
+  EXPECT_EQ(run_sweep(file, longer).done_before, 1);
+  EXPECT_NE(slurp(index).find("drawn from the snapshot of step 9 -->"), std::string::npos);
+  EXPECT_TRUE(run_report_is_current(dir_ / "runs/rep/a/seed-1"));
   // The comparison links each run to its report, from where the page is.
   const std::string page = slurp(write_comparison(compare_runs({dir_ / "runs/rep"}), dir_ / "runs/rep/compare"));
   EXPECT_NE(page.find("<a href=\"../a/seed-1/report/index.html\">report</a>"), std::string::npos) << page;
