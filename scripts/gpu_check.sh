@@ -80,10 +80,21 @@ prepare() {
 # its end and in the list at the bottom) as "[  FAILED  ] Devices/Suite.Name/cuda, where GetParam() = "cuda" (3 ms)".
 case_results() { sed -nE 's/^\[ *(OK|SKIPPED|FAILED) *\] (Devices\/[^ ,]*\/cuda)[ ,].*/\2 \1/p' "$1" | sort -u; }
 
+# The CUDA cases' exit status, RC, read: 0 passed; 77 every case skipped (tests/test_main.cpp), as a run without a GPU
+# (CPU=1, --cpu) has them and on a GPU a failure; any other a failure. Prints "ok" or "failed: WHY".
+cases_verdict() {
+  case "$1" in
+    0) echo ok ;;
+    77) if [ "$2" = 1 ]; then echo ok; else echo "failed: every CUDA case skipped: the test program found no GPU"; fi ;;
+    *) echo "failed: exit $1" ;;
+  esac
+}
+
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
 prebuild=0
 if [ "${1:-}" = prebuild ]; then prebuild=1; shift; set -- --cpu --libtorch pip "$@"; fi
 if [ "${1:-}" = cases ]; then case_results "${2:?cases needs a GoogleTest log}"; exit 0; fi
+if [ "${1:-}" = case-verdict ]; then cases_verdict "${2:?case-verdict needs RC CPU}" "${3:?case-verdict needs RC CPU}"; exit 0; fi
 [ "${1:-}" = run ] && shift
 libtorch=python deps=.gpu-deps/root steps="" gpt2_steps=300 cpu=0 build=1 budget="" parts=""
 all_parts=cases,graph,compare,profile,resume,gpt2,tests
@@ -234,10 +245,11 @@ if starts cases; then
   cases_rc=0
   POSLAB_TEST_TMP="$root/build-gpu/test-tmp" within build-gpu/poslab_tests --gtest_filter='*/cuda' >"$cuda_log" 2>&1 ||
     cases_rc=$?
-  # 77: every case skipped (tests/test_main.cpp), as without a GPU (--cpu); on a GPU that is a failure
-  if [ "$cases_rc" = 77 ]; then
-    [ "$cpu" = 1 ] || note "  every CUDA case skipped: the test program found no GPU"
-    [ "$cpu" = 1 ] && cases_rc=0
+  verdict=$(cases_verdict "$cases_rc" "$cpu")
+  if [ "$verdict" = ok ]; then
+    cases_rc=0
+  elif [ "$cases_rc" = 77 ]; then
+    note "  ${verdict#failed: }"
   fi
   cases_cut=no
   [ "$cases_rc" != 0 ] && out_of_time && cases_cut=yes  # the budget stopped them: not a failure of theirs
@@ -470,8 +482,10 @@ elif starts tests; then
     # A build carried from another folder: its CTest files name that folder. The test program runs by itself (its
     # CPU cases), the shell tests are left to CI.
     exclude="the shell tests (build-gpu was built in another folder)"
+    units_rc=0
     POSLAB_TEST_TMP="$root/build-gpu/test-tmp" within build-gpu/poslab_tests --gtest_filter='-*/cuda' >"$ctest_log" 2>&1 ||
-      units_ok=NO  # 77 too: every CPU case skipped is no pass
+      units_rc=$?
+    [ "$units_rc" = 0 ] || units_ok=NO  # 77 too: every CPU case skipped is no pass
     echo "$(grep -cE '^\[       OK \]' "$ctest_log" || true) tests passed, $(grep -cE '^\[  FAILED  \].*ms\)$' "$ctest_log" || true) failed (poslab_tests)" >>"$ctest_log"
   elif ! within ctest --test-dir build-gpu -E "$exclude" -j"$(( $(nproc) > 8 ? 8 : $(nproc) ))" --timeout 600 --output-on-failure >"$ctest_log" 2>&1; then
     units_ok=NO
@@ -484,8 +498,12 @@ elif starts tests; then
     else
       tests_ok=NO
       # the failed tests by name ("  12 - Trainer (Failed)"), and their whole output beside the summary
-      note "  failed: $( { sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log"
-                         sed -nE 's/^\[  FAILED  \] ([^ ,]+).* ms\)$/\1/p' "$ctest_log"; } | sort -u | tr '\n' ' ')"
+      if [ "${units_rc:-}" = 77 ]; then
+        note "  every CPU case skipped (exit 77): the carried build's tests ran nothing"
+      else
+        note "  failed: $( { sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$ctest_log"
+                           sed -nE 's/^\[  FAILED  \] ([^ ,]+).* ms\)$/\1/p' "$ctest_log"; } | sort -u | tr '\n' ' ')"
+      fi
       if [ -n "${OUT:-}" ]; then cp "$ctest_log" "$OUT/ctest.log"; note "  their output: \$OUT/ctest.log"; fi
     fi
   fi

@@ -33,6 +33,17 @@ if [ "$got" != "$want" ]; then
 fi
 echo "gpu_check.sh cases: 3 CUDA cases read, each once"
 
+# The CUDA cases' exit status: 77 (every case skipped) passes without a GPU (--cpu) and fails on one.
+for v in "0 0:ok" "77 1:ok" "77 0:failed: every CUDA case skipped: the test program found no GPU" "1 1:failed: exit 1"; do
+  # shellcheck disable=SC2086
+  got=$(bash scripts/gpu_check.sh case-verdict ${v%%:*})
+  if [ "$got" != "${v#*:}" ]; then
+    printf 'FAIL gpu_check.sh case-verdict %s: got "%s", want "%s"\n' "${v%%:*}" "$got" "${v#*:}"
+    exit 1
+  fi
+done
+echo "gpu_check.sh case-verdict: 77 passes with --cpu only"
+
 # A part or budget the check does not know is refused before anything runs, naming it and listing what it takes.
 expect_refusal() {  # expect_refusal WORD ARGS...: exit 2 with WORD in the error
   local word=$1 out rc=0

@@ -181,13 +181,16 @@ mv "$tmp/moved/corpus.txt" "$tmp/moved/elsewhere.txt"
 expect_error "eval of a run whose corpus moved" \
   "^error: $tmp/moved/default/checkpoints/latest.pt: the run's corpus $tmp/moved/corpus.txt is not there" \
   eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1
+# analyze of the checkpoint measures all it can without the corpus, and says what it could not.
 if grep -q "^hint: put it back at that path" "$tmp/err" && [ ! -e "$tmp/moved/default/eval" ] &&
+   "$poslab" analyze "$tmp/moved/default/checkpoints/latest.pt" >"$tmp/out" 2>>"$tmp/err" &&
+   unwrapped "$tmp/out" | grep -q " attention on val windows: not measured ($tmp/moved/corpus.txt" &&
    mv "$tmp/moved/elsewhere.txt" "$tmp/moved/corpus.txt" &&
    "$poslab" eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1 >/dev/null 2>&1 &&
    [ -f "$tmp/moved/default/eval/per_position_loss_val.csv" ]; then
   passed=$((passed + 1))
 else
-  failed=$((failed + 1)); echo "FAIL eval of a moved corpus: its hint, nothing written, and the corpus put back"
+  failed=$((failed + 1)); echo "FAIL eval and analyze of a moved corpus: the hint, nothing written, the corpus put back"
   cat "$tmp/err"
 fi
 

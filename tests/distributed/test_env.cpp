@@ -108,6 +108,8 @@ TEST(DistEnv, InconsistentOrMalformedVariablesAreErrorsNamingThem) {
             std::string::npos);
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).find("MASTER_ADDR is not set"), std::string::npos);
+  EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}}).find("MASTER_ADDR is empty"),
+            std::string::npos);
   EXPECT_NE(env_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})
                 .find("MASTER_PORT=70000"),
             std::string::npos);

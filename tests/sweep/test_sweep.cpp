@@ -404,6 +404,34 @@ TEST_F(SweepTest, ASweepWritesEachFinishedRunsReport) {
   EXPECT_NE(page.find("<a href=\"../a/seed-1/report/index.html\">report</a>"), std::string::npos) << page;
 }
 
+// A comparison of a sweep part-way through: a run stopped short of train.max_steps and the runs not started are
+// said and left out; with no finished run there is nothing to compare, and the error says so.
+TEST_F(SweepTest, ACompareOfASweepPartWayThroughLeavesOutWhatIsNotFinished) {
+  const std::string file =
+      sweep_file("seeds: [1]\nvariants: [{name: a, set: {}}, {name: b, set: {}}, {name: c, set: {}}]\n", "part.yaml");
+  const std::string dir = dir_ / "runs/part";
+  SweepOptions short_of_it;
+  short_of_it.max_runs = 1;
+  short_of_it.stop_at = 3;
+  EXPECT_EQ(run_sweep(file, short_of_it).finished, 0);
+  {
+    test::CapturedLog log;
+    const std::string e = test::error_of([&] { compare_runs({dir}); });
+    EXPECT_NE(e.find("compare: no finished run among 1 folder(s)"), std::string::npos) << e;
+    EXPECT_NE(log.str().find(dir + "/a/seed-1 is at step 3 of 6: left out until it finishes"), std::string::npos)
+        << log.str();
+    EXPECT_NE(log.str().find(dir + "/b/seed-1 has not started: left out"), std::string::npos) << log.str();
+  }
+  SweepOptions one;
+  one.max_runs = 1;
+  EXPECT_EQ(run_sweep(file, one).resumed, 1);
+  test::CapturedLog log;
+  const Comparison c = compare_runs({dir});
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.runs.size(), 1u);
+  EXPECT_NE(log.str().find(dir + "/c/seed-1 has not started: left out"), std::string::npos) << log.str();
+}
+
 TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   const std::string file = sweep_file("seeds: [1]\n", "fresh.yaml");
   run_sweep(file, {});
