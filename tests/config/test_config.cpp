@@ -224,6 +224,18 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
     const std::string e = error_of([&] { load_config("", {c[0]}); });
     EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;
   }
+  // What a CUDA graph cannot replay is said by poslab config and a sweep's check, not only when training starts.
+  const std::string graph = error_of([] { load_config("", {"train.cuda_graph=true", "model.dropout=0.1"}); });
+  EXPECT_NE(graph.find("train.cuda_graph = true: needs model.dropout 0 (0.1, "), std::string::npos) << graph;
+  EXPECT_NE(error_of([] {
+              load_config("", {"train.cuda_graph=true", "train.adamw=poslab"});
+            }).find("train.cuda_graph = true: needs train.adamw auto or fused (poslab, "),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_config("", {"train.cuda_graph=true", "run.device=cpu"});
+            }).find("train.cuda_graph = true: a CUDA graph runs on a GPU, and run.device is cpu"),
+            std::string::npos);
+  EXPECT_TRUE(load_config("", {"train.cuda_graph=true"}).train.cuda_graph) << "run.device auto: the start decides";
   const std::string odd = error_of([] {
     load_config("", {"model.position=sinusoidal", "model.n_embd=33", "model.n_head=1"});
   });

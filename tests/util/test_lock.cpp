@@ -49,16 +49,16 @@ TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
   {
     test::CapturedLog log;
     const RunLock lock(path);
-    EXPECT_NE(log.str().find(path + ": stale lock of pid " + std::to_string(child) + " (no such process); taking it over"),
-              std::string::npos)
+    EXPECT_NE(
+        log.str().find(path + ": stale lock of pid " + std::to_string(child) + " (no such process); taking it over"),
+        std::string::npos)
         << log.str();
     EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + "\n");
   }
   // On a shared file system the pid means nothing here: the lock stays, its host named.
   test::write_text(path, "4242 otherhost\n");
-  EXPECT_EQ(error_of([&] { RunLock lock(path); }),
-            dir.str() + ": locked by pid 4242 on host otherhost (" + path + ") | if that trainer is gone, delete " +
-                path);
+  EXPECT_EQ(error_of([&] { RunLock lock(path); }), dir.str() + ": locked by pid 4242 on host otherhost (" + path +
+                                                       ") | if that trainer is gone, delete " + path);
   EXPECT_EQ(read_file(path), "4242 otherhost\n");
 }
 
