@@ -30,6 +30,8 @@
 #   bash scripts/gpu_check.sh [run]       THERE (carry .gpu-deps): the check.
 #   bash scripts/gpu_check.sh cases LOG   the CUDA cases a GoogleTest log reports, one "NAME STATUS" line each
 #                                         (tests/test_gpu_check.sh holds this parser to GoogleTest's formats)
+#   bash scripts/gpu_check.sh case-verdict RC CPU   how the CUDA cases' exit status RC reads: "ok" or "failed: WHY"
+#                                         (77, every case skipped, is ok with --cpu, CPU=1, and a failure on a GPU)
 #
 # Options of run:
 #   --libtorch python|pip|DIR   the LibTorch to build against (default python: the torch python3 imports)

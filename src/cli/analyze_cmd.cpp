@@ -180,7 +180,7 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
     try {
       j["initial"] = model_usage_json(initial_model(m), 0, &initial);
     } catch (const Error& e) {
-      unknown = "train.init_from: " + std::string(e.what());
+      unknown = (from.empty() ? "" : "train.init_from: ") + std::string(e.what());
     }
   }
   const bool initial_known = unknown.empty();

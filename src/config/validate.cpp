@@ -144,17 +144,28 @@ void validate(const Config& c) {
     check.fail("train.checkpoint_every", str(c.train.checkpoint_every), "must be at least 1");
   if (c.train.log_every < 1) check.fail("train.log_every", str(c.train.log_every), "must be at least 1");
   if (c.snapshot.every < 1) check.fail("snapshot.every", str(c.snapshot.every), "must be at least 1");
-  // What a CUDA graph cannot replay, whatever the machine (train/step_graph.cpp checks the device and processes too)
+  // What a CUDA graph cannot replay, whatever the machine (train/step_graph.cpp checks the device and processes too):
+  // of the two keys, the one chosen most directly is named, as for any two keys that clash.
+  auto graph_clash = [&](const std::string& key, const std::string& value, const std::string& graph_why,
+                         const std::string& key_why) {
+    if (check.chosen("train.cuda_graph") >= check.chosen(key)) check.fail("train.cuda_graph", "true", graph_why);
+    check.fail(key, value,
+               "train.cuda_graph is true (" + check.described("train.cuda_graph", "true") + "), and " + key_why);
+  };
   if (c.train.cuda_graph && c.run.device == "cpu")
-    check.fail("train.cuda_graph", "true", "a CUDA graph runs on a GPU, and run.device is cpu");
+    graph_clash("run.device", "cpu",
+                "a CUDA graph runs on a GPU, and run.device is cpu (" + check.described("run.device", "cpu") + ")",
+                "a CUDA graph runs on a GPU");
   if (c.train.cuda_graph && c.model.dropout > 0)
-    check.fail("train.cuda_graph", "true",
-               "needs model.dropout 0 (" + check.described("model.dropout", str(c.model.dropout)) +
-                   "): a graph would replay the random numbers drawn at its capture");
+    graph_clash("model.dropout", str(c.model.dropout),
+                "needs model.dropout 0 (" + check.described("model.dropout", str(c.model.dropout)) +
+                    "): a graph would replay the random numbers drawn at its capture",
+                "a graph would replay the random numbers drawn at its capture");
   if (c.train.cuda_graph && c.train.adamw == "poslab")
-    check.fail("train.cuda_graph", "true",
-               "needs train.adamw auto or fused (" + check.described("train.adamw", c.train.adamw) +
-                   "): poslab's AdamW reads the gradient norm on the host");
+    graph_clash("train.adamw", c.train.adamw,
+                "needs train.adamw auto or fused (" + check.described("train.adamw", c.train.adamw) +
+                    "): poslab's AdamW reads the gradient norm on the host",
+                "a graph needs the step on the device: auto or fused");
   if (c.run.name.empty()) check.fail("run.name", "''", "must not be empty");
   if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
 }

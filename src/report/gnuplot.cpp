@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "util/error.h"
@@ -32,26 +33,22 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
     throw Error("gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",
                 "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
   const std::string log = (fs::path(dir) / (script + ".log")).string();
-  const std::string suffix = ".tmp." + std::to_string(::getpid());  // NAME.png.tmp.PID, as AtomicWriter names them
-  // The figures gnuplot wrote under `suffix`: committed when it succeeded, removed when it failed.
-  auto figures = [&](bool commit) {
+  // Its figures (both_formats's STEM.png and STEM.svg) are drawn to STEM.png.tmp.PID and STEM.svg.tmp.PID, as
+  // AtomicWriter names its temporaries, then committed; any of those names a killed draw left is removed first.
+  const std::string suffix = ".tmp." + std::to_string(::getpid());
+  const std::string stem = script.size() > 3 && script.compare(script.size() - 3, 3, ".gp") == 0
+                               ? script.substr(0, script.size() - 3)
+                               : script;
+  std::vector<std::pair<std::string, std::string>> figures;  // temporary, final
+  for (const char* ext : {".png", ".svg"}) {
+    const std::string to = (fs::path(dir) / (stem + ext)).string();
+    figures.emplace_back(to + suffix, to);
+  }
+  auto remove_temporaries = [&] {
     std::error_code ec;
-    std::vector<fs::path> written;  // listed first: the folder changes as they are renamed
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      const fs::path to = name.substr(0, name.size() >= suffix.size() ? name.size() - suffix.size() : 0);
-      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-          (to.extension() == ".png" || to.extension() == ".svg"))
-        written.push_back(e.path());
-    }
-    for (const fs::path& tmp : written) {
-      const std::string name = tmp.filename().string();
-      if (commit)
-        commit_file(tmp.string(), (fs::path(dir) / name.substr(0, name.size() - suffix.size())).string());
-      else
-        fs::remove(tmp, ec);
-    }
+    for (const auto& figure : figures) fs::remove(figure.first, ec);
   };
+  remove_temporaries();
   const pid_t pid = fork();
   if (pid < 0) throw Error("cannot start gnuplot: fork failed", "free memory or processes, then run the command again");
   if (pid == 0) {
@@ -68,7 +65,7 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    figures(false);
+    remove_temporaries();
     std::string msg;
     try {
       msg = read_file(log);
@@ -80,7 +77,13 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
                   "free some space (or make the folder writable), then write the report again");
     throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + msg, "see " + log);
   }
-  figures(true);
+  try {
+    for (const auto& [tmp, to] : figures)
+      if (std::error_code ec; fs::exists(tmp, ec)) commit_file(tmp, to);  // a script may draw one of the two
+  } catch (const Error&) {
+    remove_temporaries();
+    throw;
+  }
   std::error_code ec;
   fs::remove(log, ec);
 }

@@ -264,12 +264,16 @@ bool run_report_is_current(const std::string& run_dir) {
   const fs::path index = fs::path(run.report_dir()) / "index.html";
   std::error_code ec;
   if (!fs::is_regular_file(index, ec)) return false;
-  const std::vector<SnapshotRecord> snapshots = read_snapshot_index(run);
-  if (snapshots.empty()) return true;  // nothing a report could show
-  const std::string page = read_file(index.string());
-  const size_t at = page.find(kLastSnapshotMark);
-  return at != std::string::npos &&
-         std::strtoll(page.c_str() + at + std::strlen(kLastSnapshotMark), nullptr, 10) == snapshots.back().step;
+  try {
+    const std::vector<SnapshotRecord> snapshots = read_snapshot_index(run);
+    if (snapshots.empty()) return true;  // nothing a report could show
+    const std::string page = read_file(index.string());
+    const size_t at = page.find(kLastSnapshotMark);
+    return at != std::string::npos &&
+           std::strtoll(page.c_str() + at + std::strlen(kLastSnapshotMark), nullptr, 10) == snapshots.back().step;
+  } catch (const Error&) {  // a damaged index: drawn again, where write_report_of_finished_run says what is wrong
+    return false;
+  }
 }
 
 std::string write_report_of_finished_run(const std::string& run_dir) {

@@ -271,9 +271,12 @@ void TrainingRun::sync_logs() const {
 void TrainingRun::stopped_by(const Error& e) const {
   std::error_code ec;
   const bool kept = std::filesystem::exists(latest_path(), ec);
-  throw Error(e.what(), "free some space or fix permissions, then poslab train --resume " + shell_word(rdir_) +
-                            (kept ? ": the previous checkpoint is intact, and the run goes on from it"
-                                  : ": no checkpoint was written yet, so the run starts again in its folder"));
+  throw Error(e.what(),
+              "fix what stopped the write (free space, permissions; dmesg for a failing disk), then poslab "
+              "train --resume " +
+                  shell_word(rdir_) +
+                  (kept ? ": the previous checkpoint is intact, and the run goes on from it"
+                        : ": no checkpoint was written yet, so the run starts again in its folder"));
 }
 
 // The summary of the run and its log lines (the caller writes the report: TrainSummary::report_due).

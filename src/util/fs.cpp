@@ -191,7 +191,14 @@ void write_output_file(const std::string& path, const std::string& bytes) {
 }
 
 void commit_file(const std::string& tmp, const std::string& to) {
-  fsync_path(tmp, false);
+  crash_point("fsync", tmp);
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  const int synced = fd < 0 ? -1 : ::fsync(fd);
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (synced != 0)
+    throw Error(to + ": cannot sync " + tmp + ": " + std::strerror(err),
+                "check the disk (free space; dmesg says why a write failed); the previous file is intact");
   rename_into_place(tmp, to);
 }
 
@@ -302,24 +309,25 @@ void append_bytes(const std::string& path, const std::string& text) {
 }
 
 void sync_appended(const std::string& path) {
-  auto failed = [&](const std::string& what) {
-    throw Error(what + ": cannot sync: " + std::strerror(errno), "check the disk (dmesg says why it failed)");
+  auto synced = [](const std::string& p, int flags) {  // errno set when false
+    const int fd = ::open(p.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) return false;
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return rc == 0;
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  auto failed = [](const std::string& p) {
+    throw Error(p + ": cannot sync: " + std::strerror(errno), "check the disk (free space; dmesg says why it failed)");
+  };
+  if (!synced(path, O_RDONLY)) {
     if (errno == ENOENT) return;  // a log not yet begun
     failed(path);
   }
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  if (synced != 0) failed(path);
   const fs::path parent = fs::path(path).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) failed(folder);
-  const int dir_synced = ::fsync(dir);
-  ::close(dir);
-  if (dir_synced != 0 && errno != EINVAL) failed(folder);  // EINVAL: a file system without folder syncs
+  if (!synced(folder, O_RDONLY | O_DIRECTORY) && errno != EINVAL) failed(folder);  // EINVAL: no folder syncs there
 }
 
 std::string disk_fault(const std::string& dir) {

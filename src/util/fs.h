@@ -47,7 +47,8 @@ int remove_stale_temporaries(const std::string& dir);
 // A command's output file (check_output_file's): its folder made if missing, then written atomically.
 void write_output_file(const std::string& path, const std::string& bytes);
 
-// fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths.
+// fsyncs a file, then renames it over `to` and fsyncs the folder. Throws poslab::Error naming the paths (a failed
+// sync too: nothing is renamed then).
 void commit_file(const std::string& tmp, const std::string& to);
 
 // Creates a folder and its parents; throws poslab::Error naming it (and a file in its way), with `hint` (default: a

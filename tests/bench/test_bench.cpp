@@ -57,9 +57,8 @@ TEST(Bench, AModelThatCannotFitStopsBeforeItRuns) {
       << msg;
 }
 
-// An MFU is at most 100 %: above it the peak measured low, and the words say so rather than print the figure.
-// bench's text: 200,000 ids below the vocabulary, or 4 windows where a window is longer than a 50,000th of that
-// (block_size 60,000 stopped bench with "200000 tokens cannot fill a window"); the same seed, the same stream.
+// bench's text: 200,000 ids below the vocabulary, or 4 windows where those are longer (block_size 50,000 and up:
+// 60,000 stopped bench with "200000 tokens cannot fill a window"); the same seed, the same stream.
 TEST(Bench, ItsRandomTextFillsAnyWindow) {
   const std::vector<int32_t> short_windows = random_tokens(50, 8, 1);
   EXPECT_EQ(short_windows.size(), 200000u);
@@ -74,6 +73,7 @@ TEST(Bench, ItsRandomTextFillsAnyWindow) {
   EXPECT_EQ(sampler.next().first.size(1), 60000);
 }
 
+// An MFU is at most 100 %: above it the peak measured low, and the words say so rather than print the figure.
 TEST(Bench, AnMfuAboveOneIsNamedNotPrinted) {
   EXPECT_EQ(mfu_words(0.523), "MFU 52.3%");
   EXPECT_EQ(mfu_words(1.0), "MFU 100.0%");

@@ -236,6 +236,12 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
             }).find("train.cuda_graph = true: a CUDA graph runs on a GPU, and run.device is cpu"),
             std::string::npos);
   EXPECT_TRUE(load_config("", {"train.cuda_graph=true"}).train.cuda_graph) << "run.device auto: the start decides";
+  // A graph run's stored config resumed with --set run.device=cpu: the --set is named, as the key to change.
+  TempDir dir;
+  write_text(dir / "graph.yaml", "train:\n  cuda_graph: true\n");
+  EXPECT_EQ(error_of([&] { load_config(dir / "graph.yaml", {"run.device=cpu"}); }),
+            "--set: run.device = cpu: train.cuda_graph is true (true, from " + dir / "graph.yaml" +
+                "), and a CUDA graph runs on a GPU | change run.device in --set");
   const std::string odd = error_of([] {
     load_config("", {"model.position=sinusoidal", "model.n_embd=33", "model.n_head=1"});
   });

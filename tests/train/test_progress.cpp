@@ -2,6 +2,7 @@
 // terminal, drawn and erased.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -76,10 +77,13 @@ TEST(Progress, OnATerminalTheBarIsDrawnAndErasedWhenItGoes) {
   ::dup2(saved, STDERR_FILENO);
   ::close(saved);
   ::close(terminal);
-  std::string screen;
+  std::string screen;  // what the terminal got: all of it was written before the writer closed
   char buf[512];
-  ::fcntl(master, F_SETFL, O_NONBLOCK);
-  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) screen.append(buf, static_cast<size_t>(n));
+  for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 1000) > 0 && (p.revents & POLLIN) != 0;) {
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    screen.append(buf, static_cast<size_t>(n));
+  }
   ::close(master);
   const std::string erase = "\r\033[K";
   EXPECT_EQ(screen.rfind(erase, 0), 0u) << screen;

@@ -318,8 +318,10 @@ TEST(Trainer, ASnapshotThatCannotBeWrittenStopsTheRunAndTheResumeWritesIt) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("snapshots/wpe_step000006.npy"), std::string::npos) << e.what();
-    EXPECT_EQ(e.hint(), "free some space or fix permissions, then poslab train --resume " + (dir / "snap") +
-                            ": the previous checkpoint is intact, and the run goes on from it");
+    EXPECT_EQ(e.hint(),
+              "fix what stopped the write (free space, permissions; dmesg for a failing disk), then poslab "
+              "train --resume " +
+                  (dir / "snap") + ": the previous checkpoint is intact, and the run goes on from it");
   }
   EXPECT_FALSE(fs::exists(dir / "snap/snapshots/wpe_step000006.npy"));
   fs::remove_all(blocked);

@@ -223,11 +223,13 @@ TEST(Fs, AShortAppendIsTakenBackSoTheNextLineStartsALine) {
   struct FileSizeLimit {
     rlimit old{};
     void (*handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+    bool set = false;
     explicit FileSizeLimit(rlim_t bytes) {
-      ::getrlimit(RLIMIT_FSIZE, &old);
-      rlimit small = old;
+      rlimit small{};
+      if (::getrlimit(RLIMIT_FSIZE, &old) != 0) return;
+      small = old;
       small.rlim_cur = bytes;
-      ::setrlimit(RLIMIT_FSIZE, &small);
+      set = ::setrlimit(RLIMIT_FSIZE, &small) == 0;
     }
     ~FileSizeLimit() {
       ::setrlimit(RLIMIT_FSIZE, &old);
@@ -237,6 +239,7 @@ TEST(Fs, AShortAppendIsTakenBackSoTheNextLineStartsALine) {
   std::string msg;
   {
     const FileSizeLimit limit(4 + 5);  // "one\n" and 5 bytes of the next line
+    ASSERT_TRUE(limit.set);
     msg = error_of([&] { append_line(log, "a line longer than the limit"); });
   }
   EXPECT_NE(msg.find(log + ": cannot append: short write"), std::string::npos) << msg;
