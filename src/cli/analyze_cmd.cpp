@@ -176,13 +176,15 @@ nlohmann::json model_usage(const std::string& checkpoint, std::ostream& out) {
     unknown = "train.init_from " + from + ", the checkpoint the run started from, is not there";
   AttentionKernels trained, initial;
   nlohmann::json j = {{"checkpoint", model_usage_json(m.model, m.meta.step, &trained)}};
+  std::optional<GPT> start;
   if (unknown.empty()) {
     try {
-      j["initial"] = model_usage_json(initial_model(m), 0, &initial);
-    } catch (const Error& e) {
-      unknown = (from.empty() ? "" : "train.init_from: ") + std::string(e.what());
+      start = initial_model(m);
+    } catch (const Error& e) {  // the checkpoint it started from, there but not readable
+      unknown = "train.init_from: " + std::string(e.what());
     }
   }
+  if (start) j["initial"] = model_usage_json(*start, 0, &initial);
   const bool initial_known = unknown.empty();
   j["initial"]["source"] = from.empty() ? "run.seed " + std::to_string(m.cfg.run.seed) : from;
   if (!initial_known) j["initial"]["not_measured"] = unknown;

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "config/config.h"
 #include "run/run_folder.h"
@@ -304,14 +305,15 @@ void check_sets_keep_variants_apart(const Sweep& sweep, const std::vector<std::s
   std::map<std::string, std::string> given;  // key -> the --set that gives it
   for (const std::string& o : cli_sets) given[o.substr(0, o.find('='))] = o;
   std::vector<std::map<std::string, std::string>> before, after;  // each variant's keys, the last value of each
-  std::vector<std::string> replaced;                              // "--set K=V replaces variant X's K: V"
+  std::vector<std::pair<size_t, std::string>> replaced;           // variant, "--set K=V replaces variant X's K: V"
   for (const auto& v : sweep.variants) {
     std::map<std::string, std::string> own;
     for (const auto& [key, value] : v.sets) own[key] = value;
     std::map<std::string, std::string> left = own;
     for (const auto& [key, value] : own)
       if (const auto it = given.find(key); it != given.end()) {
-        replaced.push_back("--set " + it->second + " replaces variant " + v.name + "'s " + key + ": " + value);
+        replaced.emplace_back(before.size(),
+                              "--set " + it->second + " replaces variant " + v.name + "'s " + key + ": " + value);
         left.erase(key);
       }
     before.push_back(std::move(own));
@@ -321,16 +323,14 @@ void check_sets_keep_variants_apart(const Sweep& sweep, const std::vector<std::s
     for (size_t b = a + 1; b < before.size(); ++b)
       if (before[a] != before[b] && after[a] == after[b]) {
         std::string what;
-        for (const std::string& r : replaced)
-          for (const size_t x : {a, b})
-            if (r.find(" replaces variant " + sweep.variants[x].name + "'s ") != std::string::npos)
-              what += (what.empty() ? "" : "; ") + r;
+        for (const auto& [x, r] : replaced)
+          if (x == a || x == b) what += (what.empty() ? "" : "; ") + r;
         throw Error(sweep.file + ": variants " + sweep.variants[a].name + " and " + sweep.variants[b].name +
                         " would be the same run (" + what + ")",
                     "leave that --set out (a sweep's --set reaches every run, over what its variants set), or sweep "
                     "a file without the variant it undoes");
       }
-  for (const std::string& r : replaced) spdlog::warn("{}", r);
+  for (const auto& r : replaced) spdlog::warn("{}", r.second);
 }
 
 std::vector<SweepRun> sweep_runs(const Sweep& sweep, const std::vector<std::string>& cli_sets) {

@@ -52,7 +52,9 @@ void write_output_file(const std::string& path, const std::string& bytes);
 void commit_file(const std::string& tmp, const std::string& to);
 
 // Creates a folder and its parents; throws poslab::Error naming it (and a file in its way), with `hint` (default: a
-// writable location or the permissions) for where the folder's place comes from, e.g. the config key.
+// writable location or the permissions) for where the folder's place comes from, e.g. the config key. Each folder it
+// makes is synced into the folder above, as well as that goes: a disk that fails it fails the next file's sync, which
+// says so.
 void make_dirs(const std::string& dir, const std::string& hint = "");
 
 // The folders make_dirs(dir) would make, in the order it makes them: each prefix of `dir` as written that is missing
