@@ -58,12 +58,18 @@ bool at_crash_point(const char* kind, const std::string& path) {
   std::abort();  // not reached
 }
 
+// fsyncs a file (or a folder: O_DIRECTORY) by its path: 0, or the errno of the open or the fsync that failed.
+int fsync_of(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
 void fsync_path(const std::string& path, bool directory) {
   crash_point(directory ? "fsync-dir" : "fsync", path);
-  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+  fsync_of(path, directory ? O_DIRECTORY : 0);
 }
 
 // The rename of a synced file into place, then the fsync of its folder.
@@ -115,10 +121,7 @@ void make_dirs(const std::string& dir, const std::string& hint) {
     // crash point: a kill here leaves what a kill after the mkdir leaves.)
     for (const std::string& f : made) {
       const fs::path above = fs::path(f).parent_path();
-      const int fd = ::open(above.empty() ? "." : above.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (fd < 0) continue;
-      ::fsync(fd);
-      ::close(fd);
+      fsync_of(above.empty() ? "." : above.string(), O_DIRECTORY);
     }
     return;
   }
@@ -192,11 +195,7 @@ void write_output_file(const std::string& path, const std::string& bytes) {
 
 void commit_file(const std::string& tmp, const std::string& to) {
   crash_point("fsync", tmp);
-  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  const int synced = fd < 0 ? -1 : ::fsync(fd);
-  const int err = errno;
-  if (fd >= 0) ::close(fd);
-  if (synced != 0)
+  if (const int err = fsync_of(tmp, 0); err != 0)
     throw Error(to + ": cannot sync " + tmp + ": " + std::strerror(err),
                 "check the disk (free space; dmesg says why a write failed); the previous file is intact");
   rename_into_place(tmp, to);
@@ -309,25 +308,18 @@ void append_bytes(const std::string& path, const std::string& text) {
 }
 
 void sync_appended(const std::string& path) {
-  auto synced = [](const std::string& p, int flags) {  // errno set when false
-    const int fd = ::open(p.c_str(), flags | O_CLOEXEC);
-    if (fd < 0) return false;
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    errno = err;
-    return rc == 0;
+  auto failed = [](const std::string& p, int err) {
+    throw Error(p + ": cannot sync: " + std::strerror(err), "check the disk (free space; dmesg says why it failed)");
   };
-  auto failed = [](const std::string& p) {
-    throw Error(p + ": cannot sync: " + std::strerror(errno), "check the disk (free space; dmesg says why it failed)");
-  };
-  if (!synced(path, O_RDONLY)) {
-    if (errno == ENOENT) return;  // a log not yet begun
-    failed(path);
+  if (const int err = fsync_of(path, 0); err == ENOENT) {
+    return;  // a log not yet begun
+  } else if (err != 0) {
+    failed(path, err);
   }
   const fs::path parent = fs::path(path).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
-  if (!synced(folder, O_RDONLY | O_DIRECTORY) && errno != EINVAL) failed(folder);  // EINVAL: no folder syncs there
+  if (const int err = fsync_of(folder, O_DIRECTORY); err != 0 && err != EINVAL)  // EINVAL: no folder syncs there
+    failed(folder, err);
 }
 
 std::string disk_fault(const std::string& dir) {
