@@ -24,6 +24,7 @@
 #include "distributed/launcher.h"
 #include "report/report.h"
 #include "report/run_ending.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
 #include "tune/autotune_search.h"
 #include "tune/kernel_cache.h"
@@ -208,6 +209,9 @@ int run_bench_command(const BenchArgs& a) {
 int run_config(const ConfigArgs& a) {
   const Config cfg = load_config(a.path, command_line_sets(a.sets));
   validate_new_run(cfg);  // what train would refuse for a new run, config refuses too
+  // and what it would warn of, config says too
+  if (const std::string w = schedule_warning(cfg.train); !w.empty()) spdlog::warn("{}", w);
+  for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);
   std::cout << to_yaml(cfg);
   return 0;
 }

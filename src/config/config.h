@@ -130,6 +130,12 @@ void apply_override(Config& cfg, const Override& o);
 // Checks cross-field constraints (n_embd % n_head, block_size >= 2, lr > 0, ...).
 void validate(const Config& cfg);
 
+// The keys set away from their defaults that this config never reads (model.wpe_init_std with a sinusoidal
+// table, data.tokenizer.vocab_size for a char tokenizer, train.tf32 on the CPU, ...), each said as a warning:
+// "SOURCE: key = value is not read: why; leave it out of this config". Not an error: a sweep's set: may hold a key
+// that only some of its variants read.
+std::vector<std::string> unread_settings(const Config& cfg);
+
 // What a run about to be made needs beyond validate: run.name one folder name inside run.out_dir, run.seed 0 or
 // more. Not asked of a stored config (a checkpoint's, a run folder's), which names a folder that exists already.
 void validate_new_run(const Config& cfg);

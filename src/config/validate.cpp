@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "util/error.h"
 #include "util/kernel_paths.h"
@@ -168,6 +169,36 @@ void validate(const Config& c) {
                 "a graph needs the step on the device: auto or fused");
   if (c.run.name.empty()) check.fail("run.name", "''", "must not be empty");
   if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
+}
+
+std::vector<std::string> unread_settings(const Config& c) {
+  const std::string position = "model.position is " + c.model.position;
+  const std::string tokenizer_file = "the tokenizer is read from data.tokenizer.model (" + c.data.tokenizer.model + ")";
+  std::vector<std::string> said;
+  for (const ConfigChange& change : config_changes(Config(), c)) {
+    const std::string& k = change.key;
+    std::string why;
+    if (k == "model.wpe_init_std" && c.model.position != "learned")
+      why = "it draws a learned table's start, and " + position;
+    else if (k == "train.decay_position_table" && c.model.position != "learned")
+      why = "it decays a learned table, and " + position;
+    else if (k == "train.decay_position_table" && c.train.weight_decay == 0.0)
+      why = "train.weight_decay is 0, so nothing decays";
+    else if (k == "model.sinusoidal_scale" && c.model.position != "sinusoidal")
+      why = "it scales the sinusoidal table, and " + position;
+    else if (k == "data.tokenizer.vocab_size" && !c.data.tokenizer.model.empty())
+      why = tokenizer_file + ", whose pieces are its own";
+    else if (k == "data.tokenizer.vocab_size" && c.data.tokenizer.type == "char")
+      why = "a char tokenizer's pieces are the corpus's characters (and the byte pieces)";
+    else if (k == "data.tokenizer.type" && !c.data.tokenizer.model.empty())
+      why = tokenizer_file + ", whose type is its own";
+    else if (k == "train.tf32" && c.run.device == "cpu")
+      why = "TF32 is a GPU's, and run.device is cpu";
+    if (!why.empty())
+      said.push_back(origin_prefix(c, k) + k + " = " + change.to + " is not read: " + why +
+                     "; leave it out of this config");
+  }
+  return said;
 }
 
 void validate_new_run(const Config& c) {

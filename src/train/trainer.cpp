@@ -343,7 +343,11 @@ TrainSummary train(const TrainRequest& req) {
   const bool resuming = !req.resume_dir.empty() && !restart;
   check_resumed_max_steps(req, cfg, resume_meta, resuming);
   check_stop_at(req, cfg, resume_meta, resuming);
-  if (const std::string w = schedule_warning(cfg.train); !w.empty() && env.rank == 0) spdlog::warn("{}", w);
+  // what the config does not do, said when it is about to train (not by a resume of a finished run)
+  if (env.rank == 0 && !(resuming && resume_meta.step >= cfg.train.max_steps)) {
+    if (const std::string w = schedule_warning(cfg.train); !w.empty()) spdlog::warn("{}", w);
+    for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);
+  }
   check_corpus_paths(cfg);
   check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;

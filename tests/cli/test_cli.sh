@@ -184,6 +184,14 @@ if "$poslab" config configs/default.yaml --set model.n_layer=2 >"$tmp/out" 2>"$t
 else
   failed=$((failed + 1)); echo "FAIL config"; cat "$tmp/out" "$tmp/err"
 fi
+# and says, as train does, a key set that the config never reads (the YAML still printed)
+if "$poslab" config configs/default.yaml --set model.position=sinusoidal --set model.wpe_init_std=0.1 \
+     >"$tmp/out" 2>"$tmp/err" && grep -q "^  wpe_init_std: 0.1$" "$tmp/out" &&
+   grep -q "warning.*--set: model.wpe_init_std = 0.1 is not read: it draws a learned table's start, and model.position is sinusoidal" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL config's unread key"; cat "$tmp/err"
+fi
 if "$poslab" bench configs/default.yaml --steps 1 --warmup 0 --set model.n_layer=1 --json - >"$tmp/b.json" 2>"$tmp/err" &&
    grep -q '"tokens_per_s"' "$tmp/b.json" && grep -q '"mfu"' "$tmp/b.json" && grep -q "ms/step" "$tmp/err"; then
   passed=$((passed + 1))

@@ -391,6 +391,46 @@ TEST(Config, ExtensionAndInitFromKeysAreChecked) {
   EXPECT_DOUBLE_EQ(load_config("", {"train.position_lr_scale=10"}).train.position_lr_scale, 10.0);
 }
 
+// A key set away from its default that the config never reads is said (a warning each), naming where it was set and
+// why it is not read; the same key where it is read, or left at its default, says nothing.
+TEST(Config, KeysTheConfigNeverReadsAreSaid) {
+  TempDir dir;
+  write_text(dir / "sin.yaml", "model:\n  position: sinusoidal\n  wpe_init_std: 0.1\n");
+  const std::vector<std::string> sin = unread_settings(load_config(dir / "sin.yaml"));
+  ASSERT_EQ(sin.size(), 1u);
+  EXPECT_EQ(sin[0], (dir / "sin.yaml") +
+                        ": model.wpe_init_std = 0.1 is not read: it draws a learned table's start, "
+                        "and model.position is sinusoidal; leave it out of this config");
+  const auto said = [](std::vector<std::string> sets) {
+    return unread_settings(load_config("", command_line_sets(sets)));
+  };
+  const auto one = [&](std::vector<std::string> sets, const std::string& key, const std::string& why) {
+    const std::vector<std::string> w = said(sets);
+    ASSERT_EQ(w.size(), 1u) << sets[0];
+    EXPECT_EQ(w[0].rfind("--set: " + key + " = ", 0), 0u) << w[0];
+    EXPECT_NE(w[0].find(why), std::string::npos) << w[0];
+  };
+  one({"model.sinusoidal_scale=none"}, "model.sinusoidal_scale", "model.position is learned");
+  one({"train.decay_position_table=false", "model.position=none"}, "train.decay_position_table",
+      "model.position is none");
+  one({"train.decay_position_table=false", "train.weight_decay=0"}, "train.decay_position_table",
+      "train.weight_decay is 0");
+  one({"data.tokenizer.vocab_size=500", "data.tokenizer.type=char"}, "data.tokenizer.vocab_size",
+      "a char tokenizer's pieces");
+  one({"train.tf32=true", "run.device=cpu"}, "train.tf32", "run.device is cpu");
+  EXPECT_EQ(said({"data.tokenizer.vocab_size=500", "data.tokenizer.type=unigram", "data.tokenizer.model=t.model"}),
+            (std::vector<std::string>{
+                "--set: data.tokenizer.type = unigram is not read: the tokenizer is read from data.tokenizer.model "
+                "(t.model), whose type is its own; leave it out of this config",
+                "--set: data.tokenizer.vocab_size = 500 is not read: the tokenizer is read from data.tokenizer.model "
+                "(t.model), whose pieces are its own; leave it out of this config"}));
+  // read where they are set, or left at their defaults: nothing said
+  EXPECT_TRUE(said({"model.wpe_init_std=0.1", "train.decay_position_table=false", "train.tf32=true"}).empty());
+  EXPECT_TRUE(
+      said({"model.position=sinusoidal", "model.sinusoidal_scale=none", "data.tokenizer.vocab_size=500"}).empty());
+  EXPECT_TRUE(said({"model.position=none", "data.tokenizer.type=char", "run.device=cpu"}).empty());
+}
+
 TEST(Config, MalformedFilesAndOverrides) {
   TempDir dir;
   EXPECT_NE(error_of([&] { load_config(dir / "missing.yaml"); }).find("missing.yaml"), std::string::npos);
