@@ -141,7 +141,7 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
   out.how = "measured";
   size_t fastest = 0;
   for (size_t i = 0; i < all.size(); ++i) {
-    out.timings.push_back({all[i], ms[i], 0, NAN, unavailable[i]});
+    out.timings.push_back({all[i], ms[i], 0, NAN, unavailable[i], ms[i]});
     if (ms[i] < ms[fastest]) fastest = i;
   }
   if (ms[fastest] < ms[0] * (1.0 - margin)) out.chosen = all[fastest];  // all[0] is start
@@ -154,9 +154,9 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
 
 std::string tuning_text(const KernelTuning& t) {
   if (t.timings.empty()) return "";
-  double chosen_ms = NAN;
+  const PathTiming* chosen = nullptr;
   for (const PathTiming& p : t.timings)
-    if (p.paths == t.chosen) chosen_ms = p.ms;
+    if (p.paths == t.chosen) chosen = &p;
   // A column per choice that differs among the candidates; the ones they share are said once, above them.
   std::vector<const KernelChoice*> varied;
   std::vector<size_t> widths;
@@ -190,8 +190,12 @@ std::string tuning_text(const KernelTuning& t) {
       continue;
     }
     rounds = std::max(rounds, p.rounds);
-    // A finalist's difference is the run-off's, round by round; the others' their one timing's against the chosen.
-    const double vs = std::isfinite(p.vs_chosen) ? p.vs_chosen : p.ms / chosen_ms - 1.0;
+    // A finalist's difference is the run-off's, round by round; the others' their search time's against the
+    // chosen's in the same search (the chosen's run-off median came later, maybe in a slower spell).
+    double vs = p.vs_chosen;
+    if (!std::isfinite(vs) && chosen != nullptr)
+      vs = std::isfinite(p.search_ms) && std::isfinite(chosen->search_ms) ? p.search_ms / chosen->search_ms - 1.0
+                                                                          : p.ms / chosen->ms - 1.0;
     std::string against = p.paths == t.chosen ? "chosen"
                           : std::isfinite(vs) ? fmt::format("{:+.0f} %", 100.0 * vs)
                                               : "";
@@ -201,7 +205,8 @@ std::string tuning_text(const KernelTuning& t) {
   if (rounds > 0)
     s += fmt::format(
         "  * the run-off's finalists: the median of {} interleaved rounds, and against the chosen the "
-        "median of the rounds' ratios, which decides; the others: one timing from the search\n",
+        "median of the rounds' ratios, which decides; the others: their time in the search, against the chosen's "
+        "there\n",
         rounds);
   return s;
 }

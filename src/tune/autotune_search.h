@@ -20,6 +20,8 @@ struct PathTiming {
   double vs_chosen = NAN;   // a finalist's: the median over the rounds of its time over the chosen's in the same
                             // round, less 1 (what decides: the medians of the times can differ from it)
   std::string unavailable;  // why these paths cannot run this model here ("" when they ran)
+  double search_ms = NAN;   // its time in the search (the lower of its two sweeps'): the others are set against the
+                            // chosen's on it, timed in the same spell (NaN: a cache written before it was kept)
 };
 
 struct KernelTuning {

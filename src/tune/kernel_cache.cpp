@@ -28,6 +28,7 @@ nlohmann::json timings_json(const std::vector<PathTiming>& timings) {
       row["unavailable"] = t.unavailable;  // no time: JSON has no infinity
     if (t.rounds > 0) row["rounds"] = t.rounds;
     if (std::isfinite(t.vs_chosen)) row["vs_chosen"] = t.vs_chosen;
+    if (std::isfinite(t.search_ms)) row["search_ms"] = t.search_ms;
     j.push_back(row);
   }
   return j;
@@ -41,7 +42,7 @@ std::vector<PathTiming> timings_from_json(const nlohmann::json& rows, const std:
     const std::string why = row.value("unavailable", std::string());
     timings.push_back({parse_kernel_paths(row.at("paths").get<std::string>(), kernel_paths(), what),
                        why.empty() ? row.at("ms").get<double>() : INFINITY, row.value("rounds", 0),
-                       row.value("vs_chosen", double(NAN)), why});
+                       row.value("vs_chosen", double(NAN)), why, row.value("search_ms", double(NAN))});
   }
   return timings;
 }

@@ -60,18 +60,24 @@ TEST(Autotune, TheTimingsReadAsATableOfWhatVaries) {
   torch_attention.attention = "libtorch";
   threads.batch_split = "threads";
   t.chosen = base;
-  // A finalist's difference is the run-off's median ratio (0.012 here), not its median time's (47.16 / 46.634).
-  t.timings = {{base, 46.634, 3, 0.0, ""}, {torch_attention, 47.16, 3, 0.024, ""}, {threads, 52.18, 0, NAN, ""}};
+  // A finalist's difference is the run-off's median ratio (0.024 here), not its median time's (47.16 / 46.634); the
+  // others' is their search time's against the chosen's search time (52.18 / 46.0), both timed in the same spell,
+  // not against the chosen's run-off median, timed later.
+  t.timings = {{base, 46.634, 3, 0.0, "", 46.0},
+               {torch_attention, 47.16, 3, 0.024, "", 47.5},
+               {threads, 52.18, 0, NAN, "", 52.18}};
   EXPECT_EQ(tuning_text(t),
             "  each with bf16_products=onednn,pointwise=fused,step=direct,sdpa=auto\n"
             "  attention batch_split       ms  vs chosen\n"
             "  fused     none           46.63*    chosen\n"
             "  libtorch  none           47.16*      +2 %\n"
-            "  fused     threads        52.18      +12 %\n"
+            "  fused     threads        52.18      +13 %\n"
             "  * the run-off's finalists: the median of 3 interleaved rounds, and against the chosen the median of the "
-            "rounds' ratios, which decides; the others: one timing from the search\n");
-  t.timings[2].ms = 46.6;  // faster by less than half a percent: within the margin, and neither + nor -
-  EXPECT_NE(tuning_text(t).find("  fused     threads        46.60        0 %\n"), std::string::npos) << tuning_text(t);
+            "rounds' ratios, which decides; the others: their time in the search, against the chosen's there\n");
+  t.timings[2].ms = t.timings[2].search_ms = 46.1;  // slower by less than half a percent: neither + nor -
+  EXPECT_NE(tuning_text(t).find("  fused     threads        46.10        0 %\n"), std::string::npos) << tuning_text(t);
+  t.timings[2].search_ms = NAN;  // a cache written before search times were kept: against the chosen's median
+  EXPECT_NE(tuning_text(t).find("  fused     threads        46.10       -1 %\n"), std::string::npos) << tuning_text(t);
   t.timings.push_back({torch_attention, INFINITY, 0, NAN, "not here"});
   t.timings.back().paths.batch_split = "threads";
   EXPECT_NE(tuning_text(t).find("\n  libtorch  threads      cannot run here: not here\n"), std::string::npos)
@@ -283,6 +289,10 @@ TEST(Autotune, APathThatCannotRunIsNamedWithWhyAndNeverChosen) {
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(back->timings[i].unavailable, r.timings[i].unavailable);
     EXPECT_EQ(back->timings[i].ms, r.timings[i].ms);
+    if (std::isfinite(r.timings[i].search_ms))  // the search's time kept too (none for a path that cannot run)
+      EXPECT_EQ(back->timings[i].search_ms, r.timings[i].search_ms);
+    else
+      EXPECT_TRUE(std::isnan(back->timings[i].search_ms));
   }
 
   // a finalist that ran in the sweeps and fails in the run-off is out, its reason kept; so is the choice itself
