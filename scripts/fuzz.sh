@@ -29,7 +29,7 @@ declare -A sources=(
   [sweep]="src/sweep/sweep_file.cpp"
   [tokenizer]="src/data/tokenizer.cpp src/formats/spm_model.cpp src/export/hf_tokenizer.cpp"
   [kernel_cache]="src/tune/kernel_cache.cpp"
-  [checkpoint]="src/train/checkpoint.cpp"
+  [checkpoint]="src/train/checkpoint.cpp src/formats/zip_check.cpp"
 )
 # shellcheck disable=SC2086
 all_sources() { for t in "${targets[@]}"; do printf '%s\n' ${sources[$t]}; done | sort -u; }
@@ -68,7 +68,7 @@ read -r -a includes <<<"$(sed -n 's/^CXX_INCLUDES = //p' "$flags_make")"
 read -r -a defines <<<"$(sed -n 's/^CXX_DEFINES = //p' "$flags_make")"
 cflags=(-std=c++17 -O1 -g -fno-sanitize-recover=undefined
   -D_GLIBCXX_USE_CXX11_ABI=1 -Wno-unused-command-line-argument "${defines[@]}" "${includes[@]}" -Ibuild/generated)
-libs=(build/libposlab_lib.a -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt -lyaml-cpp -lgomp -ldl -lpthread)
+libs=(build/libposlab_lib.a -ltorch -ltorch_cpu -lc10 -lspdlog -lfmt -lyaml-cpp -lz -lgomp -ldl -lpthread)
 
 # Each source compiles to its own object through ccache where it is installed (as the main build does, its paths
 # hashed relative to this clone), so a fresh clone reuses the objects a build of the same sources stored.

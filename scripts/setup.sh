@@ -11,6 +11,7 @@ packages=(
   python3-torch           # torchrun, the launcher tests/distributed/test_torchrun.sh starts poslab with
   libsentencepiece-dev    # tokenizer (behind a dlopen shim: see src/data/spm_shim.h)
   libspdlog-dev libgtest-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev              # CRC-32 of a checkpoint's records (src/formats/zip_check.h)
   libopenblas0-pthread    # fast BLAS for LibTorch (the reference BLAS runs ~50x slower here)
   fortunes                # the default corpus: /usr/share/games/fortunes
   gnuplot-nox             # draws the report's figures

@@ -183,8 +183,12 @@ int run_inspect(const InspectArgs& a) {
     out << fmt::format("model        n_layer {} | n_head {} | n_embd {} | block_size {} | position {}\n",
                        m.cfg.model.n_layer, m.cfg.model.n_head, m.cfg.model.n_embd, m.cfg.model.block_size,
                        m.cfg.model.position);
-    out << fmt::format("loss         train {} | val {} | best val {}\n", loss(m.meta.train_loss), loss(m.meta.val_loss),
-                       loss(m.meta.best_val_loss));
+    // a run stopped between evals: its losses are an earlier step's
+    const int64_t eval_step = m.meta.eval_step;
+    out << fmt::format(
+        "loss         {}train {} | val {} | best val {}\n",
+        eval_step >= 0 && eval_step != m.meta.step ? fmt::format("the eval of step {}: ", eval_step) : "",
+        loss(m.meta.train_loss), loss(m.meta.val_loss), loss(m.meta.best_val_loss));
     out << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
                        m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
     if (m.model->wpe) {

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "util/error.h"
-#include "util/plural.h"
 
 namespace poslab {
 
@@ -13,14 +12,7 @@ LoadedModel load_model(const std::string& path, const torch::Device& device) {
   m.cfg = config_from_yaml(m.meta.config_yaml, path + " (stored config)");
   m.tokenizer = Tokenizer::from_bytes(m.meta.tokenizer_model, path + " (stored tokenizer)");
   m.model = GPT(m.cfg.model, m.tokenizer.vocab_size());
-  load_checkpoint(path, m.model, nullptr);
-  // A run never checkpoints non-finite weights (train.on_nonfinite): NaN or Inf here is damage, which would
-  // otherwise come out as a NaN loss or a sampler's error.
-  for (const auto& p : m.model->named_parameters()) {
-    const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
-    if (bad > 0)
-      throw Error(path + ": " + p.key() + " holds " + counted(bad, "NaN or Inf value"), damaged_checkpoint_hint(path));
-  }
+  load_checkpoint(path, m.model, nullptr);  // weights NaN or Inf refused there
   m.model->to(device);
   m.model->eval();
   return m;

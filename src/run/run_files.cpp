@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "run/json_records.h"
 #include "run/tensorboard_files.h"
@@ -161,11 +162,12 @@ void append_snapshot_record(const RunFolder& run, const SnapshotRecord& r) {
 
 namespace {
 
-// Keeps the records of steps before `first_dropped`; the rest and a last line cut short go. A damaged record
-// elsewhere is an error (json_lines): a resume never goes on from a log it cannot read.
-void truncate_jsonl_from(const std::string& path, int64_t first_dropped, const std::string& record) {
-  if (!is_file(path)) return;
-  const std::string hint = "the file is damaged: repair or delete the line named, then resume again";
+// The text of a JSONL log that keeps the records of steps before `first_dropped`; the rest and a last line cut short
+// go. A damaged record elsewhere is an error (json_lines): a resume never goes on from a log it cannot read.
+std::optional<FileCut> jsonl_cut_from(const std::string& path, int64_t first_dropped, const std::string& record) {
+  if (!is_file(path)) return std::nullopt;
+  const std::string hint =
+      "the file is damaged: repair or delete the line named, then resume again (nothing was changed)";
   const std::string text = read_file(path);
   if (!text.empty() && text.back() != '\n') {  // a crash while a line was appended: json_lines leaves it out
     const std::string tail = text.substr(text.rfind('\n') + 1);
@@ -178,15 +180,18 @@ void truncate_jsonl_from(const std::string& path, int64_t first_dropped, const s
     if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= first_dropped) continue;
     kept += j.dump() + '\n';
   }
-  write_file_atomic(path, kept);
+  return FileCut{path, kept};
 }
 
 }  // namespace
 
 void truncate_logs_after(const RunFolder& run, int64_t step) {
-  truncate_jsonl_from(run.metrics(), step, "a metrics record");
-  truncate_jsonl_from(run.snapshot_index(), step + 1, "a snapshot record");
-  truncate_events_after(run, step);
+  // Every log is read, and found sound, before any is cut: a damaged one refuses the resume with all as they were.
+  std::vector<FileCut> cuts = events_cut_after(run, step);
+  for (auto cut : {jsonl_cut_from(run.metrics(), step, "a metrics record"),
+                   jsonl_cut_from(run.snapshot_index(), step + 1, "a snapshot record")})
+    if (cut) cuts.push_back(*cut);
+  for (const FileCut& cut : cuts) write_file_atomic(cut.path, cut.kept);
 }
 
 }  // namespace poslab

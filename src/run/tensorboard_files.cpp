@@ -94,7 +94,8 @@ std::vector<std::string> event_files(const std::string& dir) {
   return out;
 }
 
-void truncate_events_after(const RunFolder& run, int64_t step) {
+std::vector<FileCut> events_cut_after(const RunFolder& run, int64_t step) {
+  std::vector<FileCut> cuts;
   for (const std::string& path : event_files(run.tensorboard_dir())) {
     const std::string bytes = read_file(path);
     const TfEventFile file = read_tf_events(bytes);
@@ -108,8 +109,13 @@ void truncate_events_after(const RunFolder& run, int64_t step) {
       if (!redone) kept.append(bytes, begin, e.end - begin);
       begin = e.end;
     }
-    if (kept.size() != bytes.size()) write_file_atomic(path, kept);
+    if (kept.size() != bytes.size()) cuts.push_back({path, kept});
   }
+  return cuts;
+}
+
+void truncate_events_after(const RunFolder& run, int64_t step) {
+  for (const FileCut& cut : events_cut_after(run, step)) write_file_atomic(cut.path, cut.kept);
 }
 
 TensorboardLog::TensorboardLog(const RunFolder& run) : run_(run), dir_(run.tensorboard_dir()) {

@@ -46,6 +46,13 @@ std::vector<std::string> event_files(const std::string& dir);
 // folder: nothing.
 void truncate_events_after(const RunFolder& run, int64_t step);
 
+// A file a resume cuts back, and the text it keeps.
+struct FileCut {
+  std::string path, kept;
+};
+// What truncate_events_after would write, without writing it: the event files it changes, each with what it keeps.
+std::vector<FileCut> events_cut_after(const RunFolder& run, int64_t step);
+
 // The trainer's writer: a new event file in RUN_DIR/tensorboard (events.out.tfevents.NNNN.poslab, NNNN one more than
 // the last there) that starts with the file-version event, and the projector's config rewritten from the snapshot
 // index (so that it lists the snapshots a resume kept). Call after truncate_logs_after.

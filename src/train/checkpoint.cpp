@@ -10,10 +10,12 @@
 #include <fstream>
 
 #include "config/config.h"
+#include "formats/zip_check.h"
 #include "train/optim.h"
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace {
@@ -87,6 +89,18 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
     throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",
                 damaged_checkpoint_hint(path));
   }
+  // LibTorch reads the records without their CRC-32: a byte changed on disk would load as a wrong weight (and a
+  // resume would train on from it, over the run's good checkpoints).
+  std::string damaged;
+  try {
+    damaged = first_damaged_zip_record(path);
+  } catch (const Error& e) {
+    throw Error(e.what(), damaged_checkpoint_hint(path));
+  }
+  if (!damaged.empty())
+    throw Error(path + ": damaged: its record " + damaged +
+                    " does not match the CRC-32 written with it (its bytes changed on disk after it was written)",
+                damaged_checkpoint_hint(path));
 }
 
 Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {
@@ -137,6 +151,14 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
   m.tokenizer_model = read_bytes(ar, "tokenizer_model", path);
   torch::Tensor has_hash;  // a fresh tensor per probe: try_read into a defined tensor would set_() it
   if (ar.try_read("corpus_hash", has_hash)) m.corpus_hash = read_bytes(ar, "corpus_hash", path);  // optional: newer
+  torch::Tensor has_eval_step;
+  if (ar.try_read("eval_step", has_eval_step)) {  // optional: newer
+    m.eval_step = read_int(ar, "eval_step", path);
+    if (m.eval_step < -1 || m.eval_step > m.step)
+      throw damaged_error(path, "eval_step",
+                          "is not a step of the run up to its step " + std::to_string(m.step) + " (" +
+                              std::to_string(m.eval_step) + ")");
+  }
   m.sampler_state = read_bytes(ar, "sampler_state", path);
   m.torch_rng_state = read_tensor(ar, "torch_rng_state", path);
   const int64_t rng_bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
@@ -210,6 +232,7 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   ar.write("config_yaml", to_tensor(meta.config_yaml));
   ar.write("tokenizer_model", to_tensor(meta.tokenizer_model));
   ar.write("corpus_hash", to_tensor(meta.corpus_hash));
+  ar.write("eval_step", torch::tensor(meta.eval_step));
   ar.write("sampler_state", to_tensor(meta.sampler_state));
   ar.write("torch_rng_state", meta.torch_rng_state.defined() ? meta.torch_rng_state : torch::empty({0}, torch::kUInt8));
   ar.write("cuda_rng_state",
@@ -291,6 +314,14 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
     model->to(torch::kCPU);
     model->load(model_ar);
     const auto params = model->named_parameters();
+    // A run never checkpoints non-finite weights (train.on_nonfinite): NaN or Inf here is damage, which would
+    // otherwise come out as a NaN loss (blamed on the learning rate by a resumed run) or a sampler's error.
+    for (const auto& p : params) {
+      const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
+      if (bad > 0)
+        throw Error(path + ": " + p.key() + " holds " + counted(bad, "NaN or Inf value"),
+                    damaged_checkpoint_hint(path));
+    }
     if (optimizer != nullptr) {
       torch::serialize::InputArchive opt_ar;
       if (!ar.try_read("optimizer", opt_ar))

@@ -17,6 +17,8 @@ struct CheckpointMeta {
   double train_loss = NAN;  // last estimate, NaN when unknown
   double val_loss = NAN;
   double best_val_loss = INFINITY;
+  int64_t eval_step = -1;         // the step whose eval gave train_loss and val_loss (earlier than `step` in a run
+                                  // stopped between evals); -1: no eval yet, or written before it was kept
   std::string config_yaml;        // effective config
   std::string tokenizer_model;    // sentencepiece .model bytes
   std::string corpus_hash;        // content hash of the training corpus; "" in checkpoints written before it was kept

@@ -278,7 +278,7 @@ std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config
       lock = std::make_unique<RunLock>(run.lock());
       make_dirs(run.checkpoints());
       remove_interrupted_writes(rdir);
-      write_file_atomic(run.config(), to_yaml(cfg));
+      if (!resuming) write_file_atomic(run.config(), to_yaml(cfg));  // a resume's, once it is sure (train())
     } catch (...) {
       error = std::current_exception();
     }

@@ -173,6 +173,7 @@ void TrainingRun::resume() {
   best_val_ = m.best_val_loss;
   train_est_ = m.train_loss;
   val_est_ = m.val_loss;
+  eval_step_ = m.eval_step;
   if (!writer_) return;
   truncate_logs_after(RunFolder(rdir_), start_step_);
   if (start_step_ >= cfg_.train.max_steps)
@@ -185,6 +186,7 @@ CheckpointMeta TrainingRun::meta(int64_t step) const {
   m.step = step;
   m.train_loss = train_est_;
   m.val_loss = val_est_;
+  m.eval_step = eval_step_;
   m.best_val_loss = best_val_;
   m.config_yaml = to_yaml(cfg_);
   m.tokenizer_model = data_.tokenizer.model_bytes();

@@ -114,6 +114,7 @@ void TrainingRun::evaluate(int64_t step, nlohmann::json& record) {
   parts = parts.to(torch::kCPU);
   train_est_ = parts[0].item<double>();
   val_est_ = parts[1].item<double>();
+  eval_step_ = step;
   record["train_loss"] = train_est_;
   record["val_loss"] = val_est_;
   progress_->clear();
@@ -289,6 +290,7 @@ TrainSummary TrainingRun::finish() {
   s.report_due = writer_ && cfg_.run.report && s.finished && model_->wpe;
   s.train_loss = train_est_;
   s.val_loss = val_est_;
+  s.eval_step = eval_step_;
   s.tokens_per_s =
       train_seconds_ > 0 ? static_cast<double>(train_steps_run_ * tokens_per_step()) / train_seconds_ : 0.0;
   s.interrupted_by = stop_signal();
@@ -380,12 +382,16 @@ TrainSummary train(const TrainRequest& req) {
     }
     throw;
   }
+  // A resume's config.yaml takes its --set values once the resume is sure: one refused leaves the folder as it was.
+  if ((resuming || restart) && comm.is_main()) write_file_atomic(RunFolder(rdir).config(), to_yaml(cfg));
   TrainSummary s = run->loop();
   s.seconds = seconds_since(wall_start);
   // A resume of a finished run trains no step: no rate to give.
+  // A run stopped between evals names the step its losses come from.
   spdlog::info(
-      "done: {} steps | train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps, s.train_loss, s.val_loss,
-      s.seconds,
+      "done: {} steps | {}train {:.4f} | val {:.4f} | {:.1f} s wall | {} | {}", s.steps,
+      s.eval_step >= 0 && s.eval_step != s.steps ? fmt::format("the eval of step {}: ", s.eval_step) : "", s.train_loss,
+      s.val_loss, s.seconds,
       s.tokens_per_s > 0 ? human_rate(s.tokens_per_s) + " tok/s in the steps" : std::string("no step to train"),
       RunFolder(rdir).latest_checkpoint());
   return s;

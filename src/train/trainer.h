@@ -23,8 +23,9 @@ struct TrainSummary {
   std::string run_dir;
   int64_t steps = 0;        // optimizer updates done in total
   bool finished = false;    // reached train.max_steps (false when stopped early by stop_at)
-  double train_loss = 0.0;  // final estimates
+  double train_loss = 0.0;  // the last eval's estimates
   double val_loss = 0.0;
+  int64_t eval_step = -1;          // and its step: before `steps` in a run stopped between evals; -1: unknown
   double seconds = 0.0;            // wall time of this invocation
   double tokens_per_s = 0.0;       // training throughput (train steps only)
   bool report_due = false;         // rank 0 of a finished run with a position table and run.report: the caller writes

@@ -90,6 +90,7 @@ class TrainingRun {
   int64_t start_step_ = 0, finished_at_ = 0;
   double best_val_ = INFINITY;
   double train_est_ = NAN, val_est_ = NAN;     // the last eval's estimates
+  int64_t eval_step_ = -1;                     // and its step (-1: none yet)
   torch::Tensor last_batch_loss_;              // loss of the last update's batch, read only when needed
   int64_t skipped_steps_ = 0;                  // non-finite steps skipped (train.on_nonfinite: skip)
   torch::Tensor unread_skips_;                 // steps on the device: how many skipped since the last read (0-dim)

@@ -478,6 +478,17 @@ if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && grep -q "^step         
 else
   failed=$((failed + 1)); echo "FAIL inspect"; cat "$tmp/out" "$tmp/err"
 fi
+# A run stopped between evals (train.eval_every 3, stopped at 7): its losses are named as step 6's, in the run's last
+# line and by inspect.
+cp -r "$tmp/x/default" "$tmp/between"
+if "$poslab" train --resume "$tmp/between" --set train.max_steps=9 --stop-at 7 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "done: 7 steps | the eval of step 6: train [0-9.]* | val " "$tmp/err" &&
+   "$poslab" inspect "$tmp/between" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "^loss         the eval of step 6: train [0-9.]* | val [0-9.]* | best val " "$tmp/out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL losses of an earlier eval named"; cat "$tmp/out" "$tmp/err"
+fi
 # Its lines, and a model folder's, within 80 columns (the config's YAML after them is short).
 if "$poslab" inspect "$ckpt" >"$tmp/out" 2>"$tmp/err" && [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ] &&
    "$poslab" inspect tests/fixtures/hf/bart >"$tmp/out" 2>"$tmp/err" && [ "$(LC_ALL=C.UTF-8 wc -L <"$tmp/out")" -le 80 ]; then

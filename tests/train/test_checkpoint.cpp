@@ -12,6 +12,7 @@
 #include "train/optim.h"
 #include "util/cuda.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -220,6 +221,47 @@ TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
     EXPECT_NE(msg.find(path + ": "), std::string::npos) << msg;
     EXPECT_NE(msg.find(expected), std::string::npos) << key << ": " << msg;
   }
+}
+
+// A byte changed on disk after the checkpoint was written (a weight of the table here) is found by its record's
+// CRC-32, which LibTorch's reader skips: every reader refuses the file, naming it, rather than load a wrong weight.
+TEST(Checkpoint, AByteChangedOnDiskIsFoundByItsRecordsChecksum) {
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  {
+    torch::NoGradGuard no_grad;
+    model->wpe->weight.fill_(1234.5678f);
+  }
+  auto opt = make_optimizer(model, cfg.train);
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  const std::string path = dir / "latest.pt";
+  save_checkpoint(path, model, opt.get(), meta);
+  std::string bytes = read_file(path);
+  const float weight = 1234.5678f;
+  const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&weight), sizeof weight));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 1] ^= 0x10;  // the weight becomes another finite number
+  test::write_text(path, bytes);
+  const std::vector<std::pair<std::string, std::function<void()>>> readers = {
+      {"read_checkpoint_meta", [&] { read_checkpoint_meta(path); }},
+      {"load_checkpoint", [&] { load_checkpoint(path, model, opt.get()); }},
+      {"read_checkpoint_position_table", [&] { read_checkpoint_position_table(path); }},
+  };
+  for (const auto& [reader, read] : readers) {
+    try {
+      read();
+      ADD_FAILURE() << reader << " read the changed file";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": damaged: its record "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("does not match the CRC-32 written with it"), std::string::npos);
+      EXPECT_NE(e.hint().find("best.pt (to resume from it: copy it over latest.pt)"), std::string::npos) << e.hint();
+    }
+  }
+  bytes[at + 1] ^= 0x10;  // put back: read as before
+  test::write_text(path, bytes);
+  EXPECT_NO_THROW(load_checkpoint(path, model, opt.get()));
 }
 
 // The CUDA generator's state is kept as bytes whatever the machine: written and read back with or without a GPU.

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 #include "formats/npy.h"
 #include "run/run_files.h"
 #include "source_paths.h"
@@ -163,7 +165,15 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
   TrainRequest resume;
   resume.resume_dir = dir / "stop";
   resume.stop_at = 3;
-  EXPECT_EQ(train(resume).steps, 3);
+  {
+    // stopped between evals (train.eval_every 20): its losses are step 0's, and the run and its checkpoint say so
+    CapturedLog log;
+    const TrainSummary three = train(resume);
+    EXPECT_EQ(three.steps, 3);
+    EXPECT_EQ(three.eval_step, 0);
+    EXPECT_EQ(read_checkpoint_meta(dir / "stop/checkpoints/latest.pt").eval_step, 0);
+    EXPECT_NE(log.str().find("done: 3 steps | the eval of step 0: train "), std::string::npos) << log.str();
+  }
   for (int64_t passed : {0, 3}) {
     resume.stop_at = passed;
     try {
@@ -182,6 +192,8 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
   const TrainSummary end = train(resume);
   EXPECT_TRUE(end.finished);
   EXPECT_EQ(end.steps, 6);
+  EXPECT_EQ(end.eval_step, 6);  // the last step's eval
+  EXPECT_EQ(read_checkpoint_meta(dir / "stop/checkpoints/latest.pt").eval_step, 6);
 
   // train.max_steps lowered below the run's step: an error, and the run's logs and config as they were.
   const std::string metrics = read_file(dir / "stop/metrics.jsonl"), config = read_file(dir / "stop/config.yaml");
@@ -638,6 +650,62 @@ TEST(Trainer, ResumeKeepsItsTokenizerAndNoticesAChangedCorpus) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("corpus.txt"), std::string::npos) << e.what();
   }
+}
+
+// Every file of a run folder, by path, with its bytes (its lock file aside: a trainer takes and leaves it).
+std::map<std::string, std::string> folder_files(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().string() != RunFolder(dir).lock())
+      files[e.path().string()] = read_file(e.path().string());
+  return files;
+}
+
+// A resume refused for a damaged log or a changed corpus has changed nothing: its config.yaml keeps the run's
+// config (not the --set values), its logs keep the steps past the checkpoint's it would have written again.
+TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
+  TempDir dir;
+  TrainRequest first = tiny_run(dir, "kept", 10);
+  first.overrides.push_back("snapshot.every=2");
+  first.overrides.push_back("train.checkpoint_every=4");
+  train(first);
+  const std::string rdir = dir / "kept";
+  const auto expect_refused = [&](const std::string& what, const std::string& message) {
+    const auto before = folder_files(rdir);
+    TrainRequest r;
+    r.resume_dir = rdir;
+    r.overrides = {"train.max_steps=12"};
+    try {
+      train(r);
+      ADD_FAILURE() << what << ": the resume went on";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << what << ": " << e.what();
+    }
+    EXPECT_EQ(folder_files(rdir), before) << what << ": the refused resume changed the folder";
+  };
+  ASSERT_NE(read_file(RunFolder(rdir).metrics()).find("\"step\":10"), std::string::npos);
+  // a damaged line in the middle of the snapshot index, read after the metrics (which a resume cuts back first)
+  const std::string index = read_file(RunFolder(rdir).snapshot_index());
+  const size_t second = index.find('\n') + 1;
+  test::write_text(RunFolder(rdir).snapshot_index(), index.substr(0, second) + "{garbage\n" + index.substr(second));
+  expect_refused("a damaged index line", "index.jsonl");
+  test::write_text(RunFolder(rdir).snapshot_index(), index);
+  test::write_text(dir / "corpus.txt", test::generated_corpus(2000, /*seed=*/42));
+  expect_refused("a changed corpus", "the corpus changed since the checkpoint was written");
+  test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
+  // a checkpoint whose table holds a NaN (written whole: its records' checksums match) is refused as damage, not
+  // trained on to a NaN loss blamed on the learning rate
+  const std::string latest = RunFolder(rdir).latest_checkpoint();
+  const CheckpointMeta meta = read_checkpoint_meta(latest);
+  const Config stored = config_from_yaml(meta.config_yaml, "stored");
+  GPT model(stored.model, Tokenizer::from_bytes(meta.tokenizer_model, "stored").vocab_size());
+  load_checkpoint(latest, model, nullptr);
+  {
+    torch::NoGradGuard no_grad;
+    model->wpe->weight[3][1] = std::nanf("");
+  }
+  save_checkpoint(latest, model, nullptr, meta);
+  expect_refused("a NaN in the checkpoint", latest + ": wpe.weight holds 1 NaN or Inf value");
 }
 
 // train.dtype auto is resolved before anything is written: config.yaml and the checkpoint say what ran, so a
