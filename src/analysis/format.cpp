@@ -180,7 +180,8 @@ std::string summary_text(const Analysis& a) {
   }
   if (shown > 0) s += periods + "\n";
   if (shown < a.pc_frequencies.size())
-    s += fmt::format("                and {} more components, in the JSON\n", a.pc_frequencies.size() - shown);
+    s += fmt::format("                and {} more components: poslab analyze --json FILE lists them all\n",
+                     a.pc_frequencies.size() - shown);
   std::string circles;
   for (const auto& c : a.circles)
     circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})",

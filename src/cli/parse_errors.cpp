@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -93,6 +94,12 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     error = *kind;
   else if (extras && !extra.empty())
     error = unexpected(*cmd, cmd == &app ? "poslab" : "poslab " + cmd->get_name(), extra, hint);
+  // A path that is not there (validators.h): where a relative one was looked for, rather than the command's options.
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && error.find(": no such ") != std::string::npos) {
+    std::error_code ec;
+    hint = "check the path; a relative one is read from the folder poslab runs in (" +
+           std::filesystem::current_path(ec).string() + ")";
+  }
   std::cerr << "error: " << error << "\nhint: " << hint << "\n";
   return 2;
 }

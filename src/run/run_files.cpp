@@ -183,9 +183,46 @@ std::optional<FileCut> jsonl_cut_from(const std::string& path, int64_t first_dro
   return FileCut{path, kept};
 }
 
+// Every snapshot table up to the checkpoint's step is in the index: a table is committed before its line, and a
+// checkpoint after both. A table the index lacks is an index lost or cut by hand, which the resume would write over
+// with the lines of its own steps alone, dropping the run's history from every reader.
+void check_index_lists_the_tables(const RunFolder& run, int64_t step) {
+  std::map<int64_t, std::string> tables;  // step -> file, up to `step`
+  std::error_code ec;
+  for (fs::directory_iterator it(run.snapshots(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string(), head = "wpe_step", tail = ".npy";
+    if (name.size() <= head.size() + tail.size() || name.rfind(head, 0) != 0 ||
+        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+      continue;
+    const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (const int64_t s = std::stoll(digits); s <= step) tables.emplace(s, name);
+  }
+  if (tables.empty()) return;
+  std::map<int64_t, std::string> listed;
+  if (is_file(run.snapshot_index()))
+    for (const SnapshotRecord& r : read_snapshot_index(run)) listed.emplace(r.step, r.file);
+  std::vector<std::string> unlisted;
+  for (const auto& [s, file] : tables)
+    if (!listed.count(s)) unlisted.push_back(file);
+  if (unlisted.empty()) return;
+  const std::string which =
+      unlisted.front() + (unlisted.size() > 1 ? fmt::format(" and {} more", unlisted.size() - 1) : "");
+  const std::string what =
+      is_file(run.snapshot_index())
+          ? fmt::format("{} lists {} of the {} snapshot tables up to the checkpoint's step {} (not {})",
+                        run.snapshot_index(), tables.size() - unlisted.size(), tables.size(), step, which)
+          : fmt::format("{} is missing, but snapshots/ holds {} tables up to the checkpoint's step {} ({})",
+                        run.snapshot_index(), tables.size(), step, which);
+  throw Error(what + ": resuming would drop them from the run",
+              "put the run's index.jsonl back (a line a snapshot: {\"step\": N, \"file\": \"wpe_stepNNNNNN.npy\"}), "
+              "or move the folder away and train the run again; nothing was changed");
+}
+
 }  // namespace
 
 void truncate_logs_after(const RunFolder& run, int64_t step) {
+  check_index_lists_the_tables(run, step);
   // Every log is read, and found sound, before any is cut: a damaged one refuses the resume with all as they were.
   std::vector<FileCut> cuts = events_cut_after(run, step);
   for (auto cut : {jsonl_cut_from(run.metrics(), step, "a metrics record"),

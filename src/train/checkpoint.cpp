@@ -82,8 +82,11 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
     if (start.size() >= 9 && start[8] == '{' && header > 1 && header < (uint64_t{1} << 32))
       throw Error(path + ": a .safetensors file, not a poslab checkpoint", reads + "s (poslab inspect lists them)");
     // A checkpoint is a zip archive: a file that does not start as one (a config, a log, text) is another file,
-    // not a damaged checkpoint (an empty one, cut to nothing, still may be).
-    if (!start.empty() && start.rfind("PK", 0) != 0)
+    // not a damaged checkpoint (an empty one, cut to nothing, still may be), unless it is where a run keeps its own.
+    const std::filesystem::path p(path);
+    const bool runs_own = (p.filename() == "latest.pt" || p.filename() == "best.pt") &&
+                          std::filesystem::absolute(p, ec).parent_path().filename() == "checkpoints";
+    if (!start.empty() && start.rfind("PK", 0) != 0 && !runs_own)
       throw Error(path + ": not a checkpoint (a poslab checkpoint is a zip archive; this file is not one)",
                   "pass a run folder or its checkpoint: RUN_DIR/checkpoints/latest.pt or best.pt");
     throw Error(path + ": not a readable checkpoint (damaged, truncated or another format)",

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
+#include <iterator>
 #include <ostream>
 #include <streambuf>
 #include <string>
@@ -31,9 +33,20 @@ inline size_t display_width(const std::string& s) {
   return n;
 }
 
+// Whether `word` is a unit that follows a number ("s", "ms", "MB", "tok/s", "%"), a comma, semicolon, colon or closing
+// parenthesis after it aside: a line never breaks between the two.
+inline bool is_unit(std::string word) {
+  while (!word.empty() && std::string(",;:)").find(word.back()) != std::string::npos) word.pop_back();
+  static const char* const kUnits[] = {"s",  "ms", "us",    "µs",      "ns",   "min",  "h",   "%",   "B",
+                                       "kB", "KB", "MB",    "GB",      "TB",   "KiB",  "MiB", "GiB", "TiB",
+                                       "x",  "×",  "tok/s", "steps/s", "GB/s", "MB/s", "nat", "nats"};
+  return std::find(std::begin(kUnits), std::end(kUnits), word) != std::end(kUnits);
+}
+
 // `text` as lines of at most `width` columns that start at column `indent`: the first where the caller has put it,
-// each next one after `indent` spaces. Lines break at spaces (a word longer than a line stands alone); each newline
-// of `text` starts a new line too; runs of spaces within a line are kept.
+// each next one after `indent` spaces. Lines break at spaces (a word longer than a line stands alone), never between
+// a number and its unit ("5.88 s"); each newline of `text` starts a new line too; runs of spaces within a line are
+// kept.
 inline std::string wrap_text(const std::string& text, size_t width, size_t indent = 0) {
   const std::string pad(indent, ' ');
   std::string out;
@@ -50,6 +63,16 @@ inline std::string wrap_text(const std::string& text, size_t width, size_t inden
       if (word_end == std::string::npos) word_end = paragraph.size();
       size_t next = paragraph.find_first_not_of(' ', word_end);
       if (next == std::string::npos) next = paragraph.size();
+      if (word_end > at && std::isdigit(static_cast<unsigned char>(paragraph[word_end - 1])) &&
+          next < paragraph.size()) {  // a number: its unit goes with it
+        size_t unit_end = paragraph.find(' ', next);
+        if (unit_end == std::string::npos) unit_end = paragraph.size();
+        if (is_unit(paragraph.substr(next, unit_end - next))) {
+          word_end = unit_end;
+          next = paragraph.find_first_not_of(' ', word_end);
+          if (next == std::string::npos) next = paragraph.size();
+        }
+      }
       const std::string word = paragraph.substr(at, word_end - at);
       if (!line.empty() && used + display_width(word) > width) {
         line.erase(line.find_last_not_of(' ') + 1);

@@ -37,6 +37,8 @@ else
   failed=$((failed + 1)); echo "FAIL --version"; cat "$tmp/out" "$tmp/err" "$tmp/execs"
 fi
 expect_error "missing config" "^error: config: nonexistent.yaml: no such file$" train nonexistent.yaml
+grep -q "^hint: check the path; a relative one is read from the folder poslab runs in ($PWD)$" "$tmp/err" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL missing config: the hint"; cat "$tmp/err"; }
 # A path of the wrong kind says which kind was wanted.
 expect_error "a folder as the config" "^error: config: $tmp: a folder, not a file$" train "$tmp"
 expect_error "a file to resume" "^error: --resume: configs/default.yaml: a file, not a folder$" \

@@ -123,6 +123,12 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
   EXPECT_NE(hint(dir / "checkpoints/latest.pt").find("e.g. best.pt (to resume from it: copy it over latest.pt)"),
             std::string::npos)
       << hint(dir / "checkpoints/latest.pt");
+  // where a run keeps its own, a file that is no zip archive (bytes overwritten) is a damaged checkpoint too
+  test::write_text(dir / "checkpoints/latest.pt", "random bytes where the zip archive was");
+  EXPECT_NE(message(dir / "checkpoints/latest.pt").find("latest.pt: not a readable checkpoint (damaged"),
+            std::string::npos)
+      << message(dir / "checkpoints/latest.pt");
+  EXPECT_NE(hint(dir / "checkpoints/latest.pt").find("e.g. best.pt"), std::string::npos);
   // A folder is not "not found"; a file this user cannot read is not "damaged".
   EXPECT_NE(message(dir.str()).find(": is a folder, not a checkpoint"), std::string::npos) << message(dir.str());
   // A run's checkpoints/ folder holds checkpoints: one of them is named, and the run folder above it, however the

@@ -689,6 +689,19 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   const size_t second = index.find('\n') + 1;
   test::write_text(RunFolder(rdir).snapshot_index(), index.substr(0, second) + "{garbage\n" + index.substr(second));
   expect_refused("a damaged index line", "index.jsonl");
+  // an index that lost lines, or was lost, while the tables are there (one a step, 0 to 10): the resume would write
+  // over it with its own steps' lines alone
+  test::write_text(RunFolder(rdir).snapshot_index(),
+                   index.substr(0, second) + index.substr(index.find('\n', second) + 1));
+  expect_refused(
+      "an index without step 2's line",
+      "index.jsonl lists 5 of the 6 snapshot tables up to the checkpoint's step 10 (not wpe_step000002.npy)");
+  test::write_text(RunFolder(rdir).snapshot_index(), "");
+  expect_refused("an empty index", "lists 0 of the 6 snapshot tables");
+  fs::remove(RunFolder(rdir).snapshot_index());
+  expect_refused("no index",
+                 "index.jsonl is missing, but snapshots/ holds 6 tables up to the checkpoint's step 10 "
+                 "(wpe_step000000.npy and 5 more)");
   test::write_text(RunFolder(rdir).snapshot_index(), index);
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000, /*seed=*/42));
   expect_refused("a changed corpus", "the corpus changed since the checkpoint was written");

@@ -77,6 +77,10 @@ TEST(Words, AWordLongerThanALineStandsAlone) {
 TEST(Words, NewlinesStartLinesAndInnerSpacesStay) {
   EXPECT_EQ(wrap_text("first line\nsecond", 80, 2), "first line\n  second");
   EXPECT_EQ(wrap_text("a  b", 80), "a  b");
+  // a number and its unit stay together, a comma or semicolon after the unit too
+  EXPECT_EQ(wrap_text("the steps took 5.88 s; more", 19), "the steps took\n5.88 s; more");
+  EXPECT_EQ(wrap_text("a rate of 120 tok/s", 14), "a rate of\n120 tok/s");
+  EXPECT_EQ(wrap_text("a count of 5 steps", 12), "a count of 5\nsteps");  // "steps" is a noun, not a unit
   EXPECT_EQ(wrap_text("ends with a newline\n", 80), "ends with a newline\n");
   EXPECT_EQ(wrap_text("trailing   ", 80), "trailing");
 }
