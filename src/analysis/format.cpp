@@ -168,7 +168,11 @@ std::string summary_text(const Analysis& a) {
   s += "  periods       (each component's positions per cycle, its peak's share of the power, spectral entropy H; "
        "slow: its variance's share in half a cycle and one cycle over the table, from 50%; ≥ twice the rows: a "
        "ramp or half wave, the period a lower bound)\n";
-  const size_t shown = std::min<size_t>(8, a.pc_frequencies.size());
+  // Components without variance (a table of lower rank than its width) have no period to give: rounding's.
+  constexpr double kNoVariance = 1e-9;
+  size_t varied = 0;
+  while (varied < a.pc_frequencies.size() && a.pc_frequencies[varied].explained > kNoVariance) ++varied;
+  const size_t shown = std::min<size_t>(8, varied);
   std::string periods;
   for (size_t k = 0; k < shown; ++k) {
     const auto& f = a.pc_frequencies[k];
@@ -179,9 +183,11 @@ std::string summary_text(const Analysis& a) {
                            f.slow_share >= kSlowShare ? fmt::format(", slow {:.0f}%", 100 * f.slow_share) : "");
   }
   if (shown > 0) s += periods + "\n";
-  if (shown < a.pc_frequencies.size())
+  if (shown < varied)
     s += fmt::format("                and {} more components: poslab analyze --json FILE lists them all\n",
-                     a.pc_frequencies.size() - shown);
+                     varied - shown);
+  if (varied < a.pc_frequencies.size())
+    s += fmt::format("                PC{} onward: no variance (the centred table's rank is {})\n", varied + 1, varied);
   std::string circles;
   for (const auto& c : a.circles)
     circles += fmt::format("{}PC{}+PC{} period {:.1f} ({:.1f}% of variance, circularity {:.2f})",
@@ -201,9 +207,15 @@ std::string summary_text(const Analysis& a) {
                    : fmt::format("  helix         PC{}+PC{} (period {:.1f}) along PC{} {}: {:.1f}% of the variance\n",
                                  h.circle.first, h.circle.second, h.circle.period, h.slow, slow, 100 * h.explained);
   }
+  // the strongest periods that hold power (a table of few frequencies has no fifth strongest)
   std::string strongest;
-  for (size_t k = 0; k < std::min<size_t>(4, a.strongest_frequencies.size()); ++k)
-    strongest += fmt::format("{}{:.1f}", k ? ", " : "", static_cast<double>(a.positions) / a.strongest_frequencies[k]);
+  size_t listed = 0;
+  for (const int f : a.strongest_frequencies) {
+    const size_t bin = static_cast<size_t>(f - 1);
+    if (listed == 4 || bin >= a.periodogram.size() || !(a.periodogram[bin] > kNoVariance)) break;
+    strongest += fmt::format("{}{:.1f}", listed++ ? ", " : "", static_cast<double>(a.positions) / f);
+  }
+  if (strongest.empty()) strongest = "none: no power";
   // White noise has P − 1 directions of variance once centred, 2K of them in the basis.
   const double noise_r2 =
       a.positions > 1 ? std::min(1.0, 2.0 * a.sinusoid_k / static_cast<double>(a.positions - 1)) : 1.0;
@@ -211,7 +223,7 @@ std::string summary_text(const Analysis& a) {
       "  sinusoids     R² of the {} lowest frequencies {:.3f} (white noise ≈ {:.3f}) | of the {} strongest {:.3f} "
       "(periods {}{})\n",
       a.sinusoid_k, a.sinusoid_r2, noise_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
-      a.strongest_frequencies.size() > 4 ? ", …" : "");
+      listed == 4 && a.strongest_frequencies.size() > 4 ? ", …" : "");
   s += fmt::format(
       "  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",
       a.translation_invariance, a.shuffled_translation_invariance, a.monotonicity, a.shuffled_monotonicity);

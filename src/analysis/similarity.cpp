@@ -81,7 +81,8 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   out.cos_by_offset.resize(static_cast<size_t>(P - 1));
   for (int64_t k = 1; k < P; ++k) out.cos_by_offset[k - 1] = C.diagonal(k).mean().item<double>();
   out.half_offset.reset();
-  for (int64_t k = 1; k < P; ++k) {
+  // neighbours not alike (c(1) ≤ 0): similarity has nothing to halve
+  for (int64_t k = 1; k < P && out.cos_by_offset[0] > 0; ++k) {
     if (out.cos_by_offset[k - 1] < 0.5 * out.cos_by_offset[0]) {
       out.half_offset = static_cast<int>(k);
       break;

@@ -141,9 +141,10 @@ int run_compare(const CompareArgs& a) {
                           from_step(row.emerged_from), row.circled, row.judged, from_step(row.circle_from));
     for (const AgreementCell& cell : c.agreement)
       if (cell.a == row.variant && cell.b == row.variant)
-        line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{})", cell.cka.mean,
+        // beside what two independent random tables of the shape give: agreement is CKA well above it
+        line += fmt::format(" | seeds' CKA {:.3f}{} ({} pair{}; random tables {:.2f})", cell.cka.mean,
                             cell.cka.n > 1 ? fmt::format(" ± {:.3f}", cell.cka.sd) : "", cell.pairs,
-                            cell.pairs == 1 ? "" : "s");
+                            cell.pairs == 1 ? "" : "s", cell.cka_random);
     spdlog::info("{}", line);
   }
   std::cout << write_comparison(c, out) << "\n";

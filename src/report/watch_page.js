@@ -89,8 +89,8 @@
       ctx.textAlign = "left";
       const labelY = q * h + 11, labelEnd = m.l + ctx.measureText(D.metrics[q].label).width;
       ctx.fillText(D.metrics[q].label, m.l, labelY);
-      if (!finite.length) continue;
-      // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation)
+      // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation;
+      // a curve with no value at any step, a run that never formed a helix, too)
       const at = fromEvals(q) ? latest(pts, k) : k;
       const v = at >= 0 ? vals[at] : null, has = v !== null && isFinite(v);
       const text = "= " + (!has ? "–" : Number.isInteger(v) ? String(v) : Number(v).toPrecision(3));
@@ -99,6 +99,7 @@
       ctx.fillText(text, x, y);
       // its offset below the name's baseline, its gap after the name, the room left on its right (in pixels)
       rows.push([y - labelY, x - labelEnd, c.width - (x + ctx.measureText(text).width)].map(Math.round).join(":"));
+      if (!finite.length) continue;
       let a = Math.min.apply(null, finite), b = Math.max.apply(null, finite);
       if (b - a < 1e-12) { a -= 0.5; b += 0.5; }
       const Y = (v) => y0 + hh - ((v - a) / (b - a)) * hh;
@@ -127,6 +128,7 @@
       }
     }
     state.dataset.curveRows = rows.join(" ");
+    state.dataset.curves = String(M);
   }
 
   // The path's axes, named: a helix's or circle's where the (last) table's analysis found one.

@@ -117,6 +117,11 @@ TEST(Analysis, OffsetsAndHalfDecay) {
   // half of cos(2π/32) = 0.4904 first crossed at k = 6 (cos(2π·6/32) = 0.383)
   ASSERT_TRUE(a.half_offset.has_value());
   EXPECT_EQ(*a.half_offset, 6);
+  // Neighbours pointing apart (every other row turned over: c(1) = cos(π − 2π/32) < 0): nothing to halve, no offset
+  // (c(1) < c(1)/2 would hold at k = 1 itself).
+  const Analysis apart = analyze_table(W * torch::pow(-1.0, torch::arange(P, torch::kFloat64)).unsqueeze(1), "apart");
+  EXPECT_LT(apart.cos_by_offset[0], 0);
+  EXPECT_FALSE(apart.half_offset.has_value());
   // the circle's two PCs are one period along position, all power at 1 cycle per P positions
   ASSERT_GE(a.pc_frequencies.size(), 2u);
   EXPECT_NEAR(a.pc_frequencies[0].period, 32.0, 1e-6);  // the peak refined between bins, to about 1e-8 relative

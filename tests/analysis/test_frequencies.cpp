@@ -175,6 +175,18 @@ TEST(Frequencies, ATurnedHelixIsSaidAndWrittenSo) {
       << gpt2;
 }
 
+// A table of rank 2 (one circle, no noise): its other components hold no variance and get no period (their curves
+// are rounding's), and the strongest periods are those with power, its circle's alone.
+TEST(Frequencies, ComponentsAndFrequenciesWithoutVarianceGetNoPeriod) {
+  const std::string text =
+      summary_text(analyze_table(planted_waves(64, 8, {{16, 0, 1}, {16, -M_PI / 2, 1}}, 0, 5), "rank 2"));
+  EXPECT_NE(text.find("PC1 16.0 ("), std::string::npos) << text;
+  EXPECT_NE(text.find("                PC3 onward: no variance (the centred table's rank is 2)\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(" | PC3 "), std::string::npos) << text;
+  EXPECT_NE(text.find("(periods 16.0)\n"), std::string::npos) << text;
+}
+
 TEST(Frequencies, MatchesNumPy) {
   std::ifstream in(frequency_fixture("periodicity_numpy.json"));
   ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";

@@ -55,8 +55,9 @@ check "the header gives the step's evaluation: its train and val loss" \
   grep -Eq 'id="label">step 20 · snapshot 2 of 4 · train loss [0-9.]+, val loss [0-9.]+<' "$tmp/s20.html"
 check "the page fits a 1280-pixel window: no sideways scrolling" [ "$(attr page-width "$tmp/s20")" -le 1280 ]
 # data-curve-rows: per curve, its value's offset below the name's baseline, gap after the name, room on the right.
+# Every curve has its value, "–" where the step has none (a helix's share, in a run that never formed one, too).
 check "each curve's value sits beside its name, inside the panel" \
-  awk -v rows="$(attr curve-rows "$tmp/s20")" 'BEGIN { n = split(rows, r, " "); if (n < 6) exit 1
+  awk -v rows="$(attr curve-rows "$tmp/s20")" -v curves="$(attr curves "$tmp/s20")" 'BEGIN { n = split(rows, r, " "); if (n < 6 || n != curves) exit 1
     for (i = 1; i <= n; ++i) { split(r[i], f, ":"); if (f[1] != 0 || f[2] <= 0 || f[3] < 0) exit 1 } }'
 
 open_page "file://$page#step=60" "$tmp/s60"
@@ -136,6 +137,8 @@ ln -s "$tmp/runs/tiny2" "$tmp/pair/seed-2"
 if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/dev/null 2>"$tmp/seeds.err"; then
   seeds_page="$tmp/seeds/seeds_1_pair.html"
   check "compare logs the seeds page" grep -Eq "seeds page of pair: 2 seeds, [0-9]+ KB: .*seeds_1_pair.html" "$tmp/seeds.err"
+  check "compare logs the seeds' CKA beside chance's" \
+    grep -Eq "pair \(2 runs\) .*\| seeds' CKA [0-9.]+ \(1 pair; random tables 0\.[0-9]{2}\)$" "$tmp/seeds.err"
   check "the comparison links the seeds page" grep -q 'href="seeds_1_pair.html"' "$tmp/seeds/index.html"
   fits "$seeds_page" "the seeds page"
   open_page "file://$seeds_page#step=60" "$tmp/pair60"
