@@ -312,6 +312,14 @@ int run_eval(const EvalArgs& a) {
       throw Error(a.checkpoint + ": the run's corpus " + p + " is not there (data.corpus in the checkpoint's config)",
                   "put it back at that path: eval scores the run's own held-out text");
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
+  if (!m.meta.corpus_hash.empty() && m.meta.corpus_hash != data.corpus_hash) {
+    std::string corpus;
+    for (const std::string& p : m.cfg.data.corpus) corpus += (corpus.empty() ? "" : ", ") + p;
+    spdlog::warn(
+        "{}: the corpus changed since the checkpoint was written (data.corpus: [{}]): these losses score "
+        "other text than the run's own split",
+        a.checkpoint, corpus);
+  }
   // Windows drawn beyond the split's size read its tokens again: said, with the time it takes
   const std::vector<int32_t>& split = a.split == "val" ? data.val : data.train;
   const double read = static_cast<double>(batches) * batch_size * m.cfg.model.block_size;

@@ -1,7 +1,9 @@
 #include "data/dataset.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,36 +19,64 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kTokensMagic[8] = {'P', 'L', 'T', 'O', 'K', '0', '0', '1'};
+// A token file: this magic, the count n (u64), n ids (i32), the CRC-32 of the ids' bytes (u32). The magic of files
+// written before the checksum was kept ('…001') reads as out of date, not damaged.
+constexpr char kTokensMagic[8] = {'P', 'L', 'T', 'O', 'K', '0', '0', '2'};
+constexpr char kTokensMagicWithoutChecksum[8] = {'P', 'L', 'T', 'O', 'K', '0', '0', '1'};
+
+uint32_t ids_crc(const char* bytes, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t at = 0; at < n;) {  // crc32 takes a uInt count
+    const size_t part = std::min<size_t>(n - at, size_t{1} << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes + at), static_cast<uInt>(part));
+    at += part;
+  }
+  return static_cast<uint32_t>(crc);
+}
 
 std::string encode_tokens_file(const std::vector<int32_t>& ids) {
   std::string out(kTokensMagic, sizeof kTokensMagic);
   const uint64_t n = ids.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
   out.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+  const uint32_t crc = ids_crc(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t));
+  out.append(reinterpret_cast<const char*>(&crc), sizeof crc);
   return out;
 }
 
-// Returns false (and leaves ids empty) when the file is absent or not a complete token file of ids below vocab.
+// Returns false (and leaves ids empty) when the file is absent or not a complete token file of ids below vocab: one
+// that is there but damaged (cut short, overwritten, its ids changed on disk) is said in a warning.
 bool decode_tokens_file(const std::string& path, int vocab, std::vector<int32_t>& ids) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
   const std::string bytes = read_file(path);
-  uint64_t n = 0;
-  if (bytes.size() < sizeof kTokensMagic + sizeof n ||
-      std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
+  const auto damaged = [&](const std::string& why) {
+    spdlog::warn("tokens: {} is damaged ({}); encoding the corpus again", path, why);
+    ids.clear();
     return false;
+  };
+  uint32_t crc = 0;
+  uint64_t n = 0;
+  if (bytes.size() >= sizeof kTokensMagic &&
+      std::memcmp(bytes.data(), kTokensMagicWithoutChecksum, sizeof kTokensMagic) == 0) {
+    spdlog::info("tokens: {} was written by an older poslab (no checksum); encoding the corpus again", path);
+    return false;
+  }
+  if (bytes.size() < sizeof kTokensMagic + sizeof n + sizeof crc ||
+      std::memcmp(bytes.data(), kTokensMagic, sizeof kTokensMagic) != 0)
+    return damaged("not a token file, or cut short before its first id");
   std::memcpy(&n, bytes.data() + sizeof kTokensMagic, sizeof n);
-  const size_t body = bytes.size() - sizeof kTokensMagic - sizeof n;  // n * 4 would wrap for a damaged n
-  if (body % sizeof(int32_t) != 0 || body / sizeof(int32_t) != n) return false;
+  const size_t body = bytes.size() - sizeof kTokensMagic - sizeof n - sizeof crc;  // n * 4 would wrap for a damaged n
+  if (body % sizeof(int32_t) != 0 || body / sizeof(int32_t) != n)
+    return damaged(fmt::format("{} bytes of ids where its count says {}: cut short or overwritten", body, n));
+  const char* at = bytes.data() + sizeof kTokensMagic + sizeof n;
+  std::memcpy(&crc, at + body, sizeof crc);
+  if (ids_crc(at, body) != crc) return damaged("its ids do not match their CRC-32: changed on disk");
   ids.resize(n);
-  std::memcpy(ids.data(), bytes.data() + sizeof kTokensMagic + sizeof n, n * sizeof(int32_t));
+  std::memcpy(ids.data(), at, body);
   const auto bad = std::find_if(ids.begin(), ids.end(), [vocab](int32_t id) { return id < 0 || id >= vocab; });
   if (bad == ids.end()) return true;
-  spdlog::warn("tokens: {} holds id {} at {}, outside the tokenizer's {} pieces: damaged; encoding the corpus again",
-               path, *bad, bad - ids.begin(), vocab);
-  ids.clear();
-  return false;
+  return damaged(fmt::format("id {} at {}, outside the tokenizer's {} pieces", *bad, bad - ids.begin(), vocab));
 }
 
 // Number of distinct code points: the vocabulary a char tokenizer needs (plus unk and newline pieces).

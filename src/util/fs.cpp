@@ -170,6 +170,25 @@ void check_output_file(const std::string& path, const std::string& option, bool 
       throw Error(named + ": is the file this command reads (" + in + "): the output would replace it",
                   "name another file");
   const bool exists = fs::exists(path, ec);
+  // A training run's own record (its config, logs, checkpoints, snapshots, TensorBoard's files: what a folder holding
+  // config.yaml and checkpoints/ keeps) is never an output, --force or not; what commands write there (analysis/,
+  // eval/, report/) is.
+  if (exists) {
+    const fs::path p = fs::absolute(path, ec).lexically_normal();
+    const auto is_run = [&](const fs::path& dir) {
+      return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_directory(dir / "checkpoints", ec);
+    };
+    const std::string name = p.filename().string(), within = p.parent_path().filename().string();
+    const bool own = (is_run(p.parent_path()) && (name == "config.yaml" || name == "metrics.jsonl" ||
+                                                  name == "kernel_paths.json" || name == "lock")) ||
+                     (is_run(p.parent_path().parent_path()) &&
+                      (within == "checkpoints" || within == "snapshots" || within == "tensorboard"));
+    if (own)
+      throw Error(named + ": is a file of the training run in " +
+                      (is_run(p.parent_path()) ? p.parent_path() : p.parent_path().parent_path()).string() +
+                      ", which no other command replaces",
+                  "name a file outside the run's own record (its analysis/, eval/ or report/ folders, or elsewhere)");
+  }
   if (exists && !force) throw Error(named + ": already exists", "name a new file, or pass --force to replace it");
   // Its folder, or where a missing one would be made: the nearest folder above that exists.
   fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");

@@ -690,6 +690,15 @@ expect_error "eval --shift past the table" "^hint: pass start rows within the ta
 expect_error "eval --out onto its checkpoint" "^error: --out $tmp/keep.pt: is the file this command reads" \
   eval "$tmp/keep.pt" --batches 1 --out "$tmp/keep.pt"
 expect_error "eval --out onto an existing file" "^error: --out $tmp/pos.csv: already exists" eval "$ckpt" --out "$tmp/pos.csv"
+# A run's own record is no output, --force or not: its log, its checkpoints.
+sum_before=$(cat "$tmp/x/default/metrics.jsonl" "$tmp/x/default/checkpoints/best.pt" | md5sum)
+expect_error "eval --out --force onto a run's log" \
+  "^error: --out $tmp/x/default/metrics.jsonl: is a file of the training run in $tmp/x/default, which no other command replaces$" \
+  eval "$ckpt" --out "$tmp/x/default/metrics.jsonl" --force
+expect_error "analyze --json --force onto a run's checkpoint" "^error: --json $tmp/x/default/checkpoints/best.pt: is a file of the training run" \
+  analyze "$ckpt" --json "$tmp/x/default/checkpoints/best.pt" --force
+[ "$(cat "$tmp/x/default/metrics.jsonl" "$tmp/x/default/checkpoints/best.pt" | md5sum)" = "$sum_before" ] &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a run's own files replaced by --force"; }
 expect_error "analyze --json onto its table" "^error: --json $tmp/keep.npy: is the file this command reads" \
   analyze "$tmp/keep.npy" --json "$tmp/keep.npy"
 expect_error "bench --profile where no file can be made" \

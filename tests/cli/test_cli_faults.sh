@@ -194,5 +194,14 @@ else
   cat "$tmp/err"
 fi
 
+# The same corpus changed since (a line added): eval scores it, and says that this is other text than the run's.
+echo "a line added since the run" >>"$tmp/moved/corpus.txt"
+if "$poslab" eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1 >/dev/null 2>"$tmp/err" &&
+   grep -q "warning $tmp/moved/default/checkpoints/latest.pt: the corpus changed since the checkpoint was written (data.corpus: \[$tmp/moved/corpus.txt\]): these losses score other text than the run's own split" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval of a changed corpus says so"; cat "$tmp/err"
+fi
+
 echo "cli_faults: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@
 namespace poslab {
 namespace {
 
+using test::CapturedLog;
 using test::TempDir;
 using test::write_text;
 
@@ -195,13 +196,38 @@ TEST(Tokenizer, ACachedTokenFileWithAnIdOutsideTheVocabularyIsEncodedAgain) {
   const TokenData first = prepare_tokens(c, 1);
   std::string bytes = read_file(first.tokens_path);
   const int32_t outside = first.tokenizer.vocab_size();
-  std::memcpy(&bytes[bytes.size() - sizeof outside], &outside, sizeof outside);  // the last id
+  std::memcpy(&bytes[bytes.size() - 4 - sizeof outside], &outside, sizeof outside);  // the last id (the CRC after it)
   write_text(first.tokens_path, bytes);
+  CapturedLog log;
   const TokenData again = prepare_tokens(c, 1);
   EXPECT_FALSE(again.tokens_from_cache);
+  EXPECT_NE(
+      log.str().find("is damaged (its ids do not match their CRC-32: changed on disk); encoding the corpus again"),
+      std::string::npos)
+      << log.str();
   EXPECT_EQ(again.train, first.train);
   EXPECT_EQ(again.val, first.val);
   EXPECT_TRUE(prepare_tokens(c, 1).tokens_from_cache) << "written again, whole";
+  // an id changed to another the tokenizer has: only the checksum tells (the val loss would measure other text)
+  bytes = read_file(first.tokens_path);
+  const size_t last = bytes.size() - 8;
+  bytes[last] = static_cast<char>(bytes[last] == 5 ? 6 : 5);
+  write_text(first.tokens_path, bytes);
+  const TokenData changed = prepare_tokens(c, 1);
+  EXPECT_FALSE(changed.tokens_from_cache);
+  EXPECT_EQ(changed.val, first.val);
+  // a file cut short is said too; one written before the checksum (its own magic) is out of date, not damaged
+  write_text(first.tokens_path, read_file(first.tokens_path).substr(0, 30));
+  const TokenData cut = prepare_tokens(c, 1);
+  EXPECT_FALSE(cut.tokens_from_cache);
+  EXPECT_NE(log.str().find("cut short or overwritten); encoding the corpus again"), std::string::npos) << log.str();
+  bytes = read_file(first.tokens_path);
+  bytes[7] = '1';
+  write_text(first.tokens_path, bytes.substr(0, bytes.size() - 4));
+  EXPECT_FALSE(prepare_tokens(c, 1).tokens_from_cache);
+  EXPECT_NE(log.str().find("was written by an older poslab (no checksum); encoding the corpus again"),
+            std::string::npos)
+      << log.str();
 
   // A count damaged so that count × 4 wraps past 2^64 to the file's size (2^62 ids in no bytes): encoded again too.
   const uint64_t wraps = uint64_t(1) << 62;
