@@ -1,6 +1,7 @@
 #include "analysis/table_io.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "formats/npy.h"
 #include "formats/safetensors.h"
@@ -10,7 +11,19 @@
 namespace poslab {
 
 torch::Tensor read_npy_table(const std::string& path) {
-  NpyArray a = read_npy(path);
+  NpyArray a;
+  try {
+    a = read_npy(path);
+  } catch (const Error& e) {
+    // A run's snapshot (its folder a run's snapshots/, beside the index) is no file to save again: the run wrote it.
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (dir.filename() != "snapshots" || !std::filesystem::is_regular_file(dir / "index.jsonl", ec)) throw;
+    const std::string run = dir.parent_path().empty() ? "." : dir.parent_path().string();
+    throw Error(e.what(), "a snapshot of the run in " + run +
+                              ", damaged since it was written: put it back from a copy of the run, or take its line "
+                              "out of snapshots/index.jsonl to read the run without it");
+  }
   return torch::from_blob(a.data.data(), {a.shape[0], a.shape[1]}, torch::kFloat64).clone();
 }
 

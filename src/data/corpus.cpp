@@ -91,8 +91,14 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
       corpus.skipped.push_back(path.string() + ": binary (NUL bytes)");
       continue;
     }
-    if (text.empty()) continue;
-    corpus.replaced_bytes += sanitize_utf8(text);
+    if (text.empty()) {
+      corpus.skipped.push_back(path.string() + ": empty");
+      continue;
+    }
+    if (const size_t replaced = sanitize_utf8(text); replaced > 0) {
+      corpus.replaced_bytes += replaced;
+      corpus.replaced_in.push_back(path.string());
+    }
     if (text.back() != '\n') text.push_back('\n');
     corpus.text += text;
     corpus.files.push_back(canon.string());
@@ -103,8 +109,10 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
   if (corpus.text.empty() || only_space) {
     std::string list;
     for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
+    std::string why;  // what was left out, and why: the first one
+    if (!corpus.skipped.empty()) why = " (" + corpus.skipped.front() + (corpus.skipped.size() > 1 ? ", …)" : ")");
     throw Error("data.corpus [" + list + "]: no text found (" + std::to_string(corpus.files.size()) + " text files, " +
-                    std::to_string(corpus.skipped.size()) + " skipped)",
+                    std::to_string(corpus.skipped.size()) + " skipped" + why + ")",
                 "point data.corpus at UTF-8 text files");
   }
   return corpus;

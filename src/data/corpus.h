@@ -8,10 +8,11 @@
 namespace poslab {
 
 struct Corpus {
-  std::vector<std::string> files;    // text files read, in order (canonical paths)
-  std::vector<std::string> skipped;  // "path: reason" for binary or unreadable files left out
-  std::string text;                  // UTF-8; files joined, each ending with '\n'
-  size_t replaced_bytes = 0;         // invalid UTF-8 bytes replaced by U+FFFD
+  std::vector<std::string> files;        // text files read, in order (canonical paths)
+  std::vector<std::string> skipped;      // "path: reason" for binary or unreadable files left out
+  std::string text;                      // UTF-8; files joined, each ending with '\n'
+  size_t replaced_bytes = 0;             // invalid UTF-8 bytes replaced by U+FFFD
+  std::vector<std::string> replaced_in;  // the files that held them
 };
 
 // Collects the files (folders recursively, sorted, symlinks to the same file once) and reads them.

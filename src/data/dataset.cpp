@@ -136,7 +136,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
     for (const auto& s : corpus.skipped) spdlog::debug("corpus: skipped {}", s);
   }
   if (corpus.replaced_bytes > 0)
-    spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD", corpus.replaced_bytes);
+    spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD, in {} (first: {})", corpus.replaced_bytes,
+                 counted(static_cast<int64_t>(corpus.replaced_in.size()), "file"), corpus.replaced_in.front());
   spdlog::info("corpus: {}, {:.2f} MB of text", counted(static_cast<int64_t>(corpus.files.size()), "file"),
                corpus.text.size() / 1e6);
 

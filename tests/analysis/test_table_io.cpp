@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <filesystem>
 
 #include "analysis/table_io.h"
 #include "test_safetensors.h"
@@ -61,6 +62,29 @@ TEST(TableIo, SafetensorsBadInputNamesTheFile) {
   write_text(dir / "json.safetensors", not_json);
   EXPECT_NE(message("json.safetensors", "wpe.weight").find("not a JSON object"), std::string::npos);
   EXPECT_NE(message("missing.safetensors", "wpe.weight").find("missing.safetensors"), std::string::npos);
+}
+
+// A damaged table inside a run's snapshots/ (beside its index) is the run's, not a file to save again: the hint says
+// to restore it or take its line out of the index. The same bytes elsewhere keep the loose table's hint.
+TEST(TableIo, ADamagedSnapshotOfARunSaysHowToReadTheRunWithoutIt) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "run/snapshots");
+  write_text(dir / "run/snapshots/index.jsonl", "");
+  write_text(dir / "run/snapshots/wpe_step000010.npy", "\x93NUMPY cut");
+  write_text(dir / "loose.npy", "\x93NUMPY cut");
+  const auto hint = [](const std::string& path) {
+    try {
+      read_npy_table(path);
+    } catch (const Error& e) {
+      return e.hint();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(hint(dir / "run/snapshots/wpe_step000010.npy"),
+            "a snapshot of the run in " + dir / "run" +
+                ", damaged since it was written: put it back from a copy of the run, or take its line out of "
+                "snapshots/index.jsonl to read the run without it");
+  EXPECT_EQ(hint(dir / "loose.npy").find("a snapshot of the run"), std::string::npos) << hint(dir / "loose.npy");
 }
 
 }  // namespace

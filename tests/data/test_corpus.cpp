@@ -37,6 +37,8 @@ TEST(Corpus, InvalidUtf8IsReplacedAndCounted) {
   write_text(dir / "latin1.txt", "caf\xE9 au lait\n");
   const Corpus corpus = read_corpus({dir / "latin1.txt"});
   EXPECT_EQ(corpus.replaced_bytes, 1u);
+  ASSERT_EQ(corpus.replaced_in.size(), 1u);  // the file that held it, for the warning
+  EXPECT_EQ(corpus.replaced_in[0], dir / "latin1.txt");
   EXPECT_EQ(corpus.text, "caf\xEF\xBF\xBD au lait\n");
 }
 
@@ -62,6 +64,13 @@ TEST(Corpus, MissingEmptyWhitespaceAndBinaryOnlyAreErrors) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
+  // what was left out, and why
+  EXPECT_NE(test::error_of([&] {
+              read_corpus({dir / "empty.txt"});
+            }).find("no text found (0 text files, 1 skipped (" + dir / "empty.txt" + ": empty))"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] { read_corpus({dir / "bin.dat"}); }).find("bin.dat: binary (NUL bytes)"),
+            std::string::npos);
   // A pipe with no writer (it read forever) and a device (/dev/zero read until memory ran out): named at once.
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
   for (const std::string& path : {dir / "fifo", std::string("/dev/zero")}) {
