@@ -79,7 +79,8 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
     throw Error(source + ": the table holds " + counted(bad.size(0), "NaN or Inf value") + " (first at row " +
                     std::to_string(bad[0][0].item<int64_t>()) + ", column " +
                     std::to_string(bad[0][1].item<int64_t>()) + ")",
-                "the model diverged or the file is damaged: analyse an earlier snapshot");
+                "the model diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of "
+                "the file");
   }
   Analysis a;
   a.source = source;

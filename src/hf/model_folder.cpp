@@ -92,6 +92,9 @@ ModelFolder open_model_folder(const std::string& path) {
   if (!dir && !fs::exists(path, ec)) throw Error(path + ": not found", "pass a model folder or a .safetensors file");
   const fs::path folder = dir ? fs::path(path) : fs::path(path).parent_path();
   const fs::path config = folder / "config.json";
+  if (fs::is_directory(config, ec))
+    throw Error(config.string() + ": is a folder, not the model's config file",
+                "put the model's config.json there (transformers' save_pretrained writes it)");
   if (fs::exists(config, ec)) {
     m.config_path = config.string();
     m.config = parse_model_config(read_file(m.config_path), m.config_path);

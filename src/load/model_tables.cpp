@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "util/error.h"
@@ -64,8 +65,11 @@ namespace {
 int64_t config_dim(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path) {
   for (const char* k : keys)
     if (c.contains(k) && c[k].is_number_integer()) return c[k].get<int64_t>();
-  throw Error(path + ": config.json has no " + *keys.begin(),
-              "layer 0's heads need the model's config.json beside its weights");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(path + " is missing: layer 0's heads (" + *keys.begin() + ") are read from it",
+                "put the model's config.json beside its weights (transformers' save_pretrained writes it)");
+  throw Error(path + " has no " + *keys.begin(), "layer 0's heads need the model's config.json beside its weights");
 }
 
 double config_double(const nlohmann::json& c, const char* key, double fallback) {

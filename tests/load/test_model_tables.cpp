@@ -163,6 +163,19 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   std::ofstream(dir / "badconfig/config.json") << "{model_type: gpt2";
   msg = error_of([&] { open_model_folder(dir / "badconfig"); });
   EXPECT_NE(msg.find("config.json: not a JSON object"), std::string::npos) << msg;
+  // A config.json that is a folder; none at all, where layer 0's heads need it.
+  fs::remove(dir / "badconfig/config.json");
+  fs::create_directories(dir / "badconfig/config.json");
+  msg = error_of([&] { open_model_folder(dir / "badconfig"); });
+  EXPECT_NE(msg.find("config.json: is a folder, not the model's config file"), std::string::npos) << msg;
+  fs::remove(dir / "badconfig/config.json");
+  const ModelFolder bare = open_model_folder(dir / "badconfig");
+  const ModelTables bare_tables = find_position_tables(bare.config, tensor_shapes(bare));
+  const std::vector<ModelTable> bare_table = load_model_tables(bare, bare_tables);
+  ASSERT_EQ(bare_table.size(), 1u);
+  msg = error_of([&] { layer0_weights(bare, bare_tables, bare_table[0]); });
+  EXPECT_NE(msg.find("badconfig/config.json is missing: layer 0's heads (n_head) are read from it"), std::string::npos)
+      << msg;
   // An index whose shard lacks a tensor it names.
   fs::copy(hf("gpt2"), dir / "badindex");
   std::ofstream(dir / "badindex/model.safetensors.index.json")
