@@ -162,6 +162,12 @@ TEST(Report, ThePrincipalComponentsFigureNamesTheRowsBeyondItsFrame) {
   const std::string html = read_file(r.index_html);
   EXPECT_NE(html.find("2 positions (0, 1) beyond 3.5 sd lie outside the frame."), std::string::npos);
   EXPECT_NE(read_file(dir / "gpt2/principal_components.gp").find("set yrange [-3.5<*:*<3.5]"), std::string::npos);
+  // the helix's and the circle's paths break at a row beyond the frame (row 1): no line drawn to a point not shown
+  for (const char* dat : {"gpt2/pcs_helix.dat", "gpt2/circle.dat"}) {
+    const std::string d = read_file(dir / dat);
+    EXPECT_NE(d.find("\n\n1 "), std::string::npos) << dat << ":\n" << d.substr(0, 300);
+    EXPECT_EQ(d.find("\n\n3 "), std::string::npos) << dat;  // rows 2 and 3 lie inside: joined
+  }
 }
 
 // The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
