@@ -356,6 +356,25 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
             std::string::npos);
 }
 
+// The shift figure's left axis spans 0.1 nats at least (a few thousandths drawn across the panel would look like a
+// model leaning on absolute position), and the caption gives the spread; a wide spread keeps gnuplot's own range.
+TEST(Report, TheShiftFigureDrawsASmallDifferenceSmall) {
+  ShiftCurve c;
+  c.shifts = {0, 8, 16};
+  c.by_position = {{7.0, 7.0}, {7.003, 7.003}, {7.001, 7.001}};
+  c.loss = {7.0, 7.003, 7.001};
+  Figure f = shift_loss_figure(c, "val");
+  EXPECT_NE(f.script.find("  set yrange [6.9515:7.0515]\n"), std::string::npos) << f.script;
+  EXPECT_NE(f.caption.find("The mean losses lie within 0.003 nats of each other (the left axis spans 0.1 nats at "
+                           "least)."),
+            std::string::npos)
+      << f.caption;
+  c.loss = {7.0, 7.5, 7.2};
+  f = shift_loss_figure(c, "val");
+  EXPECT_EQ(f.script.find("set yrange"), std::string::npos) << f.script;
+  EXPECT_NE(f.caption.find("within 0.500 nats of each other."), std::string::npos) << f.caption;
+}
+
 TEST(Report, HtmlEscape) { EXPECT_EQ(html_escape("a<b> & \"c\""), "a&lt;b&gt; &amp; &quot;c&quot;"); }
 
 }  // namespace
