@@ -187,6 +187,17 @@ TEST(Frequencies, ComponentsAndFrequenciesWithoutVarianceGetNoPeriod) {
   EXPECT_NE(text.find("(periods 16.0)\n"), std::string::npos) << text;
 }
 
+// What the rules cannot tell from a trained table (docs/analysis.md, "smooth noise"): a random walk along position,
+// whose principal components are cosines of rising frequency, reads circles and a helix of most of the variance.
+TEST(Frequencies, ARandomWalkReadsAsCirclesAndAHelix) {
+  const torch::Tensor walk = test::gaussian({128, 64}, 11).cumsum(0) * 0.02;
+  const Analysis a = analyze_table(walk, "random walk");
+  EXPECT_GE(a.circles.size(), 2u);
+  ASSERT_TRUE(a.helix.has_value());
+  EXPECT_GT(a.helix->explained, 0.5);
+  EXPECT_GT(a.smooth.adjacent_cosine, 0.9);
+}
+
 TEST(Frequencies, MatchesNumPy) {
   std::ifstream in(frequency_fixture("periodicity_numpy.json"));
   ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";
