@@ -185,10 +185,11 @@ int run_inspect(const InspectArgs& a) {
                        m.cfg.model.position);
     // a run stopped between evals: its losses are an earlier step's
     const int64_t eval_step = m.meta.eval_step;
-    out << fmt::format(
-        "loss         {}train {} | val {} | best val {}\n",
-        eval_step >= 0 && eval_step != m.meta.step ? fmt::format("the eval of step {}: ", eval_step) : "",
-        loss(m.meta.train_loss), loss(m.meta.val_loss), loss(m.meta.best_val_loss));
+    out << fmt::format("loss         {}train {} | val {} | best val {}\n",
+                       eval_step >= 0 && eval_step != m.meta.step && std::isfinite(m.meta.val_loss)
+                           ? fmt::format("the eval of step {}: ", eval_step)
+                           : "",
+                       loss(m.meta.train_loss), loss(m.meta.val_loss), loss(m.meta.best_val_loss));
     out << fmt::format("tokenizer    sentencepiece {} | {} pieces | {} bytes, stored in the checkpoint\n",
                        m.cfg.data.tokenizer.type, m.tokenizer.vocab_size(), m.meta.tokenizer_model.size());
     if (m.model->wpe) {

@@ -262,13 +262,14 @@ Figure helix_figure(const Series& s) {
                          : fmt::format("# position pc{} pc{}{} (each figure keeps its own data)", u, v,
                                        z ? fmt::format(" pc{}", w) : "");
   d += scaled ? "; each column in units of its sd, its first row ≤ 0\n" : "\n";
-  // A row the frame leaves out stands between blank lines: the path breaks there (no line to a point not shown, drawn
-  // past the frame's edge in 3-D) and goes on from the next row inside.
+  // A row the frame leaves out stands between pairs of blank lines, a data set of its own: the path breaks there (no
+  // line to a point not shown, drawn past the frame's edge in 3-D) and goes on from the next row inside. (One blank
+  // line would start a scan line, which splot joins across into a mesh where every scan has as many rows.)
   if (x && y)
     for (size_t i = 0; i < x->size(); ++i) {
       const bool out = scaled && (std::abs((*x)[i]) > kSdFrame || std::abs((*y)[i]) > kSdFrame);
-      d += fmt::format("{}{} {} {}{}\n{}", out ? "\n" : "", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
-                       z ? " " + gp_number((*z)[i]) : "", out ? "\n" : "");
+      d += fmt::format("{}{} {} {}{}\n{}", out ? "\n\n" : "", i + a.row_offset, gp_number((*x)[i]), gp_number((*y)[i]),
+                       z ? " " + gp_number((*z)[i]) : "", out ? "\n\n" : "");
     }
   f.data["pcs_helix.dat"] = d;
   const std::string range =
@@ -341,8 +342,8 @@ std::optional<Figure> circle_plane_figure(const Series& s) {
                               turned ? "circle_axis_2" : fmt::format("pc{}", h.circle.second));
   for (size_t p = 0; p < unit.curves[0].size(); ++p) {  // a row the frame leaves out breaks the path, as above
     const bool out = std::abs(unit.curves[0][p]) > kSdFrame || std::abs(unit.curves[1][p]) > kSdFrame;
-    d += fmt::format("{}{} {} {}\n{}", out ? "\n" : "", static_cast<int64_t>(p) + a.row_offset,
-                     gp_number(unit.curves[0][p]), gp_number(unit.curves[1][p]), out ? "\n" : "");
+    d += fmt::format("{}{} {} {}\n{}", out ? "\n\n" : "", static_cast<int64_t>(p) + a.row_offset,
+                     gp_number(unit.curves[0][p]), gp_number(unit.curves[1][p]), out ? "\n\n" : "");
   }
   f.data["circle.dat"] = d;
   f.script = both_formats(

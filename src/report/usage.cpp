@@ -120,15 +120,16 @@ Figure kernel_heatmaps(const torch::Tensor& flat, int64_t n_head, int64_t step) 
 }
 
 Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, int64_t first_step, int64_t last_step) {
-  Figure f{
-      "attention_offsets",
-      "Attention by offset",
-      fmt::format("Mean position-only attention at each offset δ = i − j (over the queries that have it), per head: "
-                  "step {} solid, step {} dashed, log scale. A local head puts its mass at 0 or 1; a decaying head "
-                  "falls along a line (an exponential); a uniform head stays flat near 1/i.",
-                  last_step, first_step),
-      {},
-      {}};
+  Figure f{"attention_offsets",
+           "Attention by offset",
+           fmt::format(
+               "Mean position-only attention at each offset δ = i − j (over the queries that have it), per head: "
+               "step {} solid, step {} dashed, log scale. A local head puts its mass at 0 or 1; a decaying head "
+               "falls along a line (an exponential); a uniform head (1/(i + 1) on each key of query i) falls slowly, "
+               "the queries that reach offset δ being the later ones, whose weights are smaller.",
+               last_step, first_step),
+           {},
+           {}};
   std::string plots;
   const auto& heads = last["attention_kernels"]["heads"];
   for (size_t h = 0; h < heads.size(); ++h)

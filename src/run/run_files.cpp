@@ -183,11 +183,13 @@ std::optional<FileCut> jsonl_cut_from(const std::string& path, int64_t first_dro
   return FileCut{path, kept};
 }
 
-// Every snapshot table up to the checkpoint's step is in the index: a table is committed before its line, and a
-// checkpoint after both. A table the index lacks is an index lost or cut by hand, which the resume would write over
-// with the lines of its own steps alone, dropping the run's history from every reader.
+// A run whose snapshot tables up to the checkpoint's step are on disk lists some of them in its index: a table is
+// committed before its line, and a checkpoint after both. An index lost or emptied beside them would be written over
+// by the resume with its own steps' lines alone, dropping the run's history from every reader. (A table the index
+// does not list is no sign of that: a resume leaves the tables past its checkpoint, which a later run of other steps
+// never lists; and an index line may be taken out by hand to read a run without a damaged table.)
 void check_index_lists_the_tables(const RunFolder& run, int64_t step) {
-  std::map<int64_t, std::string> tables;  // step -> file, up to `step`
+  std::vector<std::string> tables;  // up to `step`, by step
   std::error_code ec;
   for (fs::directory_iterator it(run.snapshots(), ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string(), head = "wpe_step", tail = ".npy";
@@ -196,27 +198,21 @@ void check_index_lists_the_tables(const RunFolder& run, int64_t step) {
       continue;
     const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
     if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (const int64_t s = std::stoll(digits); s <= step) tables.emplace(s, name);
+    if (std::stoll(digits) <= step) tables.push_back(name);
   }
   if (tables.empty()) return;
-  std::map<int64_t, std::string> listed;
-  if (is_file(run.snapshot_index()))
-    for (const SnapshotRecord& r : read_snapshot_index(run)) listed.emplace(r.step, r.file);
-  std::vector<std::string> unlisted;
-  for (const auto& [s, file] : tables)
-    if (!listed.count(s)) unlisted.push_back(file);
-  if (unlisted.empty()) return;
-  const std::string which =
-      unlisted.front() + (unlisted.size() > 1 ? fmt::format(" and {} more", unlisted.size() - 1) : "");
-  const std::string what =
-      is_file(run.snapshot_index())
-          ? fmt::format("{} lists {} of the {} snapshot tables up to the checkpoint's step {} (not {})",
-                        run.snapshot_index(), tables.size() - unlisted.size(), tables.size(), step, which)
-          : fmt::format("{} is missing, but snapshots/ holds {} tables up to the checkpoint's step {} ({})",
-                        run.snapshot_index(), tables.size(), step, which);
-  throw Error(what + ": resuming would drop them from the run",
-              "put the run's index.jsonl back (a line a snapshot: {\"step\": N, \"file\": \"wpe_stepNNNNNN.npy\"}), "
-              "or move the folder away and train the run again; nothing was changed");
+  std::sort(tables.begin(), tables.end());
+  const bool indexed = is_file(run.snapshot_index());
+  if (indexed)
+    for (const SnapshotRecord& r : read_snapshot_index(run))
+      if (r.step <= step) return;
+  const std::string which = tables.front() + (tables.size() > 1 ? fmt::format(" and {} more", tables.size() - 1) : "");
+  throw Error(
+      fmt::format("{} {}, but snapshots/ holds {} tables up to the checkpoint's step {} ({}): resuming would "
+                  "drop them from the run",
+                  run.snapshot_index(), indexed ? "lists none of them" : "is missing", tables.size(), step, which),
+      "put the run's index.jsonl back (a line a snapshot: {\"step\": N, \"file\": \"wpe_stepNNNNNN.npy\"}), "
+      "or move the folder away and train the run again; nothing was changed");
 }
 
 }  // namespace

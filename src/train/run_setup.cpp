@@ -266,8 +266,8 @@ void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointM
                  cfg.train.max_steps);
 }
 
-std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, Comm& comm,
-                                           const torch::Device& device) {
+std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, bool write_config,
+                                           Comm& comm, const torch::Device& device) {
   std::unique_ptr<RunLock> lock;
   std::exception_ptr error;
   if (comm.is_main()) {
@@ -278,7 +278,7 @@ std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config
       lock = std::make_unique<RunLock>(run.lock());
       make_dirs(run.checkpoints());
       remove_interrupted_writes(rdir);
-      if (!resuming) write_file_atomic(run.config(), to_yaml(cfg));  // a resume's, once it is sure (train())
+      if (write_config) write_file_atomic(run.config(), to_yaml(cfg));
     } catch (...) {
       error = std::current_exception();
     }

@@ -53,10 +53,11 @@ void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const C
 void check_stop_at(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta, bool resuming);
 
 // Rank 0 alone owns the run folder: it checks the folder is free (unless `resuming`), takes its lock (returned:
-// one trainer per folder until it is released), makes the folders, removes interrupted writes and writes a new
-// run's config.yaml (a resume's is written by train() once its checkpoint and logs are read). Its verdict reaches every
-// rank, so that a taken folder stops them all with rank 0's error; the others only read the folder later.
-std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, Comm& comm,
-                                           const torch::Device& device);
+// one trainer per folder until it is released), makes the folders, removes interrupted writes and writes config.yaml
+// where `write_config` (a resume's is written by TrainingRun::resume once its checkpoint and logs are read). Its
+// verdict reaches every rank, so that a taken folder stops them all with rank 0's error; the others only read the
+// folder later.
+std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config& cfg, bool resuming, bool write_config,
+                                           Comm& comm, const torch::Device& device);
 
 }  // namespace poslab

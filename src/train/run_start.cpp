@@ -176,6 +176,9 @@ void TrainingRun::resume() {
   eval_step_ = m.eval_step;
   if (!writer_) return;
   truncate_logs_after(RunFolder(rdir_), start_step_);
+  // the --set values, now that the checkpoint, the logs and the corpus are read: a resume refused before left the
+  // run's config.yaml as it was
+  write_file_atomic(RunFolder(rdir_).config(), to_yaml(cfg_));
   if (start_step_ >= cfg_.train.max_steps)
     spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
                  cfg_.train.max_steps);

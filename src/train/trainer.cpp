@@ -355,7 +355,8 @@ TrainSummary train(const TrainRequest& req) {
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   const std::vector<std::string> made = req.resume_dir.empty() ? missing_folders(rdir) : std::vector<std::string>{};
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
-  std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming || restart, comm, device);  // held to the end
+  // held to the end; a resume's config.yaml is written once its checkpoint and logs are read (TrainingRun::resume)
+  std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming || restart, !resuming, comm, device);
   if (restart && comm.is_main()) {
     spdlog::warn("{} holds no checkpoint: the run starts again in its folder, from step 0", rdir);
     truncate_logs_after(RunFolder(rdir), -1);
@@ -382,8 +383,6 @@ TrainSummary train(const TrainRequest& req) {
     }
     throw;
   }
-  // A resume's config.yaml takes its --set values once the resume is sure: one refused leaves the folder as it was.
-  if ((resuming || restart) && comm.is_main()) write_file_atomic(RunFolder(rdir).config(), to_yaml(cfg));
   TrainSummary s = run->loop();
   s.seconds = seconds_since(wall_start);
   // A resume of a finished run trains no step: no rate to give.

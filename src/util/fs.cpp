@@ -6,12 +6,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "util/error.h"
@@ -179,10 +181,17 @@ void check_output_file(const std::string& path, const std::string& option, bool 
       return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_directory(dir / "checkpoints", ec);
     };
     const std::string name = p.filename().string(), within = p.parent_path().filename().string();
+    const auto starts = [&](std::initializer_list<const char*> heads) {
+      return std::any_of(heads.begin(), heads.end(), [&](const char* h) { return name.rfind(h, 0) == 0; });
+    };
+    const bool written_there =  // the names the trainer writes in its folders (a command's own file there is not)
+        (within == "checkpoints" && (name == "latest.pt" || name == "best.pt")) ||
+        (within == "snapshots" && (name == "index.jsonl" || starts({"wpe_step", "attn_step", "model_step"}))) ||
+        (within == "tensorboard" &&
+         (starts({"events.out.tfevents", "wpe_step"}) || name == "projector_config.pbtxt" || name == "positions.tsv"));
     const bool own = (is_run(p.parent_path()) && (name == "config.yaml" || name == "metrics.jsonl" ||
                                                   name == "kernel_paths.json" || name == "lock")) ||
-                     (is_run(p.parent_path().parent_path()) &&
-                      (within == "checkpoints" || within == "snapshots" || within == "tensorboard"));
+                     (is_run(p.parent_path().parent_path()) && written_there);
     if (own)
       throw Error(named + ": is a file of the training run in " +
                       (is_run(p.parent_path()) ? p.parent_path() : p.parent_path().parent_path()).string() +

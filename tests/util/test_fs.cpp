@@ -203,6 +203,26 @@ TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
   EXPECT_EQ(remove_stale_temporaries(dir / "missing"), 0);
 }
 
+// A training run's own record (a folder holding config.yaml and checkpoints/) is no output, --force or not; a file a
+// command wrote among it (eval's JSON beside the checkpoints) stays its own to replace.
+TEST(Fs, ARunsOwnRecordIsNoOutput) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "run/checkpoints");
+  std::filesystem::create_directories(dir / "run/snapshots");
+  for (const char* f : {"run/config.yaml", "run/metrics.jsonl", "run/checkpoints/latest.pt", "run/checkpoints/best.pt",
+                        "run/snapshots/index.jsonl", "run/snapshots/wpe_step000010.npy", "run/checkpoints/eval.json"})
+    test::write_text(dir / f, "x");
+  for (const char* own : {"run/config.yaml", "run/metrics.jsonl", "run/checkpoints/latest.pt",
+                          "run/checkpoints/best.pt", "run/snapshots/index.jsonl", "run/snapshots/wpe_step000010.npy"}) {
+    const std::string e = error_of([&] { check_output_file(dir / own, "--out", true); });
+    EXPECT_NE(e.find("--out " + dir / own + ": is a file of the training run in " + dir / "run"), std::string::npos)
+        << e;
+  }
+  check_output_file(dir / "run/checkpoints/eval.json", "--out", true);  // a command's own: --force replaces it
+  test::write_text(dir / "loose/metrics.jsonl", "x");                   // not in a run folder: an output like any
+  check_output_file(dir / "loose/metrics.jsonl", "--out", true);
+}
+
 TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   TempDir dir;
   append_line(dir / "log", "one");
