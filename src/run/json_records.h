@@ -15,7 +15,8 @@
 
 namespace poslab {
 
-// A regular file exists at `path` (no error for an unreadable folder: false).
+// A regular file exists at `path`: false where nothing is there; a path that cannot be looked at (a folder above it
+// unreadable, a loop of links) is an error naming it, not "missing".
 bool is_file(const std::string& path);
 
 // A damaged record: the file and line, what is wrong, and what to do.

@@ -18,6 +18,18 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
+// Whether `path` is there. One that cannot be looked at (a folder above it unreadable, a loop of links) is an error,
+// never "missing": a resume would take a run whose checkpoint it cannot see for one that wrote none.
+bool there(const std::string& path) {
+  std::error_code ec;
+  const bool is = fs::exists(path, ec);
+  if (ec)
+    throw Error(path + ": cannot be looked at (" + ec.message() + ")",
+                "check the permissions of the folders above it (ls -ld each) and any link on the way, then run the "
+                "command again; nothing was changed");
+  return is;
+}
+
 // train.init_from names a checkpoint that exists (its contents are checked when it is loaded).
 void check_init_from(const std::string& path, const std::string& origin) {
   std::error_code ec;
@@ -33,9 +45,9 @@ void check_folder_is_free(const std::string& rdir) {
   const RunFolder run(rdir);
   for (const std::string& f : run.files_of_a_started_run()) {
     std::error_code ec;
-    if (!fs::exists(f, ec)) continue;
-    if (!fs::exists(run.latest_checkpoint(), ec)) {  // stopped before its first checkpoint: nothing to resume from
-      check_restart_loses_nothing(run);              // (or a latest.pt lost after it went on)
+    if (!there(f)) continue;
+    if (!there(run.latest_checkpoint())) {  // stopped before its first checkpoint: nothing to resume from
+      check_restart_loses_nothing(run);     // (or a latest.pt lost after it went on)
       throw Error(rdir + ": already holds a run that stopped before its first checkpoint (" + f + ")",
                   "start it again in its folder with poslab train --resume " + rdir +
                       ", or pick another "
@@ -135,7 +147,7 @@ bool restarts_in_place(const TrainRequest& req) {
   if (req.resume_dir.empty()) return false;
   const RunFolder run(req.resume_dir);
   std::error_code ec;
-  return !fs::exists(run.latest_checkpoint(), ec) && fs::is_regular_file(run.config(), ec);
+  return !there(run.latest_checkpoint()) && there(run.config()) && fs::is_regular_file(run.config(), ec);
 }
 
 void check_restart_loses_nothing(const RunFolder& run) {
@@ -200,7 +212,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   }
   const std::string latest = RunFolder(req.resume_dir).latest_checkpoint();
   std::error_code ec;
-  if (!fs::exists(latest, ec))  // and no config.yaml (restarts_in_place): not a run folder at all
+  if (!there(latest))  // and no config.yaml (restarts_in_place): not a run folder at all
     throw Error(
         "--resume " + req.resume_dir + ": not a run folder (it holds no config.yaml and no " + "checkpoints/latest.pt)",
         "--resume takes the folder poslab train made for a run, run.out_dir/run.name (e.g. runs/default)");

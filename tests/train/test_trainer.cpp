@@ -716,6 +716,21 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   expect_refused("a NaN in the checkpoint", latest + ": wpe.weight holds 1 NaN or Inf value");
 }
 
+// A checkpoint that cannot be looked at (here a loop of links; a folder above it unreadable does the same to a user
+// who is not root) is named so, never taken for a missing one: a run that wrote none would be started again.
+TEST(Trainer, ACheckpointThatCannotBeLookedAtIsNotMissing) {
+  TempDir dir;
+  train(tiny_run(dir, "loop", 4));
+  const std::string latest = RunFolder(dir / "loop").latest_checkpoint();
+  fs::remove(latest);
+  fs::create_symlink(latest, latest);  // a link to itself
+  TrainRequest resume;
+  resume.resume_dir = dir / "loop";
+  const std::string e = test::error_of([&] { train(resume); });
+  EXPECT_NE(e.find(latest + ": cannot be looked at ("), std::string::npos) << e;
+  EXPECT_EQ(e.find("is missing"), std::string::npos) << e;
+}
+
 // Tables the index does not list are no lost index: a resume leaves those past its checkpoint, which a run of other
 // steps never lists (stopped elsewhere, another snapshot.every), and a line may be taken out by hand to read the run
 // without a damaged table. The resume goes on.
