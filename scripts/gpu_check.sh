@@ -19,7 +19,7 @@
 #
 #   bash scripts/gpu_check.sh prepare     HERE (Debian 12 with its archive): download the libraries poslab builds
 #                                         with (spdlog, fmt, yaml-cpp, GoogleTest, CLI11, nlohmann-json,
-#                                         sentencepiece, pkgconf) and the fortunes corpus as .deb files, and unpack
+#                                         sentencepiece, pkgconf, zlib) and the fortunes corpus as .deb files, and unpack
 #                                         them with dpkg -x into .gpu-deps/root (not into /). About 13 MB.
 #   bash scripts/gpu_check.sh prebuild    HERE, after prepare (no GPU needed): build-gpu against PyPI's LibTorch (the
 #                                         version of bash scripts/libtorch.sh pip, with CUDA) and the carried
@@ -61,7 +61,7 @@ die() { echo "error: $1" >&2; [ -n "${2:-}" ] && echo "hint: $2" >&2; exit 2; }
 # Debian 12 packages, unpacked side by side; their own library dependencies are glibc and libstdc++ only.
 DEBS=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7 libgtest-dev libgmock-dev
       libcli11-dev nlohmann-json3-dev libsentencepiece-dev libsentencepiece0 pkgconf pkgconf-bin libpkgconf3
-      libgloo-dev fortunes fortunes-min)
+      libgloo-dev zlib1g-dev zlib1g fortunes fortunes-min)
 
 prepare() {
   local dir=.gpu-deps
@@ -72,6 +72,13 @@ prepare() {
     { apt-get update -qq && (cd "$dir/debs" && apt-get download "${DEBS[@]}" >/dev/null); } ||
     die "apt-get download failed" "check that Debian's archive is reachable (as root, or with sudo for apt-get update)"
   for deb in "$dir"/debs/*.deb; do dpkg -x "$deb" "$dir/root"; done
+  # A link to an absolute path (zlib1g-dev's libz.so -> /lib/…/libz.so.1.2.13) points into the unpacked root instead,
+  # relatively: the root is carried to another folder on another machine.
+  find "$dir/root" -type l | while read -r link; do
+    target=$(readlink "$link")
+    case $target in /*) [ -e "$dir/root$target" ] &&
+      ln -sfn "$(realpath --relative-to="$(dirname "$link")" "$dir/root$target")" "$link" ;; esac
+  done
   rm -rf "$dir/debs" "$dir/root/usr/share/doc" "$dir/root/usr/share/man"
   echo "gpu_check: $(du -sh "$dir" | cut -f1) of libraries in $dir/root; carry .gpu-deps to the GPU machine and run"
   echo "  bash scripts/gpu_check.sh"

@@ -169,7 +169,6 @@ std::string summary_text(const Analysis& a) {
        "slow: its variance's share in half a cycle and one cycle over the table, from 50%; ≥ twice the rows: a "
        "ramp or half wave, the period a lower bound)\n";
   // Components without variance (a table of lower rank than its width) have no period to give: rounding's.
-  constexpr double kNoVariance = 1e-9;
   size_t varied = 0;
   while (varied < a.pc_frequencies.size() && a.pc_frequencies[varied].explained > kNoVariance) ++varied;
   const size_t shown = std::min<size_t>(8, varied);

@@ -49,7 +49,7 @@ void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const
     f.slow_share = c.slow_share;
     if (k < opt.top_pcs) f.projection = proj;
     out.pc_frequencies.push_back(f);
-    if (k < above && f.explained > 1e-9) {  // circles only among components that stand above the noise
+    if (k < above && f.explained > kNoVariance) {  // circles only among components that stand above the noise
       curves.push_back(std::move(proj));
       periods.push_back(c);
       explained.push_back(f.explained);

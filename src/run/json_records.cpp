@@ -8,15 +8,18 @@
 
 namespace poslab {
 
-bool is_file(const std::string& path) {
+std::filesystem::file_status looked_at(const std::string& path) {
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
-  if (st.type() == std::filesystem::file_type::not_found) return false;  // not there: no error
+  if (st.type() == std::filesystem::file_type::not_found) return st;  // not there: no error
   if (ec)
     throw Error(path + ": cannot be looked at (" + ec.message() + ")",
-                "check the permissions of the folders above it (ls -ld each) and any link on the way");
-  return std::filesystem::is_regular_file(st);
+                "check the permissions of the folders above it (ls -ld each) and any link on the way, then run the "
+                "command again; nothing was changed");
+  return st;
 }
+
+bool is_file(const std::string& path) { return std::filesystem::is_regular_file(looked_at(path)); }
 
 void damaged(const std::string& path, int line, const std::string& what, const std::string& hint) {
   throw Error(fmt::format("{}:{}: {}", path, line, what), hint);

@@ -6,6 +6,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -15,8 +16,10 @@
 
 namespace poslab {
 
-// A regular file exists at `path`: false where nothing is there; a path that cannot be looked at (a folder above it
-// unreadable, a loop of links) is an error naming it, not "missing".
+// What is at `path` (file_type::not_found where nothing is there); a path that cannot be looked at (a folder above it
+// unreadable, a loop of links) is an error naming it, never taken for "missing".
+std::filesystem::file_status looked_at(const std::string& path);
+// A regular file is at `path` (looked_at's error too).
 bool is_file(const std::string& path);
 
 // A damaged record: the file and line, what is wrong, and what to do.

@@ -7,6 +7,7 @@
 #include <exception>
 #include <filesystem>
 
+#include "run/json_records.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "train/checkpoint.h"
@@ -18,17 +19,9 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
-// Whether `path` is there. One that cannot be looked at (a folder above it unreadable, a loop of links) is an error,
-// never "missing": a resume would take a run whose checkpoint it cannot see for one that wrote none.
-bool there(const std::string& path) {
-  std::error_code ec;
-  const bool is = fs::exists(path, ec);
-  if (ec)
-    throw Error(path + ": cannot be looked at (" + ec.message() + ")",
-                "check the permissions of the folders above it (ls -ld each) and any link on the way, then run the "
-                "command again; nothing was changed");
-  return is;
-}
+// Whether something is at `path`; one that cannot be looked at is an error (looked_at), never "missing": a resume
+// would take a run whose checkpoint it cannot see for one that wrote none.
+bool there(const std::string& path) { return fs::exists(looked_at(path)); }
 
 // train.init_from names a checkpoint that exists (its contents are checked when it is loaded).
 void check_init_from(const std::string& path, const std::string& origin) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "run/json_records.h"
 #include "run/run_files.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -67,6 +68,18 @@ TEST(RunFolder, SweepLayoutAndVariantOfARun) {
   EXPECT_EQ(variant_of_run_dir("runs/sw/decay-off/seed-3"), "decay-off");
   EXPECT_EQ(variant_of_run_dir("runs/sw/decay-off/seed-3/"), "decay-off");
   EXPECT_EQ(variant_of_run_dir("runs/default"), "default");
+}
+
+// A log that is not there reads as absent; one that cannot be looked at (a loop of links here) is an error naming it.
+TEST(RunFiles, AFileThatCannotBeLookedAtIsNotAbsent) {
+  TempDir dir;
+  EXPECT_FALSE(is_file(dir / "nothing.jsonl"));
+  EXPECT_FALSE(is_file(dir / "nothing/below.jsonl"));
+  write_text(dir / "a.jsonl", "{}\n");
+  EXPECT_TRUE(is_file(dir / "a.jsonl"));
+  std::filesystem::create_symlink(dir / "loop.jsonl", dir / "loop.jsonl");
+  EXPECT_NE(error_of([&] { is_file(dir / "loop.jsonl"); }).find(dir / "loop.jsonl" + ": cannot be looked at ("),
+            std::string::npos);
 }
 
 TEST(RunFiles, MetricsReadBackWithEvalsAndNullLosses) {

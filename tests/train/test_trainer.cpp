@@ -716,6 +716,24 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   expect_refused("a NaN in the checkpoint", latest + ": wpe.weight holds 1 NaN or Inf value");
 }
 
+// The config's warnings (here: warmup past the run's end) are said when a run is about to train, not again by a
+// resume of a run that already finished.
+TEST(Trainer, AResumeOfAFinishedRunRepeatsNoConfigWarning) {
+  TempDir dir;
+  TrainRequest first = tiny_run(dir, "warned", 4);  // train.warmup_steps 5 is not below 4
+  {
+    CapturedLog log;
+    train(first);
+    EXPECT_NE(log.str().find("never decays"), std::string::npos) << log.str();
+  }
+  TrainRequest resume;
+  resume.resume_dir = dir / "warned";
+  CapturedLog log;
+  EXPECT_EQ(train(resume).steps, 4);
+  EXPECT_EQ(log.str().find("never decays"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("the run already reached train.max_steps = 4"), std::string::npos) << log.str();
+}
+
 // A checkpoint that cannot be looked at (here a loop of links; a folder above it unreadable does the same to a user
 // who is not root) is named so, never taken for a missing one: a run that wrote none would be started again.
 TEST(Trainer, ACheckpointThatCannotBeLookedAtIsNotMissing) {
