@@ -279,6 +279,10 @@ nlohmann::json folder_usage(const ModelFolder& m, const ModelTables& t, const Mo
 int run_model_folder(const AnalyzeArgs& a, std::ostream& out, size_t width) {
   const ModelFolder m = open_model_folder(a.table.input);
   const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
+  if (t.unknown) {  // no table and nothing known in its place: the error that names what it holds
+    std::string source;
+    model_table(a.table.input, "", source);
+  }
   out << "model " << a.table.input << ": " << tables_text(t);
   nlohmann::json j = to_json(t);
   j["source"] = a.table.input;

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+
+#include "util/plural.h"
 
 namespace poslab {
 
@@ -36,6 +39,22 @@ const std::set<std::string> kRotary = {"llama",    "mistral", "mixtral",    "qwe
                                        "gemma2",   "phi",     "phi3",       "gpt_neox", "gptj",  "falcon",
                                        "stablelm", "olmo",    "starcoder2", "codegen"};
 const std::set<std::string> kAlibi = {"bloom", "mpt"};
+// Families that keep a learned table (docs/models.md's list), by the name it has in their files.
+const std::map<std::string, std::string> kLearned = {{"gpt2", "wpe.weight"},
+                                                     {"gpt_neo", "wpe.weight"},
+                                                     {"opt", "embed_positions.weight"},
+                                                     {"bart", "embed_positions.weight"},
+                                                     {"mbart", "embed_positions.weight"},
+                                                     {"plbart", "embed_positions.weight"},
+                                                     {"biogpt", "embed_positions.weight"},
+                                                     {"mvp", "embed_positions.weight"},
+                                                     {"whisper", "embed_positions.weight"},
+                                                     {"bert", "embeddings.position_embeddings.weight"},
+                                                     {"distilbert", "embeddings.position_embeddings.weight"},
+                                                     {"clip", "embeddings.position_embedding.weight"},
+                                                     {"siglip", "embeddings.position_embedding.weight"},
+                                                     {"vit", "embeddings.position_embeddings"},
+                                                     {"deit", "embeddings.position_embeddings"}};
 
 std::string vision_grid(PositionTableSpec& s, const nlohmann::json& config) {
   const int64_t n = s.rows - s.offset - s.class_rows;
@@ -133,8 +152,15 @@ ModelTables find_position_tables(const nlohmann::json& config,
   else if (config.contains("relative_attention_num_buckets"))
     t.no_table =
         "a learned relative-position bias on the attention scores (T5's buckets), not a table of absolute positions";
-  else
+  else if (kLearned.count(t.family) || kFromPadding.count(t.family)) {
+    t.lacks = kLearned.count(t.family) ? kLearned.at(t.family) : "embeddings.position_embeddings.weight";
+    t.no_table = fmt::format("model_type {} keeps a learned table ({}), but it is not among the {} found", t.family,
+                             t.lacks, counted(static_cast<int64_t>(shapes.size()), "tensor"));
+    t.unknown = true;
+  } else {
     t.no_table = "no position table of a known family (wpe, embed_positions, position_embeddings, position_embedding)";
+    t.unknown = true;
+  }
   return t;
 }
 

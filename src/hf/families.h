@@ -34,6 +34,8 @@ struct ModelTables {
   std::string layout;  // "gpt2" or "bert": layer 0's attention can be read (hf/layer0.h); "" otherwise
   std::vector<PositionTableSpec> tables;
   std::string no_table;  // what the model uses instead when it has no table (rotary, ALiBi, relative bias)
+  bool unknown = false;  // no table and nothing known in its place: one shard of a model, or a family poslab lacks
+  std::string lacks;     // the table its family keeps, when the files lack it (one shard given alone)
   std::string prefix;    // the tensor names' prefix before the layout's own names ("transformer.", "bert.", "")
 };
 

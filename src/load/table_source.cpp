@@ -37,7 +37,11 @@ ModelTable model_table(const std::string& input, const std::string& tensor, std:
   if (tables.empty())
     throw Error(
         input + ": no learned position table (" + (t.no_table.empty() ? "fixed sinusoids only" : t.no_table) + ")",
-        "pass --tensor NAME to read another tensor; poslab inspect " + input + " lists what it holds");
+        std::string(!t.lacks.empty() && std::filesystem::path(input).extension() == ".safetensors"
+                        ? "if this file is one shard of a model, pass the model's folder (its "
+                          "model.safetensors.index.json names every shard); or "
+                        : "") +
+            "pass --tensor NAME to read another tensor; poslab inspect " + input + " lists what it holds");
   std::string names;
   for (const auto& mt : tables) names += (names.empty() ? "" : ", ") + mt.spec.tensor;
   throw Error(input + ": " + std::to_string(tables.size()) + " position tables (" + names + "): which one?",

@@ -57,6 +57,10 @@ mkdir -p "$tmp/a-run"
 expect_error "compare runs and tables" "give run and sweep folders, or tables, not both" compare "$tmp/a-run" "$hf/gpt2"
 expect_error "compare one table" "give two tables or more" compare "$hf/gpt2" --out "$tmp/one"
 expect_error "analyze a folder of pickles" "gpt2_bin: PyTorch pickles only \(pytorch_model.bin\)" analyze "$hf/gpt2_bin"
+# A GPT-2 config beside weights without its wpe (one shard of a model, a file saved without it): an error, not a run
+# that says "no table" and exits 0 as for a model that has none.
+mkdir -p "$tmp/nowpe" && cp "$hf/gpt2/config.json" "$hf/llama/model.safetensors" "$tmp/nowpe/"
+expect_error "a GPT-2 folder without its table" "nowpe: no learned position table \(model_type gpt2 keeps a learned table \(wpe.weight\), but it is not among the [0-9]+ tensors found\)" analyze "$tmp/nowpe"
 expect_error "--against a folder of two tables" "bart: 2 position tables .*: which one" analyze "$hf/gpt2" --against "$hf/bart"
 # export (read back by transformers and TensorBoard in tests/export/test_export.sh): a file that is not a checkpoint.
 printf 'x' >"$tmp/bad.pt"

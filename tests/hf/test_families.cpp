@@ -117,6 +117,23 @@ TEST(Families, ModelsWithoutATableSayWhatTheyUse) {
       std::string::npos);
   EXPECT_NE(find("", {{"x", {3, 4}}}).no_table.find("no position table"), std::string::npos);
   EXPECT_NE(tables_text(llama).find("no learned position table: rotary"), std::string::npos);
+  EXPECT_FALSE(llama.unknown);  // a model that has no table: nothing is missing
+  EXPECT_TRUE(find("", {{"x", {3, 4}}}).unknown);
+}
+
+TEST(Families, AFamilyThatKeepsATableButLacksItIsNamedSo) {
+  // One shard of a GPT-2 checkpoint, or a file saved without its table: the table it should hold, by name.
+  const auto gpt2 = find("gpt2", {{"transformer.wte.weight", {50257, 768}}, {"transformer.h.0.ln_1.weight", {768}}});
+  EXPECT_TRUE(gpt2.tables.empty());
+  EXPECT_TRUE(gpt2.unknown);
+  EXPECT_EQ(gpt2.lacks, "wpe.weight");
+  EXPECT_EQ(find("", {{"x", {3, 4}}}).lacks, "");
+  EXPECT_EQ(gpt2.no_table,
+            "model_type gpt2 keeps a learned table (wpe.weight), but it is not among the 2 tensors found");
+  EXPECT_NE(find("roberta", {{"x", {3, 4}}})
+                .no_table.find("(embeddings.position_embeddings.weight), but it is not "
+                               "among the 1 tensor found"),
+            std::string::npos);
 }
 
 TEST(Families, OddConfigsAndShapesNeverThrow) {

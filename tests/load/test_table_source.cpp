@@ -49,6 +49,18 @@ TEST(TableSource, LoadTableDispatchesAndNamesItsSource) {
   t.input = dir / "other.safetensors";
   EXPECT_NE(message(t).find("other.safetensors: no learned position table"), std::string::npos) << message(t);
   EXPECT_NE(message(t).find("pass --tensor NAME"), std::string::npos);
+  EXPECT_EQ(message(t).find("one shard"), std::string::npos) << message(t);  // no family: nothing says it is a shard
+  // A file of a family that keeps a table, without it (one shard of the model): the table it lacks, and the folder.
+  std::filesystem::create_directories(dir / "shard");
+  write_text(dir / "shard/config.json", R"({"model_type": "gpt2"})");
+  write_text(dir / "shard/model-00002-of-00002.safetensors",
+             safetensors({{"h.1.mlp.c_fc.weight", "F32", {6, 4}, raw<float>(w)}}));
+  t.input = dir / "shard/model-00002-of-00002.safetensors";
+  EXPECT_NE(message(t).find("no learned position table (model_type gpt2 keeps a learned table (wpe.weight), but it "
+                            "is not among the 1 tensor found) | if this file is one shard of a model, pass the "
+                            "model's folder"),
+            std::string::npos)
+      << message(t);
   t.input = dir / "m.safetensors";
   t.synthetic = "random";
   EXPECT_NE(message(t).find("not both"), std::string::npos);
