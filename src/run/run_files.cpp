@@ -80,6 +80,12 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
     r.file = j["file"].get<std::string>();
     if (r.file.empty() || r.file.find('/') != std::string::npos || r.file == "..")
       damaged(path, line, "\"" + r.file + "\" is not a file name inside snapshots/", hint);
+    // A table the trainer wrote is named by its step: another step's name is a line mended by hand, which would
+    // show that step's table as this one's.
+    if (const std::optional<int64_t> named = snapshot_step_of(r.file); named && *named != r.step)
+      damaged(path, line, fmt::format("step {} names {}, the table of step {}", r.step, r.file, *named),
+              fmt::format("the trainer writes step {}'s table to {}: mend the line's step or file, or delete it",
+                          r.step, snapshot_file_name(r.step)));
     r.path = run.snapshot_file(r.file);
     r.train_loss = number_key(path, line, j, "train_loss", hint);
     r.val_loss = number_key(path, line, j, "val_loss", hint);
@@ -192,13 +198,8 @@ void check_index_lists_the_tables(const RunFolder& run, int64_t step) {
   std::vector<std::string> tables;  // up to `step`, by step
   std::error_code ec;
   for (fs::directory_iterator it(run.snapshots(), ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string(), head = "wpe_step", tail = ".npy";
-    if (name.size() <= head.size() + tail.size() || name.rfind(head, 0) != 0 ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-      continue;
-    const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
-    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::stoll(digits) <= step) tables.push_back(name);
+    const std::string name = it->path().filename().string();
+    if (const std::optional<int64_t> named = snapshot_step_of(name); named && *named <= step) tables.push_back(name);
   }
   if (tables.empty()) return;
   std::sort(tables.begin(), tables.end());

@@ -92,6 +92,16 @@ std::string snapshot_file_name(int64_t step) {
   return buf;
 }
 
+std::optional<int64_t> snapshot_step_of(const std::string& name) {
+  const std::string head = "wpe_step", tail = ".npy";
+  if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+    return std::nullopt;
+  const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
+  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(digits);
+}
+
 std::string snapshot_analysis_path(const std::string& npy_path) {
   return fs::path(npy_path).replace_extension(".json").string();
 }

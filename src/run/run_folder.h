@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,8 @@ class RunFolder {
 
 // "wpe_step000500.npy"
 std::string snapshot_file_name(int64_t step);
+// The step a name of that form is for (500 for "wpe_step000500.npy"); nullopt for any other name.
+std::optional<int64_t> snapshot_step_of(const std::string& file_name);
 // The analysis JSON written beside a snapshot .npy (wpe_step000500.json).
 std::string snapshot_analysis_path(const std::string& npy_path);
 // Beside an extended checkpoint X.pt: X.extension.json (what was done) and X.wpe.npy (the extended table).

@@ -141,6 +141,13 @@ TEST(RunFiles, SnapshotIndexRoundTripsInStepOrder) {
   EXPECT_EQ(text.substr(0, text.find('\n')).find("val_loss"), std::string::npos) << text;  // NaN is left out, not null
 }
 
+TEST(RunFiles, ASnapshotsNameGivesItsStep) {
+  for (int64_t step : {0, 7, 500, 123456, 1234567}) EXPECT_EQ(snapshot_step_of(snapshot_file_name(step)), step);
+  for (const char* other : {"a.npy", "wpe_step.npy", "wpe_step12x.npy", "wpe_step000100.json", "wpe_step-1.npy",
+                            "wpe_step0000000000000000001.npy"})  // the last: past 18 digits
+    EXPECT_FALSE(snapshot_step_of(other).has_value()) << other;
+}
+
 TEST(RunFiles, DamagedOrMissingSnapshotIndexIsNamed) {
   TempDir dir;
   const RunFolder run(dir.str());
@@ -160,6 +167,14 @@ TEST(RunFiles, DamagedOrMissingSnapshotIndexIsNamed) {
   msg = error_of([&] { read_snapshot_index(run); });
   EXPECT_HAS(msg, run.snapshot_index() + ":3: step 10 again (first on line 2)");
   EXPECT_HAS(msg, "delete one of the two lines");
+  // A line whose file is another step's table (mended by hand) would show that table as this step's.
+  write_text(run.snapshot_index(),
+             "{\"step\": 0, \"file\": \"wpe_step000000.npy\"}\n{\"step\": 100, \"file\": \"wpe_step000200.npy\"}\n");
+  msg = error_of([&] { read_snapshot_index(run); });
+  EXPECT_HAS(msg, run.snapshot_index() + ":2: step 100 names wpe_step000200.npy, the table of step 200");
+  EXPECT_HAS(msg, "the trainer writes step 100's table to wpe_step000100.npy");
+  write_text(run.snapshot_index(), "{\"step\": 1000000, \"file\": \"wpe_step1000000.npy\"}\n");
+  EXPECT_EQ(read_snapshot_index(run).at(0).file, "wpe_step1000000.npy");  // past six digits, the name grows
 }
 
 TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
