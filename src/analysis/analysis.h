@@ -76,6 +76,7 @@ struct PositionProbe {
   double mae = NAN;     // mean |predicted − true position| over the odd rows, in positions
   double r2 = NAN;      // 1 − Σ(pred − i)² / Σ(i − ī)² over the odd rows
   double lambda = NAN;  // the ridge penalty chosen
+  double loo = NAN;     // its leave-one-out mean squared error on the even rows (positions²), which chose it
 };
 
 struct Analysis {

@@ -66,7 +66,7 @@ PositionProbe position_probe(const torch::Tensor& W) {
     if (denom.min().item<double>() < 1e-9) continue;  // a row fitted exactly: its left-out error is undefined
     const double loo = ((yc - fitted) / denom).pow(2).mean().item<double>();
     if (loo < best) {
-      best = loo;
+      best = probe.loo = loo;
       probe.lambda = lambda;
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
@@ -107,6 +108,20 @@ TEST(Analysis, ShuffledCopyOfASmoothTableIsNotSmooth) {
   EXPECT_TRUE(torch::equal(shuffle_rows(W, 1), S));  // fixed seed
 }
 
+// The null the shuffled copies stand for is a uniform draw of the rows' order: over many seeds each of the 24
+// orders of 4 rows comes up alike, those that keep a row in place included (a shuffle that only ever drew cycles,
+// Sattolo's, would never keep one).
+TEST(Analysis, TheShuffleDrawsEveryOrderAlike) {
+  std::map<std::vector<int64_t>, int> count;
+  const int draws = 24000;
+  for (int seed = 0; seed < draws; ++seed) ++count[shuffle_permutation(4, static_cast<uint64_t>(seed))];
+  EXPECT_EQ(count.size(), 24u);
+  for (const auto& [order, n] : count)  // 1000 expected, standard deviation 31: within 5 of them
+    EXPECT_NEAR(n, draws / 24, 155) << order[0] << order[1] << order[2] << order[3];
+  const std::vector<int64_t> unchanged = {0, 1, 2, 3};
+  EXPECT_NEAR(count[unchanged], draws / 24, 155) << "the order left as it was is one of them";
+}
+
 TEST(Analysis, OffsetsAndHalfDecay) {
   // Rows on a circle: cos(w_i, w_{i+k}) = cos(2πk/P) exactly.
   const int64_t P = 32;
@@ -117,6 +132,11 @@ TEST(Analysis, OffsetsAndHalfDecay) {
   // half of cos(2π/32) = 0.4904 first crossed at k = 6 (cos(2π·6/32) = 0.383)
   ASSERT_TRUE(a.half_offset.has_value());
   EXPECT_EQ(*a.half_offset, 6);
+  // A finer circle puts the crossing close to the half: one degree a row, c(1) = cos 1° and its half 0.49992, which
+  // c(60) = cos 60° = 0.5 stays above and c(61) = 0.485 falls below (a rule at 0.4 or 0.6 of c(1) would say 67 or 54).
+  auto deg = torch::arange(360, torch::kFloat64) * (M_PI / 180);
+  const Analysis fine = analyze_table(torch::stack({torch::cos(deg), torch::sin(deg)}, 1), "degrees");
+  EXPECT_EQ(fine.half_offset, std::optional<int>(61));
   // Neighbours pointing apart (every other row turned over: c(1) = cos(π − 2π/32) < 0): nothing to halve, no offset
   // (c(1) < c(1)/2 would hold at k = 1 itself).
   const Analysis apart = analyze_table(W * torch::pow(-1.0, torch::arange(P, torch::kFloat64)).unsqueeze(1), "apart");
@@ -154,6 +174,27 @@ TEST(Analysis, BoundaryOutliersAreNamed) {
   EXPECT_GT(a.boundary.front().norm_z, 3.0);
   EXPECT_NE(summary_text(a).find("position 0: row norm"), std::string::npos) << summary_text(a);
   for (size_t i = 1; i < a.boundary.size(); ++i) EXPECT_EQ(a.boundary[i].reason.find("row norm"), std::string::npos);
+}
+
+// A boundary row of an ordinary norm that points away from its inward neighbour is named by that cosine alone; at
+// both ends (the last row's inward neighbour is the row before it).
+TEST(Analysis, ABoundaryRowTurnedAwayIsNamedByItsNeighboursCosine) {
+  auto W = handbook_table(64, 32, 1);
+  W[0] = -W[0];  // the same norm, the opposite direction
+  W[63] = -W[63];
+  const Analysis a = analyze_table(W, "t");
+  ASSERT_EQ(a.boundary.size(), 6u);  // 3 rows at each end
+  auto cosine = [&](int64_t i, int64_t j) { return (W[i].dot(W[j]) / (W[i].norm() * W[j].norm())).item<double>(); };
+  for (const auto* r : {&a.boundary.front(), &a.boundary.back()}) {
+    EXPECT_TRUE(r->outlier) << r->position;
+    EXPECT_NEAR(r->neighbour_cosine, r->position == 0 ? cosine(0, 1) : cosine(63, 62), 1e-12);
+    EXPECT_LT(r->neighbour_cosine, 0.0);
+    EXPECT_LT(r->cosine_z, -3.0);
+    EXPECT_EQ(r->reason.find("row norm"), std::string::npos) << r->reason;
+    EXPECT_EQ(r->reason.rfind("cosine to its neighbour ", 0), 0u) << r->reason;
+  }
+  EXPECT_EQ(a.boundary.back().position, 63);
+  for (size_t i = 1; i + 1 < a.boundary.size(); ++i) EXPECT_FALSE(a.boundary[i].outlier) << a.boundary[i].reason;
 }
 
 // A table whose rows are all the same (all zeros, or one row repeated) is said to be so, above its empty figures.

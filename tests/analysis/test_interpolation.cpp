@@ -141,6 +141,7 @@ TEST(PositionProbe, AgreesWithTheNormalEquationsAtTheChosenPenalty) {
   EXPECT_NEAR(p.r2, 1 - (pred - truth).pow(2).sum().item<double>() / ss_tot, 1e-8);
   // The chosen penalty's leave-one-out error (refitting 20 times) is no worse than its neighbours' on the grid.
   const double at = brute_force_loo(W, p.lambda);
+  EXPECT_NEAR(p.loo, at, 1e-9 * at) << "the closed form residual / (1 - H_ii) is the refit's, exactly";
   EXPECT_LE(at, brute_force_loo(W, p.lambda * std::sqrt(10.0)) + 1e-9);
   EXPECT_LE(at, brute_force_loo(W, p.lambda / std::sqrt(10.0)) + 1e-9);
 }

@@ -219,11 +219,28 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
       {"run.out_dir=''", "run.out_dir = '': must not be empty"},
       {"data.val_fraction=0", "data.val_fraction = 0: must be strictly between 0 and 1"},
       {"data.corpus=[]", "data.corpus = []: needs at least one file or folder"},
+      // each side of a two-sided rule
+      {"train.beta1=-0.1", "train.beta1 = -0.1: must be in [0, 1)"},
+      {"train.beta2=-0.1", "train.beta2 = -0.1: must be in [0, 1)"},
+      {"train.min_lr=-1", "train.min_lr = -1: must be in [0, train.lr = "},
+      {"model.dropout=-0.1", "model.dropout = -0.1: must be in [0, 1)"},
+      {"model.dropout=1", "model.dropout = 1: must be in [0, 1)"},
+      {"data.val_fraction=1", "data.val_fraction = 1: must be strictly between 0 and 1"},
+      {"data.tokenizer.vocab_size=15", "data.tokenizer.vocab_size = 15: must be between 16 and 65535"},
+      {"data.tokenizer.vocab_size=65536", "data.tokenizer.vocab_size = 65536: must be between 16 and 65535"},
+      {"model.n_head=0", "model.n_head = 0: must be at least 1"},
+      {"model.n_embd=0", "model.n_embd = 0: must be at least 1"},
+      {"train.lr=-1", "train.lr = -1: must be > 0"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of([&] { load_config("", {c[0]}); });
     EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;
   }
+  // and the values at each rule's edge load
+  for (const char* edge :
+       {"data.tokenizer.vocab_size=16", "data.tokenizer.vocab_size=65535", "model.dropout=0", "train.beta1=0",
+        "train.beta2=0", "train.min_lr=0", "train.warmup_steps=0", "train.weight_decay=0", "train.grad_clip=0"})
+    EXPECT_NO_THROW(load_config("", {edge})) << edge;
   // What a CUDA graph cannot replay is said by poslab config and a sweep's check, not only when training starts.
   const std::string graph = error_of([] { load_config("", {"train.cuda_graph=true", "model.dropout=0.1"}); });
   EXPECT_NE(graph.find("train.cuda_graph = true: needs model.dropout 0 (0.1, "), std::string::npos) << graph;

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
+#include <spdlog/fmt/fmt.h>
 #include <torch/torch.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 
 #include "config/config.h"
 #include "data/batches.h"
@@ -196,18 +199,35 @@ TEST(Tokenizer, ACachedTokenFileWithAnIdOutsideTheVocabularyIsEncodedAgain) {
   const TokenData first = prepare_tokens(c, 1);
   std::string bytes = read_file(first.tokens_path);
   const int32_t outside = first.tokenizer.vocab_size();
-  std::memcpy(&bytes[bytes.size() - 4 - sizeof outside], &outside, sizeof outside);  // the last id (the CRC after it)
+  const size_t last_id = bytes.size() - 4 - sizeof outside;  // the last id (the CRC after it)
+  std::memcpy(&bytes[last_id], &outside, sizeof outside);
+  // its CRC-32 written again to match (as the other tokenizer's file would), so the id itself is what is caught
+  const size_t ids_at = 8 + 8;  // after the magic and the count
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + ids_at), static_cast<uInt>(last_id + 4 - ids_at)));
+  std::memcpy(&bytes[bytes.size() - 4], &crc, sizeof crc);
   write_text(first.tokens_path, bytes);
   CapturedLog log;
   const TokenData again = prepare_tokens(c, 1);
   EXPECT_FALSE(again.tokens_from_cache);
-  EXPECT_NE(
-      log.str().find("is damaged (its ids do not match their CRC-32: changed on disk); encoding the corpus again"),
-      std::string::npos)
+  const size_t n_ids = (last_id - ids_at) / 4 + 1;
+  EXPECT_NE(log.str().find(fmt::format("is damaged (id {} at {}, outside the tokenizer's {} pieces); encoding the "
+                                       "corpus again",
+                                       outside, n_ids - 1, outside)),
+            std::string::npos)
       << log.str();
   EXPECT_EQ(again.train, first.train);
   EXPECT_EQ(again.val, first.val);
   EXPECT_TRUE(prepare_tokens(c, 1).tokens_from_cache) << "written again, whole";
+  // the same id with the CRC-32 left as it was: the checksum finds it first
+  bytes = read_file(first.tokens_path);
+  std::memcpy(&bytes[last_id], &outside, sizeof outside);
+  write_text(first.tokens_path, bytes);
+  EXPECT_FALSE(prepare_tokens(c, 1).tokens_from_cache);
+  EXPECT_NE(
+      log.str().find("is damaged (its ids do not match their CRC-32: changed on disk); encoding the corpus again"),
+      std::string::npos)
+      << log.str();
   // an id changed to another the tokenizer has: only the checksum tells (the val loss would measure other text)
   bytes = read_file(first.tokens_path);
   const size_t last = bytes.size() - 8;
@@ -335,17 +355,32 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
 }
 
 TEST(Tokenizer, SplitShorterThanBlockIsAnError) {
-  std::vector<int32_t> ids(100, 1), train, val;
+  std::vector<int32_t> ids(100), train, val;
+  std::iota(ids.begin(), ids.end(), 0);
   split_tokens(ids, 0.2, 16, "c.txt", train, val);
-  EXPECT_EQ(train.size(), 80u);
-  EXPECT_EQ(val.size(), 20u);
-  try {
-    split_tokens(ids, 0.1, 16, "c.txt", train, val);  // 10 val tokens < 17
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("c.txt"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("block_size + 1 = 17"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(train, std::vector<int32_t>(ids.begin(), ids.begin() + 80));  // the first 80 train, the last 20 val
+  EXPECT_EQ(val, std::vector<int32_t>(ids.begin() + 80, ids.end()));
+  auto error = [&](const std::vector<int32_t>& some, double fraction) {
+    try {
+      split_tokens(some, fraction, 16, "c.txt", train, val);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Each split needs block_size + 1 = 17 tokens (a window and its next token), the val side and the train side.
+  EXPECT_EQ(error(ids, 0.1),
+            "c.txt: 100 tokens split into 90 train and 10 val tokens; each split needs at least block_size + 1 = 17");
+  EXPECT_EQ(error(ids, 0.9),
+            "c.txt: 100 tokens split into 10 train and 90 val tokens; each split needs at least block_size + 1 = 17");
+  // At the edge: 17 val tokens are enough, 16 are not; so for the train side.
+  EXPECT_EQ(error(std::vector<int32_t>(170, 1), 0.1), "no error");
+  EXPECT_EQ(val.size(), 17u);
+  EXPECT_NE(error(std::vector<int32_t>(160, 1), 0.1), "no error");
+  EXPECT_EQ(error(std::vector<int32_t>(34, 1), 0.5), "no error");
+  EXPECT_EQ(train.size(), 17u);
+  EXPECT_NE(error(std::vector<int32_t>(33, 1), 0.5), "no error");   // 17 train, 16 val
+  EXPECT_NE(error(std::vector<int32_t>(160, 1), 0.9), "no error");  // 16 train
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ TEST(Checkpoint, RoundTripGivesTheSameLogitsAndMeta) {
   meta.config_yaml = to_yaml(cfg);
   meta.tokenizer_model = std::string("tok\0bytes", 9);
   meta.sampler_state = "1 2 3";
+  meta.corpus_hash = "fnv1a64:0123456789abcdef";
+  meta.eval_step = 16;
+  torch::manual_seed(5);
+  meta.torch_rng_state = at::detail::getDefaultCPUGenerator().get_state();
   save_checkpoint(dir / "c.pt", model, opt.get(), meta);
 
   torch::manual_seed(99);
@@ -55,9 +59,23 @@ TEST(Checkpoint, RoundTripGivesTheSameLogitsAndMeta) {
   EXPECT_EQ(back.tokenizer_model, meta.tokenizer_model);
   EXPECT_EQ(back.sampler_state, "1 2 3");
   EXPECT_EQ(back.config_yaml, meta.config_yaml);
+  EXPECT_EQ(back.corpus_hash, meta.corpus_hash);
+  EXPECT_EQ(back.eval_step, 16);
+  EXPECT_TRUE(torch::equal(back.torch_rng_state, meta.torch_rng_state));
   model->eval();
   other->eval();
   EXPECT_TRUE(torch::equal(model->forward(idx), other->forward(idx)));
+  // The optimizer's state came back too: the next step moves both models alike (AdamW's moments and step counts
+  // decide it; a fresh optimizer's first step would be another).
+  opt->zero_grad();  // the first step's gradients are still there
+  for (auto* m : {&model, &other}) {
+    (*m)->train();
+    GPTImpl::loss((*m)->forward(idx), idx).backward();
+  }
+  opt->step();
+  other_opt->step();
+  const auto a = model->named_parameters(), b = other->named_parameters();
+  for (const auto& p : a) EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
   EXPECT_EQ(read_checkpoint_meta(dir / "c.pt").step, 17);
   EXPECT_FALSE(std::filesystem::exists(dir / "c.pt.tmp"));
 }
@@ -173,13 +191,13 @@ void replace_entry(const std::string& path, const std::string& key, const torch:
   torch::serialize::InputArchive in;
   in.load_from(path);
   torch::serialize::OutputArchive out;
-  for (const char* k : {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model", "corpus_hash",
+  for (const char* k : {"poslab_format", "step", "losses", "config_yaml", "tokenizer_model", "corpus_hash", "eval_step",
                         "sampler_state", "torch_rng_state", "cuda_rng_state"}) {
     torch::Tensor t;
-    in.read(k, t);
-    if (k != key)
+    const bool there = in.try_read(k, t);  // corpus_hash and eval_step are optional entries
+    if (k != key && there)
       out.write(k, t);
-    else if (value.defined())
+    else if (k == key && value.defined())
       out.write(k, value);
   }
   out.save_to(path);  // sub-archives (model, optimizer) cannot be copied: read_checkpoint_meta needs none
@@ -213,6 +231,10 @@ TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
       {"cuda_rng_state", torch::zeros({7}, torch::kUInt8), "'cuda_rng_state' is not a CUDA generator state (16 bytes)"},
       {"cuda_rng_state", torch::zeros({16}, torch::kFloat32), "'cuda_rng_state' is not a CUDA generator state"},
       {"sampler_state", torch::Tensor(), "checkpoint has no 'sampler_state' entry"},
+      {"eval_step", torch::tensor(int64_t{9}), "'eval_step' is not a step of the run up to its step 0 (9)"},
+      {"eval_step", torch::tensor(int64_t{-2}), "'eval_step' is not a step of the run up to its step 0 (-2)"},
+      {"eval_step", torch::tensor(2.5), "'eval_step' is not one integer"},
+      {"corpus_hash", torch::zeros({2, 2}, torch::kUInt8), "'corpus_hash' is not a byte string"},
   };
   for (const auto& [key, value, expected] : cases) {
     const std::string path = dir / (key + ".pt");

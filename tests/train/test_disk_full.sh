@@ -37,6 +37,8 @@ YAML
 mv "$disk/whole" "$tmp/whole"
 total=$(du -sb "$tmp/whole" | cut -f1)
 losses() { grep -o '"loss":[^,]*,"lr":[^,]*,.*"step":[0-9]*' "$1/metrics.jsonl" | sed 's/"ms_per_step":[^,]*,//; s/"tokens_per_s":[^,]*,//'; }
+# one line a step (log_every 1): a pattern that matched nothing would make every comparison below "" = ""
+[ "$(losses "$tmp/whole" | wc -l)" -eq 12 ] || fail "the uninterrupted run's losses were not read: $(losses "$tmp/whole")"
 # A run's files end with its report: the table of its last step is the one to compare.
 last=snapshots/wpe_step000012.npy
 
@@ -59,11 +61,12 @@ for pct in 2 10 25 40 55 70 85 95; do
     fail "$pct %: the error does not name a file of the run folder and the cause: $err"
   [ -z "$(find "$run" -name '*.tmp.*' 2>/dev/null)" ] || fail "$pct %: a temporary file was left: $(find "$run" -name '*.tmp.*')"
   [ ! -e "$run/lock" ] || fail "$pct %: the lock was left"
-  if [[ "$hint" == *"previous checkpoint is intact"* ]]; then
+  if [[ "$hint" == *"previous checkpoint is intact"* || "$hint" == *"the training is done and its checkpoint intact"* ]]; then
     "$poslab" inspect "$run/checkpoints/latest.pt" >/dev/null 2>&1 || fail "$pct %: the hint says a checkpoint is intact; there is none"
-  fi
-  if [[ "$hint" == *"no checkpoint was written before this one"* || "$hint" == *"no checkpoint was written yet"* ]]; then
+  elif [[ "$hint" == *"no checkpoint was written before this one"* || "$hint" == *"no checkpoint was written yet"* ]]; then
     [ ! -e "$run/checkpoints/latest.pt" ] || fail "$pct %: the hint says no checkpoint was written; latest.pt exists"
+  else
+    fail "$pct %: the hint says neither that a checkpoint is intact nor that none was written: $hint"
   fi
   rm -f "$disk/ballast"
   "$poslab" train --resume "$run" >/dev/null 2>"$tmp/p$pct.resume.err" || { cat "$tmp/p$pct.resume.err"; fail "$pct %: --resume"; }

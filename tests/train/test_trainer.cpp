@@ -151,6 +151,38 @@ TEST_P(TrainerOnDevice, ResumedRunMatchesUninterruptedRunBitForBit) {
 
 POSLAB_ON_EVERY_DEVICE(TrainerOnDevice);
 
+// best.pt holds the run's best eval: a resume starts from the best val loss its checkpoint kept, so an eval after
+// the resume that is worse than one before it leaves best.pt as the uninterrupted run's (a resume that forgot the
+// best so far would write the worse one over it).
+TEST(Trainer, AResumeKeepsTheBestCheckpointOfEvalsBeforeIt) {
+  TempDir dir;
+  auto request = [&](const std::string& name) {
+    TrainRequest r = tiny_run(dir, name, 15);
+    for (const char* o : {"train.lr=3e-2", "train.min_lr=3e-2", "train.warmup_steps=0", "train.eval_every=5"})
+      r.overrides.push_back(o);
+    return r;
+  };
+  train(request("full"));
+  std::vector<std::pair<int64_t, double>> evals;  // (step, val loss)
+  for (const auto& m : read_jsonl(dir / "full/metrics.jsonl"))
+    if (m.contains("val_loss")) evals.emplace_back(m["step"].get<int64_t>(), m["val_loss"].get<double>());
+  const auto best = std::min_element(evals.begin(), evals.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  // The case this test is for: the run's last eval is worse than its best (lr held high; the same every time).
+  std::string seen;
+  for (auto& [st, v] : evals) seen += fmt::format("{} {:.4f}; ", st, v);
+  ASSERT_LT(best->first, evals.back().first)
+      << "the run's evals fall to its last: no worse eval after the best: " << seen;
+  const CheckpointMeta full_best = read_checkpoint_meta(dir / "full/checkpoints/best.pt");
+  EXPECT_EQ(full_best.step, best->first);
+
+  train_stopped_and_resumed(request("part"), best->first + 1);  // stopped just after its best eval
+  const CheckpointMeta part_best = read_checkpoint_meta(dir / "part/checkpoints/best.pt");
+  EXPECT_EQ(part_best.step, full_best.step);
+  EXPECT_EQ(part_best.best_val_loss, full_best.best_val_loss);
+  EXPECT_EQ(read_checkpoint_meta(dir / "part/checkpoints/latest.pt").best_val_loss,
+            read_checkpoint_meta(dir / "full/checkpoints/latest.pt").best_val_loss);
+}
+
 // --stop-at names a step the run reaches: a new run may stop at step 0 (its first checkpoint); a resumed run at or
 // past it is an error naming both steps, not a run trained to its end; a step past train.max_steps ends at it.
 TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
@@ -172,7 +204,15 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
     EXPECT_EQ(three.steps, 3);
     EXPECT_EQ(three.eval_step, 0);
     EXPECT_EQ(read_checkpoint_meta(dir / "stop/checkpoints/latest.pt").eval_step, 0);
-    EXPECT_NE(log.str().find("done: 3 steps | the eval of step 0: train "), std::string::npos) << log.str();
+    // the losses step 0's eval logged, restored from the checkpoint (not a NaN or an estimate of another step)
+    const auto step0 = read_jsonl(dir / "stop/metrics.jsonl").at(0);
+    ASSERT_EQ(step0["step"], 0);
+    EXPECT_EQ(three.val_loss, step0["val_loss"].get<double>());
+    EXPECT_EQ(three.train_loss, step0["train_loss"].get<double>());
+    EXPECT_NE(log.str().find(fmt::format("done: 3 steps | the eval of step 0: train {:.4f} | val {:.4f} |",
+                                         three.train_loss, three.val_loss)),
+              std::string::npos)
+        << log.str();
   }
   for (int64_t passed : {0, 3}) {
     resume.stop_at = passed;
@@ -349,7 +389,8 @@ TEST(Trainer, ResumeErrors) {
   TempDir dir;
   TrainRequest r;
   r.resume_dir = dir / "nothing-here";
-  EXPECT_THROW(train(r), Error);
+  const std::string none = test::error_of([&] { train(r); });
+  EXPECT_EQ(none.rfind("--resume " + r.resume_dir + ": not a run folder (it holds no config.yaml", 0), 0u) << none;
   train(tiny_run(dir, "done", 5));
   r.resume_dir = dir / "done";
   r.overrides = {"model.n_embd=64"};  // another architecture than the checkpoint's
