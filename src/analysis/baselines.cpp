@@ -24,6 +24,10 @@ torch::Tensor handbook_table(int64_t positions, int64_t dims, uint64_t seed) {
   return W / std::sqrt(static_cast<double>(dims));
 }
 
+torch::Tensor random_walk_table(int64_t positions, int64_t dims, double std, uint64_t seed) {
+  return random_table(positions, dims, std, seed).cumsum(0);  // (P, d)
+}
+
 torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed, double std) {
   if (positions < 4 || dims < 1)
     throw Error("--synthetic " + kind + ": --positions " + std::to_string(positions) + " --dim " +
@@ -32,12 +36,13 @@ torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_
   if (kind == "random") return random_table(positions, dims, std, seed);
   if (kind == "sinusoidal") return sinusoidal_table(positions, dims);
   if (kind == "handbook") return handbook_table(positions, dims, seed);
-  throw Error("--synthetic " + kind + ": unknown kind", "use random, sinusoidal or handbook");
+  if (kind == "walk") return random_walk_table(positions, dims, std, seed);
+  throw Error("--synthetic " + kind + ": unknown kind", "use random, sinusoidal, handbook or walk");
 }
 
 std::vector<Baseline> baseline_analyses(int64_t positions, int64_t dims, const AnalysisOptions& opt) {
   std::vector<Baseline> out;
-  for (const char* kind : {"random", "sinusoidal", "handbook"})
+  for (const char* kind : {"random", "sinusoidal", "handbook", "walk"})
     out.push_back(
         {kind, analyze_table(synthetic_table(kind, positions, dims, kBaselineSeed, kBaselineStd), kind, opt)});
   return out;

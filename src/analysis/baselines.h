@@ -17,23 +17,29 @@ torch::Tensor random_table(int64_t positions, int64_t dims, double std, uint64_t
 // φ_j ~ U(0, 2π), plus 0.2·N(0, 1)·exp(−0.01·pos) noise, all scaled by 1/√d.
 torch::Tensor handbook_table(int64_t positions, int64_t dims, uint64_t seed);
 
-// kind: random | sinusoidal (util/positions.h) | handbook. Throws poslab::Error for another kind or a size under
+// A random walk along position: row p the sum of p + 1 steps of N(0, std²) entries. Smooth noise: slowly varying and
+// low rank, its principal components cosines of rising frequency (Antognini & Sohl-Dickstein 2018), so it reads
+// as smooth, low-rank structure with circles (docs/analysis.md, "Trajectory and verdict"). (positions, dims) float64.
+torch::Tensor random_walk_table(int64_t positions, int64_t dims, double std, uint64_t seed);
+
+// kind: random | sinusoidal (util/positions.h) | handbook | walk. Throws poslab::Error for another kind or a size under
 // 4 positions x 1 dim.
 torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_t dims, uint64_t seed,
                               double std = 0.02);
 
 // The controls every comparison shows (analyze's table, the report's table and figures), the same numbers
 // wherever they appear: a random N(0, kBaselineStd²) table (nanoGPT's init of a learned table) drawn with
-// kBaselineSeed, the sinusoidal table, and the handbook table drawn with kBaselineSeed.
+// kBaselineSeed, the sinusoidal table, the handbook table drawn with kBaselineSeed, and a random walk of
+// N(0, kBaselineStd²) steps drawn with kBaselineSeed (what smooth noise reads as).
 inline constexpr uint64_t kBaselineSeed = 0;
 inline constexpr double kBaselineStd = 0.02;
 
 struct Baseline {
-  std::string name;  // random | sinusoidal | handbook
+  std::string name;  // random | sinusoidal | handbook | walk
   Analysis analysis;
 };
 
-// The three controls of shape (positions, dims), analysed with `opt`, in the order above.
+// The four controls of shape (positions, dims), analysed with `opt`, in the order above.
 std::vector<Baseline> baseline_analyses(int64_t positions, int64_t dims, const AnalysisOptions& opt = {});
 
 }  // namespace poslab

@@ -41,14 +41,15 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("--tensor", t.tensor,
                   "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight")
       ->type_name("NAME");
-  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook")
+  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook | walk")
       ->type_name("KIND");
   cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str()->check(kPositive);
   cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str()->check(kPositive);
-  cmd->add_option("--seed", t.seed, "seed of a synthetic random or handbook table; the baselines always use seed 0")
+  cmd->add_option("--seed", t.seed,
+                  "seed of a synthetic random, handbook or walk table; the baselines always use seed 0")
       ->capture_default_str()
       ->check(kSeed);
-  cmd->add_option("--std", t.std, "std of a synthetic random table; the random baseline always uses 0.02")
+  cmd->add_option("--std", t.std, "std of a synthetic random table (of a walk's steps); the baselines always use 0.02")
       ->capture_default_str()
       ->check(kPositive);
   cmd->add_option("--rows", rows,
@@ -100,7 +101,8 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   add_table_options(cmd, a.table, a.rows);
   cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)")->type_name("FILE");
   cmd->add_flag("--force", a.force, "replace an existing --json file");
-  cmd->add_flag("--baselines", a.baselines, "also analyse random, sinusoidal and handbook tables of the same shape");
+  cmd->add_flag("--baselines", a.baselines,
+                "also analyse random, sinusoidal, handbook and random-walk tables of the same shape");
   cmd->add_flag("--probes", a.probes,
                 "one table: also Wang & Chen's probes (5-fold linear regression to the index, "
                 "logistic regression on pairs: which comes first), as their paper runs them");

@@ -15,7 +15,7 @@ namespace poslab {
 struct TableSource {
   std::string input;                     // .npy, .pt or .safetensors file (empty with synthetic)
   std::string tensor;                    // tensor name for .safetensors
-  std::string synthetic;                 // random | sinusoidal | handbook (empty for a file)
+  std::string synthetic;                 // random | sinusoidal | handbook | walk (empty for a file)
   int64_t positions = 1024, dims = 768;  // of a synthetic table
   uint64_t seed = 0;                     // of a synthetic random or handbook table
   double std = 0.02;                     // of a synthetic random table

@@ -87,7 +87,8 @@ namespace {
 constexpr const char* kControlsNote =
     "The controls, of the table's shape: random, a N(0, 0.02²) table; sinusoidal, the fixed sinusoidal table; "
     "handbook, a simulated trained table (a sinusoid of its own frequency per dimension, plus noise that fades "
-    "along position).";
+    "along position); walk, a random walk along position (each row the last plus N(0, 0.02²) noise): smooth noise, "
+    "which reads as smooth and low rank too, with circles (docs/analysis.md, \"Trajectory and verdict\").";
 
 // The headline metrics of analysis/metric_list.h, one column per series, and the boundary outliers.
 std::string metrics_table(const std::vector<Series>& columns) {
@@ -187,6 +188,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const Analysis& random = baselines[0].analysis;
   const Analysis& sinus = baselines[1].analysis;
   const Analysis& handbook = baselines[2].analysis;
+  const Analysis& walk = baselines[3].analysis;
 
   auto label = [](const TrajectoryPoint& p) { return "step " + std::to_string(p.step); };
   const Series s_first{label(points.front()), &first}, s_mid{label(points[points.size() / 2]), &mid},
@@ -247,7 +249,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
           "kernels at each of the {} snapshots, "
           "with a step slider.</p>\n",
           points.size()) +
-      "<h2>Key metrics</h2>\n" + metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}}) +
+      "<h2>Key metrics</h2>\n" +
+      metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}, Series{"walk", &walk}}) +
       fmt::format("<p>{} snapshots from step {} to {}. {} Definitions of every metric: docs/analysis.md.</p>\n",
                   points.size(), points.front().step, points.back().step, kControlsNote) +
       fmt::format("{}{} -->\n", kLastSnapshotMark, points.back().step) +
@@ -301,6 +304,7 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   const Analysis& random = baselines[0].analysis;
   const Analysis& sinus = baselines[1].analysis;
   const Analysis& handbook = baselines[2].analysis;
+  const Analysis& walk = baselines[3].analysis;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
   std::vector<Figure> figures = {spectrum_figure({s, r, sn}, &s),
                                  cumulative_variance_figure({s, r, sn}),
@@ -335,7 +339,7 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
       "to rotate), the "
       "spectrum with the noise floor and the power along position.</p>\n"
       "<h2>Key metrics</h2>\n" +
-      metrics_table({s, r, sn, Series{"handbook", &handbook}}) +
+      metrics_table({s, r, sn, Series{"handbook", &handbook}, Series{"walk", &walk}}) +
       fmt::format("<p>{} positions × {} dims. {} Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
                   a.dims, kControlsNote) +
       probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";

@@ -198,6 +198,24 @@ TEST(Frequencies, ARandomWalkReadsAsCirclesAndAHelix) {
   EXPECT_GT(a.smooth.adjacent_cosine, 0.9);
 }
 
+// The walk control (analysis/baselines.h) is such a walk: each row the last plus a step of N(0, std²) entries, drawn
+// as the random control's entries are; the verdict's two rules both hold on it, which is what the control shows.
+TEST(Frequencies, TheWalkControlIsTheRandomTablesSteps) {
+  const torch::Tensor steps = random_table(96, 16, 0.02, 3), walk = random_walk_table(96, 16, 0.02, 3);
+  EXPECT_TRUE(torch::equal(walk[0], steps[0]));
+  EXPECT_TRUE(torch::allclose(walk.slice(0, 1) - walk.slice(0, 0, 95), steps.slice(0, 1), 0, 1e-15));
+  EXPECT_TRUE(torch::equal(synthetic_table("walk", 96, 16, 3, 0.02), walk));
+  const std::vector<Baseline> controls = baseline_analyses(96, 16);
+  ASSERT_EQ(controls.size(), 4u);
+  EXPECT_EQ(controls[3].name, "walk");
+  const Analysis& a = controls[3].analysis;
+  EXPECT_TRUE(torch::equal(random_walk_table(96, 16, kBaselineStd, kBaselineSeed),
+                           synthetic_table("walk", 96, 16, kBaselineSeed, kBaselineStd)));
+  EXPECT_GE(a.noise.signal_share, 0.5) << "low rank by the verdict's rule";
+  EXPECT_GE(a.shuffle_control.z, 5.0) << "smooth by the verdict's rule";
+  EXPECT_FALSE(a.circles.empty());
+}
+
 TEST(Frequencies, MatchesNumPy) {
   std::ifstream in(frequency_fixture("periodicity_numpy.json"));
   ASSERT_TRUE(in) << "missing periodicity_numpy.json (scripts/periodicity_numpy.py writes it)";

@@ -303,7 +303,7 @@ if "$poslab" analyze --synthetic random --positions 64 --dim 16 --std 0.5 --top-
    python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))
 sys.exit(not (1.8 < j["mean_row_norm"] < 2.2 and len(j["pc_frequencies"]) == 5 and j["sinusoid_k"] == 3 and
               len(j["boundary_outliers"]) == len(j["boundary"]) == 6 and
-              sorted(j["baselines"]) == ["handbook", "random", "sinusoidal"]))' "$tmp/options.json"; then
+              sorted(j["baselines"]) == ["handbook", "random", "sinusoidal", "walk"]))' "$tmp/options.json"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL analyze's options"; cat "$tmp/err"
@@ -357,7 +357,7 @@ expect_error "compare a table twice" "^error: compare: ./$fixture is given twice
 expect_error "verdict share out of range" "^error: --min-signal-share: must be a number from 0 to 1, not '2'" analyze "$tmp/empty-run" --min-signal-share 2
 expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or above, not 'abc'" report "$tmp/empty-run" --smooth-z abc
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
-expect_error "analyze unknown synthetic" "unknown kind" analyze --synthetic helix
+expect_error "analyze unknown synthetic" "helix: unknown kind|use random, sinusoidal, handbook or walk" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
 expect_error "analyze nothing" "nothing to analyse" analyze
 if "$poslab" analyze tests/fixtures/gpt2_wpe_rows0-63.npy --probes --json - >"$tmp/a.json" 2>"$tmp/err" &&

@@ -122,7 +122,7 @@ TEST(Report, TitleNamesTheRunAlsoThroughDotDotAndATrailingSlash) {
 }
 
 // The report's table shows the same baselines as poslab analyze (analysis/baselines.h's, seed 0), whatever the
-// run's own seed: the last three columns of a row are random, sinusoidal and handbook.
+// run's own seed: the last four columns of a row are random, sinusoidal, handbook and walk.
 TEST(Report, BaselinesAreTheOnesAnalyzeShows) {
   ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
   TempDir dir;
@@ -132,14 +132,14 @@ TEST(Report, BaselinesAreTheOnesAnalyzeShows) {
   AnalysisOptions opt;
   opt.keep_cosine_matrix = true;
   const std::vector<Baseline> baselines = baseline_analyses(32, 16, opt);
-  ASSERT_EQ(baselines.size(), 3u);
+  ASSERT_EQ(baselines.size(), 4u);
   const std::string rank_row = "<tr><td>entropy effective rank</td>";
   const size_t row = html.find(rank_row);
   ASSERT_NE(row, std::string::npos);
   const std::string cells = html.substr(row, html.find("</tr>", row) - row);
-  const std::string expected =
-      fmt::format("<td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td>", baselines[0].analysis.effective_rank,
-                  baselines[1].analysis.effective_rank, baselines[2].analysis.effective_rank);
+  const std::string expected = fmt::format("<td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td>",
+                                           baselines[0].analysis.effective_rank, baselines[1].analysis.effective_rank,
+                                           baselines[2].analysis.effective_rank, baselines[3].analysis.effective_rank);
   EXPECT_EQ(cells.substr(cells.size() - expected.size()), expected) << cells;
 }
 
