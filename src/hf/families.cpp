@@ -56,13 +56,11 @@ const std::map<std::string, std::string> kLearned = {{"gpt2", "wpe.weight"},
                                                      {"vit", "embeddings.position_embeddings"},
                                                      {"deit", "embeddings.position_embeddings"}};
 
-std::string vision_grid(PositionTableSpec& s, const nlohmann::json& config) {
+// The patches' grid: a square of side √n (ViT, CLIP and SigLIP take square images; image_size / patch_size, where the
+// config gives them, is that side whenever its square is n, so the rows alone decide).
+std::string vision_grid(PositionTableSpec& s) {
   const int64_t n = s.rows - s.offset - s.class_rows;
-  const nlohmann::json& vc = config.contains("vision_config") ? config["vision_config"] : config;
-  const int64_t image = config_int_or(vc, "image_size", 0), patch = config_int_or(vc, "patch_size", 0);
-  int64_t side =
-      image > 0 && patch > 0 ? image / patch : static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
-  if (side * side != n) side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  const int64_t side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n || n < 4) return fmt::format("{} patch rows do not form a square grid: read as a sequence", n);
   s.grid_rows = s.grid_cols = side;
   return "";
@@ -119,13 +117,13 @@ ModelTables find_position_tables(const nlohmann::json& config,
       s.role = "vision";
       s.class_rows = t.family == "deit" ? 2 : 1;
       s.skipped = s.class_rows == 2 ? "rows 0-1: the class and distillation tokens" : "row 0: the class token";
-      if (std::string why = vision_grid(s, config); !why.empty()) s.skipped += "; " + why;
+      if (std::string why = vision_grid(s); !why.empty()) s.skipped += "; " + why;
     } else if (ends_with(name, "embeddings.position_embedding.weight") && seq) {  // CLIP, SigLIP
       if (contains(name, "vision_model.")) {
         s.role = "vision";
         s.class_rows = t.family == "siglip" ? 0 : 1;
         s.skipped = s.class_rows ? "row 0: the class token" : "";
-        if (std::string why = vision_grid(s, config); !why.empty()) s.skipped += (s.skipped.empty() ? "" : "; ") + why;
+        if (std::string why = vision_grid(s); !why.empty()) s.skipped += (s.skipped.empty() ? "" : "; ") + why;
       } else {
         s.role = "text";
       }

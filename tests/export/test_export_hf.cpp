@@ -57,6 +57,19 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   EXPECT_TRUE(torch::equal(read_model_tensor(f, "transformer.h.0.attn.c_attn.weight"),
                            block->attn->c_attn->weight.t().to(torch::kFloat64)));
   EXPECT_EQ(f.tensors.at("transformer.h.0.mlp.c_fc.weight").entry.shape, (std::vector<int64_t>{32, 128}));
+  // Every weight, each where transformers reads it: the blocks' products transposed (a square one's shape does not
+  // tell), the layer norms as they are.
+  int compared = 0;
+  for (const auto& p : m.model->named_parameters()) {
+    const std::string& name = p.key();
+    const bool conv1d =
+        p.value().dim() == 2 && (name.find(".attn.") != std::string::npos || name.find(".mlp.") != std::string::npos);
+    const torch::Tensor want = (conv1d ? p.value().t() : p.value()).to(torch::kFloat64);
+    ASSERT_TRUE(f.tensors.count("transformer." + name)) << name;
+    EXPECT_TRUE(torch::equal(read_model_tensor(f, "transformer." + name), want)) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 9) << "wte, wpe, ln_1, c_attn, c_proj, ln_2, c_fc, mlp's c_proj, ln_f";
   EXPECT_EQ(read_model_tensor(f, "transformer.h.0.attn.c_attn.bias").abs().sum().item<double>(), 0.0);
   EXPECT_FALSE(f.tensors.count("lm_head.weight"));  // tied to wte
   // The check file: the sample text's ids and poslab's logits on them.

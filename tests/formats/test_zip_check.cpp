@@ -27,10 +27,16 @@ uint32_t crc_of(const std::string& bytes) {
       crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
-// A zip archive of stored records; with `zip64`, its directory gives each size and offset in the zip64 extra field
-// and ends with the zip64 end record and locator, as a writer does past 4 GiB. `crc` replaces each record's CRC-32.
-std::string zip_of(const std::vector<std::pair<std::string, std::string>>& records, bool zip64,
+// Which fields of a zip archive stand at their zip64 sentinels, the values in the zip64 records instead: none; every
+// size, offset and count; or only the end record's directory offset, as miniz and Python's zipfile write a file past
+// 4 GiB of a few records (each field at its sentinel only where its value does not fit).
+enum class Zip64 { none, every_field, directory_offset };
+
+// A zip archive of stored records; with zip64 fields, it ends with the zip64 end record and locator, as a writer
+// does past 4 GiB. `crc` replaces each record's CRC-32.
+std::string zip_of(const std::vector<std::pair<std::string, std::string>>& records, Zip64 far,
                    const std::vector<uint32_t>& crc = {}) {
+  const bool zip64 = far == Zip64::every_field;
   std::string file, directory;
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& [name, data] = records[i];
@@ -76,7 +82,7 @@ std::string zip_of(const std::vector<std::pair<std::string, std::string>>& recor
   }
   const uint64_t directory_at = file.size();
   file += directory;
-  if (zip64) {
+  if (far != Zip64::none) {
     const uint64_t end64_at = file.size();
     put(file, 0x06064b50, 4);
     put(file, 44, 8);
@@ -97,7 +103,7 @@ std::string zip_of(const std::vector<std::pair<std::string, std::string>>& recor
   put(file, zip64 ? 0xFFFF : records.size(), 2);
   put(file, zip64 ? 0xFFFF : records.size(), 2);
   put(file, directory.size(), 4);
-  put(file, zip64 ? 0xFFFFFFFF : directory_at, 4);
+  put(file, far != Zip64::none ? 0xFFFFFFFF : directory_at, 4);
   put(file, 0, 2);
   return file;
 }
@@ -107,30 +113,30 @@ const std::vector<std::pair<std::string, std::string>> kRecords = {
 
 TEST(ZipCheck, WholeRecordsPassAndAChangedByteNamesItsRecord) {
   TempDir dir;
-  for (const bool zip64 : {false, true}) {
+  for (const Zip64 zip64 : {Zip64::none, Zip64::every_field, Zip64::directory_offset}) {
     const std::string whole = zip_of(kRecords, zip64), path = dir / "a.zip";
     write_text(path, whole);
-    EXPECT_EQ(first_damaged_zip_record(path), "") << "zip64 " << zip64;
+    EXPECT_EQ(first_damaged_zip_record(path), "") << "zip64 " << static_cast<int>(zip64);
     std::string changed = whole;
     changed[changed.find("weights")] ^= 0x01;  // one bit of the second record
     write_text(path, changed);
-    EXPECT_EQ(first_damaged_zip_record(path), "archive/data/0") << "zip64 " << zip64;
+    EXPECT_EQ(first_damaged_zip_record(path), "archive/data/0") << "zip64 " << static_cast<int>(zip64);
   }
 }
 
 TEST(ZipCheck, ARecordWithNoCrcIsLeftUncheckedAndABadOneIsNamed) {
   TempDir dir;
   const std::string path = dir / "a.zip";
-  write_text(path, zip_of(kRecords, false, {0, 0, 0}));  // a writer that skipped the CRC-32
+  write_text(path, zip_of(kRecords, Zip64::none, {0, 0, 0}));  // a writer that skipped the CRC-32
   EXPECT_EQ(first_damaged_zip_record(path), "");
-  write_text(path, zip_of(kRecords, false, {crc_of(kRecords[0].second), 12345}));
+  write_text(path, zip_of(kRecords, Zip64::none, {crc_of(kRecords[0].second), 12345}));
   EXPECT_EQ(first_damaged_zip_record(path), "archive/data/0");
 }
 
 TEST(ZipCheck, AnArchiveCutShortOrNoArchiveIsAnErrorNamingTheFile) {
   TempDir dir;
   const std::string path = dir / "a.zip";
-  const std::string whole = zip_of(kRecords, false);
+  const std::string whole = zip_of(kRecords, Zip64::none);
   for (const std::string& bytes :
        {whole.substr(0, whole.size() - 30), std::string("not a zip file at all, just text"), std::string()}) {
     write_text(path, bytes);

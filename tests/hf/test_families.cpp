@@ -61,6 +61,12 @@ TEST(Families, RobertaFamilyStartsAfterThePaddingRow) {
   // Another pad id moves the first position with it.
   EXPECT_EQ(
       find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", 3}}).tables[0].offset, 4);
+  // pad id 0 too (row 0 is then the padding row); and at the table's edge, a pad row with one row after it
+  EXPECT_EQ(
+      find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", 0}}).tables[0].offset, 1);
+  const auto edge = find("roberta", {{"embeddings.position_embeddings.weight", {5, 8}}}, {{"pad_token_id", 3}});
+  EXPECT_EQ(edge.tables.at(0).offset, 4);
+  EXPECT_EQ(edge.tables.at(0).positions(), 1);
   // BERT numbers positions from row 0, and its layout is read when the query map is there.
   const auto bert = find("bert", {{"bert.embeddings.position_embeddings.weight", {512, 768}},
                                   {"bert.embeddings.word_embeddings.weight", {30522, 768}},
@@ -138,9 +144,14 @@ TEST(Families, AFamilyThatKeepsATableButLacksItIsNamedSo) {
 
 TEST(Families, OddConfigsAndShapesNeverThrow) {
   // A model_type that is not a string, a pad id that is not a number or past the table, empty and 1-D shapes.
-  EXPECT_NO_THROW(
+  const ModelTables odd =
       find_position_tables({{"model_type", 3}, {"pad_token_id", "x"}},
-                           {{"embeddings.position_embeddings.weight", {2, 4}}, {"wpe.weight", {5}}, {"", {}}}));
+                           {{"embeddings.position_embeddings.weight", {2, 4}}, {"wpe.weight", {5}}, {"", {}}});
+  EXPECT_EQ(odd.family, "bert");  // by the table's name; the 1-D and empty shapes are no table
+  ASSERT_EQ(odd.tables.size(), 1u);
+  EXPECT_EQ(odd.tables[0].tensor, "embeddings.position_embeddings.weight");
+  EXPECT_EQ(odd.tables[0].offset, 0);
+  EXPECT_EQ(odd.tables[0].positions(), 2);
   const auto t = find("roberta", {{"embeddings.position_embeddings.weight", {2, 4}}}, {{"pad_token_id", 7}});
   EXPECT_EQ(t.tables.at(0).offset, 0);  // the pad row lies past the table: rows as stored
   EXPECT_TRUE(find_position_tables(nullptr, {{"wpe.weight", {0, 4}}}).tables.empty());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -79,6 +80,16 @@ TEST(ModelTables, HalfPrecisionAndShardedFoldersRead) {
     const auto W = model_table(hf(name), "", source).rows;
     EXPECT_EQ(W.scalar_type(), torch::kFloat64);
     EXPECT_EQ(W.size(0), 24);
+    // value for value what LibTorch makes of the file's 16-bit words (the header's offsets read here by hand)
+    const std::string bytes = read_file(hf(name) + "/model.safetensors");
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    const auto entry = nlohmann::json::parse(bytes.substr(8, n))["transformer.wpe.weight"];
+    const size_t begin = 8 + n + entry["data_offsets"][0].get<size_t>();
+    std::string words = bytes.substr(begin, 24 * 16 * 2);
+    const auto half =
+        torch::from_blob(words.data(), {24, 16}, std::string(name) == "gpt2_fp16" ? torch::kHalf : torch::kBFloat16);
+    EXPECT_TRUE(torch::equal(W, half.to(torch::kFloat64))) << name;
     EXPECT_GT(W.abs().sum().item<double>(), 0);
   }
   const ModelFolder m = open_model_folder(hf("gpt2_sharded"));

@@ -219,7 +219,7 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
   // the data in sd units: each column of mean 0 and variance 1, its first row ≤ 0 (as the watch page draws it)
   std::istringstream rows(read_file(dir / "helix/circle.dat"));
   std::string line;
-  double sx = 0, sxx = 0, n = 0;
+  double sx = 0, sxx = 0, sy = 0, syy = 0, sxy = 0, n = 0;
   while (std::getline(rows, line)) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream cols(line);
@@ -228,11 +228,15 @@ TEST(Report, AHelixIsDrawnIn3DAndACircleInItsPlane) {
     if (n == 0) {
       EXPECT_TRUE(x <= 0 && y <= 0) << line;
     }
-    sx += x, sxx += x * x, n += 1;
+    EXPECT_EQ(p, n) << "one row a position, in order";
+    sx += x, sxx += x * x, sy += y, syy += y * y, sxy += x * y, n += 1;
   }
   EXPECT_EQ(n, 96);
   EXPECT_NEAR(sx / n, 0.0, 1e-6);
   EXPECT_NEAR(sxx / n, 1.0, 1e-6);
+  EXPECT_NEAR(sy / n, 0.0, 1e-6);
+  EXPECT_NEAR(syy / n, 1.0, 1e-6);
+  EXPECT_LT(std::abs(sxy / n), 0.2) << "a circle's two coordinates are uncorrelated (a line's are ±1)";
   EXPECT_NE(read_file(dir / "helix/index.html").find("turns round the centre at one frequency"), std::string::npos);
 
   const ReportResult t = write_table_report(fixture("planted_helix_even_96x24.npy"), "turned", dir / "turned");

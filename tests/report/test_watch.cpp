@@ -486,6 +486,10 @@ TEST(Watch, SeedsDataHoldsEachSeedWithSnapshotsInASmallerPage) {
   EXPECT_EQ(cut["sv_of"], p1[0].analysis.singular_values_centered.size());
   EXPECT_EQ(cut["periodogram"].size(), 3u);
   EXPECT_EQ(cut["periodogram_of"], p1[0].analysis.periodogram.size());
+  // the seeds page cuts each seed's frames to the limits it is given
+  const nlohmann::json tight_seeds = seeds_watch_data("v", {{7, one, &p1, ""}}, tight);
+  EXPECT_EQ(tight_seeds["seeds"][0]["data"]["frames"][0]["sv"].size(), 2u);
+  EXPECT_EQ(tight_seeds["seeds"][0]["data"]["frames"][0]["periodogram"].size(), 3u);
   EXPECT_EQ(l.kernel_bytes, 0);
   EXPECT_LT(l.max_sim_rows, WatchLimits().max_sim_rows);
   EXPECT_LT(l.max_frames, WatchLimits().max_frames);

@@ -87,13 +87,19 @@ TEST(TensorboardFiles, AFileSummaryWriterWroteReadsAndCuts) {
 TEST(TensorboardFiles, MetricsRecordsBecomeTheirScalars) {
   const MetricsRecord r = metrics_record(nlohmann::json::parse(
       R"({"step": 40, "lr": 0.001, "loss": 3.5, "tokens_per_s": 1000.0, "train_loss": 3.25, "val_loss": null})"));
-  std::vector<std::string> tags;
+  std::vector<std::pair<std::string, double>> scalars;
   for (const TbScalar& s : metrics_scalars(r)) {
     EXPECT_EQ(s.step, 40);
-    tags.push_back(s.tag);
+    scalars.emplace_back(s.tag, s.value);
   }
-  EXPECT_EQ(tags, (std::vector<std::string>{"loss/batch", "loss/train", "lr", "tokens_per_s"}));  // null val: none
+  EXPECT_EQ(scalars, (std::vector<std::pair<std::string, double>>{
+                         {"loss/batch", 3.5}, {"loss/train", 3.25}, {"lr", 0.001}, {"tokens_per_s", 1000.0}}))
+      << "each tag with its own value; a null val_loss: none";
   EXPECT_TRUE(r.eval);
+  const MetricsRecord val = metrics_record(nlohmann::json::parse(R"({"step": 50, "val_loss": 3.75})"));
+  ASSERT_EQ(metrics_scalars(val).size(), 1u);
+  EXPECT_EQ(metrics_scalars(val)[0].tag, "loss/val");
+  EXPECT_EQ(metrics_scalars(val)[0].value, 3.75);
 }
 
 TEST(TensorboardFiles, AResumeCutsWhatItWritesAgainAndStartsANewFile) {

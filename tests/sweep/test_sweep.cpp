@@ -694,7 +694,15 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_NE(sweep_error("seeds: [1]\n---\ngrid: {model.n_layer: [1, 2]}\n").find("more than one YAML document"),
             std::string::npos);
   EXPECT_EQ(sweep_error("seeds: [1]\n...\n# the end\n"), "") << "one document, its end marked";
-  EXPECT_THROW(sweep_runs(load_sweep(sweep_file("seeds: [1]\n", "ok.yaml")), {"run.seed=3"}), Error);
+  const Sweep ok = load_sweep(sweep_file("seeds: [1]\n", "ok.yaml"));
+  try {
+    sweep_runs(ok, {"run.seed=3"});
+    ADD_FAILURE() << "--set run.seed=3 taken by a sweep";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(" sets run.seed, which the sweep sets for each run"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.hint(), "list the seeds in seeds: [...]");
+  }
   try {
     test::write_text(dir_ / "configs/sweeps/nobase.yaml", "base: missing.yaml\nseeds: [1]\n");
     load_sweep(dir_ / "configs/sweeps/nobase.yaml");

@@ -314,6 +314,27 @@ TEST(Autotune, APathThatCannotRunIsNamedWithWhyAndNeverChosen) {
     }
   }
 
+  // A run-off's tuning cached under another key beside the first: both kept, the finalists' rounds and their time
+  // against the chosen's included.
+  const std::string first_chosen = to_string(back->chosen);
+  r.key = "another key";
+  ASSERT_TRUE(std::any_of(r.timings.begin(), r.timings.end(),
+                          [](const PathTiming& p) { return p.rounds > 0 && std::isfinite(p.vs_chosen); }));
+  write_kernel_cache(dir / "kernel_paths.json", r);
+  const std::optional<KernelTuning> first = read_kernel_cache(dir / "kernel_paths.json", "a key");
+  ASSERT_TRUE(first.has_value()) << "writing one key keeps the file's others";
+  EXPECT_EQ(to_string(first->chosen), first_chosen);
+  const std::optional<KernelTuning> second = read_kernel_cache(dir / "kernel_paths.json", "another key");
+  ASSERT_TRUE(second.has_value());
+  ASSERT_EQ(second->timings.size(), r.timings.size());
+  for (size_t i = 0; i < r.timings.size(); ++i) {
+    EXPECT_EQ(second->timings[i].rounds, r.timings[i].rounds) << i;
+    if (std::isnan(r.timings[i].vs_chosen))
+      EXPECT_TRUE(std::isnan(second->timings[i].vs_chosen)) << i;
+    else
+      EXPECT_NEAR(second->timings[i].vs_chosen, r.timings[i].vs_chosen, 1e-12) << i;
+  }
+
   // the run's own paths failing is the run's error
   const PathTimer start_fails = [](const KernelPaths&) -> double { throw KernelPathUnavailable("out of memory"); };
   EXPECT_THROW(search_kernel_paths(start, start_fails, fixed, 0.03, 0), KernelPathUnavailable);
