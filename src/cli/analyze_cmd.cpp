@@ -17,6 +17,7 @@
 #include "analysis/metric_list.h"
 #include "analysis/position_token.h"
 #include "analysis/probes.h"
+#include "cli/table_options.h"
 #include "cli/validators.h"
 #include "data/dataset.h"
 #include "load/loaded_model.h"
@@ -32,65 +33,6 @@
 
 namespace poslab {
 namespace fs = std::filesystem;
-
-void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
-  cmd->add_option("input", t.input,
-                  "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
-                  "folder (every table its family keeps: docs/models.md)")
-      ->type_name("PATH");
-  cmd->add_option("--tensor", t.tensor,
-                  "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight")
-      ->type_name("NAME");
-  cmd->add_option("--synthetic", t.synthetic, "use a generated table instead: random | sinusoidal | handbook | walk")
-      ->type_name("KIND");
-  cmd->add_option("--positions", t.positions, "rows of the synthetic table")->capture_default_str()->check(kPositive);
-  cmd->add_option("--dim", t.dims, "columns of the synthetic table")->capture_default_str()->check(kPositive);
-  cmd->add_option("--seed", t.seed,
-                  "seed of a synthetic random, handbook or walk table; the baselines always use seed 0")
-      ->capture_default_str()
-      ->check(kSeed);
-  cmd->add_option("--std", t.std, "std of a synthetic random table (of a walk's steps); the baselines always use 0.02")
-      ->capture_default_str()
-      ->check(kPositive);
-  cmd->add_option("--rows", rows,
-                  "rows BEGIN:END of the table only (half-open, like a Python slice), e.g. 1:64 (analyze --against: "
-                  "of both tables)")
-      ->type_name("BEGIN:END");
-}
-
-void check_tensor_option(const TableSource& t) {
-  if (t.tensor.empty()) return;
-  if (t.synthetic.empty() && !t.input.empty() &&
-      (is_model_folder(t.input) || fs::path(t.input).extension() == ".safetensors"))
-    return;
-  const std::string what = t.synthetic.empty() ? t.input : "--synthetic " + t.synthetic;
-  throw Error("--tensor " + t.tensor + ": applies to a .safetensors file or a model folder, not " + what,
-              "leave --tensor out: " + what + " gives its one table");
-}
-
-void add_verdict_options(CLI::App* cmd, VerdictThresholds& t) {
-  cmd->add_option(
-         "--min-signal-share", t.min_signal_share,
-         "verdict: low rank when the components above the noise floor hold at least this share of the variance")
-      ->check(kShare)
-      ->capture_default_str();
-  cmd->add_option("--smooth-z", t.smooth_z,
-                  "verdict: smooth when the adjacent cosine is this many sd above the shuffled copies' mean")
-      ->capture_default_str()
-      ->check(kNonNegative);
-  // The thresholds of the verdict on k90 / effective-rank ratios to step 0 and a fixed cosine margin: named, with
-  // what replaced them, rather than "not expected".
-  for (const char* old : {"--rank-ratio", "--smooth-margin"})
-    cmd->add_option_function<double>(
-           old,
-           [old](double) {
-             throw Error(std::string(old) +
-                             " is no longer an option: the verdict reads the noise floor and the shuffled copies",
-                         "use --min-signal-share (share of the variance above the noise floor) or --smooth-z (sd above "
-                         "the shuffled copies); docs/analysis.md, \"Trajectory and verdict\"");
-           })
-        ->group("");
-}
 
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
   auto* cmd = app.add_subcommand("analyze", "analyse a run's, a model's or one position table");

@@ -26,17 +26,6 @@ struct AnalyzeArgs {
   VerdictThresholds thresholds;
 };
 
-// The options that name one table (INPUT, --tensor, --synthetic, --positions, --dim, --seed, --std, --rows),
-// shared by analyze and report.
-void add_table_options(CLI::App* cmd, TableSource& table, std::string& rows);
-
-// --tensor names a tensor of a .safetensors file or a model folder: with any other input, an error (it would be
-// ignored).
-void check_tensor_option(const TableSource& table);
-
-// --min-signal-share and --smooth-z, the verdict's thresholds, shared by analyze and report.
-void add_verdict_options(CLI::App* cmd, VerdictThresholds& thresholds);
-
 CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args);
 int run_analyze(const AnalyzeArgs& args);
 

@@ -1,6 +1,6 @@
 #include "cli/model_cmds.h"
 
-#include "cli/analyze_cmd.h"
+#include "cli/table_options.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
