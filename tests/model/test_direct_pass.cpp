@@ -144,7 +144,7 @@ TEST(DirectPass, EveryGradientEqualsAutogradsWithoutBiasesAndForEachPositionVari
 
 TEST(DirectPass, Bf16GradientsEqualAutocastsOnEveryShapeAndVariant) {
   check_each_variant(true);
-  Shape wide;  // more than one chunk of LayerNorm, GELU-bias and head rows; 16-wide heads (the bf16 attention's)
+  Shape wide;  // more than one chunk of LayerNorm, GELU-bias and head rows (T 40, not a multiple of 16: the float path)
   wide.B = 9;
   wide.T = 40;
   wide.block_size = 40;

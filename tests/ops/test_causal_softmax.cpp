@@ -14,6 +14,17 @@ torch::Tensor softmax_reference(const torch::Tensor& s, double scale) {
   return torch::softmax((s * scale).masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
 }
 
+// bfloat16 at T of vector tails and of whole vectors: exact zeros after the query, the rest as the unfused ops.
+TEST(CausalSoftmax, Bf16IsExactlyZeroAfterTheQuery) {
+  for (const int64_t T : {37, 64}) {
+    torch::manual_seed(T);
+    const auto s = (torch::randn({4, T, T}) * 4).to(torch::kBFloat16);
+    const auto out = causal_softmax(s, 0.125).to(torch::kFloat32);
+    EXPECT_EQ(out.triu(1).abs().sum().item<float>(), 0.0f) << "T " << T;
+    EXPECT_TRUE(torch::allclose(out, softmax_reference(s.to(torch::kFloat32), 0.125), 1.0 / 256, 1e-6)) << "T " << T;
+  }
+}
+
 TEST(CausalSoftmax, Float32ValueAndGradientMatchTheUnfusedOps) {
   torch::manual_seed(0);
   const auto s = (torch::randn({6, 37, 37}) * 3).requires_grad_(true);  // odd T: vector tails

@@ -90,9 +90,11 @@ TEST(Gelu, OtherDtypesAndNoGradUseTheSameValues) {
 
 TEST(Gelu, BiasFoldedInMatchesGeluOfTheFloatSumAndGivesTheBiasItsGradient) {
   torch::manual_seed(2);
-  const auto x = (torch::randn({5, 7, 600}) * 3).to(torch::kBFloat16).requires_grad_(true);  // 600: a block and a tail
+  // 600: a block and a tail; 350 rows: the bias gradient's chunks of rows, a whole one and a part
+  const auto x = (torch::randn({5, 70, 600}) * 3).to(torch::kBFloat16).requires_grad_(true);
   const auto b = torch::randn({600}).requires_grad_(true);
-  const auto up = torch::randn({5, 7, 600}).to(torch::kBFloat16);
+  const auto up = torch::randn({5, 70, 600}).to(torch::kBFloat16);
+  ASSERT_EQ(bias_gelu_grad_chunks(350), 2);
   const auto ours = bias_gelu(x, b);
   ASSERT_EQ(ours.scalar_type(), torch::kBFloat16);
   ASSERT_EQ(ours.sizes(), x.sizes());

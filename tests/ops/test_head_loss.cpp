@@ -4,6 +4,7 @@
 
 #include "ops/cross_entropy.h"
 #include "ops/head_loss.h"
+#include "util/kernel_paths.h"
 
 namespace poslab {
 namespace {
@@ -51,6 +52,27 @@ TEST(HeadLoss, BFloat16MatchesTheAutocastPathAndScalesWithTheWeight) {
   EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1.0 / 64, b.dw.abs().max().item<double>() / 64)) << (a.dw - b.dw).abs().max();
   const HeadLossGrads one = head_loss_case(true, torch::kBFloat16, 1.0);
   EXPECT_NEAR(a.loss.item<double>(), 0.25 * one.loss.item<double>(), 1e-5);
+}
+
+// bf16 activations with the products widened to float (run.kernels bf16_products=float, a CPU without bf16
+// instructions): the weight is rounded to bf16 as the activations are, the products summed in float.
+TEST(HeadLoss, WidenedBf16ProductsMultiplyTheRoundedWeight) {
+  KernelPaths p = kernel_paths();
+  p.bf16_products = "float";
+  KernelPathsGuard guard(p);
+  torch::manual_seed(3);
+  const auto x = torch::randn({700, 48}).to(torch::kBFloat16);
+  const auto w = torch::randn({1029, 48}) * 0.5;
+  const auto t = torch::randint(0, 1029, {700}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  const double ours = head_cross_entropy(x, w, t).item<double>();
+  const auto xf = x.to(torch::kFloat32);
+  const double want =
+      fused_cross_entropy(torch::mm(xf, w.to(torch::kBFloat16).to(torch::kFloat32).t()).to(torch::kBFloat16), t)
+          .item<double>();
+  const double unrounded = fused_cross_entropy(torch::mm(xf, w.t()).to(torch::kBFloat16), t).item<double>();
+  EXPECT_NEAR(ours, want, 1e-6 * want);
+  EXPECT_GT(std::abs(unrounded - want), 1e-5 * want) << "the check cannot tell the rounding apart";
 }
 
 TEST(HeadLoss, WithoutGradientOnlyTheLossIsComputed) {

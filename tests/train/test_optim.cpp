@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "train/adamw_kernel.h"
 #include "train/optim.h"
 
 namespace poslab {
@@ -148,6 +149,14 @@ namespace poslab {
 namespace {
 
 // Two copies of one model: one stepped by LibTorch's AdamW (after clip_grad_norm_), one by the fused step.
+// The gradient norm's sum of squares over more than one block of the kernel (a real model's weights): every block.
+TEST(Optim, TheSumOfSquaresAddsEveryBlock) {
+  for (const int64_t n : {int64_t{5}, int64_t{4096}, int64_t{3 * 4096 + 5}}) {
+    const std::vector<float> x(static_cast<size_t>(n), 0.5f);
+    EXPECT_EQ(sum_of_squares(x.data(), n), 0.25 * static_cast<double>(n)) << n;
+  }
+}
+
 TEST(Optim, FusedStepMatchesLibTorchsAdamWWithClipping) {
   TrainConfig t;
   t.weight_decay = 0.1;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "config/config.h"
@@ -55,6 +56,25 @@ TEST(Step, Fp32LossTrajectoryIsPinned) {
                                       2.677876, 2.521734, 2.399413, 2.213865, 2.089274, 1.999896};
   const std::vector<double> got = losses_of(pinned_config(), static_cast<int>(pinned.size()));
   for (size_t i = 0; i < pinned.size(); ++i) EXPECT_NEAR(got[i], pinned[i], 1e-4) << "step " << i;
+}
+
+// A gradient that overflows while the loss stays finite: the norm says so, and no parameter moves.
+TEST(Step, AGradientThatOverflowsSkipsTheUpdate) {
+  const Config cfg = load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8",
+                                      "train.batch_size=2", "train.dtype=float32"});
+  torch::manual_seed(1);
+  GPT model(cfg.model, 20);
+  auto opt = make_optimizer(model, cfg.train);
+  std::vector<torch::Tensor> before;
+  for (const auto& q : model->parameters()) before.push_back(q.detach().clone());
+  model->wpe->weight.register_hook([](const torch::Tensor& g) { return g * std::numeric_limits<float>::infinity(); });
+  const auto x = torch::randint(0, 20, {2, 8}, torch::kLong), y = torch::randint(0, 20, {2, 8}, torch::kLong);
+  const StepResult r = train_step_on(model, *opt, {Batch{x, y}}, cfg.train, 1e-2, torch::kCPU);
+  EXPECT_TRUE(std::isfinite(r.loss.item<double>()));
+  EXPECT_FALSE(std::isfinite(r.grad_norm));
+  EXPECT_FALSE(r.finite);
+  const auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << i;
 }
 
 // The step on the device (train.adamw fused: LibTorch's fused AdamW, with the norm, the clip and the skip there and
