@@ -20,6 +20,7 @@ packages=(
   strace                  # tests/train/test_write_order.sh reads the order of a run's writes from its system calls
   bsdutils                # script(1): tests/cli/test_cli.sh gives poslab sample a terminal
   clang-format            # the source format (.clang-format): CTest's format test fails on a file it would change
+  qemu-user               # qemu-x86_64: tests/ops/test_simd_clones.sh runs the kernels' AVX2 and default clones
 )
 
 SUDO=""
