@@ -137,6 +137,14 @@ TEST(Step, BatchSplitFollowsThePinnedTrajectoryAndRepeatsExactly) {
     EXPECT_EQ(first, second) << ways << " ways";
     EXPECT_TRUE(torch::equal(table1, table2)) << ways << " ways";
   }
+  // A batch that 3 ways cut into 2 slices (LibTorch's chunk: 4 rows, 2 a slice), as 3 threads and batch 4 do: the
+  // third worker has no slice and the step is the whole batch's.
+  Config four = cfg;
+  four.train.batch_size = 4;
+  const std::vector<double> whole = losses_of(four, 8);
+  const std::vector<double> three = split_run(four, 3, 8).first;
+  ASSERT_EQ(three.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(three[i], whole[i], 1e-4) << "batch 4 on 3 ways, step " << i;
 }
 
 // The whole-model step (step=direct, model/direct_pass.h) against autograd's on the same batches, whole and split:
