@@ -21,8 +21,10 @@ using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const
 
 SgemmFn find_sgemm() { return reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_")); }
 
-void loop_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-               int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+}  // namespace
+
+void gemm_rows_loop(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                    int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < m; ++i) {
     float* ci = c + i * ldc;
     if (!accumulate) std::fill(ci, ci + n, 0.0f);
@@ -33,14 +35,12 @@ void loop_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a
   }
 }
 
-}  // namespace
-
 void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   static const SgemmFn sgemm = find_sgemm();
   if (m == 0 || n == 0) return;
   if (sgemm == nullptr) {
-    loop_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    gemm_rows_loop(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;
   }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same call with the operands swapped.

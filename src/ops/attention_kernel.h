@@ -12,6 +12,9 @@ namespace poslab {
 // process has none.
 void gemm_rows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
+// That plain loop (gemm_rows without a BLAS), the same arguments.
+void gemm_rows_loop(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate = false);
 
 // Forward of one head: p (T x T, row stride T) = causal softmax of scale * q k^T (0 above the diagonal), and
 // o (T x hs) = p v. q, k, v: T x hs with row stride ld_in; o has row stride ld_out. scores: T x T scratch.

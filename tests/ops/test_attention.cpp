@@ -148,22 +148,27 @@ TEST(CausalAttention, BadShapesAndTypesAreErrors) {
   EXPECT_THROW(causal_attention(torch::zeros({1, 5, 12}), 0), c10::Error);
 }
 
+// The BLAS's product and the loop that stands in for it where a process has none (no LibTorch poslab builds with).
 TEST(GemmRows, EveryTransposeAndRowStrideMatchesTorchMm) {
   torch::manual_seed(11);
-  for (const bool ta : {false, true}) {
-    for (const bool tb : {false, true}) {
-      const int64_t m = 5, n = 7, k = 3;
-      // Stored with wider rows than they use (row strides 9, 10, 11), as heads inside the qkv rows are.
-      const auto a_store = torch::randn({ta ? k : m, 9}), b_store = torch::randn({tb ? n : k, 10});
-      const auto a = a_store.slice(1, 0, ta ? m : k), b = b_store.slice(1, 0, tb ? k : n);
-      auto c = torch::full({m, 11}, 2.0f);
-      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11);
-      const auto expect = torch::mm(ta ? a.t() : a, tb ? b.t() : b);
-      EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), expect, 1e-5, 1e-6)) << ta << tb;
-      EXPECT_TRUE(torch::equal(c.slice(1, n), torch::full({m, 11 - n}, 2.0f)));  // past n: untouched
-      gemm_rows(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11,
-                /*accumulate=*/true);
-      EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), 2 * expect, 1e-5, 1e-6)) << ta << tb;
+  for (const auto gemm : {&gemm_rows, &gemm_rows_loop}) {
+    const char* which = gemm == &gemm_rows ? "BLAS" : "loop";
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        const int64_t m = 5, n = 7, k = 3;
+        // Stored with wider rows than they use (row strides 9, 10, 11), as heads inside the qkv rows are.
+        const auto a_store = torch::randn({ta ? k : m, 9}), b_store = torch::randn({tb ? n : k, 10});
+        const auto a = a_store.slice(1, 0, ta ? m : k), b = b_store.slice(1, 0, tb ? k : n);
+        auto c = torch::full({m, 11}, 2.0f);
+        gemm(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11,
+             /*accumulate=*/false);
+        const auto expect = torch::mm(ta ? a.t() : a, tb ? b.t() : b);
+        EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), expect, 1e-5, 1e-6)) << which << ta << tb;
+        EXPECT_TRUE(torch::equal(c.slice(1, n), torch::full({m, 11 - n}, 2.0f))) << which;  // past n: untouched
+        gemm(ta, tb, m, n, k, a_store.data_ptr<float>(), 9, b_store.data_ptr<float>(), 10, c.data_ptr<float>(), 11,
+             /*accumulate=*/true);
+        EXPECT_TRUE(torch::allclose(c.slice(1, 0, n), 2 * expect, 1e-5, 1e-6)) << which << ta << tb;
+      }
     }
   }
 }
