@@ -114,6 +114,14 @@ TEST(Bench, ReportsFiguresAndExportsForTheReference) {
   EXPECT_GT(j["matmul_gflops"].get<double>(), 0);
   EXPECT_GT(j["mfu"].get<double>(), 0);
   EXPECT_EQ(j["losses"].size(), 3u);
+  // The figures are one measurement: per step over the 2 timed steps, the model's FLOPs at that rate, over the peak.
+  const double ms = j["ms_per_step"].get<double>(), tok_s = j["tokens_per_s"].get<double>();
+  EXPECT_NEAR(tok_s * ms / 1000.0, 32.0, 1e-9 * 32) << "tokens_per_s is tokens_per_step per ms_per_step";
+  EXPECT_DOUBLE_EQ(j["model_gflop_per_step"].get<double>(),
+                   flops_per_token(j["params_without_wpe"].get<int64_t>(), cfg.model) * 32 / 1e9);
+  EXPECT_NEAR(j["achieved_gflops"].get<double>(), j["model_gflop_per_step"].get<double>() * 1000.0 / ms,
+              1e-9 * j["achieved_gflops"].get<double>());
+  EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), j["achieved_gflops"].get<double>() / j["matmul_gflops"].get<double>());
   EXPECT_NEAR(j["losses"][0].get<double>(), std::log(50.0), 0.3);  // untrained: near uniform
   for (const char* f : {"bench.json", "batches.npy", "init/wpe.weight.npy", "init/h.0.attn.c_attn.weight.npy"})
     EXPECT_TRUE(std::filesystem::exists(dir / ("export/" + std::string(f)))) << f;

@@ -163,8 +163,16 @@ expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 
   sample "$tmp/none.pt" --seed -1
 expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \
   extend "$tmp/none.pt" --to 8 --seed 99999999999999999999
+# at the edge of the seed's range: the largest int64 is a seed (the error is the missing checkpoint's), one more is not
+expect_error "a seed one past the largest" "^error: --seed: must be a whole number .*, not '9223372036854775808'" \
+  sample "$tmp/none.pt" --seed 9223372036854775808
+expect_error "the largest seed" "^error: .*none.pt: checkpoint not found" sample "$tmp/none.pt" --seed 9223372036854775807
 expect_error "a share that is not a number" "^error: --min-signal-share: must be a number from 0 to 1, not 'nan'" \
   analyze "$tmp/none" --min-signal-share nan
+expect_error "a share below 0" "^error: --min-signal-share: must be a number from 0 to 1, not '-0.1'" \
+  analyze "$tmp/none" --min-signal-share -0.1
+expect_error "a count past int64" "^error: --tokens: 99999999999999999999 is too large$" \
+  sample "$tmp/none.pt" --tokens 99999999999999999999
 expect_error "a count that is not a number" "^error: --batches: must be a number above 0, not 'abc'" eval "$tmp/none.pt" --batches abc
 printf 'base: %s/configs/default.yaml\nseeds: [1]\ngrid: {model.n_layers: [1, 2]}\n' "$src" >"$tmp/bad_sweep.yaml"
 expect_error "sweep with an unknown config key" "^error: .*bad_sweep.yaml: variant n_layers-1: .*model.n_layers" \

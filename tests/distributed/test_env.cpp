@@ -76,6 +76,14 @@ TEST(DistEnv, TorchrunsAgentStoreMakesEveryRankAClientUnderItsAttemptPrefix) {
   EXPECT_EQ(env.local_world_size, 2);  // no LOCAL_*: all on this machine
 }
 
+// LOCAL_RANK without LOCAL_WORLD_SIZE: the ranks on this machine are those up to it, not the whole world.
+TEST(DistEnv, ALocalRankWithoutALocalWorldSizeCountsTheRanksUpToIt) {
+  const DistEnv env =
+      read_dist_env(env_of({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node7"}}));
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.local_world_size, 2);
+}
+
 TEST(DistEnv, FallsBackToSlurmsVariables) {
   const DistEnv env = read_dist_env(env_of({{"SLURM_PROCID", "5"},
                                             {"SLURM_NTASKS", "8"},

@@ -60,6 +60,10 @@ TEST(ExtendTable, CubicPassesThroughTheRowsAndIsExactOnLinearTables) {
   // Catmull-Rom at an interior midpoint: (−w_{k−1} + 9 w_k + 9 w_{k+1} − w_{k+2}) / 16.
   const auto mid = (-W[4] + 9 * W[5] + 9 * W[6] - W[7]) / 16;
   EXPECT_TRUE(torch::allclose(out[11], mid, 1e-12, 1e-12));
+  // At the ends the tangent is one-sided (w_1 − w_0, w_{T−1} − w_{T−2}): the midpoint between rows 0 and 1 is
+  // (7 w_0 + 10 w_1 − w_2) / 16, between rows 14 and 15 (−w_13 + 10 w_14 + 7 w_15) / 16.
+  EXPECT_TRUE(torch::allclose(out[1], (7 * W[0] + 10 * W[1] - W[2]) / 16, 1e-12, 1e-12)) << out[1] << W.slice(0, 0, 3);
+  EXPECT_TRUE(torch::allclose(out[29], (-W[13] + 10 * W[14] + 7 * W[15]) / 16, 1e-12, 1e-12));
   EXPECT_TRUE(torch::allclose(extend_table(linear_table(16, 6), 61, "cubic"),
                               extend_table(linear_table(16, 6), 61, "linear"), 1e-12, 1e-12));
 }
@@ -75,12 +79,29 @@ TEST(ExtendTable, NearestAndCopyMatchTheirDefinitions) {
     EXPECT_TRUE(torch::equal(copy[j], W[j % 7])) << "copy row " << j;
   }
   EXPECT_EQ(copy.scalar_type(), torch::kFloat32) << "the table keeps its dtype";
+  // Halves round up: 3 rows to 5 puts new rows at 0, 0.5, 1, 1.5, 2, which take rows 0, 1, 1, 2, 2.
+  const auto R = torch::arange(6, torch::kFloat64).view({3, 2});
+  EXPECT_TRUE(torch::equal(extend_table(R, 5, "nearest"), R.index_select(0, torch::tensor({0, 1, 1, 2, 2}))))
+      << extend_table(R, 5, "nearest");
+}
+
+// The last new row is the last old row exactly, where x_{N−1} = (N − 1)·((T − 1)/(N − 1)) rounds below T − 1
+// (T 2, N 50: 0.9999999999999999).
+TEST(ExtendTable, TheLastRowIsTheLastTrainedRowExactly) {
+  torch::manual_seed(5);
+  const auto W = torch::randn({2, 8}, torch::kFloat64);
+  for (const char* method : {"linear", "cubic", "nearest"}) {
+    const auto out = extend_table(W, 50, method);
+    EXPECT_TRUE(torch::equal(out[49], W[1])) << method << ": " << (out[49] - W[1]);
+    EXPECT_TRUE(torch::equal(out[0], W[0])) << method;
+  }
 }
 
 TEST(ExtendTable, RandomKeepsTheTrainedRowsAndDrawsTheRestAsAtStepZero) {
   torch::manual_seed(4);
   const auto W = torch::randn({16, 64});
   const auto a = extend_table(W, 416, "random", 0.02, 9), b = extend_table(W, 416, "random", 0.02, 9);
+  ASSERT_EQ(a.sizes(), (std::vector<int64_t>{416, 64})) << "the 16 trained rows and 400 drawn";
   EXPECT_TRUE(torch::equal(a.slice(0, 0, 16), W));
   EXPECT_TRUE(torch::equal(a, b)) << "the same seed draws the same rows";
   EXPECT_FALSE(torch::equal(a, extend_table(W, 416, "random", 0.02, 10)));

@@ -96,6 +96,8 @@ TEST(Report, RunReportHasEveryFigureAndOnlyLiveLinks) {
                        "[2-9] \\(positions [0-9]+(, [0-9]+)+\\))</td>)+</tr>")))
       << html;
   EXPECT_TRUE(fs::exists(dir / "run/report/trajectory.dat"));
+  // eval's per-position loss (0,5.0 1,4.0 2,3.5), position by position from 0
+  EXPECT_EQ(read_file(dir / "run/report/position_loss.dat"), "# position loss\n0 5\n1 4\n2 3.5\n");
   // the spectrum of the centred tables, with the last snapshot's noise floor and its count above it
   const std::string spectrum_gp = read_file(dir / "run/report/spectrum.gp");
   EXPECT_TRUE(std::regex_search(spectrum_gp, std::regex("title 'noise floor of step 300 \\([0-9]+ above it\\)'")))

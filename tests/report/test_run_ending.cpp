@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/figures.h"
 #include "report/report.h"
 #include "run/run_files.h"
 #include "run/run_folder.h"
@@ -80,6 +81,14 @@ TEST(RunEnding, QuotesTheFirstTheEmergenceAndTheLastSnapshot) {
   EXPECT_EQ(text.find("report:"), std::string::npos) << "no report was written";
   EXPECT_EQ(text.find("layer-0"), std::string::npos) << "no snapshot of the model was written";
 
+  // Present from the start, from a step after the first (an extended table's run): that step quoted as such.
+  v.outcome = Outcome::present_from_start;
+  v.emerged_from.reset();
+  v.present_from = 200;
+  const std::string present = run_ending_text(dir.str(), points, v, true);
+  EXPECT_NE(present.find("  at steps 0, 200 (present from) and 300:\n"), std::string::npos) << present;
+  v.present_from.reset();
+
   // Without Unicode: arrows in ASCII, no sparklines. Not formed: the first and the last snapshots only.
   v.outcome = Outcome::not_formed;
   v.emerged_from.reset();
@@ -88,6 +97,26 @@ TEST(RunEnding, QuotesTheFirstTheEmergenceAndTheLastSnapshot) {
   EXPECT_NE(plain.find("  at steps 0 and 300:\n"), std::string::npos) << plain;
   EXPECT_NE(plain.find("  components above the noise floor  0 -> 6\n"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("▁"), std::string::npos) << plain;
+}
+
+// The trajectory figure's data file, column by column as its header and script name them.
+TEST(RunEnding, TheTrajectoryDataFileHoldsEachNumberInItsColumn) {
+  TrajectoryPoint p = point(300, 6, 0.78, 8.7);
+  p.analysis.k90 = 11;
+  p.analysis.smooth.adjacent_cosine = 0.25;
+  p.analysis.shuffle_control.mean = 0.125;
+  p.analysis.shuffle_control.sd = 0.0625;
+  p.analysis.effective_rank = 3.5;
+  MetricsRecord r;
+  r.step = 300;
+  r.loss = 2.5;
+  r.train_loss = 2.25;
+  r.val_loss = NAN;
+  const Figure f = trajectory_figure({p}, {r});
+  EXPECT_EQ(f.data.at("trajectory.dat"),
+            "# step k90 signal_rank signal_share adjacent_cosine shuffled_mean shuffled_sd effective_rank\n"
+            "300 11 6 0.78 0.25 0.125 0.0625 3.5\n");
+  EXPECT_EQ(f.data.at("loss.dat"), "# step batch_loss eval_train_loss eval_val_loss\n300 2.5 2.25 NaN\n");
 }
 
 // A real tiny run: its verdict, numbers, layer 0's heads and where its report is.

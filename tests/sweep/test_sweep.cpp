@@ -595,6 +595,11 @@ TEST_F(SweepTest, ABandIsMeanAndSdWithinTheSeedsOwnValues) {
   EXPECT_DOUBLE_EQ(b.hi[0], 1.0 + std::sqrt(3.0));
   EXPECT_DOUBLE_EQ(b.lo[1], 1.0);  // all three equal: sd 0
   EXPECT_DOUBLE_EQ(b.hi[1], 1.0);
+  // 0 and 2 circles: 1 ± 1.4, the band 0 … 2 (the seeds' own lowest and highest)
+  const SeedBand two = seed_band({{{0, 0.0}}, {{0, 2.0}}});
+  EXPECT_DOUBLE_EQ(two.mean[0], 1.0);
+  EXPECT_DOUBLE_EQ(two.lo[0], 0.0);
+  EXPECT_DOUBLE_EQ(two.hi[0], 2.0);
   EXPECT_DOUBLE_EQ(b.mean[2], 2.0);  // one seed with a value
   EXPECT_DOUBLE_EQ(b.lo[2], 2.0);
   EXPECT_DOUBLE_EQ(b.hi[2], 2.0);

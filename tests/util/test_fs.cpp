@@ -118,9 +118,19 @@ TEST(Fs, FolderContentsAndInputsGivenOnce) {
   test::write_text(dir / "a.txt", "a");
   EXPECT_EQ(folder_contents(dir.str()), "1 file or folder (a.txt)");
   for (const char* name : {"b", "c", "d"}) std::filesystem::create_directories(dir / name);
-  const std::string four = folder_contents(dir.str());
-  EXPECT_EQ(four.rfind("4 files or folders (", 0), 0u) << four;
-  EXPECT_NE(four.find(", …)"), std::string::npos) << four;
+  test::write_text(dir / "e.txt", "e");  // five: three of them named, then the ellipsis
+  const std::string five = folder_contents(dir.str());
+  EXPECT_EQ(five.rfind("5 files or folders (", 0), 0u) << five;
+  EXPECT_EQ(five.size() - five.rfind(", …)"), std::string(", …)").size()) << five;
+  size_t commas = 0;
+  for (size_t at = five.find(", "); at != std::string::npos; at = five.find(", ", at + 1)) ++commas;
+  EXPECT_EQ(commas, 3u) << "three names and the ellipsis: " << five;
+  std::filesystem::remove(dir / "e.txt");
+  std::filesystem::remove(dir / "d");  // three: all named, no ellipsis
+  const std::string three = folder_contents(dir.str());
+  EXPECT_EQ(three.rfind("3 files or folders (", 0), 0u) << three;
+  EXPECT_EQ(three.find("…"), std::string::npos) << three;
+  for (const char* name : {"a.txt", "b", "c"}) EXPECT_NE(three.find(name), std::string::npos) << three;
 
   GivenOnce given("compare", "name each table once");
   given.add(dir / "a.txt", "a.txt");

@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -11,6 +13,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/lock.h"
+#include "util/signals.h"
 
 namespace poslab {
 namespace {
@@ -60,6 +63,45 @@ TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
   EXPECT_EQ(error_of([&] { RunLock lock(path); }), dir.str() + ": locked by pid 4242 on host otherhost (" + path +
                                                        ") | if that trainer is gone, delete " + path);
   EXPECT_EQ(read_file(path), "4242 otherhost\n");
+}
+
+// The first SIGTERM or SIGINT asks for a stop (the step finishes: stop_requested, the signal kept, the message on
+// stderr); a second ends the process at once, with 128 + that signal; SIGXFSZ is ignored. In a child process: the
+// handlers stay out of the other tests.
+TEST(Signals, TheFirstSignalAsksForAStopAndASecondEndsTheProcessAtOnce) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::dup2(fds[1], STDERR_FILENO);
+    install_stop_handlers();
+    struct sigaction xfsz {};
+    ::sigaction(SIGXFSZ, nullptr, &xfsz);
+    // no allocation in the child of a process with threads: a fixed buffer
+    char state[64];
+    const int was_requested = stop_requested() ? 1 : 0, was_signal = stop_signal();
+    ::raise(SIGTERM);
+    const int n = std::snprintf(state, sizeof state, "[%d %d|%d %d|%s]\n", was_requested, was_signal,
+                                stop_requested() ? 1 : 0, stop_signal(), xfsz.sa_handler == SIG_IGN ? "ign" : "dfl");
+    (void)!::write(fds[1], state, static_cast<size_t>(n));
+    ::raise(SIGINT);
+    ::_exit(0);  // not reached: the second signal ends the process
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status << ", stderr: " << out;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << out;
+  EXPECT_EQ(out,
+            "\nstopping after this step (a checkpoint is being written); signal again to exit at once\n"
+            "[0 0|1 " +
+                std::to_string(SIGTERM) + "|ign]\n");
 }
 
 }  // namespace
