@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -100,6 +101,38 @@ std::string error_of(F&& f) {
   }
   ADD_FAILURE() << "expected poslab::Error";
   return "";
+}
+
+// A forked child's exit status (waitpid's) and what it wrote to the pipe it was given.
+struct ChildRun {
+  int status = 0;
+  std::string out;
+};
+
+// Runs child(fd) in a forked process, so that what it changes (a resource limit, signal handlers) stays out of the
+// other tests, and collects what it writes to fd (with `stderr_too`, its stderr as well) until it exits; the child
+// _exit(0)s when child returns. It runs beside the parent's threads: it should not allocate.
+template <typename F>
+ChildRun in_child(F&& child, bool stderr_too = false) {
+  int fds[2];
+  ChildRun r;
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return r;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (stderr_too) ::dup2(fds[1], STDERR_FILENO);
+    child(fds[1]);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char buf[512];
+  for (ssize_t n; pid > 0 && (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  if (pid < 0 || ::waitpid(pid, &r.status, 0) != pid) ADD_FAILURE() << "fork or waitpid failed";
+  return r;
 }
 
 // One JSON value per non-empty line (metrics.jsonl, snapshots/index.jsonl).

@@ -69,36 +69,24 @@ TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
 // stderr); a second ends the process at once, with 128 + that signal; SIGXFSZ is ignored. In a child process: the
 // handlers stay out of the other tests.
 TEST(Signals, TheFirstSignalAsksForAStopAndASecondEndsTheProcessAtOnce) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::dup2(fds[1], STDERR_FILENO);
-    install_stop_handlers();
-    struct sigaction xfsz {};
-    ::sigaction(SIGXFSZ, nullptr, &xfsz);
-    // no allocation in the child of a process with threads: a fixed buffer
-    char state[64];
-    const int was_requested = stop_requested() ? 1 : 0, was_signal = stop_signal();
-    ::raise(SIGTERM);
-    const int n = std::snprintf(state, sizeof state, "[%d %d|%d %d|%s]\n", was_requested, was_signal,
-                                stop_requested() ? 1 : 0, stop_signal(), xfsz.sa_handler == SIG_IGN ? "ign" : "dfl");
-    (void)!::write(fds[1], state, static_cast<size_t>(n));
-    ::raise(SIGINT);
-    ::_exit(0);  // not reached: the second signal ends the process
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[512];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status << ", stderr: " << out;
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << out;
-  EXPECT_EQ(out,
+  const test::ChildRun child = test::in_child(
+      [](int fd) {
+        install_stop_handlers();
+        struct sigaction xfsz {};
+        ::sigaction(SIGXFSZ, nullptr, &xfsz);
+        char state[64];  // no allocation in the child of a process with threads: a fixed buffer
+        const int was_requested = stop_requested() ? 1 : 0, was_signal = stop_signal();
+        ::raise(SIGTERM);
+        const int n =
+            std::snprintf(state, sizeof state, "[%d %d|%d %d|%s]\n", was_requested, was_signal,
+                          stop_requested() ? 1 : 0, stop_signal(), xfsz.sa_handler == SIG_IGN ? "ign" : "dfl");
+        (void)!::write(fd, state, static_cast<size_t>(n));
+        ::raise(SIGINT);  // ends the process: in_child's _exit(0) is not reached
+      },
+      /*stderr_too=*/true);
+  ASSERT_TRUE(WIFEXITED(child.status)) << "status " << child.status << ", stderr: " << child.out;
+  EXPECT_EQ(WEXITSTATUS(child.status), 128 + SIGINT) << child.out;
+  EXPECT_EQ(child.out,
             "\nstopping after this step (a checkpoint is being written); signal again to exit at once\n"
             "[0 0|1 " +
                 std::to_string(SIGTERM) + "|ign]\n");

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "test_util.h"
 #include "util/fs.h"
 
 namespace poslab {
@@ -36,28 +37,17 @@ TEST(Memory, FormatsBytesForPeople) {
 // Under an address-space limit (ulimit -v), the room is that limit less what the process has mapped, and the limit
 // is named. Measured in a child process, so that the limit does not reach the tests that follow.
 TEST(Memory, TheAddressSpaceLimitIsTheRoomUnderIt) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
+  const test::ChildRun child = test::in_child([](int fd) {
     const int64_t mapped = status_vm_size(read_file("/proc/self/status"));
     const int64_t cap = mapped + (int64_t{3} << 20);  // 3 MiB above what is mapped now
     rlimit lim{static_cast<rlim_t>(cap), static_cast<rlim_t>(cap)};
     ::setrlimit(RLIMIT_AS, &lim);
     const MemoryRoom room = memory_room();
     const std::string out = std::to_string(room.bytes) + "|" + room.limit;
-    (void)!::write(fds[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  char buf[512] = {0};
-  const ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
-  ::close(fds[0]);
-  ::waitpid(pid, nullptr, 0);
-  ASSERT_GT(n, 0);
-  const std::string out(buf, n);
+    (void)!::write(fd, out.data(), out.size());
+  });
+  const std::string& out = child.out;
+  ASSERT_FALSE(out.empty());
   const int64_t room = std::stoll(out.substr(0, out.find('|')));
   EXPECT_GT(room, 0) << out;
   EXPECT_LE(room, int64_t{3} << 20) << out;
