@@ -1,5 +1,7 @@
 // A run folder's lock file (RunFolder::lock): one trainer per run folder; a sweep folder's: one sweep per folder. Holds
-// "pid hostname"; a lock whose process is gone is stale and taken over with a warning.
+// "PID HOST BOOT_ID:TICKS", the last naming when the holder started; a lock whose process is gone, or whose pid now
+// names a process started at another moment (the pid reused, or a reboot since), is stale and taken over with a
+// warning.
 #pragma once
 
 #include <string>
