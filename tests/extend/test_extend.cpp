@@ -18,6 +18,7 @@
 #include "train/tiny_run.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -189,10 +190,28 @@ TEST_F(ExtendCheckpoint, LoadsSamplesAndEvaluatesAtTheNewLength) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.hint()).find("--init-from"), std::string::npos) << e.hint();
   }
-  // Never over an existing file without --force.
-  EXPECT_THROW(extend_checkpoint(req), Error);
+  // Never over an existing file without --force: not the checkpoint, nor the table or record beside it alone, each
+  // left as it was; with --force all three are written anew.
+  const std::string ckpt_bytes = read_file(r.checkpoint), npy_bytes = read_file(r.table_npy);
+  EXPECT_EQ(test::error_of([&] { extend_checkpoint(req); }),
+            "the extension " + r.checkpoint + ": already exists | name a new file, or pass --force to replace it");
+  fs::remove(r.checkpoint);
+  EXPECT_EQ(test::error_of([&] { extend_checkpoint(req); }),
+            "the extension's table or record beside it, " + r.table_npy +
+                ": already exists | name a new file, or pass --force to replace it");
+  EXPECT_EQ(read_file(r.table_npy), npy_bytes);
+  EXPECT_FALSE(fs::exists(r.checkpoint));
+  fs::remove(r.table_npy);
+  const std::string json_bytes = read_file(r.extension_json);
+  EXPECT_EQ(test::error_of([&] { extend_checkpoint(req); }),
+            "the extension's table or record beside it, " + r.extension_json +
+                ": already exists | name a new file, or pass --force to replace it");
+  EXPECT_EQ(read_file(r.extension_json), json_bytes);
   req.force = true;
   EXPECT_NO_THROW(extend_checkpoint(req));
+  EXPECT_EQ(read_file(r.table_npy), npy_bytes) << "the same extension, written anew";
+  EXPECT_TRUE(fs::exists(r.checkpoint));
+  EXPECT_EQ(read_file(r.checkpoint).size(), ckpt_bytes.size());
 }
 
 TEST_F(ExtendCheckpoint, InitFromCarriesTheWeightsAndNothingElse) {
