@@ -2,12 +2,16 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "config/config.h"
 #include "formats/zip_check.h"
@@ -93,7 +97,23 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
                 damaged_checkpoint_hint(path));
   }
   // LibTorch reads the records without their CRC-32: a byte changed on disk would load as a wrong weight (and a
-  // resume would train on from it, over the run's good checkpoints).
+  // resume would train on from it, over the run's good checkpoints). A file checked once in this process is not read
+  // again while it is the same file, unchanged (a resume opens latest.pt for its meta, then for its weights): the
+  // same inode, size, and change time, which no write leaves as it was and no tool sets back. One changed less than
+  // a second before its check is checked every time (a write in the same tick of the file system's clock would keep
+  // its times).
+  struct stat st {};
+  const bool settled = ::stat(path.c_str(), &st) == 0 && st.st_ctim.tv_sec + 1 < ::time(nullptr);
+  const std::string identity = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                               std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                               std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_ctim.tv_sec) + "." +
+                               std::to_string(st.st_ctim.tv_nsec);
+  static std::mutex verified_mutex;
+  static std::set<std::string> verified;  // identities of files whose records all matched their CRC-32
+  {
+    const std::lock_guard<std::mutex> hold(verified_mutex);
+    if (settled && verified.count(identity)) return;
+  }
   std::string damaged;
   try {
     damaged = first_damaged_zip_record(path);
@@ -104,6 +124,8 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
     throw Error(path + ": damaged: its record " + damaged +
                     " does not match the CRC-32 written with it (its bytes changed on disk after it was written)",
                 damaged_checkpoint_hint(path));
+  const std::lock_guard<std::mutex> hold(verified_mutex);
+  if (settled) verified.insert(identity);
 }
 
 Error damaged_error(const std::string& path, const std::string& key, const std::string& what) {

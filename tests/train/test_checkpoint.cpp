@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <thread>
 
 #include "config/config.h"
 #include "model/gpt.h"
@@ -18,6 +21,7 @@ namespace poslab {
 namespace {
 
 using test::TempDir;
+namespace fs = std::filesystem;
 
 Config small_config() {
   return load_config("", {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=8"});
@@ -290,6 +294,44 @@ TEST(Checkpoint, AByteChangedOnDiskIsFoundByItsRecordsChecksum) {
   bytes[at + 1] ^= 0x10;  // put back: read as before
   test::write_text(path, bytes);
   EXPECT_NO_THROW(load_checkpoint(path, model, opt.get()));
+}
+
+// A checkpoint whose records matched their CRC-32 is not read for them again in the process (a resume opens latest.pt
+// twice) while it stays the same file: a byte changed since is found, even with its modification time set back (its
+// change time, which no tool sets, tells). Two waits of 2 s: a file changed in the last second is checked every time.
+TEST(Checkpoint, AFileCheckedOnceIsCheckedAgainOnceItChanges) {
+  TempDir dir;
+  const Config cfg = small_config();
+  GPT model(cfg.model, 30);
+  {
+    torch::NoGradGuard no_grad;
+    model->wpe->weight.fill_(1234.5678f);
+  }
+  CheckpointMeta meta;
+  meta.config_yaml = to_yaml(cfg);
+  const std::string path = dir / "latest.pt";
+  save_checkpoint(path, model, nullptr, meta);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the second in which a file is checked always
+  EXPECT_NO_THROW(read_checkpoint_meta(path));
+  EXPECT_NO_THROW(read_checkpoint_meta(path));
+  const auto written = fs::last_write_time(path);
+  std::string bytes = read_file(path);
+  const float weight = 1234.5678f;
+  const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&weight), sizeof weight));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 1] ^= 0x10;
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);  // in place: the same inode and size
+    f.seekp(static_cast<std::streamoff>(at + 1));
+    f.put(bytes[at + 1]);
+  }
+  fs::last_write_time(path, written);
+  EXPECT_EQ(fs::last_write_time(path), written);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // the change, too, is settled: its time tells it
+  EXPECT_NE(test::error_of([&] { read_checkpoint_meta(path); }).find(path + ": damaged: its record "),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] { load_checkpoint(path, model, nullptr); }).find(path + ": damaged: its record "),
+            std::string::npos);
 }
 
 // The CUDA generator's state is kept as bytes whatever the machine: written and read back with or without a GPU.
