@@ -6,9 +6,12 @@
 #include "bench/bench.h"
 #include "config/config.h"
 #include "data/batches.h"
+#include "formats/npy.h"
+#include "model/gpt.h"
 #include "ops/bf16_products.h"
 #include "test_devices.h"
 #include "test_util.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {
@@ -123,8 +126,30 @@ TEST(Bench, ReportsFiguresAndExportsForTheReference) {
               1e-9 * j["achieved_gflops"].get<double>());
   EXPECT_DOUBLE_EQ(j["mfu"].get<double>(), j["achieved_gflops"].get<double>() / j["matmul_gflops"].get<double>());
   EXPECT_NEAR(j["losses"][0].get<double>(), std::log(50.0), 0.3);  // untrained: near uniform
-  for (const char* f : {"bench.json", "batches.npy", "init/wpe.weight.npy", "init/h.0.attn.c_attn.weight.npy"})
-    EXPECT_TRUE(std::filesystem::exists(dir / ("export/" + std::string(f)))) << f;
+  // What the reference (scripts/bench_vs_pytorch.py) reads: the figures as returned; the 3 steps' windows of B 4 and
+  // T + 1 9 ids, in the order the sampler draws them; the weights the steps start from.
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "export/bench.json")), j);
+  const NpyArray batches = read_npy(dir / "export/batches.npy");
+  ASSERT_EQ(batches.shape, (std::vector<int64_t>{3 * 4, 9}));
+  BatchSampler sampler(random_tokens(50, 8, static_cast<uint64_t>(cfg.run.seed)), 4, 8,
+                       static_cast<uint64_t>(cfg.run.seed));
+  for (int64_t step = 0; step < 3; ++step) {
+    const auto [x, y] = sampler.next();
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t t = 0; t < 9; ++t)
+        ASSERT_EQ(batches.data[static_cast<size_t>(((step * 4 + r) * 9) + t)],
+                  t < 8 ? x[r][t].item<int64_t>() : y[r][7].item<int64_t>())
+            << "step " << step << " row " << r << " position " << t;
+  }
+  torch::manual_seed(static_cast<uint64_t>(cfg.run.seed));
+  GPT start(cfg.model, 50);
+  for (const auto& p : start->named_parameters()) {
+    const NpyArray w = read_npy(dir / ("export/init/" + p.key() + ".npy"));
+    const torch::Tensor expected = p.value().reshape({w.shape[0], -1}).to(torch::kFloat64);
+    ASSERT_EQ(w.shape[1], expected.size(1)) << p.key();
+    EXPECT_TRUE(torch::equal(torch::tensor(w.data, torch::kFloat64).reshape({w.shape[0], w.shape[1]}), expected))
+        << p.key();
+  }
 }
 
 // train.cuda_graph where there is no GPU: an error naming the key before anything is measured or exported.
