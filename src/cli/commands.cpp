@@ -57,7 +57,7 @@ struct BenchArgs {
   std::string config, json;  // json: FILE or "-"
   std::vector<std::string> sets;
   BenchOptions options;
-  bool force = false;  // replace an existing --json or --profile file
+  bool force = false;  // replace an existing --json or --profile file, write into an --export folder that holds files
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
@@ -105,12 +105,14 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);
   cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)")->type_name("FILE");
   cmd->add_option("--export", a.options.export_dir,
-                  "write initial weights, batches and losses to DIR for scripts/torch_reference.py")
+                  "write initial weights, batches and losses to DIR for scripts/torch_reference.py (a new folder, "
+                  "or one that holds files with --force)")
       ->type_name("DIR");
   cmd->add_option("--profile", a.options.profile_path,
                   "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)")
       ->type_name("FILE");
-  cmd->add_flag("--force", a.force, "replace an existing --json or --profile file");
+  cmd->add_flag("--force", a.force,
+                "replace an existing --json or --profile file; write into an --export folder that holds files");
   return cmd;
 }
 
@@ -171,9 +173,11 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
 
 // poslab bench: the figures on one line and the kernel paths' timings (on stderr when the JSON goes to stdout).
 int run_bench_command(const BenchArgs& a) {
-  check_output_file(a.json, "--json", a.force, {a.config});
-  check_output_file(a.options.profile_path, "--profile", a.force, {a.config});
-  const nlohmann::json j = run_bench(load_config(a.config, command_line_sets(a.sets)), a.options);
+  const Config cfg = load_config(a.config, command_line_sets(a.sets));
+  check_output_file(a.json, "--json", a.force, {a.config}, cfg.data.corpus);
+  check_output_file(a.options.profile_path, "--profile", a.force, {a.config}, cfg.data.corpus);
+  check_output_folder(a.options.export_dir, "--export", a.force);
+  const nlohmann::json j = run_bench(cfg, a.options);
   // With --json -, stdout carries the JSON alone and the figures go to stderr; either within the terminal's width.
   const int fd = a.json == "-" ? STDERR_FILENO : STDOUT_FILENO;
   WrappedLines wrapped(fd == STDERR_FILENO ? std::cerr : std::cout, terminal_width(fd));

@@ -297,9 +297,9 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
 }  // namespace
 
 int run_eval(const EvalArgs& a) {
-  if (!a.out.empty()) check_output_file(a.out, "--out", a.force, {a.checkpoint});
   const torch::Device device(resolve_device(a.device, "--device"));
   LoadedModel m = load_model(a.checkpoint, device);
+  if (!a.out.empty()) check_output_file(a.out, "--out", a.force, {a.checkpoint}, m.cfg.data.corpus);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
   check_scoring_fits(m.cfg.model, m.model->vocab_size, batch_size, m.cfg.model.block_size,

@@ -56,6 +56,11 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec))
     throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
+  if (const std::string run = run_record_of(dir); !run.empty())
+    throw Error(
+        named + " " + dir + ": is a folder of the training run in " + run + ", which no other command writes into",
+        "name a folder outside the run's own record (the default, " + (fs::path(run) / "report").string() +
+            ", or elsewhere)");
   if (force) return;
   const fs::path index = fs::path(dir) / "index.html";
   if (fs::is_regular_file(index, ec)) {  // poslab's page, or one of a poslab before the tag ("<title>poslab …")

@@ -160,8 +160,46 @@ bool remove_made_folders(const std::vector<std::string>& made) {
   return true;
 }
 
+namespace {
+
+// A folder poslab train made and writes: its config and its checkpoints.
+bool is_run_folder(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_directory(dir / "checkpoints", ec);
+}
+
+}  // namespace
+
+std::string run_record_of(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) return "";
+  if (p.filename().empty()) p = p.parent_path();
+  if (is_run_folder(p)) return p.string();
+  const std::string name = p.filename().string();
+  if ((name == "checkpoints" || name == "snapshots" || name == "tensorboard") && is_run_folder(p.parent_path()))
+    return p.parent_path().string();
+  return "";
+}
+
+void check_output_folder(const std::string& dir, const std::string& option, bool force) {
+  if (dir.empty()) return;
+  const std::string named = option + " " + dir;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error(named + ": is a file, not a folder", "name a folder that does not exist yet");
+  if (const std::string run = run_record_of(dir); !run.empty())
+    throw Error(
+        named + ": is a folder of the training run in " + run + ", which no other command writes into",
+        "name a folder outside the run's own record (e.g. " + (fs::path(run) / "export").string() + ", or elsewhere)");
+  if (force) return;
+  if (const std::string held = folder_contents(dir); !held.empty())
+    throw Error(named + ": already holds " + held,
+                "name a new folder, or pass --force to write into it (files of the same name are replaced)");
+}
+
 void check_output_file(const std::string& path, const std::string& option, bool force,
-                       const std::vector<std::string>& inputs) {
+                       const std::vector<std::string>& inputs, const std::vector<std::string>& corpus) {
   if (path.empty() || path == "-") return;
   const std::string named = option + " " + path;
   std::error_code ec;
@@ -171,15 +209,25 @@ void check_output_file(const std::string& path, const std::string& option, bool 
     if (!in.empty() && fs::exists(path, ec) && fs::equivalent(path, in, ec))
       throw Error(named + ": is the file this command reads (" + in + "): the output would replace it",
                   "name another file");
+  // The corpus: a file of it would be replaced; a file written into a folder of it would join it.
+  const fs::path where = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  for (const std::string& in : corpus) {
+    if (fs::exists(path, ec) && fs::equivalent(path, in, ec))
+      throw Error(named + ": is a file of the corpus (data.corpus: " + in + "): the output would replace it",
+                  "name another file");
+    const fs::path folder = fs::weakly_canonical(fs::absolute(in, ec), ec);
+    if (!ec && fs::is_directory(folder, ec) &&
+        std::mismatch(folder.begin(), folder.end(), where.begin(), where.end()).first == folder.end())
+      throw Error(named + ": is in the corpus folder " + in + " (data.corpus): the output would join the corpus",
+                  "name a file outside it");
+  }
   const bool exists = fs::exists(path, ec);
   // A training run's own record (its config, logs, checkpoints, snapshots, TensorBoard's files: what a folder holding
   // config.yaml and checkpoints/ keeps) is never an output, --force or not; what commands write there (analysis/,
   // eval/, report/) is.
   if (exists) {
     const fs::path p = fs::absolute(path, ec).lexically_normal();
-    const auto is_run = [&](const fs::path& dir) {
-      return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_directory(dir / "checkpoints", ec);
-    };
+    const auto is_run = [](const fs::path& dir) { return is_run_folder(dir); };
     const std::string name = p.filename().string(), within = p.parent_path().filename().string();
     const auto starts = [&](std::initializer_list<const char*> heads) {
       return std::any_of(heads.begin(), heads.end(), [&](const char* h) { return name.rfind(h, 0) == 0; });

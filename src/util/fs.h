@@ -67,14 +67,24 @@ std::vector<std::string> missing_folders(const std::string& dir);
 // false, leaving the rest, where a removal fails.
 bool remove_made_folders(const std::vector<std::string>& made);
 
+// The training run whose own record a folder is (the run folder itself, or its checkpoints/, snapshots/ or
+// tensorboard/; symbolic links followed), "" for any other: no command writes its output there, --force or not.
+std::string run_record_of(const std::string& dir);
+
+// A folder a command fills where its user says (`option`: "--export"; an empty path, none, passes): not a file, not a
+// training run's own record (run_record_of) even with `force`, and one that holds anything only with `force` (its
+// files of the same names are replaced). Throws poslab::Error naming the option and the folder.
+void check_output_folder(const std::string& dir, const std::string& option, bool force);
+
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
-// passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), an existing
+// passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), not a file
+// of the corpus its config names nor in a folder of it (`corpus`: data.corpus's files and folders), an existing
 // file only with `force` (an empty path, no output, passes too), and a place that takes a file: its folder, or where
 // that is missing the nearest folder above it, which the command will make it in (write_output_file) (a trial file
 // is made there and removed). Checked before the command's work; it leaves nothing behind. Throws poslab::Error
 // naming the option and the path.
 void check_output_file(const std::string& path, const std::string& option, bool force,
-                       const std::vector<std::string>& inputs = {});
+                       const std::vector<std::string>& inputs = {}, const std::vector<std::string>& corpus = {});
 
 // What a folder holds, for an error that refuses to write into it: "3 files or folders (a, b, c)", "5 files or
 // folders (a, b, c, …)", "1 file or folder (x)"; "" for an empty or missing folder.

@@ -775,6 +775,25 @@ expect_error "report --out a file" "^error: --out $tmp/a-file: is a file, not a 
 expect_error "export --out a file" "^error: $tmp/a-file: is a file, not a folder to export into$" \
   export "$ckpt" --out "$tmp/a-file"
 [ "$(cat "$tmp/a-file")" = mine ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL --out a file changed it"; }
+# The corpus is no output, --force or not: neither a file of it nor a new file in a folder of it. A run's own folders
+# take no export, and bench --export fills a folder that holds files only with --force.
+echo "to be or not to be" >"$tmp/keep-corpus.txt"
+expect_error "eval --out --force into the run's corpus folder" \
+  "^error: --out /usr/share/games/fortunes/poslab.csv: is in the corpus folder /usr/share/games/fortunes \(data.corpus\): the output would join the corpus$" \
+  eval "$ckpt" --batches 1 --out /usr/share/games/fortunes/poslab.csv --force
+expect_error "bench --json --force onto its corpus" \
+  "^error: --json $tmp/keep-corpus.txt: is a file of the corpus \(data.corpus: $tmp/keep-corpus.txt\)" \
+  bench configs/default.yaml --steps 1 --set "data.corpus=$tmp/keep-corpus.txt" --json "$tmp/keep-corpus.txt" --force
+expect_error "export --force into a run's own tensorboard folder" \
+  "^error: $tmp/x/default/tensorboard: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
+  export "$ckpt" --to tensorboard --out "$tmp/x/default/tensorboard" --force
+mkdir -p "$tmp/bexp" && echo '{"mine": 1}' >"$tmp/bexp/bench.json"
+expect_error "bench --export into a folder that holds files" \
+  "^error: --export $tmp/bexp: already holds 1 file or folder \(bench.json\)$" \
+  bench configs/default.yaml --steps 1 --export "$tmp/bexp"
+[ "$(cat "$tmp/keep-corpus.txt")" = "to be or not to be" ] && [ "$(cat "$tmp/bexp/bench.json")" = '{"mine": 1}' ] &&
+  [ ! -e /usr/share/games/fortunes/poslab.csv ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL a refused output into the corpus, or bench --export, changed a file"; }
 # A run without a position table (a position sweep's control): inspect says so, the commands that read the table
 # say there is none, and what to do.
 if "$poslab" train configs/default.yaml --set model.position=none --set train.max_steps=1 --set train.eval_every=1 \

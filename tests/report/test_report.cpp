@@ -360,6 +360,15 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
   test::write_text(dir / "file", "x");
   EXPECT_NE(test::error_of([&] { check_report_folder(dir / "file", "--out", true); }).find("is a file, not a folder"),
             std::string::npos);
+  // A training run's own folders take no page, --force or not; its report/ folder does.
+  std::filesystem::create_directories(dir / "run/checkpoints");
+  test::write_text(dir / "run/config.yaml", "x");
+  for (const char* own : {"run", "run/checkpoints"})
+    EXPECT_EQ(test::error_of([&] { check_report_folder(dir / own, "--out", true); }),
+              "--out " + dir / own + ": is a folder of the training run in " + dir / "run" +
+                  ", which no other command writes into | name a folder outside the run's own record (the default, " +
+                  dir / "run/report" + ", or elsewhere)");
+  check_report_folder(dir / "run/report", "--out", false);
 }
 
 // The shift figure's left axis spans 0.1 nats at least (a few thousandths drawn across the panel would look like a

@@ -233,6 +233,65 @@ TEST(Fs, ARunsOwnRecordIsNoOutput) {
   check_output_file(dir / "loose/metrics.jsonl", "--out", true);
 }
 
+// A run's own folders (the run folder, checkpoints/, snapshots/, tensorboard/, by any spelling or link) take no
+// command's output folder, --force or not; its analysis/, report/ and export/ do, as does any other folder, but one
+// that holds files only with --force.
+TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
+  TempDir dir;
+  for (const char* d : {"run/checkpoints", "run/snapshots", "run/tensorboard", "run/export/hf", "other"})
+    std::filesystem::create_directories(dir / d);
+  test::write_text(dir / "run/config.yaml", "x");
+  std::filesystem::create_directory_symlink(dir / "run", dir / "link");
+  const std::string run = dir / "run";
+  for (const std::string& own : {run, run + "/", dir / "run/checkpoints", dir / "run/snapshots",
+                                 dir / "run/tensorboard", dir / "link/tensorboard", dir / "run/export/../snapshots"}) {
+    EXPECT_EQ(run_record_of(own), run) << own;
+    EXPECT_EQ(error_of([&] { check_output_folder(own, "--export", true); }),
+              "--export " + own + ": is a folder of the training run in " + run +
+                  ", which no other command writes into | name a folder outside the run's own record (e.g. " + run +
+                  "/export, or elsewhere)");
+  }
+  for (const std::string& free : {dir / "run/export", dir / "run/export/hf", dir / "run/report", dir / "other",
+                                  dir.str(), dir / "missing/deeper"}) {
+    EXPECT_EQ(run_record_of(free), "") << free;
+    check_output_folder(free, "--export", true);
+  }
+  test::write_text(dir / "other/bench.json", "{}");
+  EXPECT_EQ(error_of([&] { check_output_folder(dir / "other", "--export", false); }),
+            "--export " + dir / "other" +
+                ": already holds 1 file or folder (bench.json) | name a new folder, or pass --force to write into it "
+                "(files of the same name are replaced)");
+  check_output_folder(dir / "other", "--export", true);
+  EXPECT_EQ(
+      error_of([&] { check_output_folder(dir / "other/bench.json", "--export", true); }),
+      "--export " + dir / "other/bench.json" + ": is a file, not a folder | name a folder that does not exist yet");
+  check_output_folder("", "--export", false);  // none asked for
+  EXPECT_EQ(read_file(dir / "other/bench.json"), "{}");
+}
+
+// The corpus a command's config names is no output, --force or not: a file of it (by any spelling or link) would be
+// replaced, a file in a folder of it would join the corpus of the next run.
+TEST(Fs, AnOutputFileIsNoFileOfTheCorpusNorInItsFolder) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "texts/deeper");
+  test::write_text(dir / "corpus.txt", "to be");
+  test::write_text(dir / "texts/a.txt", "or not");
+  std::filesystem::create_symlink(dir / "corpus.txt", dir / "link.txt");
+  const std::vector<std::string> corpus = {dir / "corpus.txt", dir / "texts"};
+  for (const std::string& file : {dir / "corpus.txt", dir / "link.txt", dir / "texts/../corpus.txt"})
+    EXPECT_EQ(error_of([&] { check_output_file(file, "--out", true, {}, corpus); }),
+              "--out " + file + ": is a file of the corpus (data.corpus: " + dir / "corpus.txt" +
+                  "): the output would replace it | name another file");
+  for (const std::string& inside : {dir / "texts/a.txt", dir / "texts/new.json", dir / "texts/deeper/x/new.json"})
+    EXPECT_EQ(error_of([&] { check_output_file(inside, "--out", true, {}, corpus); }),
+              "--out " + inside + ": is in the corpus folder " + dir / "texts" +
+                  " (data.corpus): the output would join the corpus | name a file outside it");
+  check_output_file(dir / "texts.json", "--out", false, {}, corpus);  // beside the folder, not in it
+  check_output_file(dir / "eval.csv", "--out", false, {}, corpus);
+  EXPECT_EQ(read_file(dir / "corpus.txt"), "to be");
+  EXPECT_EQ(read_file(dir / "texts/a.txt"), "or not");
+}
+
 TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   TempDir dir;
   append_line(dir / "log", "one");
