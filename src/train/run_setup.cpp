@@ -51,19 +51,28 @@ void check_folder_is_free(const std::string& rdir) {
   }
 }
 
-// The folder's latest.pt is its own run's: the model and seed its config.yaml records (a checkpoint of another run
-// copied in would have its logs cut back and its config written over this run's). A folder without config.yaml,
-// or with one that does not parse, is left to the resume.
-void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored) {
+// The folder's latest.pt is its own run's: the name, model and seed its config.yaml records (a checkpoint of another
+// run copied in would have its logs cut back and its config written over this run's). And config.yaml says what the
+// checkpoint holds, but for the keys this resume sets (`resumed`: the checkpoint's config and --set): an edit of it
+// would be written over without a word (a resume takes its config from the checkpoint). A folder without config.yaml
+// is left to the resume.
+void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored, const Config& resumed) {
   std::error_code ec;
   if (!fs::is_regular_file(run.config(), ec)) return;
   Config folder;
   try {
     folder = config_from_yaml(read_file(run.config()), run.config());
-  } catch (const Error&) {
-    return;
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (a resume takes its config from " + run.latest_checkpoint() +
+                    " and writes config.yaml anew)",
+                "mend config.yaml, or delete it to have the resume write it from the checkpoint; nothing was "
+                "changed");
   }
-  std::string differ = architecture_difference(stored.model, folder.model);  // "… in the checkpoint vs …"
+  std::string differ;
+  if (stored.run.name != folder.run.name)
+    differ = fmt::format("run.name {} in the checkpoint, {} in config.yaml", stored.run.name, folder.run.name);
+  if (const std::string arch = architecture_difference(stored.model, folder.model); !arch.empty())  // "… vs …"
+    differ += (differ.empty() ? "" : "; ") + arch;
   if (stored.run.seed != folder.run.seed)
     differ += fmt::format("{}run.seed {} in the checkpoint, {} in config.yaml", differ.empty() ? "" : "; ",
                           stored.run.seed, folder.run.seed);
@@ -72,6 +81,20 @@ void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored) {
         run.latest_checkpoint() + ": a checkpoint of another run than " + run.config() + " records (" + differ + ")",
         "put this run's own checkpoint back (checkpoints/best.pt is one), or resume the run the checkpoint "
         "comes from; nothing was changed");
+  std::string edited, sets;
+  for (const ConfigChange& c : config_changes(resumed, folder)) {
+    if (origin_of(resumed, c.key) == "--set") continue;
+    edited +=
+        fmt::format("{}{} {} in config.yaml, {} in the checkpoint", edited.empty() ? "" : "; ", c.key, c.to, c.from);
+    sets += " --set " + shell_word(c.key + "=" + c.to);
+  }
+  if (!edited.empty())
+    throw Error(run.config() + " says otherwise than its checkpoint " + run.latest_checkpoint() + " (" + edited +
+                    "): a resume trains on with the checkpoint's config and the --set values, and writes config.yaml "
+                    "anew",
+                "to train on with config.yaml's values, give them:" + sets +
+                    " (or put config.yaml back as it was); if the checkpoint is another run's, put this run's own "
+                    "back (checkpoints/best.pt is one); nothing was changed");
 }
 
 // A trainer killed while writing leaves its temporary files; with the lock held, no writer is running.
@@ -211,9 +234,9 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
         "--resume takes the folder poslab train made for a run, run.out_dir/run.name (e.g. runs/default)");
   resume_meta = read_checkpoint_meta(latest);
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
-  check_checkpoint_is_the_runs(RunFolder(req.resume_dir), cfg);
   const Config stored = cfg;
   for (const auto& o : req.overrides) apply_override(cfg, o);
+  check_checkpoint_is_the_runs(RunFolder(req.resume_dir), stored, cfg);
   validate(cfg);
   const double stored_scale = stored.train.position_lr_scale;
   const ModelConfig& stored_model = stored.model;

@@ -269,8 +269,10 @@ TEST(Trainer, StopAtStepZeroAStepAlreadyPassedAndOnePastTheEnd) {
     train(foreign);
     FAIL() << "another run's checkpoint was resumed";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a checkpoint of another run than " + dir / "stop/config.yaml" +
-                                         " records (run.seed 5 in the checkpoint, 1337 in config.yaml)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "a checkpoint of another run than " + dir / "stop/config.yaml" +
+                  " records (run.name other in the checkpoint, stop in config.yaml; run.seed 5 in the checkpoint, "
+                  "1337 in config.yaml)"),
               std::string::npos)
         << e.what();
   }
@@ -748,6 +750,29 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000, /*seed=*/42));
   expect_refused("a changed corpus", "the corpus changed since the checkpoint was written");
   test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
+  // config.yaml edited by hand: a resume takes its config from the checkpoint and would write the edit over; a
+  // config.yaml that does not parse; one of another run's name (a checkpoint of another run copied in reads so)
+  const std::string config = read_file(RunFolder(rdir).config());
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string edited = config;
+    const size_t at = edited.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return edited.replace(at, from.size(), to);
+  };
+  test::write_text(RunFolder(rdir).config(), with("\n  lr: 0.003\n", "\n  lr: 0.5\n"));
+  expect_refused("an edited config.yaml",
+                 RunFolder(rdir).config() + " says otherwise than its checkpoint " +
+                     RunFolder(rdir).latest_checkpoint() +
+                     " (train.lr 0.5 in config.yaml, 0.003 in the checkpoint): a resume trains on with the "
+                     "checkpoint's config and the --set values, and writes config.yaml anew");
+  test::write_text(RunFolder(rdir).config(), config + "model: {n_layer: 2}\n");
+  expect_refused(
+      "a config.yaml that does not parse",
+      " (a resume takes its config from " + RunFolder(rdir).latest_checkpoint() + " and writes config.yaml anew)");
+  test::write_text(RunFolder(rdir).config(), with("\n  name: kept\n", "\n  name: other\n"));
+  expect_refused("config.yaml of another name", "a checkpoint of another run than " + RunFolder(rdir).config() +
+                                                    " records (run.name kept in the checkpoint, other in config.yaml)");
+  test::write_text(RunFolder(rdir).config(), config);
   // a checkpoint whose table holds a NaN (written whole: its records' checksums match) is refused as damage, not
   // trained on to a NaN loss blamed on the learning rate
   const std::string latest = RunFolder(rdir).latest_checkpoint();
@@ -761,6 +786,25 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   }
   save_checkpoint(latest, model, nullptr, meta);
   expect_refused("a NaN in the checkpoint", latest + ": wpe.weight holds 1 NaN or Inf value");
+}
+
+// A key of config.yaml edited by hand and given as --set too: the resume trains on with it, and config.yaml says so.
+TEST(Trainer, AnEditOfConfigYamlGivenAsSetIsTakenByTheResume) {
+  TempDir dir;
+  train(tiny_run(dir, "edited", 4));
+  const std::string path = RunFolder(dir / "edited").config();
+  std::string config = read_file(path);
+  const size_t at = config.find("\n  lr: 0.003\n");
+  ASSERT_NE(at, std::string::npos) << config;
+  test::write_text(path, config.replace(at + 7, 5, "0.002"));
+  TrainRequest r;
+  r.resume_dir = dir / "edited";
+  r.overrides = {"train.max_steps=6", "train.lr=0.002"};
+  EXPECT_EQ(train(r).steps, 6);
+  EXPECT_EQ(load_config(path, {}).train.lr, 0.002);
+  EXPECT_EQ(config_from_yaml(read_checkpoint_meta(RunFolder(dir / "edited").latest_checkpoint()).config_yaml, "stored")
+                .train.lr,
+            0.002);
 }
 
 // The config's warnings (here: warmup past the run's end) are said when a run is about to train, not again by a
