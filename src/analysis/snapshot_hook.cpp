@@ -4,6 +4,7 @@
 #include "analysis/format.h"
 #include "run/run_folder.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 
@@ -18,7 +19,7 @@ std::string analyze_snapshot(const torch::Tensor& W, const SnapshotInfo& info, s
   if (!info.npy_path.empty()) {
     nlohmann::json j = to_json(a);
     j["step"] = info.step;
-    write_file_atomic(snapshot_analysis_path(info.npy_path), j.dump());
+    write_file_atomic(snapshot_analysis_path(info.npy_path), json_text(j));
   }
   return one_line(a);
 }

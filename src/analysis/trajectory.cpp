@@ -11,6 +11,7 @@
 #include "analysis/table_io.h"
 #include "run/run_files.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/wrap.h"
 
 namespace poslab {
@@ -301,7 +302,7 @@ std::string trajectory_csv(const std::vector<TrajectoryPoint>& points) {
   for (const auto& r : rows) {
     for (size_t i = 0; i < cols.size(); ++i) {
       if (i) csv += ",";
-      if (r.contains(cols[i]) && !r[cols[i]].is_null()) csv += r[cols[i]].dump();
+      if (r.contains(cols[i]) && !r[cols[i]].is_null()) csv += json_text(r[cols[i]]);
     }
     csv += "\n";
   }

@@ -26,6 +26,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/memory.h"
 #include "util/platform.h"
 #include "util/version.h"
@@ -256,7 +257,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
       {"snapshot_share_at_interval", analysis_ms / (ms_per_step * cfg.snapshot.every)},
       {"losses", run.losses},
   };
-  if (!opt.export_dir.empty()) write_file_atomic(opt.export_dir + "/bench.json", j.dump(2) + "\n");
+  if (!opt.export_dir.empty()) write_file_atomic(opt.export_dir + "/bench.json", json_text(j, 2) + "\n");
   return j;
 }
 

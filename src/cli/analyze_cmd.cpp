@@ -28,6 +28,7 @@
 #include "train/snapshot.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/platform.h"
 #include "util/wrap.h"
 
@@ -100,9 +101,9 @@ std::string probes_line(const LiteratureProbes& p, int64_t P, int64_t d) {
 void emit_json(const AnalyzeArgs& a, const nlohmann::json& j) {
   if (a.json.empty()) return;
   if (a.json == "-") {
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   } else {
-    write_output_file(a.json, j.dump(2) + "\n");
+    write_output_file(a.json, json_text(j, 2) + "\n");
     std::cerr << "wrote " << a.json << "\n";
   }
 }
@@ -324,8 +325,8 @@ int run_analyze(const AnalyzeArgs& a) {
     try {
       make_dirs(run.analysis_dir());
       write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
-      write_file_atomic(run.trajectory_json(), tj.dump(2) + "\n");
-      write_file_atomic(run.verdict_json(), vj.dump(2) + "\n");
+      write_file_atomic(run.trajectory_json(), json_text(tj, 2) + "\n");
+      write_file_atomic(run.verdict_json(), json_text(vj, 2) + "\n");
     } catch (const Error& e) {
       unwritten = e;
     }

@@ -31,6 +31,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/kernel_paths.h"
 #include "util/log.h"
 #include "util/platform.h"
@@ -204,9 +205,9 @@ int run_bench_command(const BenchArgs& a) {
   tuning.timings = timings_from_json(k["timings"], "kernel_paths.timings");
   if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning);
   if (a.json == "-")
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   else if (!a.json.empty())
-    write_output_file(a.json, j.dump(2) + "\n");
+    write_output_file(a.json, json_text(j, 2) + "\n");
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/kernel_paths.h"
+#include "util/utf8.h"
 
 namespace poslab {
 namespace {
@@ -169,6 +170,19 @@ void validate(const Config& c) {
                 "a graph needs the step on the device: auto or fused");
   if (c.run.name.empty()) check.fail("run.name", "''", "must not be empty");
   if (c.run.out_dir.empty()) check.fail("run.out_dir", "''", "must not be empty");
+  // Names poslab records in its JSON files and pages, which hold UTF-8 text alone.
+  const auto utf8 = [&](const std::string& key, const std::string& value) {
+    if (!is_utf8(value))
+      check.fail(key, "'" + escaped_utf8(value) + "'",
+                 "is not UTF-8 text (its stray bytes shown as \\xHH): poslab records it in its JSON files, "
+                 "which hold UTF-8 alone; rename the folder or file to a UTF-8 name");
+  };
+  utf8("run.name", c.run.name);
+  utf8("run.out_dir", c.run.out_dir);
+  for (const std::string& path : c.data.corpus) utf8("data.corpus", path);
+  utf8("data.cache_dir", c.data.cache_dir);
+  utf8("data.tokenizer.model", c.data.tokenizer.model);
+  utf8("train.init_from", c.train.init_from);
 }
 
 std::vector<std::string> unread_settings(const Config& c) {

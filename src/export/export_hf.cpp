@@ -13,6 +13,7 @@
 #include "load/loaded_model.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -112,7 +113,7 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
     write_file_atomic(path, bytes);
     r.files.push_back(path);
   };
-  write("config.json", gpt2_config(m, checkpoint).dump(2) + "\n");
+  write("config.json", json_text(gpt2_config(m, checkpoint), 2) + "\n");
   write("model.safetensors", safetensors_file(gpt2_tensors(m.model), {{"format", "pt"}}));
   // The tokenizer: sentencepiece's own model, and tokenizer.json, which transformers' fast tokenizer reads and which
   // encodes and decodes as poslab does, new lines included (export/hf_tokenizer.h).
@@ -122,7 +123,7 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
       hf_tokenizer_json(read_spm_model(m.tokenizer.model_bytes(), checkpoint), kNewlinePiece, &why);
   nlohmann::ordered_json tokenizer_config;
   if (!tokenizer_json.is_null()) {
-    write("tokenizer.json", tokenizer_json.dump(1) + "\n");
+    write("tokenizer.json", json_text(tokenizer_json, 1) + "\n");
     tokenizer_config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                         {"unk_token", nullptr},  // "<unk>" typed in a text is its characters, as in poslab
                         {"bos_token", nullptr},
@@ -143,7 +144,7 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
         {"add_prefix_space", false},           {"legacy", false},        {"model_max_length", m.cfg.model.block_size}};
   }
   tokenizer_config["poslab_newline_id"] = m.tokenizer.newline_id();
-  write("tokenizer_config.json", tokenizer_config.dump(2) + "\n");
+  write("tokenizer_config.json", json_text(tokenizer_config, 2) + "\n");
   // poslab's logits on the sample text (at most block_size tokens), for the check on the other side.
   std::vector<int> ids = m.tokenizer.encode(kExportCheckText);
   if (static_cast<int64_t>(ids.size()) > m.cfg.model.block_size)

@@ -13,6 +13,7 @@
 #include "run/json_records.h"
 #include "run/run_folder.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -143,7 +144,7 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   s += fmt::format(
       "## Use\n\n```python\nfrom transformers import AutoTokenizer, GPT2LMHeadModel\n\n"
       "tok = AutoTokenizer.from_pretrained({0})\nmodel = GPT2LMHeadModel.from_pretrained({0})\n",
-      nlohmann::json(dir).dump());
+      json_text(nlohmann::json(dir)));
   s += "ids = tok(\"First Citizen:\\n\", return_tensors=\"pt\").input_ids\n"
        "# prompt and continuation within the table's rows (n_positions)\n"
        "out = model.generate(ids, do_sample=False, max_new_tokens=" +

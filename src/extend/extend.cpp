@@ -18,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/plural.h"
 
 namespace poslab {
@@ -172,7 +173,7 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   info.run_name = cfg.run.name;
   info.table_before = metrics_json(a_before);
   info.table_after = metrics_json(a_after);
-  write_file_atomic(json_path, to_json(info).dump(2) + "\n");
+  write_file_atomic(json_path, json_text(to_json(info), 2) + "\n");
 
   ExtendResult r;
   r.checkpoint = out;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/near_words.h"
 
 namespace poslab {
@@ -120,7 +121,7 @@ std::string safetensors_file(const std::vector<SafetensorsTensor>& tensors,
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  std::string h = header.dump();
+  std::string h = json_text(header);
   h.append((8 - h.size() % 8) % 8, ' ');  // the data starts on an 8-byte boundary
   const uint64_t n = h.size();
   std::string out(reinterpret_cast<const char*>(&n), 8);

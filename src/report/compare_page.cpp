@@ -19,6 +19,7 @@
 #include "run/run_files.h"
 #include "run/run_folder.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -375,7 +376,7 @@ std::string runs_list(const Comparison& c, const std::string& out_dir) {
 std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   make_dirs(out_dir);
   write_file_atomic((fs::path(out_dir) / "comparison.csv").string(), comparison_csv(c));
-  write_file_atomic((fs::path(out_dir) / "comparison.json").string(), comparison_json(c).dump(2) + "\n");
+  write_file_atomic((fs::path(out_dir) / "comparison.json").string(), json_text(comparison_json(c), 2) + "\n");
   const std::vector<Figure> figures = comparison_figures(c);
   std::string top(assets::kComparePageHtml);
   fill_line(top, "<!--POSLAB_VARIANTS-->", variants_table(c) + write_seeds_pages(c, out_dir));

@@ -11,6 +11,7 @@
 #include "report/report.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -114,7 +115,7 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
       "<div "
       "class=\"wide\"><table>\n" +
       matrix + "</table></div>\n<h2>Figures</h2>\n";
-  write_file_atomic((fs::path(out_dir) / "atlas.json").string(), j.dump(2) + "\n");
+  write_file_atomic((fs::path(out_dir) / "atlas.json").string(), json_text(j, 2) + "\n");
   draw_figures(out_dir, figures);
   std::string sources;
   for (const auto& t : tables) sources += (sources.empty() ? "" : " · ") + t.source;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 
@@ -51,14 +52,14 @@ int64_t integer_key(const std::string& path, int line, const nlohmann::json& j, 
                     const std::string& hint) {
   if (!j.contains(key)) damaged(path, line, fmt::format("no \"{}\"", key), hint);
   if (!j[key].is_number_integer())
-    damaged(path, line, fmt::format("\"{}\" is {}, not an integer", key, j[key].dump()), hint);
+    damaged(path, line, fmt::format("\"{}\" is {}, not an integer", key, json_text(j[key])), hint);
   return j[key].get<int64_t>();
 }
 
 double number_key(const std::string& path, int line, const nlohmann::json& j, const char* key,
                   const std::string& hint) {
   if (!j.contains(key) || j[key].is_null()) return NAN;
-  if (!j[key].is_number()) damaged(path, line, fmt::format("\"{}\" is {}, not a number", key, j[key].dump()), hint);
+  if (!j[key].is_number()) damaged(path, line, fmt::format("\"{}\" is {}, not a number", key, json_text(j[key])), hint);
   return j[key].get<double>();
 }
 

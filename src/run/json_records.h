@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace poslab {
 
@@ -48,10 +49,10 @@ T key_of(const std::string& path, const nlohmann::json& j, const char* key, cons
   try {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
       if (!j[key].is_number_integer())
-        throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, j[key].dump()), hint);
+        throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, json_text(j[key])), hint);
     return j[key].get<T>();
   } catch (const nlohmann::json::exception&) {
-    throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, j[key].dump()), hint);
+    throw Error(fmt::format("{}: \"{}\" is {}: not the expected type", path, key, json_text(j[key])), hint);
   }
 }
 

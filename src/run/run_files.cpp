@@ -14,6 +14,7 @@
 #include "run/tensorboard_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -144,7 +145,7 @@ std::optional<nlohmann::json> read_snapshot_usage(const RunFolder& run, int64_t 
 }
 
 void write_kernel_record(const RunFolder& run, const std::string& paths, const std::string& how) {
-  write_file_atomic(run.kernel_paths(), nlohmann::json{{"paths", paths}, {"how", how}}.dump() + "\n");
+  write_file_atomic(run.kernel_paths(), json_text(nlohmann::json{{"paths", paths}, {"how", how}}) + "\n");
 }
 
 std::optional<std::string> read_kernel_record(const RunFolder& run) {
@@ -163,7 +164,7 @@ void append_snapshot_record(const RunFolder& run, const SnapshotRecord& r) {
   nlohmann::json line = {{"step", r.step}, {"file", r.file}};
   if (std::isfinite(r.train_loss)) line["train_loss"] = r.train_loss;
   if (std::isfinite(r.val_loss)) line["val_loss"] = r.val_loss;
-  append_line(run.snapshot_index(), line.dump());
+  append_line(run.snapshot_index(), json_text(line));
 }
 
 namespace {
@@ -184,7 +185,7 @@ std::optional<FileCut> jsonl_cut_from(const std::string& path, int64_t first_dro
   std::string kept;
   for (const auto& [no, j] : json_lines(path, record, hint)) {
     if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= first_dropped) continue;
-    kept += j.dump() + '\n';
+    kept += json_text(j) + '\n';
   }
   return FileCut{path, kept};
 }

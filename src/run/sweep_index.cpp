@@ -7,6 +7,7 @@
 #include "run/json_records.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -18,7 +19,7 @@ void write_sweep_index(const std::string& sweep_dir, const SweepIndex& s) {
   for (const auto& v : s.variants) j["variants"].push_back({{"name", v.name}, {"set", v.set}});
   j["runs"] = nlohmann::json::array();
   for (const auto& r : s.runs) j["runs"].push_back({{"variant", r.variant}, {"seed", r.seed}, {"run_dir", r.run_dir}});
-  write_file_atomic(sweep_index_path(sweep_dir), j.dump(2) + "\n");
+  write_file_atomic(sweep_index_path(sweep_dir), json_text(j, 2) + "\n");
 }
 
 SweepIndex read_sweep_index(const std::string& sweep_dir) {

@@ -11,6 +11,7 @@
 #include "formats/npy.h"
 #include "run/run_files.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 
@@ -96,7 +97,7 @@ std::string write_snapshot(const std::string& run_dir, int64_t step, GPT& model,
   }
   const auto flat = k.kernels.to(torch::kFloat32).reshape({-1, k.positions}).contiguous();  // (n_head·P, P)
   write_file_atomic(run.snapshot_kernels(step), npy_bytes(flat.data_ptr<float>(), flat.size(0), flat.size(1)));
-  write_file_atomic(run.snapshot_usage(step), usage.dump() + "\n");
+  write_file_atomic(run.snapshot_usage(step), json_text(usage) + "\n");
   return summary + " | layer-0 heads: " + head_kinds_words(usage);
 }
 

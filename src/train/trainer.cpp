@@ -30,6 +30,7 @@
 #include "util/cuda.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/kernel_paths.h"
 #include "util/lock.h"
 #include "util/platform.h"
@@ -250,7 +251,7 @@ void TrainingRun::log_step(int64_t step, double lr, nlohmann::json& record) {
 
 void TrainingRun::write_record(const nlohmann::json& record) {
   try {
-    append_line(metrics_path(), record.dump());
+    append_line(metrics_path(), json_text(record));
     if (tensorboard_) tensorboard_->add(metrics_scalars(metrics_record(record)));
   } catch (const Error& e) {
     stopped_by(e);

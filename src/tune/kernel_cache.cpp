@@ -11,6 +11,7 @@
 #include "data/dataset.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 #include "util/kernel_paths.h"
 
 namespace poslab {
@@ -83,7 +84,7 @@ void write_kernel_cache(const std::string& path, const KernelTuning& t) {
   j[t.key] = {{"paths", to_string(t.chosen)}, {"timings", timings_json(t.timings)}, {"date", date}};
   try {
     make_dirs(fs::path(path).parent_path().string());
-    write_file_atomic(path, j.dump(2) + "\n");
+    write_file_atomic(path, json_text(j, 2) + "\n");
   } catch (const Error& e) {
     spdlog::warn("kernel paths: not cached ({}); the next run measures again", e.what());
   }

@@ -4,8 +4,11 @@
 
 namespace poslab {
 
-size_t sanitize_utf8(std::string& text) {
-  static const std::string kReplacement = "\xEF\xBF\xBD";
+namespace {
+
+// Replaces each byte of `text` outside a valid UTF-8 sequence by `replacement(byte)`; returns how many.
+template <typename Replacement>
+size_t replace_invalid_utf8(std::string& text, Replacement replacement) {
   std::string out;
   size_t replaced = 0;
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
@@ -48,13 +51,32 @@ size_t sanitize_utf8(std::string& text) {
         out.assign(text, 0, i);
         changed = true;
       }
-      out += kReplacement;
+      out += replacement(s[i]);
       ++replaced;
       ++i;
     }
   }
   if (changed) text.swap(out);
   return replaced;
+}
+
+}  // namespace
+
+size_t sanitize_utf8(std::string& text) {
+  return replace_invalid_utf8(text, [](unsigned char) { return std::string("\xEF\xBF\xBD"); });
+}
+
+std::string escaped_utf8(std::string text) {
+  replace_invalid_utf8(text, [](unsigned char byte) {
+    static const char* kHex = "0123456789ABCDEF";
+    return std::string{'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+  });
+  return text;
+}
+
+bool is_utf8(const std::string& text) {
+  std::string copy = text;
+  return sanitize_utf8(copy) == 0;
 }
 
 size_t make_terminal_safe(std::string& text) {

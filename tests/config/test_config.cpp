@@ -311,6 +311,22 @@ TEST(Config, ARunNameIsOneFolderName) {
   EXPECT_NO_THROW(validate_new_run(load_config("", {"run.seed=0"})));
 }
 
+// The names poslab records in its JSON files (the run's folder, its corpus, tokenizer and start) are UTF-8 text: one
+// of other bytes is refused as the config loads, before anything is made, its bytes shown.
+TEST(Config, NamesRecordedInJsonAreUtf8) {
+  for (const char* key :
+       {"run.name", "run.out_dir", "data.corpus", "data.cache_dir", "data.tokenizer.model", "train.init_from"}) {
+    const std::string e = error_of([&] { load_config("", {std::string(key) + "=runs\xFFx"}); });
+    EXPECT_EQ(e, "--set: " + std::string(key) +
+                     " = 'runs\\xFFx': is not UTF-8 text (its stray bytes shown as \\xHH): poslab records it in its "
+                     "JSON files, which hold UTF-8 alone; rename the folder or file to a UTF-8 name | change " +
+                     key + " in --set");
+  }
+  const std::string second = error_of([] { load_config("", {"data.corpus=[a.txt, caf\xC3]"}); });
+  EXPECT_NE(second.find("data.corpus = 'caf\\xC3'"), std::string::npos) << second;
+  EXPECT_EQ(load_config("", {"run.name=caf\xC3\xA9-\xE2\x82\xAC"}).run.name, "caf\xC3\xA9-\xE2\x82\xAC");
+}
+
 TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   TempDir dir;
   write_text(dir / "heads.yaml", "model:\n  n_embd: 100\n  n_head: 3\n");

@@ -1,6 +1,7 @@
 // UTF-8 checked: valid text kept as it is, each bad byte replaced and counted.
 #include <gtest/gtest.h>
 
+#include "util/json_text.h"
 #include "util/utf8.h"
 
 namespace poslab {
@@ -21,6 +22,28 @@ TEST(Utf8, SanitizeKeepsValidTextAndReplacesBadBytes) {
             "d");
   std::string surrogate = "\xED\xA0\x80";
   EXPECT_EQ(sanitize_utf8(surrogate), 3u);
+}
+
+// A name that is no UTF-8, told and shown: each bad byte as \xHH, the valid characters as they are.
+TEST(Utf8, ANameThatIsNoUtf8IsToldAndShownByItsBytes) {
+  EXPECT_TRUE(is_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80"));
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_FALSE(is_utf8("n\xFFu"));
+  EXPECT_FALSE(is_utf8("cut \xC3"));
+  EXPECT_EQ(escaped_utf8("n\xFFu caf\xC3\xA9"), "n\\xFFu caf\xC3\xA9");
+  EXPECT_EQ(escaped_utf8("c\xE0\x80\x80"), "c\\xE0\\x80\\x80");  // overlong: three bytes
+  EXPECT_EQ(escaped_utf8("plain"), "plain");
+}
+
+// JSON text of a name that is no UTF-8 (a path of a file system that allows any byte): written with U+FFFD, where
+// nlohmann's own dump() throws; valid text as dump() writes it.
+TEST(Utf8, JsonTextOfANameThatIsNoUtf8ReplacesItsBadBytes) {
+  const nlohmann::json j = {{"input", "/tmp/bad\xFFname/t.npy"}, {"rows", 16}, {"name", "caf\xC3\xA9"}};
+  EXPECT_THROW(j.dump(), nlohmann::json::type_error);
+  EXPECT_EQ(json_text(j), "{\"input\":\"/tmp/bad\xEF\xBF\xBDname/t.npy\",\"name\":\"caf\xC3\xA9\",\"rows\":16}");
+  const nlohmann::json valid = {{"a", {1, 2}}, {"b", "caf\xC3\xA9"}};
+  EXPECT_EQ(json_text(valid, 2), valid.dump(2));
+  EXPECT_EQ(json_text(valid), valid.dump());
 }
 
 // Generated text on a terminal: ESC, BEL, CR, DEL and a C1 CSI become visible characters; newline, tab, accents and
