@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "analysis/agreement.h"
+#include "analysis/analysis.h"
 #include "analysis/table_io.h"
 #include "source_paths.h"
 #include "test_tensors.h"
@@ -63,7 +64,8 @@ TEST(Agreement, IndependentRandomTablesAgreeAtTheTheorysLevel) {
   for (int s = 0; s < pairs; ++s) {
     const Agreement g = table_agreement(gaussian({P, d}, 100 + 2 * s), gaussian({P, d}, 101 + 2 * s), "A", "B", 8);
     EXPECT_TRUE(g.k_given);
-    EXPECT_EQ(g.signal_rank_a, 0);  // pure noise: nothing above the floor
+    EXPECT_EQ(g.signal_rank_a, 0);                        // pure noise: nothing above the floor
+    EXPECT_NEAR(g.mean_cos2_random, 8.0 / 127.0, 1e-15);  // k / (P − 1): centring leaves P − 1 dimensions
     cka += g.cka / pairs;
     cos2 += g.mean_cos2 / pairs;
     sim += g.similarity_correlation / pairs;
@@ -110,6 +112,40 @@ TEST(Agreement, TheShuffledNullFitsStructuredTables) {
   EXPECT_NE(agreement_text(same).find("B's rows shuffled: "), std::string::npos);
   // No shuffles asked: no null.
   EXPECT_FALSE(to_json(table_agreement(A, A, "A", "A", 0, 0)).contains("shuffled"));
+}
+
+// The null is the mean and the sample standard deviation (n − 1) of the measure over the shuffled copies, copy s
+// shuffled by shuffle_permutation(P, seed + s). For two copies x0, x1: mean (x0 + x1) / 2, sd |x0 − x1| / √2.
+TEST(Agreement, TheShuffledNullIsTheMeanAndSampleSdOfTheCopies) {
+  const auto A = planted_pair(24, 8, 1), B = planted_pair(24, 8, 3);
+  const Agreement g = table_agreement(A, B, "A", "B", 0, /*shuffles=*/2, /*seed=*/7);
+  ASSERT_EQ(g.shuffles, 2);
+  const auto A_c = A - A.mean(0, true), B_c = B - B.mean(0, true);
+  std::vector<double> cka;
+  for (uint64_t s = 0; s < 2; ++s)
+    cka.push_back(linear_cka(A_c, B_c.index_select(0, torch::tensor(shuffle_permutation(24, 7 + s)))));
+  ASSERT_NE(cka[0], cka[1]) << "two copies alike leave no spread to check";
+  EXPECT_NEAR(g.cka_shuffled.mean, (cka[0] + cka[1]) / 2, 1e-12);
+  EXPECT_NEAR(g.cka_shuffled.sd, std::abs(cka[0] - cka[1]) / std::sqrt(2.0), 1e-12);
+}
+
+// Each table's components are counted against the noise floor of its own shape. B (32, 64) is built with known
+// centred singular values: 10, 8, 3.5 above a bulk of 28 from 2 down to 0.5. Its floor (m = 31 of n = 64, median
+// 1.33, threshold about 2.9) passes three; the floor of A's width 16 (the top 16 of n = 31, median 1.75, threshold
+// about 3.8) would pass two. The count is the one analysing B alone gives, on either side of the comparison.
+TEST(Agreement, EachTableIsCountedAgainstTheNoiseFloorOfItsOwnWidth) {
+  const int64_t P = 32;
+  std::vector<double> sigma = {10.0, 8.0, 3.5};
+  for (int i = 0; i < 28; ++i) sigma.push_back(2.0 - 1.5 * i / 27.0);
+  const auto G = gaussian({P, 31}, 11);
+  const auto U = std::get<0>(torch::linalg_qr(G - G.mean(0, true)));     // (32, 31), columns orthogonal to the ones
+  const auto V = std::get<0>(torch::linalg_qr(gaussian({64, 31}, 12)));  // (64, 31)
+  const auto B = U.matmul(torch::diag(torch::tensor(sigma, torch::kFloat64))).matmul(V.transpose(0, 1));  // (32, 64)
+  const auto A = gaussian({P, 16}, 13);
+  const int own = analyze_table(B, "B").noise.signal_rank;
+  EXPECT_EQ(own, 3);
+  EXPECT_EQ(table_agreement(A, B, "A", "B").signal_rank_b, own);
+  EXPECT_EQ(table_agreement(B, A, "B", "A").signal_rank_a, own);
 }
 
 TEST(Agreement, WithoutSignalThereAreNoAnglesUnlessKIsGiven) {

@@ -67,6 +67,29 @@ TEST(Analysis, EffectiveDimensionsOfKnownSpectra) {
   EXPECT_NEAR(b.stable_rank, 4.0 / 3.0, 1e-9);
 }
 
+// Each k_q is the fewest components whose cumulative share reaches q, a share exactly at q included, and
+// k90_uncentered reads the uncentred spectrum. The shares are known by hand:
+//   eye(11), centred: 10 equal σ, cumulative k / 10 -> k50 = 5, k90 = 9 (0.9 reached exactly), k95 = k99 = 10;
+//   variances 10:1 -> cumulative (10/11 = 0.909, 1) -> k90 = 1, k95 = 2;
+//   equal variances 1:1 around a mean of 100 in the first column -> centred (0.5, 1): k90 = 2; uncentred, the mean's
+//   direction holds (100² + 1) / (100² + 2) = 0.9999 of the squares: k90_uncentered = 1.
+TEST(Analysis, ComponentCountsReachTheirShareExactly) {
+  const Analysis eye = analyze_table(torch::eye(11, torch::kFloat64), "eye(11)");
+  EXPECT_EQ(eye.k50, 5);
+  EXPECT_EQ(eye.k90, 9);
+  EXPECT_EQ(eye.k95, 10);
+  EXPECT_EQ(eye.k99, 10);
+  const auto a = torch::tensor({1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0}, torch::kFloat64);  // (8,) mean 0
+  const auto b = torch::tensor({1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0}, torch::kFloat64);  // orthogonal to a
+  const Analysis ten_to_one = analyze_table(torch::stack({std::sqrt(10.0) * a, b}, 1), "10:1");
+  EXPECT_NEAR(ten_to_one.cumulative_variance[0], 10.0 / 11.0, 1e-12);
+  EXPECT_EQ(ten_to_one.k90, 1);
+  EXPECT_EQ(ten_to_one.k95, 2);
+  const Analysis offset = analyze_table(torch::stack({100.0 + a, b}, 1), "1:1 around a mean of 100");
+  EXPECT_EQ(offset.k90, 2);
+  EXPECT_EQ(offset.k90_uncentered, 1);
+}
+
 TEST(Analysis, OrthonormalRowsGiveAnIdentitySimilarityMatrix) {
   auto Q = std::get<0>(torch::linalg_qr(torch::randn({16, 16}, torch::kFloat64)));  // orthonormal rows
   AnalysisOptions opt;
@@ -195,6 +218,32 @@ TEST(Analysis, ABoundaryRowTurnedAwayIsNamedByItsNeighboursCosine) {
   }
   EXPECT_EQ(a.boundary.back().position, 63);
   for (size_t i = 1; i + 1 < a.boundary.size(); ++i) EXPECT_FALSE(a.boundary[i].outlier) << a.boundary[i].reason;
+}
+
+// The interior that boundary rows are measured against holds only the pairs of two interior rows. A 20-row circle
+// (0.1 rad a row) with row 17 turned 1 rad further: boundary rows 0..2 and 17..19, interior rows 3..16, whose
+// pairs 3..15 all have cos 0.1. Row 17's inward neighbour is row 16 (cos 1.1), row 18's is row 17 (cos 0.9): both
+// far below the interior. Counting pair 16 (rows 16 and 17) in the interior would widen its spread so that row 18
+// passed (z -2.3).
+TEST(Analysis, TheBoundaryInteriorHoldsOnlyPairsOfInteriorRows) {
+  auto W = torch::zeros({20, 2}, torch::kFloat64);
+  for (int64_t i = 0; i < 20; ++i) {
+    const double angle = 0.1 * static_cast<double>(i) + (i == 17 ? 1.0 : 0.0);
+    W[i][0] = std::cos(angle);
+    W[i][1] = std::sin(angle);
+  }
+  const Analysis a = analyze_table(W, "circle with row 17 turned");
+  ASSERT_EQ(a.boundary.size(), 6u);
+  const BoundaryRow& r17 = a.boundary[3];
+  const BoundaryRow& r18 = a.boundary[4];
+  ASSERT_EQ(r17.position, 17);
+  ASSERT_EQ(r18.position, 18);
+  EXPECT_NEAR(r17.neighbour_cosine, std::cos(1.1), 1e-12);
+  EXPECT_NEAR(r18.neighbour_cosine, std::cos(0.9), 1e-12);
+  EXPECT_TRUE(r17.outlier) << r17.cosine_z;
+  EXPECT_TRUE(r18.outlier) << r18.cosine_z;
+  EXPECT_LT(r18.cosine_z, -3.0);
+  EXPECT_FALSE(a.boundary[5].outlier) << a.boundary[5].reason;  // row 19: cos 0.1 to row 18
 }
 
 // A table whose rows are all the same (all zeros, or one row repeated) is said to be so, above its empty figures.

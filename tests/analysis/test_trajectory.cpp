@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "analysis/baselines.h"
@@ -122,6 +123,22 @@ TEST(Trajectory, TheVerdictNamesTheHelixAndHowItWasFound) {
     ASSERT_TRUE(v.circle_from.has_value());
     EXPECT_NE(v.summary.find(words), std::string::npos) << v.summary;
   }
+}
+
+// "smooth" is z >= smooth_z: a threshold exactly at a snapshot's z counts it smooth, one just above does not.
+TEST(Trajectory, AThresholdEqualToTheZIsSmooth) {
+  TrajectoryPoint p;
+  p.analysis = analyze_table(smooth_table(2), "smooth");
+  const double z = p.analysis.shuffle_control.z;
+  ASSERT_TRUE(std::isfinite(z) && z > 0) << z;
+  VerdictThresholds t;
+  t.smooth_z = z;
+  const Verdict at = judge({p}, t);
+  EXPECT_TRUE(at.smooth);
+  ASSERT_TRUE(at.smooth_from.has_value());
+  EXPECT_EQ(*at.smooth_from, 0);
+  t.smooth_z = std::nextafter(z, INFINITY);
+  EXPECT_FALSE(judge({p}, t).smooth);
 }
 
 TEST(Trajectory, NoiseStaysNoise) {

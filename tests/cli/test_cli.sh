@@ -535,7 +535,15 @@ if [ "$("$poslab" sample "$ckpt" --prompt "ab" --tokens 0 2>"$tmp/err")" = "ab" 
 else
   failed=$((failed + 1)); echo "FAIL sample --tokens 0"; cat "$tmp/err"
 fi
+# eval's line "SPLIT loss L | perplexity X ...": X is exp(L), to the rounding of the two printed numbers (X to 0.005,
+# L to 5e-5, which moves exp(L) by 5e-5 of itself).
+perplexity_is_exp_loss() {  # SPLIT FILE
+  awk -v s="$1" '$1 == s && $2 == "loss" && $5 == "perplexity" {
+                   n++; e = exp($3); d = $6 - e; if (d < 0) d = -d; if (d > 0.0051 + 6e-5 * e) bad++ }
+                 END { exit !(n == 1 && !bad) }' "$2"
+}
 if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val loss .* perplexity" "$tmp/out" &&
+   perplexity_is_exp_loss val "$tmp/out" &&
    head -1 "$tmp/out" | grep -Eq "^$ckpt \(step [0-9]+\)$" &&  # which model it scored
    [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_val.csv")" -eq 129 ]; then
   passed=$((passed + 1))
@@ -544,7 +552,7 @@ else
 fi
 # The train split: scored on its own windows, into its own file.
 if "$poslab" eval "$ckpt" --split train --batches 1 >"$tmp/out" 2>"$tmp/err" &&
-   grep -Eq "^train loss [0-9.]+ \| perplexity" "$tmp/out" &&
+   grep -Eq "^train loss [0-9.]+ \| perplexity" "$tmp/out" && perplexity_is_exp_loss train "$tmp/out" &&
    [ "$(wc -l <"$tmp/x/default/eval/per_position_loss_train.csv")" -eq 129 ] &&
    ! cmp -s "$tmp/x/default/eval/per_position_loss_train.csv" "$tmp/x/default/eval/per_position_loss_val.csv"; then
   passed=$((passed + 1))
@@ -571,9 +579,13 @@ if grep -Eq "^[0-9:]{8} info corpus: [0-9]+ files left out, not text \(first: .*
 else
   failed=$((failed + 1)); echo "FAIL the corpus's left-out files: an info line, each listed at SPDLOG_LEVEL=debug"; cat "$tmp/err"
 fi
-# eval --shift: windows of 128 - 32 tokens at rows 0, 16 and 32; one CSV row per shift and position.
+# eval --shift: windows of 128 - 32 tokens at rows 0, 16 and 32; one CSV row per shift and position. Each later
+# shift's "(D against shift 0)" is its loss less shift 0's, to the rounding of the three printed numbers (5e-5 each).
 if "$poslab" eval "$ckpt" --batches 1 --shift 0,16,32 >"$tmp/out" 2>"$tmp/err" &&
    grep -q "windows of 96 tokens" "$tmp/out" && grep -q "^  shift   32: loss .* against shift 0" "$tmp/out" &&
+   awk '$1 == "shift" && $2 == "0:" { l0 = $4; next }
+        $1 == "shift" && $6 == "against" { n++; e = $4 - l0 - substr($5, 2); if (e < 0) e = -e; if (e > 1.6e-4) bad++ }
+        END { exit !(l0 != "" && n == 2 && !bad) }' "$tmp/out" &&
    [ "$(wc -l <"$tmp/x/default/eval/shift_loss_val.csv")" -eq $((3 * 96 + 1)) ]; then
   passed=$((passed + 1))
 else

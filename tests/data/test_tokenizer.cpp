@@ -49,6 +49,25 @@ TEST(Tokenizer, TrainsEncodesAndDecodesInTheSameProcessAsLibTorch) {
   EXPECT_FALSE(std::filesystem::exists(dir / "m.model"));  // work files are cleaned up
 }
 
+// A model without the newline piece (one loaded from elsewhere) reads a newline as a space: "ab\ncd" encodes as
+// "ab cd" does, and decodes to it. The piece renamed in a trained model's bytes to U+2425, a symbol of the same
+// length, leaves a valid model without it.
+TEST(Tokenizer, AModelWithoutTheNewlinePieceReadsNewlinesAsSpaces) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  std::string model = Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 300, 1);
+  int renamed = 0;
+  for (size_t at = model.find(kNewlinePiece); at != std::string::npos; at = model.find(kNewlinePiece, at + 3)) {
+    model[at + 2] = '\xA5';  // "\xE2\x90\xA4" (U+2424) -> "\xE2\x90\xA5" (U+2425)
+    ++renamed;
+  }
+  ASSERT_GT(renamed, 0);
+  const Tokenizer tok = Tokenizer::from_bytes(model, "renamed.model");
+  ASSERT_LT(tok.newline_id(), 0);
+  EXPECT_EQ(tok.encode("ab\ncd"), tok.encode("ab cd"));
+  EXPECT_EQ(tok.decode(tok.encode("the cat\nsat on the mat.")), "the cat sat on the mat.");
+}
+
 TEST(Tokenizer, UnigramModelRoundTrips) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(400));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "model/gpt.h"
@@ -76,6 +77,49 @@ TEST(Sample, ExtremeTemperaturesAreGreedyAndUniform) {
   std::vector<int> seen(20, 0);
   for (int id : ids) seen[id]++;
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 0), 0) << "every token drawn at a near-uniform temperature";
+}
+
+// A prompt of exactly block_size ids is the context whole: the first greedy token is the argmax of the logits at the
+// last of all 8 positions. The prompt is chosen so that the window one shorter (the last 7 ids) has another argmax:
+// a context cropped one token too short gives another token.
+TEST(Sample, APromptOfBlockSizeIdsIsTheWholeContext) {
+  GPT model = tiny_model();
+  const std::vector<int64_t> prompt = {3, 1, 4, 1, 5, 9, 2, 8};  // block_size 8
+  model->eval();
+  auto last_argmax = [&](int64_t from) {
+    const auto window = torch::tensor(std::vector<int64_t>(prompt.begin() + from, prompt.end()), torch::kInt64);
+    return model->forward(window.unsqueeze(0))[0][-1].argmax().item<int64_t>();  // (1, T, V) -> the last position's
+  };
+  const int64_t whole = last_argmax(0);
+  ASSERT_NE(last_argmax(1), whole) << "the prompt does not tell the two windows apart";
+  SampleOptions greedy;
+  greedy.tokens = 1;
+  greedy.temperature = 0;
+  const auto ids = generate(model, std::vector<int>(prompt.begin(), prompt.end()), greedy);
+  ASSERT_EQ(ids.size(), 9u);
+  EXPECT_EQ(ids.back(), whole);
+}
+
+// top_k keeps the k largest logits, all of them: at a temperature so high that the kept ones are drawn alike, one
+// token from the same prompt over 200 seeds gives exactly the indices of the 3 largest logits (each drawn with
+// probability 1/3: missing one of them in 200 draws has probability 3 * (2/3)^200, about 1e-35).
+TEST(Sample, TopKDrawsAmongExactlyTheKLargestLogits) {
+  GPT model = tiny_model();
+  model->eval();
+  const auto logits = model->forward(torch::tensor({{5, 2}}, torch::kInt64))[0][-1];  // (V,)
+  const auto top3 = std::get<1>(logits.topk(3));
+  std::set<int> expected;
+  for (int64_t i = 0; i < 3; ++i) expected.insert(static_cast<int>(top3[i].item<int64_t>()));
+  SampleOptions hot;
+  hot.tokens = 1;
+  hot.temperature = 1e300;
+  hot.top_k = 3;
+  std::set<int> drawn;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    hot.seed = seed;
+    drawn.insert(generate(model, {5, 2}, hot).back());
+  }
+  EXPECT_EQ(drawn, expected);
 }
 
 TEST(Sample, EmptyPromptStartsFromTheStartToken) {

@@ -4,6 +4,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +27,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
+#include "util/signals.h"
 
 namespace poslab {
 namespace {
@@ -123,6 +126,57 @@ void train_stopped_and_resumed(TrainRequest r, int64_t stop_at) {
   TrainRequest resume;
   resume.resume_dir = stopped.run_dir;
   EXPECT_TRUE(train(resume).finished);
+}
+
+// A run stopped by a signal writes the table of the step it stops at beside that step's checkpoint, whatever
+// snapshot.every (20 here). The run stops at 3 (--stop-at), then its resume is asked to stop before it starts: it
+// trains step 3 and stops at 4 (a resume goes on from its checkpoint's step). The resume runs in a forked child, so
+// that the stop handlers and the request stay out of the other tests; on one thread, so that no OpenMP pool is used
+// across the fork.
+TEST(Trainer, ASignalledStopSnapshotsTheStepItStopsAt) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "signal", 20);
+  r.overrides.push_back("run.threads=1");
+  r.stop_at = 3;
+  ASSERT_EQ(train(r).steps, 3);
+  TrainRequest resume;
+  resume.resume_dir = dir / "signal";
+  const test::ChildRun child = test::in_child(
+      [&](int fd) {
+        install_stop_handlers();
+        ::raise(SIGINT);
+        const TrainSummary s = train(resume);
+        char line[64];
+        const int n = std::snprintf(line, sizeof line, "steps %lld, signal %d\n", static_cast<long long>(s.steps),
+                                    s.interrupted_by);
+        (void)!::write(fd, line, static_cast<size_t>(n));
+      },
+      /*stderr_too=*/true);
+  ASSERT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << "status " << child.status << child.out;
+  EXPECT_NE(child.out.find("\nsteps 4, signal " + std::to_string(SIGINT) + "\n"), std::string::npos) << child.out;
+  EXPECT_EQ(read_checkpoint_meta(dir / "signal/checkpoints/latest.pt").step, 4);
+  EXPECT_TRUE(fs::is_regular_file(dir / "signal/snapshots/wpe_step000004.npy"));
+  std::vector<int64_t> steps;
+  for (const auto& line : read_jsonl(dir / "signal/snapshots/index.jsonl")) steps.push_back(line["step"]);
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 4}));
+}
+
+// A step of train.grad_accum micro-batches trains batch_size x block_size x grad_accum tokens: each logged rate
+// times its time per step gives them back (16 x 16 x 2 = 512), and so do the summary's rate and training time.
+TEST(Trainer, TheTokenRateCountsEveryMicroBatch) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "accum", 10);
+  r.overrides.push_back("train.grad_accum=2");
+  const TrainSummary s = train(r);
+  int rates = 0;
+  for (const auto& m : read_jsonl(dir / "accum/metrics.jsonl")) {
+    if (!m.contains("tokens_per_s")) continue;
+    ++rates;
+    const double tokens = m["tokens_per_s"].get<double>() * m["ms_per_step"].get<double>() / 1000;
+    EXPECT_NEAR(tokens, 512.0, 512.0 * 1e-9) << "step " << m["step"];
+  }
+  EXPECT_EQ(rates, 2);  // steps 5 and 10 (train.log_every 5)
+  EXPECT_NEAR(s.tokens_per_s * s.train_seconds, 512.0 * 10, 512.0 * 10 * 1e-9);
 }
 
 // On a GPU, dropout draws from the CUDA generator, whose state the checkpoint keeps too.
