@@ -22,4 +22,8 @@ NpyArray read_npy(const std::string& path);
 // The same on bytes in memory; `name` is used in error messages.
 NpyArray parse_npy(const std::string& bytes, const std::string& name);
 
+// The shape of a .npy file, from its header (the first MiB at most) and its size: every check read_npy makes but
+// the values' own, without reading them. Throws poslab::Error naming the file as read_npy does.
+std::vector<int64_t> npy_shape(const std::string& path);
+
 }  // namespace poslab

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "formats/npy.h"
 #include "run/json_records.h"
 #include "run/tensorboard_files.h"
 #include "util/error.h"
@@ -217,10 +218,28 @@ void check_index_lists_the_tables(const RunFolder& run, int64_t step) {
       "or move the folder away and train the run again; nothing was changed");
 }
 
+// The tables the index lists up to the checkpoint's step are whole: one lost or damaged since (a failing disk, a
+// hand's edit) would fail the run's report and analysis only after the resume had trained on.
+void check_listed_tables(const RunFolder& run, int64_t step) {
+  if (!is_file(run.snapshot_index())) return;
+  for (const SnapshotRecord& r : read_snapshot_index(run)) {
+    if (r.step > step) continue;
+    try {
+      npy_shape(r.path);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{} (the table of step {} that {} lists)", e.what(), r.step, run.snapshot_index()),
+                  "put the table back, or take its line out of snapshots/index.jsonl to go on without it; nothing "
+                  "was changed");
+    }
+  }
+}
+
 }  // namespace
 
 void truncate_logs_after(const RunFolder& run, int64_t step) {
   check_index_lists_the_tables(run, step);
+  check_listed_tables(run, step);
+  if (is_file(run.metrics())) read_metrics(run.metrics());  // each record as the report reads it
   // Every log is read, and found sound, before any is cut: a damaged one refuses the resume with all as they were.
   std::vector<FileCut> cuts = events_cut_after(run, step);
   for (auto cut : {jsonl_cut_from(run.metrics(), step, "a metrics record"),

@@ -14,10 +14,14 @@ namespace {
 using test::TempDir;
 using test::write_text;
 
+// read_npy's error for a bad file; npy_shape, which reads the header alone, refuses it with the same words.
 std::string expect_error(const std::string& path) {
   try {
     read_npy(path);
   } catch (const Error& e) {
+    if (std::filesystem::exists(path)) {
+      EXPECT_EQ(test::error_of([&] { npy_shape(path); }), e.what() + std::string(" | ") + e.hint()) << path;
+    }
     return e.what();
   }
   ADD_FAILURE() << "expected an error for " << path;
@@ -56,6 +60,10 @@ TEST(Npy, ReaderRejectsBadInputNamingTheFile) {
   write_text(dir / "three.npy", three);
   EXPECT_NE(expect_error(dir / "three.npy").find("3 dimensions"), std::string::npos);
   EXPECT_NE(expect_error(dir / "missing.npy").find("missing.npy"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { npy_shape(dir / "missing.npy"); }).find(dir / "missing.npy" + ": cannot be read: "),
+            std::string::npos);
+  write_text(dir / "good.npy", good);
+  EXPECT_EQ(npy_shape(dir / "good.npy"), (std::vector<int64_t>{2, 3}));
   // A negative or non-numeric size is no shape (a minus sign was once skipped: (-2, 3) read as 2 x 3).
   for (const char* shape : {"(-2, 3)", "(2, x)", "(2.0, 3)"}) {
     std::string odd = good;

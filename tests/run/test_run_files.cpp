@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "formats/npy.h"
 #include "run/json_records.h"
 #include "run/run_files.h"
 #include "test_util.h"
@@ -182,7 +183,9 @@ TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
   const RunFolder run(dir.str());
   write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 100}\n{\"step\": 200}\n{\"step\": 2");
   write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"a.npy\"}\n{\"step\": 200, \"file\": \"b.npy\"}\n");
-  std::string log;  // the repaired last line is said
+  const std::vector<float> table(6, 0.5f);
+  write_text(dir / "snapshots/a.npy", npy_bytes(table.data(), 2, 3));  // listed up to step 100: whole (b.npy is past)
+  std::string log;                                                     // the repaired last line is said
   {
     const test::CapturedLog captured;
     truncate_logs_after(run, 100);

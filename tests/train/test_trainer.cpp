@@ -827,6 +827,20 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   expect_refused("config.yaml of another name", "a checkpoint of another run than " + RunFolder(rdir).config() +
                                                     " records (run.name kept in the checkpoint, other in config.yaml)");
   test::write_text(RunFolder(rdir).config(), config);
+  // a table the index lists, cut short since (the report and analysis would fail only after the resume trained on),
+  // and a log line the report would refuse
+  const std::string table = read_file(RunFolder(rdir).snapshot(4));
+  test::write_text(RunFolder(rdir).snapshot(4), table.substr(0, 100));
+  expect_refused("a listed table cut short", RunFolder(rdir).snapshot(4) + ": truncated");
+  expect_refused("a listed table cut short",
+                 "(the table of step 4 that " + RunFolder(rdir).snapshot_index() + " lists)");
+  fs::remove(RunFolder(rdir).snapshot(4));
+  expect_refused("a listed table lost", RunFolder(rdir).snapshot(4) + ": cannot be read: ");
+  test::write_text(RunFolder(rdir).snapshot(4), table);
+  const std::string log = read_file(RunFolder(rdir).metrics());
+  test::write_text(RunFolder(rdir).metrics(), "{}\n" + log.substr(log.find('\n') + 1));
+  expect_refused("a log line without its step", RunFolder(rdir).metrics() + ":1: no \"step\"");
+  test::write_text(RunFolder(rdir).metrics(), log);
   // a checkpoint whose table holds a NaN (written whole: its records' checksums match) is refused as damage, not
   // trained on to a NaN loss blamed on the learning rate
   const std::string latest = RunFolder(rdir).latest_checkpoint();
