@@ -202,6 +202,10 @@ std::vector<SweepVariant> grid_points(const YAML::Node& root, const std::string&
       if (!kv.second.IsSequence() || kv.second.size() == 0)
         throw Error(path + ": grid." + key + ": expected a non-empty list of values, e.g. [64, 128]", kSweepExample);
       const std::string short_key = key.substr(key.rfind('.') + 1);
+      std::set<std::string> listed;
+      for (const auto& value : kv.second)
+        if (!listed.insert(yaml_text(value)).second)
+          throw Error(path + ": grid." + key + ": " + yaml_text(value) + " is listed twice", "list each value once");
       std::vector<SweepVariant> next;
       for (const auto& p : points)
         for (const auto& value : kv.second) {
@@ -259,15 +263,30 @@ void check_variants(const Sweep& s) {
   for (const auto& v : s.variants)
     if (!names.insert(v.name).second)
       throw Error(s.file + ": two variants are named '" + v.name + "'", "give each variant its own name");
+  std::map<std::string, const SweepVariant*> trains;  // each variant by its whole config, as to_yaml writes it
   for (const auto& v : s.variants) {
+    Config c;
     try {
-      load_config(s.base, variant_overrides(s, v));
+      c = load_config(s.base, variant_overrides(s, v));
     } catch (const Error& e) {
       // Its message names the sweep file where a value of the file is wrong; one of the base config's, the variant.
       const std::string what = e.what();
       if (what.rfind(s.file + ": ", 0) == 0) throw;
       throw Error(s.file + ": variant " + v.name + ": " + what, e.hint());
     }
+    // Two variants that set one value spelled two ways (true and yes, 0.01 and 1e-2) would train one config twice
+    // and compare it with itself. (Variants alike as written, controls of the same settings, are the file's choice.)
+    const auto [seen, fresh] = trains.emplace(to_yaml(c), &v);
+    if (fresh) continue;
+    std::string alike;
+    for (const auto& [key, text] : v.sets)
+      for (const auto& [other_key, other_text] : seen->second->sets)
+        if (key == other_key && text != other_text)
+          alike += (alike.empty() ? "" : "; ") + key + ": " + other_text + " and " + text;
+    if (!alike.empty())
+      throw Error(s.file + ": variants " + seen->second->name + " and " + v.name + " train the same config (" + alike +
+                      " are the same value)",
+                  "list each value once, spelled one way");
   }
 }
 

@@ -678,6 +678,21 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
       << sweep_error("seeds: [1]\nvariants: [{name: odd, set: {model.n_head: 3}}]\n");
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a}, {name: a}]\n").find("two variants are named 'a'"),
             std::string::npos);
+  // One value listed twice, or spelled two ways, would train one config twice and compare it with itself.
+  const std::string bad = dir_ / "configs/sweeps/bad.yaml";
+  EXPECT_EQ(sweep_failure("seeds: [1]\ngrid: {train.lr: [0.01, 0.01]}\n"),
+            std::make_pair(bad + ": grid.train.lr: 0.01 is listed twice", std::string("list each value once")));
+  EXPECT_EQ(sweep_failure("seeds: [1]\ngrid: {model.bias: [true, True, yes]}\n"),
+            std::make_pair(bad + ": variants bias-true and bias-True train the same config (model.bias: true and True "
+                                 "are the same value)",
+                           std::string("list each value once, spelled one way")));
+  EXPECT_NE(
+      sweep_error("seeds: [1]\ngrid: {train.lr: [0.01, 1e-2]}\n")
+          .find("variants lr-0.01 and lr-1e-2 train the same config (train.lr: 0.01 and 1e-2 are the same value)"),
+      std::string::npos);
+  EXPECT_EQ(
+      sweep_error("seeds: [1]\nvariants: [{name: a, set: {model.bias: yes}}, {name: b, set: {model.bias: on}}]\n"),
+      bad + ": variants a and b train the same config (model.bias: yes and on are the same value)");
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a/b}]\n").find("not a folder name"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: [1]\nvariants: [{name: a, sett: {}}]\n").find("unknown key 'sett'"), std::string::npos);
   // The seed and the folder of each run are the sweep's: set anywhere, they would be replaced without a word.
