@@ -362,6 +362,16 @@ else
 fi
 expect_error "compare a table twice" "^error: compare: ./$fixture is given twice \\(as $fixture and as ./$fixture\\)" \
   compare "$fixture" "./$fixture" --out "$tmp/twice"
+# A table refused while the page is drawn (its last value NaN) takes the comparison's new folder away again: the next
+# try, with the table mended, is not refused as a folder of other files.
+{ head -c -4 "$fixture"; printf '\x00\x00\xc0\x7f'; } >"$tmp/nan.npy" && cp "$fixture" "$tmp/fine.npy"
+expect_error "compare of a table that holds NaN" "^error: .*nan.npy: .*NaN" compare "$tmp/fine.npy" "$tmp/nan.npy" --out "$tmp/cmp-nan"
+cp "$fixture" "$tmp/nan.npy"
+if [ ! -e "$tmp/cmp-nan" ] && "$poslab" compare "$tmp/fine.npy" "$tmp/nan.npy" --out "$tmp/cmp-nan" >/dev/null 2>"$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL a refused comparison left its folder"; ls "$tmp/cmp-nan"; cat "$tmp/err"
+fi
 expect_error "verdict share out of range" "^error: --min-signal-share: must be a number from 0 to 1, not '2'" analyze "$tmp/empty-run" --min-signal-share 2
 expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or above, not 'abc'" report "$tmp/empty-run" --smooth-z abc
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
