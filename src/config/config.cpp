@@ -206,6 +206,16 @@ void apply_override(Config& cfg, const Override& o) {
 }
 
 std::vector<Override> command_line_sets(const std::vector<std::string>& sets) {
+  // One key given twice would keep its last value without a word, where a config file's key given twice is an error.
+  std::map<std::string, std::string> first;  // each key's assignment
+  for (const std::string& s : sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) continue;  // apply_override says what is wrong with it
+    const auto [given, fresh] = first.emplace(s.substr(0, eq), s);
+    if (!fresh)
+      throw Error("--set " + given->first + " is given twice (--set " + given->second + " and --set " + s + ")",
+                  "give each key once");
+  }
   return std::vector<Override>(sets.begin(), sets.end());
 }
 
