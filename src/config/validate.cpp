@@ -58,6 +58,9 @@ struct Checks {
 
 }  // namespace
 
+constexpr int kMaxGradAccum = 65536;
+constexpr int kMaxThreads = 1024;
+
 void validate(const Config& c) {
   const Checks check{c};
   check.one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
@@ -114,7 +117,15 @@ void validate(const Config& c) {
     check.fail("train.position_lr_scale", str(c.train.position_lr_scale),
                "scales a learned table's learning rate; model.position is " + c.model.position + ": leave it at 1");
   if (c.train.batch_size < 1) check.fail("train.batch_size", str(c.train.batch_size), "must be at least 1");
-  if (c.train.grad_accum < 1) check.fail("train.grad_accum", str(c.train.grad_accum), "must be at least 1");
+  if (c.train.grad_accum < 1 || c.train.grad_accum > kMaxGradAccum)
+    check.fail("train.grad_accum", str(c.train.grad_accum),
+               "must be from 1 to " + str(kMaxGradAccum) +
+                   " (micro-batches a step; a larger step is a larger "
+                   "train.batch_size)");
+  // More threads than any machine has cores: each step waits for thousands of them taking turns.
+  if (c.run.threads > kMaxThreads)
+    check.fail("run.threads", str(c.run.threads),
+               "must be auto or from 1 to " + str(kMaxThreads) + " (auto takes the machine's cores)");
   if (c.run.batch_split > 1 && c.model.dropout > 0)
     check.fail("run.batch_split", str(c.run.batch_split),
                "must be 1 or auto when model.dropout > 0 (dropout draws from one generator shared by the threads, so "

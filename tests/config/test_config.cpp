@@ -205,7 +205,11 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
       {"train.warmup_steps=-1", "train.warmup_steps = -1: must be >= 0"},
       {"train.grad_clip=-1", "train.grad_clip = -1: must be >= 0 (0 turns clipping off)"},
       {"train.batch_size=0", "train.batch_size = 0: must be at least 1"},
-      {"train.grad_accum=0", "train.grad_accum = 0: must be at least 1"},
+      {"train.grad_accum=0", "train.grad_accum = 0: must be from 1 to 65536"},
+      {"train.grad_accum=65537",
+       "train.grad_accum = 65537: must be from 1 to 65536 (micro-batches a step; a larger "
+       "step is a larger train.batch_size)"},
+      {"run.threads=1025", "run.threads = 1025: must be auto or from 1 to 1024 (auto takes the machine's cores)"},
       {"train.max_steps=0", "train.max_steps = 0: must be at least 1"},
       {"train.eval_every=0", "train.eval_every = 0: must be at least 1"},
       {"train.eval_batches=0", "train.eval_batches = 0: must be at least 1"},
@@ -237,9 +241,9 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
     EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;
   }
   // and the values at each rule's edge load
-  for (const char* edge :
-       {"data.tokenizer.vocab_size=16", "data.tokenizer.vocab_size=65535", "model.dropout=0", "train.beta1=0",
-        "train.beta2=0", "train.min_lr=0", "train.warmup_steps=0", "train.weight_decay=0", "train.grad_clip=0"})
+  for (const char* edge : {"data.tokenizer.vocab_size=16", "data.tokenizer.vocab_size=65535", "model.dropout=0",
+                           "train.beta1=0", "train.beta2=0", "train.min_lr=0", "train.warmup_steps=0",
+                           "train.weight_decay=0", "train.grad_clip=0", "train.grad_accum=65536", "run.threads=1024"})
     EXPECT_NO_THROW(load_config("", {edge})) << edge;
   // What a CUDA graph cannot replay is said by poslab config and a sweep's check, not only when training starts.
   const std::string graph = error_of([] { load_config("", {"train.cuda_graph=true", "model.dropout=0.1"}); });
