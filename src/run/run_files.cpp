@@ -237,6 +237,16 @@ void check_listed_tables(const RunFolder& run, int64_t step) {
 }  // namespace
 
 void truncate_logs_after(const RunFolder& run, int64_t step) {
+  // A log or folder of the run of the wrong kind (a folder where metrics.jsonl goes, a file where snapshots/ goes)
+  // is said before any log is cut, not when the resumed run first writes there.
+  std::error_code ec;
+  for (const std::string& log : {run.metrics(), run.snapshot_index()})
+    if (fs::exists(log, ec) && !fs::is_regular_file(log, ec))
+      throw Error(log + ": is a folder (or another thing that is no file) where the run's log goes",
+                  "move it away; nothing was changed");
+  for (const std::string& dir : run.written_folders())
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+      throw Error(dir + ": is a file where the run's folder goes", "move it away; nothing was changed");
   check_index_lists_the_tables(run, step);
   check_listed_tables(run, step);
   if (is_file(run.metrics())) read_metrics(run.metrics());  // each record as the report reads it

@@ -281,7 +281,11 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
           ? "free some space or fix permissions, then resume; the previous checkpoint is intact"
           : "free some space or fix permissions, then poslab train --resume " + rdir +
                 ": no checkpoint was written before this one, so the run starts again in its folder";
-  AtomicWriter out(path, "cannot write checkpoint", hint);
+  AtomicWriter out(path, "cannot write checkpoint", hint,
+                   std::filesystem::exists(path, ec)
+                       ? "then resume; the previous checkpoint is intact"
+                       : "then poslab train --resume " + rdir +
+                             ": no checkpoint was written before this one, so the run starts again in its folder");
   try {
     ar.save_to([&out](const void* data, size_t n) {
       out.write(data, n);

@@ -21,6 +21,26 @@
 namespace poslab {
 namespace fs = std::filesystem;
 
+std::string write_fault_cause(int err, const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  switch (err) {
+    case EACCES:
+    case EPERM:
+      return "this user may not write in " + folder + ": check its permissions (ls -ld " + folder + ")";
+    case EROFS:
+      return folder + " is on a read-only file system: remount it writable, or work on a writable disk";
+    case ENOTDIR:
+      return "a part of " + path + " is a file where a folder goes: move that file away";
+    case EISDIR:
+      return path + " is a folder where a file goes: move it away";
+    case ENOENT:
+      return folder + " is gone (moved or deleted while poslab ran): put it back";
+    default:
+      return "";
+  }
+}
+
 namespace {
 
 struct CrashPlan {
@@ -74,6 +94,12 @@ void fsync_path(const std::string& path, bool directory) {
   fsync_of(path, directory ? O_DIRECTORY : 0);
 }
 
+// The hint for an error of `err` at `path`: its cause's, else `fallback`; `intact` said after either.
+std::string fault_hint(int err, const std::string& path, const std::string& fallback, const std::string& intact) {
+  const std::string cause = write_fault_cause(err, path);
+  return (cause.empty() ? fallback : cause) + intact;
+}
+
 // The rename of a synced file into place, then the fsync of its folder.
 void rename_into_place(const std::string& tmp, const std::string& to) {
   crash_point("rename", to);
@@ -81,10 +107,12 @@ void rename_into_place(const std::string& tmp, const std::string& to) {
   fs::rename(tmp, to, ec);
   if (ec) {
     const std::string why = ec.message();  // before the temporary's removal sets ec again
+    const int err = ec.value();
     const bool folder = fs::is_directory(to, ec);
     fs::remove(tmp, ec);
     if (folder) throw Error(to + ": is a folder, not a file to write", "name a file inside it, or another path");
-    throw Error(to + ": cannot replace the file: " + why, "check the folder's permissions and free space");
+    throw Error(to + ": cannot replace the file: " + why,
+                fault_hint(err, to, "check the folder's permissions and free space", ""));
   }
   const fs::path parent = fs::path(to).parent_path();
   fsync_path(parent.empty() ? "." : parent.string(), true);
@@ -277,8 +305,8 @@ void commit_file(const std::string& tmp, const std::string& to) {
   rename_into_place(tmp, to);
 }
 
-AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint)
-    : path_(std::move(path)), what_(std::move(what)), hint_(std::move(hint)) {
+AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint, std::string after)
+    : path_(std::move(path)), what_(std::move(what)), hint_(std::move(hint)), after_(std::move(after)) {
   // PATH.tmp.<pid>. TensorBoard reads every file whose name holds "tfevents", one a killed writer left too: there
   // the temporary is spelled "tf-events".
   const fs::path p(path_);
@@ -287,7 +315,12 @@ AtomicWriter::AtomicWriter(std::string path, std::string what, std::string hint)
   tmp_ = (p.parent_path() / (name + ".tmp." + std::to_string(::getpid()))).string();
   crash_point("open", tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(path_ + ": " + what_ + ": " + tmp_ + ": " + std::strerror(errno), hint_);
+  if (fd_ < 0) {
+    const int err = errno;
+    const std::string cause = write_fault_cause(err, err == EISDIR ? tmp_ : path_);
+    throw Error(path_ + ": " + what_ + ": " + tmp_ + ": " + std::strerror(err),
+                cause.empty() ? hint_ : cause + "; " + after_);
+  }
 }
 
 AtomicWriter::~AtomicWriter() {
@@ -307,6 +340,7 @@ void AtomicWriter::write(const void* data, std::size_t n) {
     const ssize_t w = ::write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
+      failure_errno_ = w < 0 ? errno : 0;
       failure_ = w < 0 ? std::strerror(errno) : "short write";
       break;
     }
@@ -317,10 +351,19 @@ void AtomicWriter::write(const void* data, std::size_t n) {
 
 void AtomicWriter::commit() {
   if (failure_.empty()) crash_point("fsync", tmp_);
-  if (failure_.empty() && ::fsync(fd_) != 0) failure_ = std::strerror(errno);
-  if (::close(fd_) != 0 && failure_.empty()) failure_ = std::strerror(errno);
+  if (failure_.empty() && ::fsync(fd_) != 0) {
+    failure_errno_ = errno;
+    failure_ = std::strerror(errno);
+  }
+  if (::close(fd_) != 0 && failure_.empty()) {
+    failure_errno_ = errno;
+    failure_ = std::strerror(errno);
+  }
   fd_ = -1;
-  if (!failure_.empty()) throw Error(path_ + ": " + what_ + ": " + failure_, hint_);
+  if (!failure_.empty()) {
+    const std::string cause = write_fault_cause(failure_errno_, path_);
+    throw Error(path_ + ": " + what_ + ": " + failure_, cause.empty() ? hint_ : cause + "; " + after_);
+  }
   rename_into_place(tmp_, path_);  // synced above
   committed_ = true;
 }
@@ -367,8 +410,11 @@ void append_line(const std::string& path, const std::string& line) { append_byte
 void append_bytes(const std::string& path, const std::string& text) {
   crash_point("open", path);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error(path + ": cannot append: " + std::strerror(errno), "check the folder's permissions and free space");
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(path + ": cannot append: " + std::strerror(err),
+                fault_hint(err, path, "check the folder's permissions and free space", ""));
+  }
   crash_point_write(fd, text.data(), text.size(), path);
   struct stat before {};
   const bool sized = ::fstat(fd, &before) == 0;
@@ -379,13 +425,15 @@ void append_bytes(const std::string& path, const std::string& text) {
   ::close(fd);
   if (w != static_cast<ssize_t>(text.size()))
     throw Error(path + ": cannot append: " + (w < 0 ? std::strerror(err) : "short write"),
-                std::string("free some space and run again; earlier lines are intact") +
-                    (torn ? " (the last one is cut short: its readers drop it)" : ""));
+                fault_hint(w < 0 ? err : 0, path, "free some space and run again",
+                           std::string("; earlier lines are intact") +
+                               (torn ? " (the last one is cut short: its readers drop it)" : "")));
 }
 
 void sync_appended(const std::string& path) {
   auto failed = [](const std::string& p, int err) {
-    throw Error(p + ": cannot sync: " + std::strerror(err), "check the disk (free space; dmesg says why it failed)");
+    throw Error(p + ": cannot sync: " + std::strerror(err),
+                fault_hint(err, p, "check the disk (free space; dmesg says why it failed)", ""));
   };
   if (const int err = fsync_of(path, 0); err == ENOENT) {
     return;  // a log not yet begun

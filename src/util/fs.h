@@ -9,6 +9,11 @@
 
 namespace poslab {
 
+// What to do about a failed open, write, sync or rename at `path` when errno `err` names a cause other than a full
+// disk (permissions, a read-only disk, a folder where a file goes, a file where a folder goes, a folder gone); ""
+// for the rest, whose hint is the caller's (free space, the disk). Every writer here says it in its error's hint.
+std::string write_fault_cause(int err, const std::string& path);
+
 // Reads a whole file; throws poslab::Error naming the path.
 std::string read_file(const std::string& path);
 
@@ -23,9 +28,11 @@ void write_file_atomic(const std::string& path, const std::string& bytes);
 // checkpoints, which LibTorch streams through a callback.
 class AtomicWriter {
  public:
-  // what: a few words for errors ("cannot write checkpoint"); hint: what the user should do.
+  // what: a few words for errors ("cannot write checkpoint"); hint: what the user should do about a full disk;
+  // after: what follows any fix (said after the fix of another cause: a folder's permissions, a read-only disk).
   explicit AtomicWriter(std::string path, std::string what = "write failed",
-                        std::string hint = "free some space and run again; the previous file is intact");
+                        std::string hint = "free some space and run again; the previous file is intact",
+                        std::string after = "the previous file is intact");
   ~AtomicWriter();  // removes the temporary file unless committed
   AtomicWriter(const AtomicWriter&) = delete;
   AtomicWriter& operator=(const AtomicWriter&) = delete;
@@ -34,7 +41,8 @@ class AtomicWriter {
   void commit();
 
  private:
-  std::string path_, what_, hint_, tmp_, failure_;
+  std::string path_, what_, hint_, after_, tmp_, failure_;
+  int failure_errno_ = 0;  // the first failure's errno; 0 for a short write
   int fd_ = -1;
   bool committed_ = false;
   bool written_ = false;  // a first write happened (the body's crash point)

@@ -205,6 +205,25 @@ TEST(RunFiles, TruncateLogsDropsLaterStepsAndCutLines) {
   EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 5, garbage\n{\"step\": 10}\n");
 }
 
+// A log or folder of a run of the wrong kind is said before any log is cut, not when the resumed run first writes
+// there (its TensorBoard file cut back by then).
+TEST(RunFiles, ALogOrFolderOfTheWrongKindIsSaidBeforeAnythingIsCut) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  write_text(run.metrics(), "{\"step\": 0}\n{\"step\": 100}\n");
+  std::filesystem::create_directories(run.snapshot_index());
+  EXPECT_EQ(error_of([&] { truncate_logs_after(run, 0); }),
+            run.snapshot_index() +
+                ": is a folder (or another thing that is no file) where the run's log goes | move it away; nothing "
+                "was changed");
+  std::filesystem::remove(run.snapshot_index());
+  std::filesystem::remove(run.snapshots());
+  write_text(run.snapshots(), "a file");
+  EXPECT_EQ(error_of([&] { truncate_logs_after(run, 0); }),
+            run.snapshots() + ": is a file where the run's folder goes | move it away; nothing was changed");
+  EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 100}\n");
+}
+
 TEST(RunFiles, PositionLossRoundTripsAndAbsentIsEmpty) {
   TempDir dir;
   const std::string path = dir / "eval.csv";

@@ -292,6 +292,35 @@ TEST(Fs, AnOutputFileIsNoFileOfTheCorpusNorInItsFolder) {
   EXPECT_EQ(read_file(dir / "texts/a.txt"), "or not");
 }
 
+// A write's error says what to do about its cause where errno names one other than a full disk, whose hint stays the
+// writer's own: the folder's permissions, a read-only disk, a file where a folder goes, a folder where a file goes.
+TEST(Fs, AWriteFaultsHintNamesItsCause) {
+  const std::string log = "/r/snapshots/index.jsonl";
+  EXPECT_EQ(write_fault_cause(EACCES, log),
+            "this user may not write in /r/snapshots: check its permissions (ls -ld "
+            "/r/snapshots)");
+  EXPECT_EQ(write_fault_cause(EPERM, log), write_fault_cause(EACCES, log));
+  EXPECT_EQ(write_fault_cause(EROFS, log),
+            "/r/snapshots is on a read-only file system: remount it writable, or work on a writable disk");
+  EXPECT_EQ(write_fault_cause(ENOTDIR, log),
+            "a part of " + log + " is a file where a folder goes: move that file away");
+  EXPECT_EQ(write_fault_cause(EISDIR, log), log + " is a folder where a file goes: move it away");
+  EXPECT_EQ(write_fault_cause(ENOENT, "metrics.jsonl"), ". is gone (moved or deleted while poslab ran): put it back");
+  for (const int full : {ENOSPC, EDQUOT, EFBIG, EIO}) EXPECT_EQ(write_fault_cause(full, log), "") << full;
+  // Said by the writers: an append onto a folder; an atomic write and a sync under a file.
+  TempDir dir;
+  std::filesystem::create_directories(dir / "metrics.jsonl");
+  EXPECT_EQ(error_of([&] { append_line(dir / "metrics.jsonl", "{}"); }),
+            dir / "metrics.jsonl" + ": cannot append: Is a directory | " + dir / "metrics.jsonl" +
+                " is a folder where a file goes: move it away");
+  test::write_text(dir / "snapshots", "a file");
+  EXPECT_EQ(error_of([&] { write_file_atomic(dir / "snapshots/index.jsonl", "{}\n"); }),
+            dir / "snapshots/index.jsonl" + ": write failed: " + dir / "snapshots/index.jsonl.tmp." +
+                std::to_string(::getpid()) + ": Not a directory | a part of " + dir / "snapshots/index.jsonl" +
+                " is a file where a folder goes: move that file away; the previous file is intact");
+  EXPECT_EQ(read_file(dir / "snapshots"), "a file");
+}
+
 TEST(Fs, AppendAddsLinesAndUnwritablePlacesAreErrors) {
   TempDir dir;
   append_line(dir / "log", "one");
