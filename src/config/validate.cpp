@@ -36,6 +36,11 @@ struct Checks {
     if (src == "default")
       throw Error(key + " = " + value + " (poslab's default): " + why,
                   "set " + key + " in your config or with --set " + key + "=VALUE");
+    if (src.find("(stored config)") != std::string::npos)  // no file the user wrote: the checkpoint's own
+      throw Error(src + ": " + key + " = " + value + ": " + why,
+                  "the checkpoint's own config breaks this rule (a checkpoint of another poslab, or one changed "
+                  "since it was written): use another checkpoint of the run (checkpoints/best.pt), or give " +
+                      key + " with --set where a resume may change it");
     throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + " in " + src);
   }
 

@@ -1,6 +1,8 @@
 #include "data/corpus.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -81,7 +83,7 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
     if (ec || !seen.insert(canon).second) continue;  // a second link to a file already read
     std::ifstream in(canon, std::ios::binary);
     if (!in) {
-      corpus.skipped.push_back(path.string() + ": cannot be read");
+      corpus.skipped.push_back(path.string() + ": cannot be read (" + std::strerror(errno) + ")");
       continue;
     }
     std::ostringstream ss;
@@ -113,7 +115,10 @@ Corpus read_corpus(const std::vector<std::string>& paths) {
     if (!corpus.skipped.empty()) why = " (" + corpus.skipped.front() + (corpus.skipped.size() > 1 ? ", …)" : ")");
     throw Error("data.corpus [" + list + "]: no text found (" + std::to_string(corpus.files.size()) + " text files, " +
                     std::to_string(corpus.skipped.size()) + " skipped" + why + ")",
-                "point data.corpus at UTF-8 text files");
+                !corpus.skipped.empty() && corpus.skipped.front().find(": cannot be read (") != std::string::npos
+                    ? "make the files readable by this user (ls -l shows who may read them), or point data.corpus at "
+                      "UTF-8 text files"
+                    : "point data.corpus at UTF-8 text files");
   }
   return corpus;
 }

@@ -263,6 +263,15 @@ void check_corpus_paths(const Config& cfg) {
   for (const std::string& p : cfg.data.corpus) {
     std::error_code ec;
     if (fs::exists(p, ec)) continue;
+    if (fs::is_symlink(p, ec))
+      throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": a symbolic link to " +
+                      fs::read_symlink(p, ec).string() + ", which is missing or a loop of links",
+                  "point the link at the corpus, or data.corpus at the corpus itself");
+    // A run's stored corpus moved since: the resume takes its new place with --set.
+    if (origin_of(cfg, "data.corpus").find("(stored config)") != std::string::npos)
+      throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": corpus path not found",
+                  "put the corpus back, or give its new place: poslab train --resume RUN_DIR --set "
+                  "data.corpus=NEW_PATH (the same text: a changed corpus is refused)");
     // a relative path is read from the current folder, not the config's: say which folder that was
     const bool relative = fs::path(p).is_relative();
     throw Error(origin_prefix(cfg, "data.corpus") + "data.corpus: " + p + ": corpus path not found" +

@@ -331,6 +331,26 @@ TEST(Config, NamesRecordedInJsonAreUtf8) {
   EXPECT_EQ(load_config("", {"run.name=caf\xC3\xA9-\xE2\x82\xAC"}).run.name, "caf\xC3\xA9-\xE2\x82\xAC");
 }
 
+// A checkpoint's stored config that breaks a rule is no file the user wrote: the hint says which checkpoint to use.
+TEST(Config, AStoredConfigThatBreaksARuleSaysToUseAnotherCheckpoint) {
+  Error e("", "");
+  try {
+    config_from_yaml("model: {n_head: 3}\n", "runs/x/checkpoints/latest.pt (stored config)");
+    FAIL() << "no error";
+  } catch (const Error& caught) {
+    e = caught;
+  }
+  EXPECT_EQ(std::string(e.what()).rfind("runs/x/checkpoints/latest.pt (stored config): model.n_head = 3: must divide "
+                                        "model.n_embd",
+                                        0),
+            0u)
+      << e.what();
+  EXPECT_EQ(e.hint(),
+            "the checkpoint's own config breaks this rule (a checkpoint of another poslab, or one changed since it was "
+            "written): use another checkpoint of the run (checkpoints/best.pt), or give model.n_head with --set where "
+            "a resume may change it");
+}
+
 TEST(Config, ImpossibleValuesNameKeyValueAndSource) {
   TempDir dir;
   write_text(dir / "heads.yaml", "model:\n  n_embd: 100\n  n_head: 3\n");

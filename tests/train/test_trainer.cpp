@@ -22,6 +22,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/device_adamw.h"
+#include "train/run_setup.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -33,6 +34,7 @@ namespace poslab {
 namespace {
 
 using test::CapturedLog;
+using test::error_of;
 using test::read_jsonl;
 using test::TempDir;
 namespace fs = std::filesystem;
@@ -873,6 +875,24 @@ TEST(Trainer, AnEditOfConfigYamlGivenAsSetIsTakenByTheResume) {
   EXPECT_EQ(config_from_yaml(read_checkpoint_meta(RunFolder(dir / "edited").latest_checkpoint()).config_yaml, "stored")
                 .train.lr,
             0.002);
+}
+
+// A corpus path that is gone says what to do: a run's stored one (the corpus moved since) takes its new place with
+// --set on the resume; a link to nowhere, or a loop of links, is named as a link.
+TEST(Trainer, ACorpusPathThatIsGoneSaysWhatToDo) {
+  TempDir dir;
+  const Config stored =
+      config_from_yaml("data: {corpus: [" + dir / "moved.txt" + "]}\n", dir / "latest.pt (stored config)");
+  EXPECT_EQ(error_of([&] { check_corpus_paths(stored); }),
+            dir / "latest.pt (stored config): data.corpus: " + dir / "moved.txt" +
+                ": corpus path not found | put the corpus back, or give its new place: poslab train --resume RUN_DIR "
+                "--set data.corpus=NEW_PATH (the same text: a changed corpus is refused)");
+  fs::create_symlink(dir / "b", dir / "a");
+  fs::create_symlink(dir / "a", dir / "b");
+  EXPECT_EQ(error_of([&] { check_corpus_paths(load_config("", {"data.corpus=" + dir / "a"})); }),
+            "--set: data.corpus: " + dir / "a" + ": a symbolic link to " + dir / "b" +
+                ", which is missing or a loop of links | point the link at the corpus, or data.corpus at the corpus "
+                "itself");
 }
 
 // The config's warnings (here: warmup past the run's end) are said when a run is about to train, not again by a
