@@ -65,6 +65,9 @@ void load_archive(torch::serialize::InputArchive& ar, const std::string& path) {
                 "pass a run folder poslab train made (one that holds checkpoints/latest.pt), or a checkpoint: "
                 "RUN_DIR/checkpoints/latest.pt or best.pt");
   }
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw Error(path + ": not a file (a device, pipe or socket), not a checkpoint",
+                "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   if (!std::filesystem::is_regular_file(path, ec))
     throw Error(path + ": checkpoint not found", "pass RUN_DIR/checkpoints/latest.pt or best.pt of a poslab run");
   if (::access(path.c_str(), R_OK) != 0) {

@@ -121,6 +121,7 @@ TEST(Checkpoint, MissingGarbageAndForeignFilesAreClearErrors) {
     return std::string("no error");
   };
   EXPECT_NE(message(dir / "none.pt").find("not found"), std::string::npos);
+  EXPECT_EQ(message("/dev/null"), "/dev/null: not a file (a device, pipe or socket), not a checkpoint");
   test::write_text(dir / "garbage.pt", "this is not a zip archive");
   // not a zip archive at all (a config, a log): another file, not a damaged checkpoint
   EXPECT_NE(message(dir / "garbage.pt").find("garbage.pt: not a checkpoint (a poslab checkpoint is a zip archive"),
