@@ -138,6 +138,9 @@ std::string resolve_base(const YAML::Node& v, const std::string& path) {
   if (!fs::is_regular_file(resolved, ec))
     throw Error(path + ": base = " + v.as<std::string>() + ": no such config file (" + resolved + ")",
                 "base is relative to the sweep file's folder");
+  if (fs::equivalent(resolved, path, ec))  // read as a config, the sweep file's own keys would be unknown ones
+    throw Error(path + ": base = " + v.as<std::string>() + ": is this sweep file itself",
+                "name the config every run starts from, e.g. base: ../small.yaml");
   return resolved;
 }
 

@@ -653,6 +653,11 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   EXPECT_EQ(sweep_hint("seeds: [1]\nbatch: 3\n"), "a sweep file has: name, base, seeds, set, grid, variants");
   EXPECT_NE(sweep_error("grid: {model.n_layer: [1]}\n").find("bad.yaml: seeds: missing"), std::string::npos);
   EXPECT_NE(sweep_error("seeds: []\n").find("seeds: expected a non-empty list"), std::string::npos);
+  test::write_text(dir_ / "configs/sweeps/self.yaml", "base: self.yaml\nseeds: [1]\n");
+  EXPECT_EQ(test::error_of([&] { load_sweep(dir_ / "configs/sweeps/self.yaml"); }),
+            dir_ / "configs/sweeps/self.yaml" +
+                ": base = self.yaml: is this sweep file itself | name the config every run starts from, e.g. base: "
+                "../small.yaml");
   EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);
   // Each seed is read as run.seed takes it, when the file is read: not hours in, when its run starts.
   EXPECT_NE(sweep_error("seeds: [1, -1]\n")
