@@ -357,6 +357,12 @@ int run_analyze(const AnalyzeArgs& a) {
       spdlog::warn("--boundary-rows {}: a table of {} rows {} (the interior keeps half the rows at least)",
                    opt.boundary_rows, W.size(0),
                    most > 0 ? fmt::format("is checked at its {} first and last", most) : "has no rows to check");
+    // --sinusoid-k past the frequencies the rows hold below their Nyquist, (rows - 1) / 2: the basis takes those
+    if (opt.sinusoid_k != AnalysisOptions{}.sinusoid_k && main.sinusoid_k < opt.sinusoid_k)
+      spdlog::warn(
+          "--sinusoid-k {}: a table of {} rows has {} frequencies below its Nyquist ((rows - 1) / 2); the "
+          "basis takes those",
+          opt.sinusoid_k, W.size(0), main.sinusoid_k);
     j = to_json(main);
     out << summary_text(main);
     columns.emplace_back("table", main);

@@ -573,11 +573,12 @@ fi
 if "$poslab" eval "$ckpt" --batches 4 --batch-size 512 --out "$tmp/many.csv" >"$tmp/out" 2>"$tmp/err" &&
    grep -Eq "warning --batches 4: 2,048 windows of 128 tokens hold [0-9]+× the val split's [0-9,]+ tokens, so they overlap" "$tmp/err" &&
    "$poslab" eval "$ckpt" --batches 2 --out "$tmp/few.csv" >/dev/null 2>"$tmp/err2" && ! grep -q "warning --batches" "$tmp/err2" &&
-   "$poslab" analyze "$ckpt" --boundary-rows 100 >"$tmp/out" 2>"$tmp/err" &&
-   grep -q "warning --boundary-rows 100: a table of 128 rows is checked at its 31 first and last" "$tmp/err"; then
+   "$poslab" analyze "$ckpt" --boundary-rows 100 --sinusoid-k 100 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "warning --boundary-rows 100: a table of 128 rows is checked at its 31 first and last" "$tmp/err" &&
+   grep -q "warning --sinusoid-k 100: a table of 128 rows has 63 frequencies below its Nyquist" "$tmp/err"; then
   passed=$((passed + 1))
 else
-  failed=$((failed + 1)); echo "FAIL eval's overlapping windows, analyze's boundary rows"; cat "$tmp/err"
+  failed=$((failed + 1)); echo "FAIL eval's overlapping windows, analyze's boundary rows and sinusoid K"; cat "$tmp/err"
 fi
 # The corpus's files that are not text (fortune's .dat index files) are one info line, not a warning; with
 # SPDLOG_LEVEL=debug each is listed with why.
