@@ -2,6 +2,7 @@
 // validate.cpp checks the result (config.h).
 #include "config/config.h"
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -206,15 +207,17 @@ void apply_override(Config& cfg, const Override& o) {
 }
 
 std::vector<Override> command_line_sets(const std::vector<std::string>& sets) {
-  // One key given twice would keep its last value without a word, where a config file's key given twice is an error.
+  // One key given twice takes its last value, as a wrapper script's defaults followed by its caller's --set need;
+  // said, not taken without a word.
   std::map<std::string, std::string> first;  // each key's assignment
   for (const std::string& s : sets) {
     const size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) continue;  // apply_override says what is wrong with it
     const auto [given, fresh] = first.emplace(s.substr(0, eq), s);
-    if (!fresh)
-      throw Error("--set " + given->first + " is given twice (--set " + given->second + " and --set " + s + ")",
-                  "give each key once");
+    if (!fresh && given->second != s)
+      spdlog::warn("--set {} is given twice (--set {}, then --set {}): the last is taken", given->first, given->second,
+                   s);
+    given->second = s;
   }
   return std::vector<Override>(sets.begin(), sets.end());
 }

@@ -255,7 +255,6 @@ void check_output_file(const std::string& path, const std::string& option, bool 
   // eval/, report/) is.
   if (exists) {
     const fs::path p = fs::absolute(path, ec).lexically_normal();
-    const auto is_run = [](const fs::path& dir) { return is_run_folder(dir); };
     const std::string name = p.filename().string(), within = p.parent_path().filename().string();
     const auto starts = [&](std::initializer_list<const char*> heads) {
       return std::any_of(heads.begin(), heads.end(), [&](const char* h) { return name.rfind(h, 0) == 0; });
@@ -265,12 +264,12 @@ void check_output_file(const std::string& path, const std::string& option, bool 
         (within == "snapshots" && (name == "index.jsonl" || starts({"wpe_step", "attn_step", "model_step"}))) ||
         (within == "tensorboard" &&
          (starts({"events.out.tfevents", "wpe_step"}) || name == "projector_config.pbtxt" || name == "positions.tsv"));
-    const bool own = (is_run(p.parent_path()) && (name == "config.yaml" || name == "metrics.jsonl" ||
-                                                  name == "kernel_paths.json" || name == "lock")) ||
-                     (is_run(p.parent_path().parent_path()) && written_there);
+    const bool own = (is_run_folder(p.parent_path()) && (name == "config.yaml" || name == "metrics.jsonl" ||
+                                                         name == "kernel_paths.json" || name == "lock")) ||
+                     (is_run_folder(p.parent_path().parent_path()) && written_there);
     if (own)
       throw Error(named + ": is a file of the training run in " +
-                      (is_run(p.parent_path()) ? p.parent_path() : p.parent_path().parent_path()).string() +
+                      (is_run_folder(p.parent_path()) ? p.parent_path() : p.parent_path().parent_path()).string() +
                       ", which no other command replaces",
                   "name a file outside the run's own record (its analysis/, eval/ or report/ folders, or elsewhere)");
   }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "formats/npy.h"
 #include "formats/tfevents.h"
 #include "run/run_files.h"
 #include "run/tensorboard_files.h"
@@ -106,6 +107,8 @@ TEST(TensorboardFiles, AResumeCutsWhatItWritesAgainAndStartsANewFile) {
   TempDir dir;
   const RunFolder run(dir.str());
   write_text(run.snapshot_index(), "{\"step\": 0, \"file\": \"wpe_step000000.npy\"}\n");
+  const float rows[6] = {1, 2, 3, 4, 5, 6.5f};  // the tables the index lists, whole: a resume reads their headers
+  for (int64_t step : {0, 4}) write_text(run.snapshot(step), npy_bytes(rows, 3, 2));
   std::string first;
   {
     TensorboardLog log(run);
