@@ -42,7 +42,9 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
       "periods, circles and the helix (docs/analysis.md). A run folder's trajectory and verdict are also written to "
       "RUN_DIR/analysis/.");
   add_table_options(cmd, a.table, a.rows);
-  cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)")->type_name("FILE");
+  cmd->add_option("--json", a.json, "write every metric as JSON to FILE (- for stdout)")
+      ->type_name("FILE")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force, "replace an existing --json file");
   cmd->add_flag("--baselines", a.baselines,
                 "also analyse random, sinusoidal, handbook and random-walk tables of the same shape");
@@ -66,7 +68,8 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& a) {
          "--against", a.against,
          "compare with a second table of the same positions, any width, up to rotation and scale (CKA, Procrustes, "
          "similarity correlation, principal angles): a .npy, .pt, .safetensors or a run folder (its last snapshot)")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(kNotAnOption);
   cmd->add_option("--against-tensor", a.against_tensor,
                   "tensor name when --against is a .safetensors file (default: --tensor)")
       ->type_name("NAME");

@@ -104,14 +104,18 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   cmd->add_option("--set", a.sets, "override one key (repeatable)")->type_name("KEY=VALUE")->take_all();
   cmd->add_option("--steps", a.options.steps, "timed steps")->capture_default_str()->check(kPositive);
   cmd->add_option("--warmup", a.options.warmup, "untimed steps first")->capture_default_str()->check(kNonNegative);
-  cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)")->type_name("FILE");
+  cmd->add_option("--json", a.json, "write the figures as JSON to FILE (- for stdout)")
+      ->type_name("FILE")
+      ->check(kNotAnOption);
   cmd->add_option("--export", a.options.export_dir,
                   "write initial weights, batches and losses to DIR for scripts/torch_reference.py (a new folder, "
                   "or one that holds files with --force)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(kNotAnOption);
   cmd->add_option("--profile", a.options.profile_path,
                   "profile the timed steps into FILE (Chrome trace; scripts/profile_table.py FILE sums it by op)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force,
                 "replace an existing --json or --profile file; write into an --export folder that holds files");
   return cmd;

@@ -34,7 +34,8 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"hf", "tensorboard"}));
   cmd->add_option("--out", a.out, "the folder to write (default: RUN_DIR/export/hf or RUN_DIR/export/tensorboard)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force,
                 "write into an --out that already holds files, replacing those of the same name (the default folder "
                 "needs none)");

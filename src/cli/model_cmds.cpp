@@ -66,7 +66,9 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
       "Draws the analysis with gnuplot: a run folder, one table (.npy, .safetensors, .pt, --synthetic), or a model "
       "folder's tables; a run's page comes with watch.html, which plays the table forming.");
   add_table_options(cmd, a.table, a.rows);
-  cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')")->type_name("DIR");
+  cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')")
+      ->type_name("DIR")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force,
                 "write into a folder that holds files other than poslab's earlier report, replacing those of the "
                 "same name");
@@ -131,6 +133,7 @@ CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a) {
   cmd->add_option("checkpoint", a.checkpoint,
                   "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt), or a model folder / .safetensors")
       ->type_name("PATH")
+      ->check(kNotAnOption)
       ->required()
       ->transform(kRunFolderToCheckpoint);
   return cmd;
@@ -206,6 +209,7 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   auto* cmd = app.add_subcommand("sample", "generate text from a checkpoint");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt)")
       ->type_name("PATH")
+      ->check(kNotAnOption)
       ->required()
       ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--prompt", a.prompt, "text to continue (default: start from a new line)");
@@ -243,6 +247,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   auto* cmd = app.add_subcommand("eval", "a checkpoint's loss, perplexity, loss by position");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/latest.pt or best.pt (RUN_DIR: its latest.pt)")
       ->type_name("PATH")
+      ->check(kNotAnOption)
       ->required()
       ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--split", a.split, "val | train")->capture_default_str()->check(CLI::IsMember({"val", "train"}));
@@ -252,7 +257,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
   cmd->add_option("--out", a.out,
                   "per-position CSV (default: RUN_DIR/eval/per_position_loss_SPLIT.csv, with --shift "
                   "RUN_DIR/eval/shift_loss_SPLIT.csv)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(kNotAnOption);
   cmd->add_option("--shift", a.shifts,
                   "start rows S,S,... of the table: the same windows, of block_size − the largest S "
                   "tokens, read at rows S … S + length − 1 (loss against start offset), e.g. --shift 0,16,64")
@@ -362,6 +368,7 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
   cmd->footer("Rebuilds the learned table at N rows; then: poslab eval, poslab train --init-from.");
   cmd->add_option("checkpoint", a.checkpoint, "RUN_DIR/checkpoints/best.pt or latest.pt (RUN_DIR: its latest.pt)")
       ->type_name("PATH")
+      ->check(kNotAnOption)
       ->required()
       ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--to", a.to, "the new block_size N (more than the model's)")->required()->check(kPositive);
@@ -369,7 +376,8 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember(extend_methods()));
   cmd->add_option("--out", a.out, "the extended checkpoint (default: RUN_DIR/extend/N-METHOD/checkpoint.pt)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(kNotAnOption);
   cmd->add_option("--seed", a.seed, "random: the seed of the new rows (default: the run's run.seed)")
       ->type_name("UINT")  // -1 inside, for "the run's"; a seed given is 0 or more, as sample's
       ->check(kSeed);

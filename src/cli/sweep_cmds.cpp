@@ -47,7 +47,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
       ->required()
       ->check(existing("path"));
   cmd->add_option("--out", a.out, "output folder (default: SWEEP_DIR/compare for one sweep, else ./compare)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force,
                 "write into a folder that holds files other than poslab's earlier page, replacing those of the same "
                 "name");

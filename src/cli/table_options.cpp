@@ -13,7 +13,8 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
   cmd->add_option("input", t.input,
                   "a run folder, a checkpoint .pt, a .npy, a .safetensors file or a Hugging Face model "
                   "folder (every table its family keeps: docs/models.md)")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(kNotAnOption);
   cmd->add_option("--tensor", t.tensor,
                   "one tensor of a .safetensors file or model folder, e.g. transformer.wpe.weight")
       ->type_name("NAME");

@@ -37,6 +37,18 @@ inline CLI::Validator number_from(bool zero_too) {
 inline const CLI::Validator kPositive = number_from(false);
 inline const CLI::Validator kNonNegative = number_from(true);
 
+// The name of a file or folder an option takes: an empty one names nothing, and a word that starts with '-'
+// ("--force", "-h") is the next option, which CLI11 took for the name left out; "-" (stdout) passes.
+inline const CLI::Validator kNotAnOption = CLI::Validator(
+    [](std::string& s) -> std::string {
+      if (s.empty()) return "expected a name, got an empty one";
+      if (s.size() > 1 && s[0] == '-')
+        return "expected a name, got the option " + s + " (the name is missing before it; a file so named: ./" + s +
+               ")";
+      return "";
+    },
+    "");
+
 // A seed: a whole number from 0 to 2^63 − 1 (CLI11 wraps "-1" into an unsigned seed and clamps one too large).
 inline const CLI::Validator kSeed = CLI::Validator(
     [](std::string& s) -> std::string {

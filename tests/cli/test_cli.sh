@@ -732,6 +732,12 @@ expect_error "analyze --json --force onto a run's checkpoint" "^error: --json $t
   passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a run's own files replaced by --force"; }
 expect_error "analyze --json onto its table" "^error: --json $tmp/keep.npy: is the file this command reads" \
   analyze "$tmp/keep.npy" --json "$tmp/keep.npy"
+# A name left out before the next option is not that option taken as the name (a file ./--force); an empty name names
+# nothing (it had meant the default).
+expect_error "an option taken for a file's name" "^error: --json: expected a name, got the option --force \(the name is missing before it" \
+  analyze "$tmp/keep.npy" --json --force
+expect_error "an empty folder name" "^error: --out: expected a name, got an empty one$" report "$tmp/keep.npy" --out ""
+[ ! -e ./--force ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a file named --force was made"; }
 expect_error "bench --profile where no file can be made" \
   "^error: --profile /proc/poslab-trace.json: cannot be written there \(/proc: " \
   bench configs/default.yaml --steps 1 --profile /proc/poslab-trace.json
