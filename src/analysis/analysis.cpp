@@ -82,6 +82,12 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
                 "the model diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of "
                 "the file");
   }
+  // Values past 1e150 overflow the squares the analysis sums (float64 ends near 1.8e308): NaN figures, no error.
+  if (const double most = W.abs().max().item<double>(); most > 1e150)
+    throw Error(source + ": the table holds values up to " + fmt::format("{:.3g}", most) +
+                    ", past what the analysis can square (1e150)",
+                "the model diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of "
+                "the file");
   Analysis a;
   a.source = source;
   a.positions = W.size(0);

@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/near_words.h"
+#include "util/plural.h"
 
 namespace poslab {
 
@@ -76,11 +77,24 @@ double config_double(const nlohmann::json& c, const char* key, double fallback) 
   return c.contains(key) && c[key].is_number() ? c[key].get<double>() : fallback;
 }
 
+// A weight the table is read beside (the token embedding, layer 0's LayerNorm and attention): one NaN or Inf in it
+// would come out as NaN figures, or LibTorch's error from deep inside an eigendecomposition.
+torch::Tensor read_model_weight(const ModelFolder& m, const std::string& name) {
+  torch::Tensor w = read_model_tensor(m, name);
+  if (const int64_t bad = (~torch::isfinite(w)).sum().item<int64_t>(); bad > 0) {
+    const auto it = m.tensors.find(name);
+    throw Error((it == m.tensors.end() ? m.path : it->second.file) + ": tensor '" + name + "' holds " +
+                    counted(bad, "NaN or Inf value"),
+                "the file is damaged, or the model diverged: download it again, or read another model");
+  }
+  return w;
+}
+
 }  // namespace
 
 torch::Tensor token_embedding(const ModelFolder& m, const ModelTables& t) {
-  if (t.layout == "gpt2") return read_model_tensor(m, t.prefix + "wte.weight");
-  if (t.layout == "bert") return read_model_tensor(m, t.prefix + "embeddings.word_embeddings.weight");
+  if (t.layout == "gpt2") return read_model_weight(m, t.prefix + "wte.weight");
+  if (t.layout == "bert") return read_model_weight(m, t.prefix + "embeddings.word_embeddings.weight");
   return {};
 }
 
@@ -90,27 +104,27 @@ AttentionWeights layer0_weights(const ModelFolder& m, const ModelTables& t, cons
   const std::string& p = t.prefix;
   const std::string config = m.config_path.empty() ? m.path + "/config.json" : m.config_path;
   if (t.layout == "gpt2") {
-    w.mean_token = read_model_tensor(m, p + "wte.weight").mean(0);
-    w.ln_weight = read_model_tensor(m, p + "h.0.ln_1.weight");
-    w.ln_bias = read_model_tensor(m, p + "h.0.ln_1.bias");
+    w.mean_token = read_model_weight(m, p + "wte.weight").mean(0);
+    w.ln_weight = read_model_weight(m, p + "h.0.ln_1.weight");
+    w.ln_bias = read_model_weight(m, p + "h.0.ln_1.bias");
     w.ln_eps = config_double(m.config, "layer_norm_epsilon", 1e-5);
-    w.c_attn_weight = read_model_tensor(m, p + "h.0.attn.c_attn.weight").t().contiguous();  // Conv1D: (in, out)
-    w.c_attn_bias = read_model_tensor(m, p + "h.0.attn.c_attn.bias");
+    w.c_attn_weight = read_model_weight(m, p + "h.0.attn.c_attn.weight").t().contiguous();  // Conv1D: (in, out)
+    w.c_attn_bias = read_model_weight(m, p + "h.0.attn.c_attn.bias");
     w.n_head = config_dim(m.config, {"n_head", "num_attention_heads"}, config);
     return w;
   }
   if (t.layout == "bert") {
     const std::string e = p + "embeddings.", a = p + "encoder.layer.0.attention.self.";
-    w.mean_token = read_model_tensor(m, e + "word_embeddings.weight").mean(0);
+    w.mean_token = read_model_weight(m, e + "word_embeddings.weight").mean(0);
     if (m.tensors.count(e + "token_type_embeddings.weight"))
-      w.mean_token = w.mean_token + read_model_tensor(m, e + "token_type_embeddings.weight")[0];
-    w.ln_weight = read_model_tensor(m, e + "LayerNorm.weight");
-    w.ln_bias = read_model_tensor(m, e + "LayerNorm.bias");
+      w.mean_token = w.mean_token + read_model_weight(m, e + "token_type_embeddings.weight")[0];
+    w.ln_weight = read_model_weight(m, e + "LayerNorm.weight");
+    w.ln_bias = read_model_weight(m, e + "LayerNorm.bias");
     w.ln_eps = config_double(m.config, "layer_norm_eps", 1e-12);
-    w.c_attn_weight = torch::cat({read_model_tensor(m, a + "query.weight"), read_model_tensor(m, a + "key.weight"),
-                                  read_model_tensor(m, a + "value.weight")});  // nn.Linear: (out, in)
-    w.c_attn_bias = torch::cat({read_model_tensor(m, a + "query.bias"), read_model_tensor(m, a + "key.bias"),
-                                read_model_tensor(m, a + "value.bias")});
+    w.c_attn_weight = torch::cat({read_model_weight(m, a + "query.weight"), read_model_weight(m, a + "key.weight"),
+                                  read_model_weight(m, a + "value.weight")});  // nn.Linear: (out, in)
+    w.c_attn_bias = torch::cat({read_model_weight(m, a + "query.bias"), read_model_weight(m, a + "key.bias"),
+                                read_model_weight(m, a + "value.bias")});
     w.n_head = config_dim(m.config, {"num_attention_heads", "n_head"}, config);
     w.causal = false;
     return w;

@@ -53,14 +53,19 @@ constexpr const char* kLastSnapshotMark = "<!-- poslab: drawn from the snapshot 
 
 void check_report_folder(const std::string& dir, const std::string& named, bool force) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec))
-    throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
   if (const std::string run = run_record_of(dir); !run.empty())
     throw Error(
         named + " " + dir + ": is a folder of the training run in " + run + ", which no other command writes into",
-        "name a folder outside the run's own record (the default, " + (fs::path(run) / "report").string() +
-            ", or elsewhere)");
+        "name a folder outside the run's own record");
+  // The run's own report (poslab report RUN writes it, not through here): another page there would replace it.
+  const fs::path at = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (const std::string run = run_record_of(at.parent_path().string()); at.filename() == "report" && !run.empty())
+    throw Error(named + " " + dir + ": is the report folder of the training run in " + run + ", which poslab report " +
+                    run + " writes",
+                "name a folder outside the run's own record");
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec))
+    throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
   if (force) return;
   const fs::path index = fs::path(dir) / "index.html";
   if (fs::is_regular_file(index, ec)) {  // poslab's page, or one of a poslab before the tag ("<title>poslab …")

@@ -90,6 +90,17 @@ TEST(Analysis, ComponentCountsReachTheirShareExactly) {
   EXPECT_EQ(offset.k90_uncentered, 1);
 }
 
+// Finite values whose squares overflow float64 (past 1e150) are refused, not analysed into NaN figures.
+TEST(Analysis, ValuesWhoseSquaresOverflowAreRefused) {
+  auto W = torch::randn({16, 4}, torch::kFloat64);
+  W[3][2] = -2e200;
+  EXPECT_EQ(test::error_of([&] { analyze_table(W, "huge.npy"); }),
+            "huge.npy: the table holds values up to 2e+200, past what the analysis can square (1e150) | the model "
+            "diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of the file");
+  W[3][2] = 1e150;
+  EXPECT_TRUE(std::isfinite(analyze_table(W, "large").effective_rank));
+}
+
 TEST(Analysis, OrthonormalRowsGiveAnIdentitySimilarityMatrix) {
   auto Q = std::get<0>(torch::linalg_qr(torch::randn({16, 16}, torch::kFloat64)));  // orthonormal rows
   AnalysisOptions opt;

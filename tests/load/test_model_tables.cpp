@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,30 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   msg = error_of([&] { layer0_weights(bare, bare_tables, bare_table[0]); });
   EXPECT_NE(msg.find("badconfig/config.json is missing: layer 0's heads (n_head) are read from it"), std::string::npos)
       << msg;
+  // A NaN in a weight the table is read beside (the token embedding; layer 0's LayerNorm): named, with its file,
+  // not NaN figures or LibTorch's error from an eigendecomposition.
+  for (const char* weight : {"wte.weight", "h.0.ln_1.weight"}) {
+    fs::remove_all(dir / "nan");
+    fs::copy(hf("gpt2"), dir / "nan");
+    const ModelFolder clean = open_model_folder(dir / "nan");
+    const ModelTables t = find_position_tables(clean.config, tensor_shapes(clean));
+    const auto& w = clean.tensors.at(t.prefix + weight);
+    ASSERT_EQ(w.entry.dtype, "F32");
+    {
+      std::fstream f(w.file, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(w.entry.offset + 4));
+      const float nan = std::nanf("");
+      f.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+    }
+    const ModelFolder m = open_model_folder(dir / "nan");
+    const std::vector<ModelTable> tables = load_model_tables(m, t);
+    const std::string expected = w.file + ": tensor '" + t.prefix + weight + "' holds 1 NaN or Inf value";
+    msg = error_of([&] { layer0_weights(m, t, tables[0]); });
+    EXPECT_EQ(msg.rfind(expected, 0), 0u) << msg;
+    if (std::string(weight) == "wte.weight") {
+      EXPECT_EQ(error_of([&] { token_embedding(m, t); }).rfind(expected, 0), 0u);
+    }
+  }
   // An index whose shard lacks a tensor it names.
   fs::copy(hf("gpt2"), dir / "badindex");
   std::ofstream(dir / "badindex/model.safetensors.index.json")

@@ -366,9 +366,12 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
   for (const char* own : {"run", "run/checkpoints"})
     EXPECT_EQ(test::error_of([&] { check_report_folder(dir / own, "--out", true); }),
               "--out " + dir / own + ": is a folder of the training run in " + dir / "run" +
-                  ", which no other command writes into | name a folder outside the run's own record (the default, " +
-                  dir / "run/report" + ", or elsewhere)");
-  check_report_folder(dir / "run/report", "--out", false);
+                  ", which no other command writes into | name a folder outside the run's own record");
+  // Nor its report/ folder, which poslab report RUN writes: a table's page there would replace the run's.
+  EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "run/report", "--out", true); }),
+            "--out " + dir / "run/report" + ": is the report folder of the training run in " + dir / "run" +
+                ", which poslab report " + dir / "run" + " writes | name a folder outside the run's own record");
+  check_report_folder(dir / "run/report-of-a-table", "--out", false);
 }
 
 // The shift figure's left axis spans 0.1 nats at least (a few thousandths drawn across the panel would look like a
