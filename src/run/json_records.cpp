@@ -29,7 +29,11 @@ void damaged(const std::string& path, int line, const std::string& what, const s
 std::vector<std::pair<int, nlohmann::json>> json_lines(const std::string& path, const std::string& record,
                                                        const std::string& hint) {
   std::vector<std::pair<int, nlohmann::json>> out;
-  std::istringstream in(read_file(path));
+  const std::string text = read_file(path);
+  // A line is appended with its newline in one write: a last line without one was cut short by a crash, and is left
+  // out (a resume cuts it away); one with it, whole but no record, is damage like any other line.
+  const bool torn = !text.empty() && text.back() != '\n';
+  std::istringstream in(text);
   std::vector<std::pair<int, std::string>> lines;
   int no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -39,7 +43,7 @@ std::vector<std::pair<int, nlohmann::json>> json_lines(const std::string& path, 
   for (size_t i = 0; i < lines.size(); ++i) {
     auto j = nlohmann::json::parse(lines[i].second, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
-      if (i + 1 == lines.size()) break;
+      if (i + 1 == lines.size() && torn) break;
       damaged(path, lines[i].first, "not " + record + " (not JSON)", hint);
     }
     if (!j.is_object()) damaged(path, lines[i].first, "not " + record + " (not a JSON object)", hint);

@@ -224,6 +224,19 @@ TEST(RunFiles, ALogOrFolderOfTheWrongKindIsSaidBeforeAnythingIsCut) {
   EXPECT_EQ(read_file(run.metrics()), "{\"step\": 0}\n{\"step\": 100}\n");
 }
 
+// A last line without its newline was cut short by a crash (a line is appended with it in one write): left out. A
+// last line with it, whole but no record, is damage like any other line.
+TEST(RunFiles, ALastLineIsLeftOutOnlyWhenItWasCutShort) {
+  TempDir dir;
+  write_text(dir / "metrics.jsonl", "{\"step\": 0}\n{\"step\": 5, \"lo");
+  EXPECT_EQ(read_metrics(dir / "metrics.jsonl").size(), 1u);
+  write_text(dir / "metrics.jsonl", "{\"step\": 0}\ngarbage\n");
+  EXPECT_NE(error_of([&] {
+              read_metrics(dir / "metrics.jsonl");
+            }).find(dir / "metrics.jsonl" + ":2: not a metrics record (not JSON)"),
+            std::string::npos);
+}
+
 TEST(RunFiles, PositionLossRoundTripsAndAbsentIsEmpty) {
   TempDir dir;
   const std::string path = dir / "eval.csv";
