@@ -90,6 +90,12 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
                     std::any_of(extra.begin(), extra.end(), looks_like_option);
   const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty()) || slip;
   std::string error = e.what();
+  // CLI11's own words for two slips, in poslab's: no command named; an option given more times than it takes.
+  if (cmd == &app && error == "A subcommand is required") {
+    error = "poslab: name a command (train, analyze, report, …)";
+  } else if (const size_t at = error.find(": At Most 1 required but received "); at != std::string::npos) {
+    error = error.substr(0, at) + ": given more than once (it takes one value)";
+  }
   if (std::optional<std::string> kind = wrong_kind(*cmd, e))
     error = *kind;
   else if (extras && !extra.empty())

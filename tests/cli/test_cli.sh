@@ -93,6 +93,8 @@ grep -q "^hint: did you mean --set? poslab help train lists its options$" "$tmp/
   { failed=$((failed + 1)); echo "FAIL a mistyped option's hint"; cat "$tmp/err"; }
 expect_error "a mistyped option before the command" "^hint: did you mean --version\\? poslab help lists" --versio
 expect_error "an option of no likeness" "^hint: poslab help compare lists its options$" compare --frobnicate
+expect_error "no command" "^error: poslab: name a command \(train, analyze, report, …\)$"
+expect_error "an option given twice" "^error: --tokens: given more than once \(it takes one value\)$" sample x --tokens=3 --tokens=4
 expect_error "words a command does not take" "^error: poslab train: unexpected arguments 'one two'$" \
   train configs/default.yaml one two
 expect_error "a value of the wrong kind" "^error: --top-pcs: must be a whole number above 0, not '2.5'$" \
