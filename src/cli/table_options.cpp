@@ -36,6 +36,17 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
 }
 
 void check_tensor_option(const TableSource& t) {
+  // The synthetic table's options beside a table read from a file (they would be ignored).
+  const TableSource defaults;
+  if (t.synthetic.empty())
+    for (const auto& [option, given] : {std::pair{"--positions", t.positions != defaults.positions},
+                                        {"--dim", t.dims != defaults.dims},
+                                        {"--seed", t.seed != defaults.seed},
+                                        {"--std", t.std != defaults.std}})
+      if (given)
+        throw Error(std::string(option) + ": applies to a --synthetic table, not to " +
+                        (t.input.empty() ? std::string("a table read from a file") : t.input),
+                    std::string("leave ") + option + " out, or pass --synthetic KIND");
   if (t.tensor.empty()) return;
   if (t.synthetic.empty() && !t.input.empty() &&
       (is_model_folder(t.input) || fs::path(t.input).extension() == ".safetensors"))

@@ -13,8 +13,8 @@ namespace poslab {
 // The options that name one table (INPUT, --tensor, --synthetic, --positions, --dim, --seed, --std, --rows).
 void add_table_options(CLI::App* cmd, TableSource& table, std::string& rows);
 
-// --tensor names a tensor of a .safetensors file or a model folder: with any other input, an error (it would be
-// ignored).
+// --tensor names a tensor of a .safetensors file or a model folder; --positions, --dim, --seed and --std shape a
+// --synthetic table: with any other input, an error (they would be ignored).
 void check_tensor_option(const TableSource& table);
 
 // --min-signal-share and --smooth-z, the verdict's thresholds.

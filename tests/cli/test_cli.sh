@@ -738,6 +738,8 @@ expect_error "analyze --json onto its table" "^error: --json $tmp/keep.npy: is t
 # nothing (it had meant the default).
 expect_error "an option taken for a file's name" "^error: --json: expected a name, got the option --force \(the name is missing before it" \
   analyze "$tmp/keep.npy" --json --force
+expect_error "a synthetic table's option beside a file" "^error: --positions: applies to a --synthetic table, not to $tmp/keep.npy$" \
+  analyze "$tmp/keep.npy" --positions 5
 expect_error "an empty folder name" "^error: --out: expected a name, got an empty one$" report "$tmp/keep.npy" --out ""
 [ ! -e ./--force ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a file named --force was made"; }
 expect_error "bench --profile where no file can be made" \
