@@ -100,6 +100,12 @@ ModelTables find_position_tables(const nlohmann::json& config,
       if (t.family.empty()) t.family = "bert";
       if (from_padding) {
         const int64_t pad = config_int_or(config, "pad_token_id", 1);
+        if (pad < 0 || pad + 1 >= s.rows)  // said wherever the table is: its rows are read as stored
+          s.skipped = fmt::format(
+              "none, though pad_token_id {} should name the padding row: it is not a row of this "
+              "{}-row table, so rows are read as stored, from position 0 (is config.json this "
+              "model's?)",
+              pad, s.rows);
         if (pad >= 0 && pad + 1 < s.rows) {
           s.offset = pad + 1;
           s.skipped = fmt::format("rows 0-{}: row {} is padding_idx (pad_token_id), positions start at padding_idx + 1",

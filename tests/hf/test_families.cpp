@@ -153,6 +153,13 @@ TEST(Families, OddConfigsAndShapesNeverThrow) {
   EXPECT_EQ(odd.tables[0].offset, 0);
   EXPECT_EQ(odd.tables[0].positions(), 2);
   const auto t = find("roberta", {{"embeddings.position_embeddings.weight", {2, 4}}}, {{"pad_token_id", 7}});
-  EXPECT_EQ(t.tables.at(0).offset, 0);  // the pad row lies past the table: rows as stored
+  EXPECT_EQ(t.tables.at(0).offset, 0);  // the pad row lies past the table: rows as stored, and said so
+  EXPECT_EQ(t.tables.at(0).skipped,
+            "none, though pad_token_id 7 should name the padding row: it is not a row of this 2-row table, so rows are "
+            "read as stored, from position 0 (is config.json this model's?)");
+  EXPECT_NE(find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", -5}})
+                .tables.at(0)
+                .skipped.find("pad_token_id -5 should name the padding row"),
+            std::string::npos);
   EXPECT_TRUE(find_position_tables(nullptr, {{"wpe.weight", {0, 4}}}).tables.empty());
 }
