@@ -160,6 +160,15 @@ ModelTables find_position_tables(const nlohmann::json& config,
     t.lacks = kLearned.count(t.family) ? kLearned.at(t.family) : "embeddings.position_embeddings.weight";
     t.no_table = fmt::format("model_type {} keeps a learned table ({}), but it is not among the {} found", t.family,
                              t.lacks, counted(static_cast<int64_t>(shapes.size()), "tensor"));
+    for (const auto& [name, shape] : shapes)  // there, but of another shape than a table's
+      if (name.size() >= t.lacks.size() && name.compare(name.size() - t.lacks.size(), t.lacks.size(), t.lacks) == 0) {
+        std::string dims;
+        for (const int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        t.no_table = fmt::format(
+            "model_type {} keeps a learned table ({}); {} is there, but of shape [{}], not 2-D "
+            "(positions x dims)",
+            t.family, t.lacks, name, dims);
+      }
     t.unknown = true;
   } else {
     t.no_table = "no position table of a known family (wpe, embed_positions, position_embeddings, position_embedding)";

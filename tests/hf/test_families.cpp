@@ -157,6 +157,10 @@ TEST(Families, OddConfigsAndShapesNeverThrow) {
   EXPECT_EQ(t.tables.at(0).skipped,
             "none, though pad_token_id 7 should name the padding row: it is not a row of this 2-row table, so rows are "
             "read as stored, from position 0 (is config.json this model's?)");
+  // A table of the family's name, of another shape: said, not "not among the tensors found".
+  EXPECT_EQ(find("gpt2", {{"transformer.wpe.weight", {384}}, {"transformer.wte.weight", {50, 8}}}).no_table,
+            "model_type gpt2 keeps a learned table (wpe.weight); transformer.wpe.weight is there, but of shape [384], "
+            "not 2-D (positions x dims)");
   EXPECT_NE(find("roberta", {{"embeddings.position_embeddings.weight", {40, 8}}}, {{"pad_token_id", -5}})
                 .tables.at(0)
                 .skipped.find("pad_token_id -5 should name the padding row"),
