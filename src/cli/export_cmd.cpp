@@ -105,6 +105,13 @@ int run_export(const ExportArgs& a) {
   const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
   check_out_is_free(out, a.force || a.out.empty());  // the default folder, inside the run, is the export's own
   if (a.to == "tensorboard") {
+    // A checkpoint outside a run's folder (an extension's, one copied elsewhere) has no log or snapshots to show.
+    std::error_code ec;
+    if (!fs::is_regular_file(RunFolder(run.string()).metrics(), ec))
+      throw Error(a.input + ": no run's log beside it (" + RunFolder(run.string()).metrics() +
+                      "): --to tensorboard exports a run's curves and snapshots",
+                  "export the run folder it came from (poslab export RUN_DIR --to tensorboard), or this checkpoint "
+                  "--to hf");
     const TensorboardExport r = export_tensorboard(run.string(), out);
     std::cerr << fmt::format("wrote {} and {}; look at them with:\n  tensorboard --logdir {}\n",
                              counted(r.scalars, "scalar"), counted(r.snapshots, "snapshot table"), shell_word(r.dir));

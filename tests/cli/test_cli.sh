@@ -795,6 +795,9 @@ expect_error "extend to a checkpoint not named .pt" "^error: --out $tmp/side/m.s
   extend "$ckpt" --to 160 --out "$tmp/side/m.safetensors"
 mkdir -p "$tmp/ext-as-run/checkpoints" && cp "$ext" "$tmp/ext-as-run/checkpoints/latest.pt"
 expect_error "resume from an extension" "holds no optimizer state" train --resume "$tmp/ext-as-run"
+expect_error "an extension's curves to TensorBoard" \
+  "^error: $ext: no run's log beside it \($tmp/x/default/extend/160-cubic/metrics.jsonl\): --to tensorboard exports a run's curves" \
+  export "$ext" --to tensorboard
 expect_error "init-from and resume" "^error: .*not both" train --init-from "$ckpt" --resume "$tmp/x/default"
 expect_error "init-from a missing checkpoint" "^error: --init-from: train.init_from = .*nope.pt: no such checkpoint" \
   train --init-from "$tmp/nope.pt"
