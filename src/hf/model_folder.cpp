@@ -126,7 +126,9 @@ ModelFolder open_model_folder(const std::string& path) {
   std::vector<std::string> safetensors, pickles;
   for (const auto& f : fs::directory_iterator(folder, ec)) {
     const std::string ext = f.path().extension().string();
-    if (ext == ".safetensors") safetensors.push_back(f.path().string());
+    // poslab_check.safetensors, beside the weights of poslab's own export, holds its check's ids and logits
+    if (ext == ".safetensors" && f.path().filename() != "poslab_check.safetensors")
+      safetensors.push_back(f.path().string());
     if (ext == ".bin" || ext == ".pth") pickles.push_back(f.path().filename().string());
   }
   std::sort(safetensors.begin(), safetensors.end());

@@ -678,8 +678,10 @@ fi
 mkdir -p "$tmp/pc/torch-2.9.0/bin" "$tmp/pc/torch-2.11.0/bin"
 touch "$tmp/pc/torch-2.9.0/.complete" "$tmp/pc/torch-2.11.0/.complete" "$tmp/pc/torch-2.9.0/bin/python" \
   "$tmp/pc/torch-2.11.0/bin/python"
+# inspect reads the export as a model folder: its weights alone (poslab_check.safetensors, the check's, is none).
 if POSLAB_CACHE="$tmp/pc" "$poslab" export "$tmp/x/default" --out "$tmp/hf" >/dev/null 2>"$tmp/err" &&
-   grep -q "^  $tmp/pc/torch-2.11.0/bin/python scripts/check_hf_export.py $tmp/hf$" "$tmp/err"; then
+   grep -q "^  $tmp/pc/torch-2.11.0/bin/python scripts/check_hf_export.py $tmp/hf$" "$tmp/err" &&
+   [ -f "$tmp/hf/poslab_check.safetensors" ] && "$poslab" inspect "$tmp/hf" 2>>"$tmp/err" | grep -q "^model .*(1 file, "; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL export's check commands"; cat "$tmp/err"
