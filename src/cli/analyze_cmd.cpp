@@ -183,7 +183,14 @@ int run_agreement(const AnalyzeArgs& a, std::ostream& out) {
   TableSource other;
   other.input = a.against;
   other.tensor = a.against_tensor.empty() ? a.table.tensor : a.against_tensor;
-  torch::Tensor B = load_table(other, b_source);
+  torch::Tensor B;
+  try {
+    B = load_table(other, b_source);
+  } catch (const Error& e) {  // the --against table's tensor is named with --against-tensor (what to pass: first)
+    std::string hint = e.hint();
+    if (const size_t at = hint.find("--tensor"); at != std::string::npos) hint.replace(at, 8, "--against-tensor");
+    throw Error(e.what(), hint);
+  }
   if (!a.rows.empty()) {
     A = select_rows(A, a.rows);
     B = select_rows(B, a.rows);

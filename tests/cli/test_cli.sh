@@ -740,6 +740,8 @@ expect_error "analyze --json onto its table" "^error: --json $tmp/keep.npy: is t
 # nothing (it had meant the default).
 expect_error "an option taken for a file's name" "^error: --json: expected a name, got the option --force \(the name is missing before it" \
   analyze "$tmp/keep.npy" --json --force
+expect_error "the --against table's tensor" "^hint: pass one of its names with --against-tensor" \
+  analyze "$tmp/keep.npy" --against tests/fixtures/hf/gpt2 --against-tensor nope
 expect_error "a synthetic table's option beside a file" "^error: --positions: applies to a --synthetic table, not to $tmp/keep.npy$" \
   analyze "$tmp/keep.npy" --positions 5
 expect_error "an empty folder name" "^error: --out: expected a name, got an empty one$" report "$tmp/keep.npy" --out ""
