@@ -394,6 +394,9 @@ CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a) {
 }
 
 int run_extend(const ExtendArgs& a) {
+  if (a.seed >= 0 && a.method != "random")  // it would be ignored
+    throw Error("--seed " + std::to_string(a.seed) + ": applies to --method random (the only one that draws rows)",
+                "leave --seed out: --method " + a.method + " draws nothing");
   ExtendRequest req;
   req.checkpoint = a.checkpoint;
   req.to = a.to;

@@ -799,6 +799,8 @@ expect_error "extend to a checkpoint not named .pt" "^error: --out $tmp/side/m.s
   extend "$ckpt" --to 160 --out "$tmp/side/m.safetensors"
 mkdir -p "$tmp/ext-as-run/checkpoints" && cp "$ext" "$tmp/ext-as-run/checkpoints/latest.pt"
 expect_error "resume from an extension" "holds no optimizer state" train --resume "$tmp/ext-as-run"
+expect_error "a seed for a method that draws nothing" "^error: --seed 5: applies to --method random" \
+  extend "$tmp/x/default" --to 160 --method linear --seed 5
 expect_error "an extension's curves to TensorBoard" \
   "^error: $ext: no run's log beside it \($tmp/x/default/extend/160-cubic/metrics.jsonl\): --to tensorboard exports a run's curves" \
   export "$ext" --to tensorboard
