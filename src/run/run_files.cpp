@@ -64,9 +64,19 @@ std::vector<MetricsRecord> val_evals(const std::vector<MetricsRecord>& records) 
 
 std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
   const std::string path = run.snapshot_index();
-  if (!is_file(path))
+  if (!is_file(path)) {
+    // Tables there without their index: the index was lost, not the run's snapshots.
+    int64_t tables = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(run.snapshots(), ec), end; !ec && it != end; it.increment(ec))
+      tables += snapshot_step_of(it->path().filename().string()).has_value();
+    if (tables > 0)
+      throw Error(run.dir() + ": " + path + " is missing, but snapshots/ holds " + std::to_string(tables) + " tables",
+                  "put the run's index.jsonl back (a line a snapshot: {\"step\": N, \"file\": "
+                  "\"wpe_stepNNNNNN.npy\"})");
     throw Error(run.dir() + ": no snapshots (" + path + " is missing)",
                 "pass a run folder written by poslab train with model.position learned or sinusoidal");
+  }
   const std::string hint =
       "each line of the snapshot index is JSON with an integer step and a file name (poslab train "
       "writes them): mend or delete that line";

@@ -237,6 +237,19 @@ TEST(RunFiles, ALastLineIsLeftOutOnlyWhenItWasCutShort) {
             std::string::npos);
 }
 
+// A run whose index is lost while its tables are there is told to put the index back, not to pass another run.
+TEST(RunFiles, ALostIndexBesideItsTablesSaysToPutItBack) {
+  TempDir dir;
+  const RunFolder run(dir.str());
+  EXPECT_NE(error_of([&] { read_snapshot_index(run); }).find(": no snapshots ("), std::string::npos);
+  const std::vector<float> table(6, 0.5f);
+  for (int64_t step : {0, 5}) write_text(run.snapshot(step), npy_bytes(table.data(), 2, 3));
+  EXPECT_EQ(error_of([&] { read_snapshot_index(run); }),
+            dir.str() + ": " + run.snapshot_index() +
+                " is missing, but snapshots/ holds 2 tables | put the run's index.jsonl back (a line a snapshot: "
+                "{\"step\": N, \"file\": \"wpe_stepNNNNNN.npy\"})");
+}
+
 TEST(RunFiles, PositionLossRoundTripsAndAbsentIsEmpty) {
   TempDir dir;
   const std::string path = dir / "eval.csv";
