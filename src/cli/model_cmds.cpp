@@ -118,15 +118,8 @@ int run_report(const ReportArgs& a) {
     check_report_folder(out, a.out.empty() ? "the report folder" : "--out", a.force);
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);
-    // A report that fails part way (gnuplot, the disk) takes the folder it made away: a half-written one would
-    // refuse the next try as a folder of other files.
-    const std::vector<std::string> made = missing_folders(out);
-    try {
-      r = write_table_report(W, source, out, offset);
-    } catch (...) {
-      remove_made_folders(made);
-      throw;
-    }
+    // A report that fails part way (gnuplot, the disk) takes the folder it made away again.
+    r = writing_into(out, [&] { return write_table_report(W, source, out, offset); });
   }
   std::cerr << r.figures.size() << " figures (PNG and SVG) with their data and gnuplot scripts\n";
   std::cout << r.index_html << "\n";

@@ -105,17 +105,9 @@ int compare_tables(const CompareArgs& a) {
       tables.push_back(nt);
     }
   }
-  // A table refused while the page is drawn (one that holds NaN) takes the folder the comparison made away again: a
-  // half-written folder would refuse the next try as a folder of other files.
+  // A table refused while the page is drawn (one that holds NaN) takes the folder the comparison made away again.
   const std::string out = a.out.empty() ? "compare" : a.out;
-  const std::vector<std::string> made = missing_folders(out);
-  std::string page;
-  try {
-    page = write_table_atlas(tables, out);
-  } catch (...) {
-    remove_made_folders(made);
-    throw;
-  }
+  const std::string page = writing_into(out, [&] { return write_table_atlas(tables, out); });
   for (const auto& t : tables) spdlog::info("{}: {} positions x {}", t.label, t.rows.size(0), t.rows.size(1));
   std::cout << page << "\n";
   return 0;
@@ -158,15 +150,7 @@ int run_compare(const CompareArgs& a) {
                             cell.pairs == 1 ? "" : "s", cell.cka_random);
     spdlog::info("{}", line);
   }
-  const std::vector<std::string> made = missing_folders(out);
-  std::string page;
-  try {
-    page = write_comparison(c, out);
-  } catch (...) {
-    remove_made_folders(made);  // as compare_tables does
-    throw;
-  }
-  std::cout << page << "\n";
+  std::cout << writing_into(out, [&] { return write_comparison(c, out); }) << "\n";
   return 0;
 }
 

@@ -75,6 +75,19 @@ std::vector<std::string> missing_folders(const std::string& dir);
 // false, leaving the rest, where a removal fails.
 bool remove_made_folders(const std::vector<std::string>& made);
 
+// write(), which fills the folder `dir`: where it throws, the folders it made for `dir` are taken away again
+// (remove_made_folders), so that a half-written new folder does not refuse the next try as one of other files.
+template <typename Write>
+auto writing_into(const std::string& dir, Write&& write) {
+  const std::vector<std::string> made = missing_folders(dir);
+  try {
+    return write();
+  } catch (...) {
+    remove_made_folders(made);
+    throw;
+  }
+}
+
 // The training run whose own record a folder is (the run folder itself, or its checkpoints/, snapshots/ or
 // tensorboard/; symbolic links followed), "" for any other: no command writes its output there, --force or not.
 std::string run_record_of(const std::string& dir);

@@ -256,24 +256,32 @@ TEST(Checkpoint, DamagedMetadataEntriesAreErrorsNamingTheEntry) {
   }
 }
 
+// A model whose table holds 1234.5678 everywhere, and where that weight's bytes first lie in a checkpoint's bytes:
+// a byte of a known weight to change on disk.
+constexpr float kMarkedWeight = 1234.5678f;
+GPT model_with_marked_table(const Config& cfg) {
+  GPT model(cfg.model, 30);
+  torch::NoGradGuard no_grad;
+  model->wpe->weight.fill_(kMarkedWeight);
+  return model;
+}
+size_t marked_weight_at(const std::string& bytes) {
+  return bytes.find(std::string(reinterpret_cast<const char*>(&kMarkedWeight), sizeof kMarkedWeight));
+}
+
 // A byte changed on disk after the checkpoint was written (a weight of the table here) is found by its record's
 // CRC-32, which LibTorch's reader skips: every reader refuses the file, naming it, rather than load a wrong weight.
 TEST(Checkpoint, AByteChangedOnDiskIsFoundByItsRecordsChecksum) {
   TempDir dir;
   const Config cfg = small_config();
-  GPT model(cfg.model, 30);
-  {
-    torch::NoGradGuard no_grad;
-    model->wpe->weight.fill_(1234.5678f);
-  }
+  GPT model = model_with_marked_table(cfg);
   auto opt = make_optimizer(model, cfg.train);
   CheckpointMeta meta;
   meta.config_yaml = to_yaml(cfg);
   const std::string path = dir / "latest.pt";
   save_checkpoint(path, model, opt.get(), meta);
   std::string bytes = read_file(path);
-  const float weight = 1234.5678f;
-  const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&weight), sizeof weight));
+  const size_t at = marked_weight_at(bytes);
   ASSERT_NE(at, std::string::npos);
   bytes[at + 1] ^= 0x10;  // the weight becomes another finite number
   test::write_text(path, bytes);
@@ -303,11 +311,7 @@ TEST(Checkpoint, AByteChangedOnDiskIsFoundByItsRecordsChecksum) {
 TEST(Checkpoint, AFileCheckedOnceIsCheckedAgainOnceItChanges) {
   TempDir dir;
   const Config cfg = small_config();
-  GPT model(cfg.model, 30);
-  {
-    torch::NoGradGuard no_grad;
-    model->wpe->weight.fill_(1234.5678f);
-  }
+  GPT model = model_with_marked_table(cfg);
   CheckpointMeta meta;
   meta.config_yaml = to_yaml(cfg);
   const std::string path = dir / "latest.pt";
@@ -317,8 +321,7 @@ TEST(Checkpoint, AFileCheckedOnceIsCheckedAgainOnceItChanges) {
   EXPECT_NO_THROW(read_checkpoint_meta(path));
   const auto written = fs::last_write_time(path);
   std::string bytes = read_file(path);
-  const float weight = 1234.5678f;
-  const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&weight), sizeof weight));
+  const size_t at = marked_weight_at(bytes);
   ASSERT_NE(at, std::string::npos);
   bytes[at + 1] ^= 0x10;
   {

@@ -154,6 +154,32 @@ TEST(Fs, AFolderBlockedByAFileNamesTheFile) {
 
 // The folders make_dirs makes, as create_directories walks the path (a ".." step through a missing folder makes that
 // folder too); and taken away again: the last with what it holds, those above only where nothing else came in.
+// A write that fills a new folder and fails part way takes the folders it made away again (a report, a comparison);
+// one that succeeds keeps them and gives back what it returned; a folder that was there stays.
+TEST(Fs, AFailedWriteIntoANewFolderTakesItAway) {
+  TempDir dir;
+  EXPECT_EQ(error_of([&] {
+              writing_into(dir / "new/page", [&] {
+                make_dirs(dir / "new/page/figures");
+                test::write_text(dir / "new/page/half.dat", "1 2\n");
+                throw Error("gnuplot failed", "see its log");
+                return 0;
+              });
+            }),
+            "gnuplot failed | see its log");
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+  EXPECT_EQ(writing_into(dir / "kept",
+                         [&] {
+                           make_dirs(dir / "kept");
+                           return std::string("kept/index.html");
+                         }),
+            "kept/index.html");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "kept"));
+  test::write_text(dir / "kept/mine.txt", "mine");
+  EXPECT_THROW(writing_into(dir / "kept", [&]() -> int { throw Error("failed", ""); }), Error);
+  EXPECT_EQ(read_file(dir / "kept/mine.txt"), "mine") << "a folder that was there is not taken away";
+}
+
 TEST(Fs, MissingFoldersAreTheOnesMakeDirsMakesAndAreTakenAwayAgain) {
   TempDir dir;
   EXPECT_EQ(missing_folders(dir.str()), std::vector<std::string>{});
