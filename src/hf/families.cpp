@@ -29,6 +29,13 @@ bool config_true(const nlohmann::json& c, const char* key) {
   return c.is_object() && c.contains(key) && c[key].is_boolean() && c[key].get<bool>();
 }
 
+// The position variant of a model poslab exported (config.json's "poslab": {"position": …}), "" for any other model.
+std::string poslab_position(const nlohmann::json& c) {
+  if (!c.is_object() || !c.contains("poslab") || !c["poslab"].is_object()) return "";
+  const nlohmann::json& p = c["poslab"];
+  return p.contains("position") && p["position"].is_string() ? p["position"].get<std::string>() : "";
+}
+
 // Families whose learned table keeps 2 rows before position 0 (their LearnedPositionalEmbedding's offset).
 const std::set<std::string> kOffsetTwo = {"opt", "bart", "mbart", "plbart", "biogpt", "mvp"};
 // Families that number positions from padding_idx + 1 (RoBERTa's create_position_ids_from_input_ids).
@@ -75,6 +82,7 @@ ModelTables find_position_tables(const nlohmann::json& config,
                  ? config["model_type"].get<std::string>()
                  : "";
   const bool offset_two = kOffsetTwo.count(t.family) > 0, from_padding = kFromPadding.count(t.family) > 0;
+  const std::string poslab = poslab_position(config);
   for (const auto& [name, shape] : shapes) {
     PositionTableSpec s;
     s.tensor = name;
@@ -90,6 +98,9 @@ ModelTables find_position_tables(const nlohmann::json& config,
         t.layout = "gpt2";
         t.prefix = name.substr(0, name.size() - 10);
       }
+      // poslab's export keeps GPT-2's layout whatever its position variant: a sinusoid in wpe, or zeros for none.
+      if (poslab == "sinusoidal") s.frozen = true;
+      if (poslab == "none") continue;
     } else if (ends_with(name, "embed_positions.weight") && seq) {  // OPT, BART, mBART, Whisper
       if (offset_two) {
         s.offset = 2;
@@ -147,8 +158,12 @@ ModelTables find_position_tables(const nlohmann::json& config,
     return rank(a.role) < rank(b.role);
   });
   if (!t.tables.empty()) return t;
-  if (kRotary.count(t.family) || config.contains("rope_theta") || config.contains("rotary_dim") ||
-      config.contains("rotary_pct"))
+  if (poslab == "none")
+    t.no_table =
+        "poslab's model.position none: no position table was trained (the exported wpe is zeros), only the causal "
+        "mask tells a token where it is";
+  else if (kRotary.count(t.family) || config.contains("rope_theta") || config.contains("rotary_dim") ||
+           config.contains("rotary_pct"))
     t.no_table =
         "rotary position embeddings (RoPE): positions rotate the queries and keys in each layer; no table is stored";
   else if (kAlibi.count(t.family) || config_true(config, "alibi"))

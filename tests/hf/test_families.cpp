@@ -113,6 +113,32 @@ TEST(Families, WhisperEncoderAndSinusoidalDistilbertAreFrozen) {
   EXPECT_TRUE(d.tables.at(0).frozen);
 }
 
+// poslab exports every position variant in GPT-2's layout: a sinusoidal run's wpe holds its fixed sinusoid, a run
+// without a table holds zeros there. Neither is a learned table.
+TEST(Families, PoslabExportsOfSinusoidalAndNoPositionsAreNotLearnedTables) {
+  const Shapes gpt2 = {{"transformer.wpe.weight", {128, 32}}, {"transformer.h.0.attn.c_attn.weight", {32, 96}}};
+  auto exported = [&](const char* position) {
+    return find("gpt2", gpt2, {{"poslab", {{"position", position}, {"step", 3}}}});
+  };
+  const auto learned = exported("learned");
+  ASSERT_EQ(learned.tables.size(), 1u);
+  EXPECT_FALSE(learned.tables[0].frozen);
+  EXPECT_NE(tables_text(learned).find("; learned"), std::string::npos) << tables_text(learned);
+  const auto sinusoidal = exported("sinusoidal");
+  ASSERT_EQ(sinusoidal.tables.size(), 1u);
+  EXPECT_TRUE(sinusoidal.tables[0].frozen);
+  EXPECT_NE(tables_text(sinusoidal).find("fixed sinusoid (not learned)"), std::string::npos);
+  const auto none = exported("none");
+  EXPECT_TRUE(none.tables.empty());
+  EXPECT_FALSE(none.unknown);      // nothing is missing: there is no table to find
+  EXPECT_EQ(none.layout, "gpt2");  // layer 0 is there all the same
+  EXPECT_NE(tables_text(none).find("no learned position table: poslab's model.position none"), std::string::npos)
+      << tables_text(none);
+  // Another model's config with a "poslab" key of another shape changes nothing.
+  EXPECT_FALSE(find("gpt2", gpt2, {{"poslab", "none"}}).tables.empty());
+  EXPECT_FALSE(find("gpt2", gpt2, {{"poslab", {{"position", 0}}}}).tables.at(0).frozen);
+}
+
 TEST(Families, ModelsWithoutATableSayWhatTheyUse) {
   const auto llama = find("llama", {{"model.embed_tokens.weight", {32000, 4096}}}, {{"rope_theta", 10000.0}});
   EXPECT_TRUE(llama.tables.empty());
