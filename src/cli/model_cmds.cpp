@@ -66,7 +66,9 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& a) {
       "Draws the analysis with gnuplot: a run folder, one table (.npy, .safetensors, .pt, --synthetic), or a model "
       "folder's tables; a run's page comes with watch.html, which plays the table forming.");
   add_table_options(cmd, a.table, a.rows);
-  cmd->add_option("--out", a.out, "one table: the report folder (default: INPUT's name + '_report')")
+  cmd->add_option("--out", a.out,
+                  "one table: the report folder (default: INPUT's name + '_report' beside it; for a run's own "
+                  "snapshot or checkpoint, in the run's analysis/)")
       ->type_name("DIR")
       ->check(kNotAnOption);
   cmd->add_flag("--force", a.force,
@@ -111,10 +113,14 @@ int run_report(const ReportArgs& a) {
     std::string source;
     torch::Tensor W = load_table(t, source);
     std::string out = a.out;
-    if (out.empty())
-      out = t.input.empty()
-                ? "report_" + t.synthetic
-                : (fs::path(t.input).parent_path() / (fs::path(t.input).stem().string() + "_report")).string();
+    if (out.empty() && t.input.empty()) out = "report_" + t.synthetic;
+    if (out.empty()) {  // beside the table; for a run's own snapshot or checkpoint, in the run's analysis/ folder
+      const fs::path in(t.input);
+      const std::string run = run_record_of(in.parent_path().empty() ? "." : in.parent_path().string());
+      out = ((run.empty() ? in.parent_path() : fs::path(RunFolder(run).analysis_dir())) /
+             (in.stem().string() + "_report"))
+                .string();
+    }
     check_report_folder(out, a.out.empty() ? "the report folder" : "--out", a.force);
     int64_t offset = 0;
     if (!a.rows.empty()) W = select_rows(W, a.rows, &offset);

@@ -204,9 +204,11 @@ std::string run_record_of(const std::string& dir) {
   if (ec) return "";
   if (p.filename().empty()) p = p.parent_path();
   if (is_run_folder(p)) return p.string();
-  const std::string name = p.filename().string();
-  if ((name == "checkpoints" || name == "snapshots" || name == "tensorboard") && is_run_folder(p.parent_path()))
-    return p.parent_path().string();
+  for (; p.has_relative_path(); p = p.parent_path()) {  // checkpoints/, snapshots/, tensorboard/ and any folder inside
+    const std::string name = p.filename().string();
+    if ((name == "checkpoints" || name == "snapshots" || name == "tensorboard") && is_run_folder(p.parent_path()))
+      return p.parent_path().string();
+  }
   return "";
 }
 

@@ -89,7 +89,8 @@ auto writing_into(const std::string& dir, Write&& write) {
 }
 
 // The training run whose own record a folder is (the run folder itself, or its checkpoints/, snapshots/ or
-// tensorboard/; symbolic links followed), "" for any other: no command writes its output there, --force or not.
+// tensorboard/ and any folder inside those; symbolic links followed), "" for any other: no command writes its output
+// there, --force or not.
 std::string run_record_of(const std::string& dir);
 
 // A folder a command fills where its user says (`option`: "--export"; an empty path, none, passes): not a file, not a

@@ -44,6 +44,18 @@ if "$poslab" report "$hf/bart" --out "$tmp/bart" >"$tmp/out" 2>"$tmp/err" &&
 else
   failed=$((failed + 1)); echo "FAIL report of two tables, report's default folder"; cat "$tmp/out" "$tmp/err"
 fi
+# A run's own snapshot: its report goes to the run's analysis/, not inside snapshots/ (no command writes there).
+mkdir -p "$tmp/snaprun/checkpoints" "$tmp/snaprun/snapshots" && echo "model: {}" >"$tmp/snaprun/config.yaml"
+cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/snaprun/snapshots/wpe_step000010.npy"
+if "$poslab" report "$tmp/snaprun/snapshots/wpe_step000010.npy" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(cat "$tmp/out")" = "$tmp/snaprun/analysis/wpe_step000010_report/index.html" ] &&
+   [ "$(ls "$tmp/snaprun/snapshots")" = "wpe_step000010.npy" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL report of a run's own snapshot"; cat "$tmp/out" "$tmp/err"
+fi
+expect_error "report into a run's snapshots" "--out $tmp/snaprun/snapshots/sub: is a folder of the training run" \
+  report "$tmp/snaprun/snapshots/wpe_step000010.npy" --out "$tmp/snaprun/snapshots/sub"
 # compare on tables: two model folders (three tables) and a .npy of another width, one page, each table's report.
 if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/atlas" >"$tmp/out" 2>"$tmp/err" &&
    grep -q "atlas/index.html$" "$tmp/out" && grep -q "bart encoder: 24 positions x 16" "$tmp/err" &&

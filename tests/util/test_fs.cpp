@@ -259,9 +259,9 @@ TEST(Fs, ARunsOwnRecordIsNoOutput) {
   check_output_file(dir / "loose/metrics.jsonl", "--out", true);
 }
 
-// A run's own folders (the run folder, checkpoints/, snapshots/, tensorboard/, by any spelling or link) take no
-// command's output folder, --force or not; its analysis/, report/ and export/ do, as does any other folder, but one
-// that holds files only with --force.
+// A run's own folders (the run folder, checkpoints/, snapshots/, tensorboard/ and folders in those, by any spelling or
+// link) take no command's output folder, --force or not; its analysis/, report/ and export/ do, as does any other
+// folder, but one that holds files only with --force.
 TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
   TempDir dir;
   for (const char* d : {"run/checkpoints", "run/snapshots", "run/tensorboard", "run/export/hf", "other"})
@@ -270,7 +270,8 @@ TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
   std::filesystem::create_directory_symlink(dir / "run", dir / "link");
   const std::string run = dir / "run";
   for (const std::string& own : {run, run + "/", dir / "run/checkpoints", dir / "run/snapshots",
-                                 dir / "run/tensorboard", dir / "link/tensorboard", dir / "run/export/../snapshots"}) {
+                                 dir / "run/tensorboard", dir / "link/tensorboard", dir / "run/export/../snapshots",
+                                 dir / "run/snapshots/wpe_step000010_report", dir / "link/checkpoints/a/b"}) {
     EXPECT_EQ(run_record_of(own), run) << own;
     EXPECT_EQ(error_of([&] { check_output_folder(own, "--export", true); }),
               "--export " + own + ": is a folder of the training run in " + run +
