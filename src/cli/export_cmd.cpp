@@ -49,13 +49,13 @@ namespace {
 // /tensorboard) holds only the run's earlier export, which a new one replaces.
 void check_out_is_free(const std::string& out, bool force) {
   std::error_code ec;
-  if (!fs::exists(out, ec)) return;
-  if (!fs::is_directory(out, ec))
-    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
   if (const std::string run = run_record_of(out); !run.empty())
     throw Error(out + ": is a folder of the training run in " + run + ", which no other command writes into",
                 "pass --out a folder outside the run's own record (the default, " +
                     (fs::path(run) / "export").string() + "/…, or elsewhere)");
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec))
+    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
   if (force) return;
   if (const std::string held = folder_contents(out); !held.empty())
     throw Error(out + ": already holds " + held,

@@ -829,6 +829,9 @@ expect_error "bench --json --force onto its corpus" \
 expect_error "export --force into a run's own tensorboard folder" \
   "^error: $tmp/x/default/tensorboard: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
   export "$ckpt" --to tensorboard --out "$tmp/x/default/tensorboard" --force
+expect_error "export into a new folder inside a run's snapshots" \
+  "^error: $tmp/x/default/snapshots/hf: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
+  export "$ckpt" --to hf --out "$tmp/x/default/snapshots/hf"
 mkdir -p "$tmp/bexp" && echo '{"mine": 1}' >"$tmp/bexp/bench.json"
 expect_error "bench --export into a folder that holds files" \
   "^error: --export $tmp/bexp: already holds 1 file or folder \(bench.json\)$" \
