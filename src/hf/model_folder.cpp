@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -49,17 +50,18 @@ std::string pickle_hint(const std::string& dir, const std::string& bin) {
 }  // namespace
 
 nlohmann::json parse_model_config(const std::string& text, const std::string& path) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    throw Error(path + ": not a JSON object",
+  nlohmann::json j;
+  if (const std::string why = json_object_error(text, j); !why.empty())
+    throw Error(path + ": not a JSON object (" + why + ")",
                 "config.json is written by transformers' save_pretrained; download it again");
   return j;
 }
 
 std::map<std::string, std::string> parse_safetensors_index(const std::string& text, const std::string& path) {
   const std::string hint = "the index is written by transformers' save_pretrained; download it again";
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object", hint);
+  nlohmann::json j;
+  if (const std::string why = json_object_error(text, j); !why.empty())
+    throw Error(path + ": not a JSON object (" + why + ")", hint);
   if (!j.contains("weight_map") || !j["weight_map"].is_object()) throw Error(path + ": no \"weight_map\" object", hint);
   std::map<std::string, std::string> out;
   for (const auto& [name, file] : j["weight_map"].items()) {

@@ -63,9 +63,22 @@ std::vector<ModelTable> load_model_tables(const ModelFolder& m, const ModelTable
 
 namespace {
 
-int64_t config_dim(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path) {
+// Layer 0's head count from the config (its first key of `keys` that holds an integer): one that does not divide
+// the attention's width is the config's fault, said before the weights are read as heads.
+int64_t config_heads(const nlohmann::json& c, std::initializer_list<const char*> keys, const std::string& path,
+                     int64_t width) {
   for (const char* k : keys)
-    if (c.contains(k) && c[k].is_number_integer()) return c[k].get<int64_t>();
+    if (c.contains(k) && c[k].is_number_integer()) {
+      const int64_t n = c[k].get<int64_t>();
+      if (n < 1 || width % n != 0)
+        throw Error(fmt::format("{}: {} {} {}", path, k, n,
+                                n < 1 ? "is no number of attention heads (1 or more)"
+                                      : fmt::format("does not divide the width of layer 0's attention, {}", width)),
+                    fmt::format("is this config.json the model's own? {} is its number of attention heads, a divisor "
+                                "of {}",
+                                k, width));
+      return n;
+    }
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw Error(path + " is missing: layer 0's heads (" + *keys.begin() + ") are read from it",
@@ -110,7 +123,7 @@ AttentionWeights layer0_weights(const ModelFolder& m, const ModelTables& t, cons
     w.ln_eps = config_double(m.config, "layer_norm_epsilon", 1e-5);
     w.c_attn_weight = read_model_weight(m, p + "h.0.attn.c_attn.weight").t().contiguous();  // Conv1D: (in, out)
     w.c_attn_bias = read_model_weight(m, p + "h.0.attn.c_attn.bias");
-    w.n_head = config_dim(m.config, {"n_head", "num_attention_heads"}, config);
+    w.n_head = config_heads(m.config, {"n_head", "num_attention_heads"}, config, w.c_attn_weight.size(1));
     return w;
   }
   if (t.layout == "bert") {
@@ -125,7 +138,7 @@ AttentionWeights layer0_weights(const ModelFolder& m, const ModelTables& t, cons
                                   read_model_weight(m, a + "value.weight")});  // nn.Linear: (out, in)
     w.c_attn_bias = torch::cat({read_model_weight(m, a + "query.bias"), read_model_weight(m, a + "key.bias"),
                                 read_model_weight(m, a + "value.bias")});
-    w.n_head = config_dim(m.config, {"num_attention_heads", "n_head"}, config);
+    w.n_head = config_heads(m.config, {"num_attention_heads", "n_head"}, config, w.c_attn_weight.size(1));
     w.causal = false;
     return w;
   }

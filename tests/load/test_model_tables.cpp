@@ -174,7 +174,15 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   fs::copy(hf("gpt2"), dir / "badconfig");
   std::ofstream(dir / "badconfig/config.json") << "{model_type: gpt2";
   msg = error_of([&] { open_model_folder(dir / "badconfig"); });
-  EXPECT_NE(msg.find("config.json: not a JSON object"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("config.json: not a JSON object (not JSON: at line 1, column 2: syntax error"), std::string::npos)
+      << msg;
+  // One cut short, as by a download that stopped: said so.
+  const std::string whole = read_file(hf("gpt2/config.json"));
+  std::ofstream(dir / "badconfig/config.json", std::ios::trunc) << whole.substr(0, 100);
+  msg = error_of([&] { open_model_folder(dir / "badconfig"); });
+  EXPECT_NE(msg.find("config.json: not a JSON object (the text ends before the JSON does (cut short?)"),
+            std::string::npos)
+      << msg;
   // A config.json that is a folder; none at all, where layer 0's heads need it.
   fs::remove(dir / "badconfig/config.json");
   fs::create_directories(dir / "badconfig/config.json");
@@ -188,6 +196,24 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   msg = error_of([&] { layer0_weights(bare, bare_tables, bare_table[0]); });
   EXPECT_NE(msg.find("badconfig/config.json is missing: layer 0's heads (n_head) are read from it"), std::string::npos)
       << msg;
+  // A head count in config.json that cannot be this model's (layer 0 is 16 wide): the config is named, not the
+  // weights, whichever key holds it.
+  for (const auto& [layout, key] :
+       {std::pair<std::string, std::string>{"gpt2", "n_head"}, {"bert", "num_attention_heads"}})
+    for (const int heads : {3, 0, -2, 32}) {
+      fs::remove_all(dir / "heads");
+      fs::copy(hf(layout), dir / "heads");
+      nlohmann::json config = nlohmann::json::parse(read_file(hf(layout + "/config.json")));
+      config[key] = heads;
+      std::ofstream(dir / "heads/config.json", std::ios::trunc) << config.dump();
+      const ModelFolder m = open_model_folder(dir / "heads");
+      const ModelTables t = find_position_tables(m.config, tensor_shapes(m));
+      const std::vector<ModelTable> tables = load_model_tables(m, t);
+      msg = error_of([&] { layer0_weights(m, t, tables.at(0)); });
+      const std::string why = heads < 1 ? "is no number of attention heads (1 or more)"
+                                        : "does not divide the width of layer 0's attention, 16";
+      EXPECT_EQ(msg.rfind(m.config_path + ": " + key + " " + std::to_string(heads) + " " + why + " | ", 0), 0u) << msg;
+    }
   // A NaN in a weight the table is read beside (the token embedding; layer 0's LayerNorm): named, with its file,
   // not NaN figures or LibTorch's error from an eigendecomposition.
   for (const char* weight : {"wte.weight", "h.0.ln_1.weight"}) {

@@ -46,6 +46,33 @@ TEST(Utf8, JsonTextOfANameThatIsNoUtf8ReplacesItsBadBytes) {
   EXPECT_EQ(json_text(valid), valid.dump());
 }
 
+// JSON read back: what stops the parse and where, text cut short said so, or the kind of value that is no object.
+TEST(Utf8, JsonObjectErrorSaysWhereTheTextStopsBeingJson) {
+  nlohmann::json j;
+  EXPECT_EQ(json_object_error("{\"a\": [1, 2]}", j), "");
+  EXPECT_EQ(j, (nlohmann::json{{"a", {1, 2}}}));
+  EXPECT_EQ(json_object_error("{\"a\": 1,\n \"b\": [1, ", j)
+                .rfind("the text ends before the JSON does (cut short?): at "
+                       "line 2, column 11: syntax error",
+                       0),
+            0u)
+      << json_object_error("{\"a\": 1,\n \"b\": [1, ", j);
+  EXPECT_EQ(json_object_error("{\"a\": 1}\n}", j).rfind("not JSON: at line 2, column 1: syntax error", 0), 0u)
+      << json_object_error("{\"a\": 1}\n}", j);
+  EXPECT_EQ(json_object_error("{\"a\": 1}}", j).rfind("not JSON: at line 1, column 9: syntax error", 0), 0u)
+      << json_object_error("{\"a\": 1}}", j);  // a whole object, then more: not cut short
+  EXPECT_EQ(json_object_error("{\"a\": \"ab", j).rfind("the text ends before the JSON does", 0), 0u)
+      << json_object_error("{\"a\": \"ab", j);  // in a string
+  EXPECT_EQ(json_object_error("{\"a\": tr", j).rfind("the text ends before the JSON does", 0), 0u)
+      << json_object_error("{\"a\": tr", j);  // in a literal
+  EXPECT_EQ(json_object_error("{a: 1}", j).rfind("not JSON: at line 1, column 2: syntax error", 0), 0u);
+  EXPECT_EQ(json_object_error("[1]", j), "JSON, but an array, not an object");
+  EXPECT_EQ(json_object_error("\"x\"", j), "JSON, but a string, not an object");
+  EXPECT_EQ(json_object_error("null", j), "JSON, but null, not an object");
+  EXPECT_EQ(json_object_error("3", j), "JSON, but a number, not an object");
+  EXPECT_EQ(json_object_error("", j).rfind("the text ends before the JSON does", 0), 0u) << json_object_error("", j);
+}
+
 // Generated text on a terminal: ESC, BEL, CR, DEL and a C1 CSI become visible characters; newline, tab, accents and
 // emoji stay; a bad byte is U+FFFD as in sanitize_utf8.
 TEST(Utf8, TerminalSafeTextShowsControlsAsPictures) {
