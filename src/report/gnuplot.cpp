@@ -30,8 +30,9 @@ std::string find_gnuplot() {
 void run_gnuplot(const std::string& dir, const std::string& script) {
   const std::string gnuplot = find_gnuplot();
   if (gnuplot.empty())
-    throw Error("gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",
-                "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
+    throw KeptOutputError(
+        "gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",
+        "install it (apt-get install gnuplot-nox, or bash scripts/setup.sh), then run poslab report again");
   const std::string log = (fs::path(dir) / (script + ".log")).string();
   // Its figures (both_formats's STEM.png and STEM.svg) are drawn to STEM.png.tmp.PID and STEM.svg.tmp.PID, as
   // AtomicWriter names its temporaries, then committed; any of those names a killed draw left is removed first.

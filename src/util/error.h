@@ -17,4 +17,11 @@ class Error : public std::runtime_error {
   std::string hint_;
 };
 
+// An error after which what the command wrote so far is its output all the same, and stays (gnuplot missing: the
+// figures' data and scripts, to draw elsewhere). writing_into keeps the folder for it.
+class KeptOutputError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace poslab

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.h"
+
 namespace poslab {
 
 // What to do about a failed open, write, sync or rename at `path` when errno `err` names a cause other than a full
@@ -76,12 +78,15 @@ std::vector<std::string> missing_folders(const std::string& dir);
 bool remove_made_folders(const std::vector<std::string>& made);
 
 // write(), which fills the folder `dir`: where it throws, the folders it made for `dir` are taken away again
-// (remove_made_folders), so that a half-written new folder does not refuse the next try as one of other files.
+// (remove_made_folders), so that a half-written new folder does not refuse the next try as one of other files;
+// a KeptOutputError leaves them, with what was written.
 template <typename Write>
 auto writing_into(const std::string& dir, Write&& write) {
   const std::vector<std::string> made = missing_folders(dir);
   try {
     return write();
+  } catch (const KeptOutputError&) {
+    throw;
   } catch (...) {
     remove_made_folders(made);
     throw;

@@ -44,6 +44,15 @@ if "$poslab" report "$hf/bart" --out "$tmp/bart" >"$tmp/out" 2>"$tmp/err" &&
 else
   failed=$((failed + 1)); echo "FAIL report of two tables, report's default folder"; cat "$tmp/out" "$tmp/err"
 fi
+# Without gnuplot, a table's report writes the figures' data and scripts, and says so.
+POSLAB_GNUPLOT="" expect_error "report without gnuplot" \
+  "^error: gnuplot not found: the data and script files are in $tmp/nognuplot, the figures were not drawn$" \
+  report "$tmp/t.npy" --out "$tmp/nognuplot"
+if ! ls "$tmp/nognuplot" | grep -q '\.gp$' || ! ls "$tmp/nognuplot" | grep -q '\.dat$'; then
+  failed=$((failed + 1)); echo "FAIL report without gnuplot keeps its data and scripts"; ls -la "$tmp/nognuplot"
+else
+  passed=$((passed + 1))
+fi
 # A run's own snapshot: its report goes to the run's analysis/, not inside snapshots/ (no command writes there).
 mkdir -p "$tmp/snaprun/checkpoints" "$tmp/snaprun/snapshots" && echo "model: {}" >"$tmp/snaprun/config.yaml"
 cp tests/fixtures/gpt2_wpe_rows0-63.npy "$tmp/snaprun/snapshots/wpe_step000010.npy"

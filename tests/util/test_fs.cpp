@@ -178,6 +178,14 @@ TEST(Fs, AFailedWriteIntoANewFolderTakesItAway) {
   test::write_text(dir / "kept/mine.txt", "mine");
   EXPECT_THROW(writing_into(dir / "kept", [&]() -> int { throw Error("failed", ""); }), Error);
   EXPECT_EQ(read_file(dir / "kept/mine.txt"), "mine") << "a folder that was there is not taken away";
+  // An error after which the files written are the output all the same (gnuplot missing: the data and scripts).
+  EXPECT_THROW(writing_into(dir / "data/page",
+                            [&]() -> int {
+                              test::write_text(dir / "data/page/figure.gp", "plot x");
+                              throw KeptOutputError("gnuplot not found", "");
+                            }),
+               KeptOutputError);
+  EXPECT_EQ(read_file(dir / "data/page/figure.gp"), "plot x");
 }
 
 TEST(Fs, MissingFoldersAreTheOnesMakeDirsMakesAndAreTakenAwayAgain) {
