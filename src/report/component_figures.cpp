@@ -176,10 +176,11 @@ Figure principal_components_figure(const Series& s) {
   }
   f.script = both_formats(
       f.name,
-      fmt::format("  set xlabel 'position'\n  set ylabel 'projection on the component (sd)'\n"
-                  "  set grid\n  set xrange [{}:{}]\n  set yrange [-{}<*:*<{}]\n  set key outside right\n",
-                  s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1,
-                  kSdFrame, kSdFrame) +
+      fmt::format(
+          "  set xlabel 'position'\n  set ylabel 'projection on the component (sd)'\n"
+          "  set grid\n  set xrange [{}:{}]\n  set yrange [-{}<*:*<{}]\n  set key below maxcols 2 samplen 2 height 1\n",
+          s.analysis->row_offset, s.analysis->row_offset + std::max<int64_t>(1, static_cast<int64_t>(P)) - 1, kSdFrame,
+          kSdFrame) +
           "  plot " + (plots.empty() ? std::string("0 notitle") : plots) + "\n  set autoscale x\n  set autoscale y\n");
   return f;
 }

@@ -265,23 +265,24 @@ Figure trajectory_figure(const std::vector<TrajectoryPoint>& points, const std::
       f.name,
       // Keys below the panels (no corner stays clear of every curve) and a margin on both sides of the steps (the
       // first and last error bars were cut in half by the edges).
-      "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n  set autoscale xfix\n"
+      "  set multiplot layout 2,2\n  set grid\n  set xlabel 'training step'\n"
+      "  set autoscale xfix\n"
       "  set offsets graph 0.03, graph 0.03, 0, 0\n"
-      "  set title 'components'\n  set ylabel 'components'\n  set key below\n"
+      "  set title 'components'\n  set ylabel 'components'\n  set key below samplen 2 width -2 height 1\n"
       "  plot 'trajectory.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'above the noise floor', "
       "'trajectory.dat' using 1:2 with linespoints pt 6 ps 0.6 lw 1 title 'k90 (noise included)'\n"
       "  set title 'share of the variance above the noise floor'\n  set ylabel 'signal share'\n  set yrange [0:1]\n"
       "  plot 'trajectory.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 notitle\n  set autoscale y\n"
-      "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n  set key below\n"
+      "  set title 'adjacent-position cosine'\n  set ylabel 'mean cos(w_i, w_{i+1})'\n"
       "  plot 'trajectory.dat' using 1:5 with linespoints pt 7 ps 0.6 lw 2 title 'table', "
       "'trajectory.dat' using 1:6:7 with yerrorlines pt 7 ps 0.4 lw 1 title 'row-shuffled copies (mean ± sd)'\n"
-      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n  set key below\n" +
+      "  set title 'loss'\n  set ylabel 'cross-entropy (nats/token)'\n" +
           (metrics.empty()  // a folder of snapshots alone: an empty panel that says so
                ? std::string("  set xrange [0:1]\n  set yrange [0:1]\n  set label 1 'no losses: the run has no "
                              "metrics.jsonl' at graph 0.5,0.5 center\n  plot -1 notitle\n  unset label 1\n")
                : std::string("  plot 'loss.dat' using 1:2 with lines lc rgb '#bbbbbb' title 'batch', "
                              "'loss.dat' using 1:3 with linespoints pt 7 ps 0.6 lw 2 title 'train (eval)', "
-                             "'loss.dat' using 1:4 with linespoints pt 7 ps 0.6 lw 2 title 'val'\n")) +
+                             "'loss.dat' using 1:4 with linespoints pt 6 ps 0.9 lw 2 dt 2 title 'val'\n")) +
           "  unset multiplot\n",
       1100, 760);
   return f;

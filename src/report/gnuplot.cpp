@@ -53,12 +53,13 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
   const pid_t pid = fork();
   if (pid < 0) throw Error("cannot start gnuplot: fork failed", "free memory or processes, then run the command again");
   if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) _exit(126);
+    // The log first: its path is relative to where poslab runs, as `dir` is.
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
     }
+    if (::chdir(dir.c_str()) != 0) _exit(126);
     ::execl(gnuplot.c_str(), gnuplot.c_str(), "-e", ("out_suffix='" + suffix + "'").c_str(), script.c_str(),
             static_cast<char*>(nullptr));
     _exit(127);

@@ -121,8 +121,10 @@ const Panels = (function () {
   // The text for the pointer over the similarity map (a mouse event), or null off the map.
   function similarityAt(e, T, f) {
     const c = e.target, r = c.getBoundingClientRect(), b = simBox(c), n = T.simRows.length;
-    const j = Math.floor((e.clientX - r.left - b.x) / b.size * n);
-    const i = Math.floor((e.clientY - r.top - b.y) / b.size * n);
+    // In the canvas's own pixels: on a narrow screen it is drawn smaller than it is (max-width: 100%).
+    const x = (e.clientX - r.left) * c.width / r.width, y = (e.clientY - r.top) * c.height / r.height;
+    const j = Math.floor((x - b.x) / b.size * n);
+    const i = Math.floor((y - b.y) / b.size * n);
     if (i < 0 || j < 0 || i >= n || j >= n) return null;
     const v = f.sim[i * n + j] / 255 * 2 - 1;
     return "i = " + T.simRows[i] + ", j = " + T.simRows[j] + ": cos " + v.toFixed(3);

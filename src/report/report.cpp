@@ -126,10 +126,12 @@ std::string metrics_table(const std::vector<Series>& columns) {
 
 std::string report_page(const std::string& title, const std::string& source, const std::string& top,
                         const std::vector<Figure>& figures) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
-                  std::string(kGeneratorTag) + "\n<title>" + html_escape(title) + "</title>\n<style>" + kStyle +
-                  "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + "<p class=\"source\">" +
-                  html_escape(source) + "</p>\n" + top;
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n" +
+      std::string(kGeneratorTag) + "\n<title>" + html_escape(title) + "</title>\n<style>" + kStyle +
+      "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + "<p class=\"source\">" +
+      html_escape(source) + "</p>\n" + top;
   for (size_t i = 0; i < figures.size(); ++i) {
     const auto& f = figures[i];
     h += fmt::format(

@@ -91,14 +91,17 @@ Figure kernel_heatmaps(const torch::Tensor& flat, int64_t n_head, int64_t step) 
       "Layer 0's position-only attention kernels",
       fmt::format("The attention each head of layer 0 would give from positions alone at step {}: softmax over the "
                   "keys j ≤ i of its query and key maps applied to LayerNorm(p_i + mean token embedding), as the "
-                  "model applies them (docs/analysis.md). Rows are queries; colour is the attention weight.",
+                  "model applies them (docs/analysis.md). Rows are queries; colour is the square root of the attention "
+                  "weight, as on the watch page, so that a head spread thinly over many keys shows too (the colour bar "
+                  "is labelled in weights).",
                   step),
       {},
       {}};
   const int64_t P = flat.size(1);
   std::string body = fmt::format(
       "  set palette defined (0 'white', 0.15 '#c6dbef', 0.4 '#6baed6', 1 '#08306b')\n"
-      "  set cbrange [0:*]\n  set size ratio -1\n  set xlabel 'key position j'\n"
+      "  set cbrange [0:1]\n  set cbtics ('0' 0, '0.01' 0.1, '0.1' 0.316, '0.25' 0.5, '0.5' 0.707, '1' 1)\n"
+      "  set size ratio -1\n  set xlabel 'key position j'\n"
       "  set ylabel 'query position i'\n  set xrange [-0.5:{0}-0.5]\n  set yrange [{0}-0.5:-0.5]\n"
       "  set multiplot layout 1,{1}\n",
       P, n_head);
@@ -112,7 +115,7 @@ Figure kernel_heatmaps(const torch::Tensor& flat, int64_t n_head, int64_t step) 
     }
     const std::string file = fmt::format("kernel_head{}.dat", h);
     f.data[file] = d;
-    body += fmt::format("  set title 'head {}'\n  plot '{}' matrix with image notitle\n", h, file);
+    body += fmt::format("  set title 'head {}'\n  plot '{}' matrix using 1:2:(sqrt($3)) with image notitle\n", h, file);
   }
   body += "  unset multiplot\n";
   f.script = both_formats(f.name, body, static_cast<int>(std::min<int64_t>(1600, 340 * n_head + 120)), 420);
@@ -145,7 +148,7 @@ Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, 
           dashed ? fmt::format("head {}, step {}", h, step) : fmt::format("head {} ({})", h, hs[h].value("kind", "?")));
     }
   f.script = both_formats(f.name,
-                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1]\n  set autoscale xfix\n  "
+                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [*:*]\n  set autoscale xfix\n  "
                           "set xlabel 'offset i − j'\n"
                           "  set ylabel 'mean attention'\n  set key outside right\n  set grid\n  plot " +
                               plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",
@@ -179,7 +182,7 @@ Figure text_offsets(const nlohmann::json& usage, int64_t step) {
     }
   f.script =
       both_formats(f.name,
-                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1]\n  set autoscale xfix\n"
+                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [*:*]\n  set autoscale xfix\n"
                    "  set xlabel 'offset i − j'\n  set ylabel 'mean attention'\n  set key outside right\n  set grid\n"
                    "  plot " +
                        plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",

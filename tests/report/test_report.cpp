@@ -313,6 +313,15 @@ TEST(Report, FailingGnuplotScriptIsAnErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("bad.gp: gnuplot failed"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("no-such-file.dat"), std::string::npos) << e.what();
   }
+  // A folder named relative to where poslab runs (poslab report runs/x): gnuplot's words still reach the error.
+  std::filesystem::create_directories(dir / "sub");
+  write_text(dir / "sub/bad.gp", "plot 'no-such-file.dat'\n");
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::filesystem::current_path(dir.str());
+  const std::string msg = test::error_of([] { run_gnuplot("sub", "bad.gp"); });
+  std::filesystem::current_path(here);
+  EXPECT_NE(msg.find("sub/bad.gp: gnuplot failed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no-such-file.dat"), std::string::npos) << msg;
 }
 
 // Two labels of one slug ("a b", "a_b") get two data files: neither series' data replaces the other's.
