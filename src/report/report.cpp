@@ -169,7 +169,9 @@ std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tabl
       "the rounded prediction from the true index; and logistic regression on pairs of rows, "
       "“which comes first”, as held-out accuracy. Read both against the random row, not against 0.5 or the middle "
       "position: the test pairs share their rows with the training pairs, so even a random table scores well above "
-      "0.5 on the relative probe, and with as many columns as rows the absolute probe fits noise.</p>\n"
+      "0.5 on the relative probe, and with as many columns as rows the absolute probe fits noise, and may miss by more "
+      "than the middle position does (its row below: no probe, the same guess for every row). These are not the key "
+      "metrics' position probe, a ridge fit from the even rows to the odd rows' positions (docs/analysis.md).</p>\n"
       "<div class=\"wide\"><table>\n"
       "<tr><th>table</th>"
       "<th>absolute: mean error (positions)</th><th>relative: accuracy</th><th>pairs</th></tr>\n";
@@ -178,6 +180,12 @@ std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tabl
     h += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.3f}</td><td>{}</td></tr>\n", html_escape(name),
                      p.absolute_mae, p.relative_accuracy, p.pairs);
   }
+  // Knowing nothing: the middle index, rounded as the probe's predictions are, for every row.
+  const double middle = std::round((static_cast<double>(P) - 1) / 2);
+  double miss = 0;
+  for (int64_t i = 0; i < P; ++i) miss += std::abs(static_cast<double>(i) - middle);
+  h += fmt::format("<tr><td>the middle position {:.0f}, for every row</td><td>{:.2f}</td><td>–</td><td>–</td></tr>\n",
+                   middle, miss / static_cast<double>(P));
   return h + "</table></div>\n";
 }
 

@@ -256,12 +256,23 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   }
   EXPECT_NE(html.find("boundary outliers per run</th>"), std::string::npos);
   // whether structure emerged comes right after the runs; the boundary's outliers are per run, not summed
-  EXPECT_NE(html.find("<th>variant</th><th>runs</th><th title=\"absent at the first snapshot"), std::string::npos);
+  EXPECT_NE(html.find("<th>variant</th><th>runs</th><th title=\"the last step each run was trained to (a range where "
+                      "its seeds differ)\">steps</th><th title=\"absent at the first snapshot"),
+            std::string::npos);
   const VariantRow& learned_row = c.rows[0];
   ASSERT_EQ(learned_row.variant, "position-learned");
   EXPECT_EQ(learned_row.boundary_outliers_per_run.n, 2);
   EXPECT_DOUBLE_EQ(learned_row.boundary_outliers_per_run.mean * 2, learned_row.boundary_outliers);
-  EXPECT_NE(html.find(fmt::format("<td>position-learned</td><td>2</td><td>{} of 2", learned_row.emerged)),
+  EXPECT_NE(html.find(fmt::format("<td>position-learned</td><td>2</td><td>6</td><td>{} of 2", learned_row.emerged)),
+            std::string::npos);
+  EXPECT_EQ(html.find("trained for different numbers of steps"), std::string::npos) << "every run trained 6 steps";
+  // Runs trained for different numbers of steps: the variant's range, and a note that the figures are not like for
+  // like.
+  Comparison uneven = c;
+  uneven.runs[uneven.rows[0].runs[0]].step = 3;
+  const std::string uneven_html = slurp(write_comparison(uneven, dir_ / "compare_uneven"));
+  EXPECT_NE(uneven_html.find("<td>position-learned</td><td>2</td><td>3–6</td>"), std::string::npos);
+  EXPECT_NE(uneven_html.find("<b>The runs were trained for different numbers of steps (3 to 6):</b>"),
             std::string::npos);
   // the seeds' agreement beside what random tables of the same shape give, in its own column
   EXPECT_NE(html.find("<th title=\"two independent random tables of the shape\">CKA, random</th>"), std::string::npos);
