@@ -1,7 +1,7 @@
 // A vision model's position table as the 2-D grid of image patches it encodes: W (R·C, d), patch (r, c) in row
 // r·C + c (the class-token rows already left out, hf/families.h). A 1-D analysis reads patch (r, C−1) and (r+1, 0)
 // as neighbours; this one measures similarity by (Δrow, Δcol) and how far the table splits into a part that
-// depends on the row and a part that depends on the column. docs/analysis.md, "2-D position grids".
+// depends on the row and a part that depends on the column. docs/models.md, "2-D position grids".
 #pragma once
 
 #include <nlohmann/json.hpp>

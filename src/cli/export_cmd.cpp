@@ -47,12 +47,11 @@ namespace {
 // An --out that holds anything (another export, a run's own files, the user's) is written into only with --force:
 // an export replaces files by name and would mix with what is there. The default folder (RUN_DIR/export/hf or
 // /tensorboard) holds only the run's earlier export, which a new one replaces.
-void check_out_is_free(const std::string& out, bool force) {
+void check_out_is_free(const std::string& out, bool force, const std::string& default_out) {
   std::error_code ec;
   if (const std::string run = run_record_of(out); !run.empty())
     throw Error(out + ": is a folder of the training run in " + run + ", which no other command writes into",
-                "pass --out a folder outside the run's own record (the default, " +
-                    (fs::path(run) / "export").string() + "/…, or elsewhere)");
+                "pass --out a folder outside the run's own record (the default, " + default_out + ", or elsewhere)");
   if (!fs::exists(out, ec)) return;
   if (!fs::is_directory(out, ec))
     throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
@@ -102,8 +101,9 @@ int run_export(const ExportArgs& a) {
   const fs::path run = is_dir                                         ? in
                        : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
                                                                       : in.parent_path();
-  const std::string out = a.out.empty() ? (run / "export" / a.to).string() : a.out;
-  check_out_is_free(out, a.force || a.out.empty());  // the default folder, inside the run, is the export's own
+  const std::string default_out = (run / "export" / a.to).string();
+  const std::string out = a.out.empty() ? default_out : a.out;
+  check_out_is_free(out, a.force || a.out.empty(), default_out);  // the default, inside the run, is the export's own
   if (a.to == "tensorboard") {
     // A checkpoint outside a run's folder (an extension's, one copied elsewhere) has no log or snapshots to show.
     std::error_code ec;

@@ -85,8 +85,10 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
                                  : "poslab help " + cmd->get_name() + " lists its options";
   // Other errors (a value missing, a command missing) as CLI11 words them; so too where no command was named and no
   // word was left over.
-  // A required argument missing beside a mistyped option ("eval --hlep"): the option is the slip to name.
-  const bool slip = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+  // A required argument missing beside a mistyped option ("eval --hlep"), or a value refused that a mistyped option
+  // left for the command's argument ("train --stopat 5": 5 read as the config): the option is the slip to name.
+  const bool slip = (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr ||
+                     dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) &&
                     std::any_of(extra.begin(), extra.end(), looks_like_option);
   const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || (cmd == &app && !extra.empty()) || slip;
   std::string error = e.what();
@@ -101,7 +103,8 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   else if (extras && !extra.empty())
     error = unexpected(*cmd, cmd == &app ? "poslab" : "poslab " + cmd->get_name(), extra, hint);
   // A path that is not there (validators.h): where a relative one was looked for, rather than the command's options.
-  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && error.find(": no such ") != std::string::npos) {
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && !slip &&
+      error.find(": no such ") != std::string::npos) {
     std::error_code ec;
     hint = "check the path; a relative one is read from the folder poslab runs in (" +
            std::filesystem::current_path(ec).string() + ")";

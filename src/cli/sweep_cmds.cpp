@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   auto* cmd = app.add_subcommand("sweep", "train every variant × seed of a sweep file");
-  cmd->footer("One run after another; run it again to resume (docs/cli.md, \"Sweeps\").");
+  cmd->footer("One run after another; run it again to resume (docs/cli.md, \"Sweeps, seeds and comparisons\").");
   cmd->add_option("file", a.file, "sweep YAML (see configs/sweeps/)")->required()->check(existing("file"));
   cmd->add_option("--set", a.options.sets, "override one key in every run, e.g. --set train.max_steps=100 (repeatable)")
       ->type_name("KEY=VALUE")

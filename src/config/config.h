@@ -35,7 +35,7 @@ struct DataConfig {
   std::vector<std::string> corpus = {"/usr/share/games/fortunes"};  // files or folders (recursive)
   TokenizerConfig tokenizer;
   double val_fraction = 0.1;  // tail of the token stream held out for validation
-  std::string cache_dir;      // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab
+  std::string cache_dir;      // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab, else ~/.cache/poslab
 };
 
 struct ModelConfig {
@@ -127,7 +127,7 @@ Config config_from_yaml(const std::string& yaml, const std::string& source_name)
 // Applies one "section.key=value" override (value parsed as YAML), its key's origin the override's source.
 void apply_override(Config& cfg, const Override& o);
 
-// Checks cross-field constraints (n_embd % n_head, block_size >= 2, lr > 0, ...).
+// Checks cross-field constraints (n_embd % n_head, block_size >= 4, lr > 0, ...).
 void validate(const Config& cfg);
 
 // The keys set away from their defaults that this config never reads (model.wpe_init_std with a sinusoidal

@@ -143,9 +143,11 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
 
   s += fmt::format(
       "## Use\n\n```python\nfrom transformers import AutoTokenizer, GPT2LMHeadModel\n\n"
+      "# this folder, where poslab export wrote it (or its name on the Hub, once uploaded)\n"
       "tok = AutoTokenizer.from_pretrained({0})\nmodel = GPT2LMHeadModel.from_pretrained({0})\n",
       json_text(nlohmann::json(dir)));
-  s += "ids = tok(\"First Citizen:\\n\", return_tensors=\"pt\").input_ids\n"
+  s += "# a new line, where poslab sample starts; or a prompt in the manner of the corpus\n"
+       "ids = tok(\"\\n\", return_tensors=\"pt\").input_ids\n"
        "# prompt and continuation within the table's rows (n_positions)\n"
        "out = model.generate(ids, do_sample=False, max_new_tokens=" +
        std::to_string(c.model.block_size / 2) +

@@ -12,6 +12,8 @@
 //   RUN_DIR/eval/shift_loss_SPLIT.csv           poslab eval --shift
 //   RUN_DIR/extend/N-METHOD/checkpoint.pt       poslab extend, with checkpoint.extension.json and checkpoint.wpe.npy
 //   RUN_DIR/analysis/trajectory.csv, trajectory.json, verdict.json   poslab analyze RUN_DIR
+//   RUN_DIR/analysis/NAME_report/               poslab report of one of the run's snapshots or checkpoints
+//   RUN_DIR/export/hf/, export/tensorboard/     poslab export's default folders
 //   RUN_DIR/report/index.html                   poslab report
 //   RUN_DIR/tensorboard/                        TensorBoard's files, written as the run trains (run.tensorboard):
 //                                               events.out.tfevents.NNNN.poslab (one per start of the trainer),

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The hint of a sweep file's misshapen value.
-constexpr const char* kSweepExample = "the sweeps in configs/sweeps/ show each key's shape (docs/cli.md, \"Sweeps\")";
+constexpr const char* kSweepExample =
+    "the sweeps in configs/sweeps/ show each key's shape (docs/cli.md, \"Sweeps, seeds and comparisons\")";
 
 const char* kSweepKeys = "name, base, seeds, set, grid, variants";
 

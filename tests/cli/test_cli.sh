@@ -102,6 +102,8 @@ expect_error "a value of the wrong kind" "^error: --top-pcs: must be a whole num
 expect_error "a word for a whole number" "^error: --shift: must be a whole number, not 'a'$" eval "$tmp" --shift a
 expect_error "a lone dash is no option" "^error: poslab train: unexpected argument '-'$" train configs/default.yaml -
 expect_error "a mistyped option where an argument is missing" "^error: poslab eval: no option --hlep$" eval --hlep
+expect_error "a mistyped option whose value was read as the argument" "^error: poslab train: no option --stopat$" \
+  train --stopat 5
 expect_error "an option before the command is poslab's" "^error: poslab: no option --bogus$" --bogus train configs/default.yaml
 expect_error "a value missing, beside a word too many: the value first" "^error: --resume: 1 required" \
   train configs/default.yaml extra --resume
@@ -832,6 +834,10 @@ expect_error "export --force into a run's own tensorboard folder" \
 expect_error "export into a new folder inside a run's snapshots" \
   "^error: $tmp/x/default/snapshots/hf: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
   export "$ckpt" --to hf --out "$tmp/x/default/snapshots/hf"
+mkdir -p "$tmp/other-run/checkpoints" "$tmp/other-run/snapshots" && echo "model: {}" >"$tmp/other-run/config.yaml"
+expect_error "export into another run's folder: the hint names this run's default" \
+  "^hint: pass --out a folder outside the run's own record \(the default, $tmp/x/default/export/hf, or elsewhere\)$" \
+  export "$ckpt" --to hf --out "$tmp/other-run/snapshots/hf"
 mkdir -p "$tmp/bexp" && echo '{"mine": 1}' >"$tmp/bexp/bench.json"
 expect_error "bench --export into a folder that holds files" \
   "^error: --export $tmp/bexp: already holds 1 file or folder \(bench.json\)$" \
