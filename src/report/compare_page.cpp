@@ -208,9 +208,12 @@ std::string variants_table(const Comparison& c) {
       "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled "
       "copies) from a step to the end\">emerged</th>",
       "<th>from step</th>"};
+  std::string legend;  // the short headers spelled out, for a reader without a pointer to hover with
   for (const auto& k : c.rows.front().keys) {
     const auto [head, full] = header_of(k);
     heads.push_back("<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>");
+    if (head != full)
+      legend += (legend.empty() ? "" : "; ") + ("<b>" + html_escape(head) + "</b>: " + html_escape(full));
   }
   heads.push_back(
       "<th title=\"of the first and last 3 positions, those whose row norm or cosine to its neighbour stands more "
@@ -254,7 +257,7 @@ std::string variants_table(const Comparison& c) {
                           "figures below show each metric along the steps.</p>\n",
                           fewest, most)
                     : std::string();
-  return unequal + stacked_tables(heads, rows, 8);
+  return unequal + stacked_tables(heads, rows, 8) + "<p class=\"keys\">" + legend + ".</p>\n";
 }
 
 // The table's form at the last snapshot (periods, circles, helix): form_metric_keys(), mean ± sd over the seeds.
@@ -277,8 +280,11 @@ std::string form_table(const Comparison& c) {
   std::vector<std::string> heads = {
       "<th title=\"runs whose last table holds at least one circle\">with a circle</th>",
       "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>"};
-  for (const Metric* m : metrics)
+  std::string legend;
+  for (const Metric* m : metrics) {
     heads.push_back("<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>");
+    legend += (legend.empty() ? "" : "; ") + ("<b>" + html_escape(m->column) + "</b>: " + html_escape(m->label));
+  }
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   for (const auto& row : c.rows) {
     if (row.judged == 0) continue;
@@ -299,7 +305,7 @@ std::string form_table(const Comparison& c) {
     }
     rows.emplace_back(row.variant, cells);
   }
-  return t + stacked_tables(heads, rows, 8);
+  return t + stacked_tables(heads, rows, 8) + "<p class=\"keys\">" + legend + ".</p>\n";
 }
 
 // When each headline metric moved: its half-change step, mean ± sd over the seeds.

@@ -91,7 +91,7 @@ Figure spectrum_figure(const std::vector<Series>& series, const Series* floor_of
   Figure f{"spectrum",
            "Singular-value spectrum",
            "Singular values of each centred table (its mean row taken out, as the analysis reads it), divided by its "
-           "largest, on a log scale (cut at 10^-4). A random table's spectrum is flat and spread out; a low-rank "
+           "largest, on a log scale (cut at 10⁻⁴). A random table's spectrum is flat and spread out; a low-rank "
            "table's falls steeply after its first few components.",
            {},
            {}};
@@ -111,8 +111,9 @@ Figure spectrum_figure(const std::vector<Series>& series, const Series* floor_of
     floor = fmt::format(", {} with lines dt 2 lw 1.5 lc rgb '#b5651d' title {} noenhanced", gp_number(at),
                         quote(fmt::format("noise floor of {} ({} above it)", floor_of->label, a.noise.signal_rank)));
     f.caption += fmt::format(
-        " The dashed line is {}'s noise floor (Gavish–Donoho): its {} above it are the components counted as signal.",
-        floor_of->label, counted(a.noise.signal_rank, "component"));
+        " The dashed line is {}'s noise floor (Gavish–Donoho): the components above it ({} of them) are the ones "
+        "counted as signal.",
+        floor_of->label, a.noise.signal_rank);
   }
   f.script = both_formats(f.name,
                           "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set autoscale xfix\n"
@@ -142,7 +143,7 @@ Figure cumulative_variance_figure(const std::vector<Series>& series) {
       [](const Series& s) { return fmt::format("{} (k90 = {})", s.label, s.analysis->k90); });
   f.script = both_formats(f.name,
                           "  set xlabel 'number of principal components k'\n  set ylabel 'explained variance (%)'\n"
-                          "  set yrange [0:100]\n  set key bottom right\n  set grid\n"
+                          "  set yrange [0:100]\n  set autoscale xfix\n  set key bottom right\n  set grid\n"
                           "  plot " +
                               plots + ", 90 with lines dt 2 lc rgb 'gray40' title '90 %'\n  set autoscale y\n");
   return f;

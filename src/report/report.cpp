@@ -42,6 +42,7 @@ figcaption { color: #444; max-width: 900px; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
 .wide { overflow-x: auto; max-width: 100%; }
 small.null { color: #666; white-space: nowrap; }
+.keys, .note { color: #444; font-size: 0.9em; max-width: 900px; }
 )";
 
 // In every page's head: a folder whose index.html has it holds poslab's own earlier page (check_report_folder).
@@ -135,7 +136,8 @@ std::string report_page(const std::string& title, const std::string& source, con
   for (size_t i = 0; i < figures.size(); ++i) {
     const auto& f = figures[i];
     h += fmt::format(
-        "<figure id=\"{n}\">\n<img src=\"{n}.png\" alt=\"{t}\">\n<figcaption><b>Figure {i}. {t}.</b> {c} "
+        "<figure id=\"{n}\">\n<a href=\"{n}.svg\"><img src=\"{n}.png\" alt=\"{t}\"></a>\n<figcaption><b>Figure {i}. "
+        "{t}.</b> {c} "
         "<a href=\"{n}.svg\">SVG</a> · <a href=\"{n}.gp\">gnuplot script</a></figcaption>\n</figure>\n",
         fmt::arg("n", f.name), fmt::arg("t", html_escape(f.title)), fmt::arg("c", html_escape(f.caption)),
         fmt::arg("i", i + 1));
@@ -231,6 +233,10 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
                                  helix_figure(s_last),
                                  row_norms_figure(ends),
                                  trajectory_figure(points, metrics)};
+  if (points.size() > 3)  // which of the snapshots the spectra are, where there are more than the ones drawn
+    for (size_t k : {0, 1})
+      figures[k].caption +=
+          fmt::format(" Of the run's {} snapshots, the first, the middle and the last are drawn.", points.size());
   std::vector<std::pair<int64_t, const Analysis*>> periodograms;
   for (const auto& p : points) periodograms.emplace_back(p.step, &p.analysis);
   figures.insert(figures.begin() + 4, periodogram_figure(periodograms));

@@ -266,6 +266,9 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(html.find(fmt::format("<td>position-learned</td><td>2</td><td>6</td><td>{} of 2", learned_row.emerged)),
             std::string::npos);
   EXPECT_EQ(html.find("trained for different numbers of steps"), std::string::npos) << "every run trained 6 steps";
+  // The short headers spelled out below the table, for a reader with no pointer to hover with (a phone).
+  EXPECT_NE(html.find("<b>probe R²</b>: position probe R² (odd rows);"), std::string::npos);
+  EXPECT_NE(html.find("<b>val loss</b>: validation loss at the last step;"), std::string::npos);
   // Runs trained for different numbers of steps: the variant's range, and a note that the figures are not like for
   // like.
   Comparison uneven = c;
