@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "data/spm_shim.h"
+#include "formats/spm_model.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -160,6 +161,10 @@ Tokenizer Tokenizer::from_bytes(const std::string& model_bytes, const std::strin
   t.source_ = source_name;
   const int nl = shim().piece_to_id(sp, kNewlinePiece);
   t.newline_id_ = nl == shim().unk_id(sp) ? -1 : nl;
+  try {
+    t.cut_at_spaces_ = encodes_apart_at_spaces(read_spm_model(model_bytes, source_name));
+  } catch (const Error&) {  // sentencepiece reads it, poslab's reader not: encoded whole, as any model may be
+  }
   return t;
 }
 
@@ -173,14 +178,22 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
     size_t end = text.find('\n', start);
     const bool has_newline = end != std::string_view::npos;
     if (!has_newline) end = text.size();
-    if (end > start) {
+    // A long line in pieces cut before a space (the space begins the next piece), where the model allows it.
+    for (size_t from = start; from < end;) {
+      size_t to = end;
+      if (cut_at_spaces_ && line_chunk_ > 0 && end - from > line_chunk_) {
+        size_t cut = text.rfind(' ', from + line_chunk_);
+        if (cut == std::string_view::npos || cut <= from) cut = text.find(' ', from + line_chunk_ + 1);
+        if (cut != std::string_view::npos && cut < end) to = cut;
+      }
       int* out = nullptr;
       size_t n = 0;
-      if (shim().encode(handle_->sp, text.data() + start, end - start, &out, &n, err, kErrLen) != 0)
+      if (shim().encode(handle_->sp, text.data() + from, to - from, &out, &n, err, kErrLen) != 0)
         throw Error(source_ + ": encoding failed: " + err,
                     "the tokenizer model is damaged: train a new run, or use another checkpoint of this one");
       ids.insert(ids.end(), out, out + n);
       shim().free_buffer(out);
+      from = to;
     }
     if (!has_newline) break;
     // A model without the newline piece (loaded from elsewhere) sees newlines as spaces.

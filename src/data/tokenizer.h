@@ -30,6 +30,11 @@ class Tokenizer {
   static Tokenizer from_bytes(const std::string& model_bytes, const std::string& source_name);
 
   std::vector<int> encode(std::string_view text) const;
+  // Whether a line longer than line_chunk() bytes is encoded in pieces cut before its spaces, each as long as that
+  // at most where a space allows: the same ids as the whole line (encodes_apart_at_spaces), in linear time.
+  bool cuts_long_lines() const { return cut_at_spaces_; }
+  size_t line_chunk() const { return line_chunk_; }
+  void set_line_chunk(size_t bytes) { line_chunk_ = bytes; }  // 0: never cut (tests compare the two)
   std::string decode(const std::vector<int>& ids) const;
   int vocab_size() const;
   int newline_id() const { return newline_id_; }  // -1 when the model has no newline piece
@@ -41,6 +46,8 @@ class Tokenizer {
   std::string bytes_;
   std::string source_;
   int newline_id_ = -1;
+  bool cut_at_spaces_ = false;
+  size_t line_chunk_ = 4096;
 };
 
 // Where libposlab_spm.so is searched: $POSLAB_SPM_SHIM, next to the running executable, the build folder.

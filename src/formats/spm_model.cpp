@@ -67,4 +67,13 @@ const char* spm_kind_name(SpmModel::Kind kind) {
   return "unknown";
 }
 
+bool encodes_apart_at_spaces(const SpmModel& m) {
+  if (m.treat_whitespace_as_suffix || m.add_dummy_prefix || m.remove_extra_whitespaces || !m.escape_whitespaces ||
+      !m.precompiled_charsmap.empty())
+    return false;
+  for (const SpmPiece& p : m.pieces)  // "▁" (U+2581) anywhere but at a piece's start would join across a space
+    if (p.piece.find("\xE2\x96\x81", 1) != std::string::npos) return false;
+  return true;
+}
+
 }  // namespace poslab

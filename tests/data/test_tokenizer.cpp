@@ -373,6 +373,32 @@ TEST(Tokenizer, VeryLongLinesAndACorpusSmallerThanABatch) {
   EXPECT_EQ(sampler.next().first.size(0), 64);
 }
 
+// A long line is encoded in pieces cut before its spaces: the same ids as the whole line, for each type of model,
+// however small the pieces (runs of spaces, a space at a cut, a stretch without one longer than a piece, a character
+// outside the vocabulary as byte pieces).
+TEST(Tokenizer, ALongLineEncodedInPiecesGivesTheIdsOfTheWholeLine) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  std::string line = test::generated_corpus(200);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  line +=
+      "  two  spaces,   three, a word-without-any-space-for-a-while-longer-than-a-piece \xE6\x97\xA5\xE6\x9C\xAC "
+      "caf\xC3\xA9 ";
+  line = line + "\n" + line;  // and across a new line
+  for (const char* type : {"bpe", "unigram", "char"}) {
+    Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "m", type, 290, 1), "m.model");
+    EXPECT_TRUE(tok.cuts_long_lines()) << type;
+    EXPECT_EQ(tok.line_chunk(), 4096u);
+    tok.set_line_chunk(0);
+    const std::vector<int> whole = tok.encode(line);
+    for (size_t chunk : {size_t{1}, size_t{7}, size_t{64}, size_t{1000}}) {
+      tok.set_line_chunk(chunk);
+      EXPECT_EQ(tok.encode(line), whole) << type << ", pieces of " << chunk << " bytes";
+    }
+    EXPECT_EQ(tok.decode(whole), line) << type;
+  }
+}
+
 TEST(Tokenizer, SplitShorterThanBlockIsAnError) {
   std::vector<int32_t> ids(100), train, val;
   std::iota(ids.begin(), ids.end(), 0);

@@ -56,6 +56,31 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
   }
 }
 
+// A text cut just before its spaces encodes as the whole text only where no piece joins across a space: poslab's own
+// models; each switch of a model from elsewhere that adds, removes or changes text at a cut, or a piece with "▁"
+// inside it, rules it out.
+TEST(SpmModel, AModelEncodesApartAtSpacesOnlyWhereNoPieceJoinsAcrossOne) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(400));
+  const SpmModel own = read_spm_model(Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 290, 1), "m.model");
+  EXPECT_TRUE(encodes_apart_at_spaces(own));
+  auto with = [&](auto change) {
+    SpmModel m = own;
+    change(m);
+    return encodes_apart_at_spaces(m);
+  };
+  EXPECT_FALSE(with([](SpmModel& m) { m.add_dummy_prefix = true; }));
+  EXPECT_FALSE(with([](SpmModel& m) { m.remove_extra_whitespaces = true; }));
+  EXPECT_FALSE(with([](SpmModel& m) { m.escape_whitespaces = false; }));
+  EXPECT_FALSE(with([](SpmModel& m) { m.treat_whitespace_as_suffix = true; }));
+  EXPECT_FALSE(with([](SpmModel& m) { m.precompiled_charsmap = "\x01\x02"; }));
+  EXPECT_FALSE(with([](SpmModel& m) {
+    m.pieces.push_back({"\xE2\x96\x81\xE2\x96\x81", 0.0f, SpmPiece::Type::normal});
+  })) << "a piece of two spaces";
+  EXPECT_FALSE(with([](SpmModel& m) { m.pieces.push_back({"of\xE2\x96\x81the", 0.0f, SpmPiece::Type::normal}); }));
+  EXPECT_TRUE(with([](SpmModel& m) { m.pieces.push_back({"\xE2\x96\x81the", 0.0f, SpmPiece::Type::normal}); }));
+}
+
 TEST(SpmModel, BytesThatAreNotAModelAreAnErrorNamingTheFile) {
   for (const std::string& bad :
        {std::string(""), std::string("\x0a\x05\x0a\x03", 4), std::string("not a model at all")}) {
