@@ -17,6 +17,7 @@
 #include "analysis/format.h"
 #include "cli/validators.h"
 #include "data/dataset.h"
+#include "data/text_stream.h"
 #include "extend/extend.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
@@ -240,13 +241,20 @@ int run_sample(const SampleArgs& a) {
   if (a.options.top_k >= m.model->vocab_size)  // every token is among the k most likely: --top-k 0
     spdlog::warn("--top-k {}: the vocabulary has {} tokens, so every token is sampled from (as --top-k 0)",
                  a.options.top_k, m.model->vocab_size);
-  std::vector<int> ids = generate(m.model, prompt, a.options, start);
-  if (prompt.empty()) ids.erase(ids.begin());  // the start token is not part of the text
-  std::string out = m.tokenizer.decode(ids);
-  // A pipe or a file gets the bytes as decoded; a terminal, no control character of them (ESC would drive it).
-  if (::isatty(STDOUT_FILENO) != 0 && make_terminal_safe(out) > 0)
+  // The text as it is drawn (TextStream). A pipe or a file gets the bytes as decoded; a terminal, no control
+  // character of them (ESC would drive it).
+  const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+  size_t made_safe = 0;
+  TextStream stream(m.tokenizer, [&](std::string text) {
+    if (terminal) made_safe += make_terminal_safe(text);
+    std::cout << text << std::flush;
+  });
+  for (const int id : prompt) stream.add(id);  // with no prompt, the start token is not part of the text
+  generate(m.model, prompt, a.options, start, [&](int id) { stream.add(id); });
+  stream.finish();
+  std::cout << "\n";
+  if (made_safe > 0)
     spdlog::info("the text's control characters are shown as symbols (␛ for ESC); a pipe gets the bytes as they are");
-  std::cout << out << "\n";
   return 0;
 }
 

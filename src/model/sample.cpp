@@ -4,7 +4,8 @@
 
 namespace poslab {
 
-std::vector<int> generate(GPT& model, std::vector<int> ids, const SampleOptions& opt, int start_id) {
+std::vector<int> generate(GPT& model, std::vector<int> ids, const SampleOptions& opt, int start_id,
+                          const std::function<void(int)>& on_token) {
   TORCH_CHECK(opt.temperature >= 0, "temperature must be >= 0, got ", opt.temperature);
   TORCH_CHECK(opt.top_k >= 0, "top_k must be >= 0, got ", opt.top_k);
   torch::NoGradGuard no_grad;
@@ -33,6 +34,7 @@ std::vector<int> generate(GPT& model, std::vector<int> ids, const SampleOptions&
       next = static_cast<int>(torch::multinomial(torch::softmax(logits, 0), 1, false, gen).item<int64_t>());
     }
     ids.push_back(next);
+    if (on_token) on_token(next);
   }
   model->train(was_training);
   return ids;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/gpt.h"
@@ -16,7 +17,8 @@ struct SampleOptions {
 };
 
 // Returns prompt + generated ids. The context fed to the model is the last block_size ids.
-// An empty prompt starts from `start_id`.
-std::vector<int> generate(GPT& model, std::vector<int> prompt, const SampleOptions& opt, int start_id = 0);
+// An empty prompt starts from `start_id`. `on_token`, where given, is called with each new id as it is drawn.
+std::vector<int> generate(GPT& model, std::vector<int> prompt, const SampleOptions& opt, int start_id = 0,
+                          const std::function<void(int)>& on_token = nullptr);
 
 }  // namespace poslab

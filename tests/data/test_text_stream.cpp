@@ -1,0 +1,62 @@
+// Text written as its ids arrive: each piece a beginning of the whole, a character of several byte pieces written
+// once whole, and the pieces together decode(ids) exactly.
+#include <gtest/gtest.h>
+
+#include "data/text_stream.h"
+#include "data/tokenizer.h"
+#include "test_util.h"
+
+namespace poslab {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+TEST(TextStream, WritesEachLineAsItsIdsArriveAndTheWholeIsTheDecodedText) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(200));
+  const Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "m", "char", 290, 1), "m");
+  // "日" (3 bytes) and "é" (2) are no characters of the corpus: byte pieces, one id a byte.
+  const std::string text = "the cat\nsat \xE6\x97\xA5 caf\xC3\xA9\n\nend";
+  const std::vector<int> ids = tok.encode(text);
+  std::vector<std::string> writes;
+  TextStream stream(tok, [&](const std::string& s) { writes.push_back(s); });
+  std::string written;
+  auto all = [&] {
+    std::string s;
+    for (const std::string& w : writes) s += w;
+    return s;
+  };
+  size_t fed = 0;
+  auto feed_until = [&](const std::string& prefix) {  // ids until the decoded text so far starts with `prefix`
+    while (fed < ids.size() && tok.decode({ids.begin(), ids.begin() + static_cast<long>(fed)}).rfind(prefix, 0) != 0)
+      stream.add(ids[fed++]);
+  };
+  feed_until("the cat\n");
+  EXPECT_EQ(all(), "the cat\n") << "the first line is written before the rest is drawn";
+  feed_until("the cat\nsat ");
+  stream.add(ids[fed++]);  // the first byte of 日: nothing to write yet
+  stream.add(ids[fed++]);
+  EXPECT_EQ(all(), "the cat\nsat ");
+  stream.add(ids[fed++]);  // its last byte
+  EXPECT_EQ(all(), "the cat\nsat \xE6\x97\xA5");
+  while (fed < ids.size()) stream.add(ids[fed++]);
+  stream.finish();
+  EXPECT_EQ(all(), text);
+  EXPECT_EQ(all(), tok.decode(ids));
+  for (const std::string& w : writes) EXPECT_EQ(w.find("\xEF\xBF\xBD"), std::string::npos) << "a half character";
+
+  // A byte piece that never becomes a character: written as the decoder reads it (U+FFFD) once its line is whole.
+  const std::vector<int> lone = {tok.encode("\xE6\x97\xA5")[0], tok.encode("a")[0]};
+  writes.clear();
+  TextStream broken(tok, [&](const std::string& s) { writes.push_back(s); });
+  broken.add(lone[0]);
+  EXPECT_EQ(all(), "");
+  broken.add(lone[1]);
+  broken.finish();
+  EXPECT_EQ(all(), tok.decode(lone));
+  EXPECT_NE(all().find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace poslab
