@@ -77,7 +77,8 @@ bool is_run_input(const std::string& path) { return fs::is_directory(path) && !i
 
 // poslab compare TABLE TABLE …: every learned table of each input (a model folder's each on its own), on one page.
 int compare_tables(const CompareArgs& a) {
-  check_report_folder(a.out.empty() ? "compare" : a.out, a.out.empty() ? "the comparison's folder" : "--out", a.force);
+  check_report_folder(a.out.empty() ? "compare" : a.out, a.out.empty() ? "the comparison's folder" : "--out", a.force,
+                      "compare");
   std::vector<NamedTable> tables;
   GivenOnce given("compare", "name each table once");  // a table given twice would be drawn twice
   for (const std::string& input : a.dirs) {
@@ -126,7 +127,7 @@ int run_compare(const CompareArgs& a) {
   if (out.empty()) {
     out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";
   }
-  check_report_folder(out, a.out.empty() ? "the comparison's folder" : "--out", a.force);
+  check_report_folder(out, a.out.empty() ? "the comparison's folder" : "--out", a.force, "compare");
   const Comparison c = compare_runs(a.dirs);
   // " (from step 433 ± 58)": the mean step over the runs where it happened
   auto from_step = [](const Stat& s) {

@@ -52,7 +52,7 @@ constexpr const char* kLastSnapshotMark = "<!-- poslab: drawn from the snapshot 
 
 }  // namespace
 
-void check_report_folder(const std::string& dir, const std::string& named, bool force) {
+void check_report_folder(const std::string& dir, const std::string& named, bool force, const std::string& kind) {
   std::error_code ec;
   if (const std::string run = run_record_of(dir); !run.empty())
     throw Error(
@@ -71,7 +71,15 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
   const fs::path index = fs::path(dir) / "index.html";
   if (fs::is_regular_file(index, ec)) {  // poslab's page, or one of a poslab before the tag ("<title>poslab …")
     const std::string page = read_file(index.string());
-    if (page.find(kGeneratorTag) != std::string::npos || page.find("<title>poslab ") != std::string::npos) return;
+    if (page.find(kGeneratorTag) != std::string::npos || page.find("<title>poslab ") != std::string::npos) {
+      if (page.find("<title>poslab " + kind + ":") != std::string::npos) return;
+      const std::string other = kind == "report" ? "compare" : "report";
+      if (page.find("<title>poslab " + other + ":") != std::string::npos)
+        throw Error(named + " " + dir + ": holds the page of poslab " + other + " (index.html), which this " + kind +
+                        " would replace",
+                    "name another folder, or pass --force to write over it (files of the same name are replaced)");
+      return;
+    }
   }
   if (const std::string held = folder_contents(dir); !held.empty())
     throw Error(named + " " + dir + ": holds " + held + " and no poslab page",

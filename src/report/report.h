@@ -36,10 +36,13 @@ std::string write_report_of_finished_run(const std::string& run_dir);
 ReportResult write_table_report(const torch::Tensor& W, const std::string& source, const std::string& out_dir,
                                 int64_t row_offset = 0, int64_t grid_rows = 0, int64_t grid_cols = 0);
 
-// A folder a report or comparison is written into (`named`: "--out", "the report folder"): one that does not exist,
-// is empty, or holds poslab's own earlier page (its index.html says poslab made it) is written into; any other
-// folder only with `force` (the report replaces files by name), and a file not at all. poslab::Error names it.
-void check_report_folder(const std::string& dir, const std::string& named, bool force);
+// A folder a report or comparison is written into (`named`: "--out", "the report folder"; `kind`: "report" or
+// "compare", the command writing it): one that does not exist, is empty, or holds poslab's own earlier page of the
+// same kind (its index.html says poslab made it, and which command) is written into; any other folder, one with the
+// other command's page among them, only with `force` (the page replaces files by name), and a file not at all.
+// poslab::Error names it.
+void check_report_folder(const std::string& dir, const std::string& named, bool force,
+                         const std::string& kind = "report");
 
 // The pieces both reports and poslab compare are made of. Writes each figure's data and script into `dir`, then
 // renders them with gnuplot (poslab::Error naming the script when it fails); returns the figures' names.

@@ -369,6 +369,18 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
   const auto W = torch::randn({16, 8}, torch::kFloat64);
   write_table_report(W, "t", dir / "again", 0);
   check_report_folder(dir / "again", "--out", false);  // poslab's own page: written again
+  // The other command's page (a comparison's) is no page a report writes over without --force, nor the reverse.
+  EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "again", "--out", false, "compare"); }),
+            "--out " + dir / "again" +
+                ": holds the page of poslab report (index.html), which this compare would replace | name another "
+                "folder, or pass --force to write over it (files of the same name are replaced)");
+  check_report_folder(dir / "again", "--out", true, "compare");
+  test::write_text(dir / "atlas/index.html", "<title>poslab compare: position tables</title>");
+  check_report_folder(dir / "atlas", "--out", false, "compare");
+  EXPECT_NE(test::error_of([&] {
+              check_report_folder(dir / "atlas", "--out", false);
+            }).find("holds the page of poslab compare (index.html), which this report would replace"),
+            std::string::npos);
   test::write_text(dir / "file", "x");
   EXPECT_NE(test::error_of([&] { check_report_folder(dir / "file", "--out", true); }).find("is a file, not a folder"),
             std::string::npos);
