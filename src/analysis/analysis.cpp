@@ -9,6 +9,7 @@
 #include "analysis/metrics.h"
 #include "util/error.h"
 #include "util/plural.h"
+#include "util/whole_numbers.h"
 
 namespace poslab {
 
@@ -21,6 +22,7 @@ torch::Tensor select_rows(const torch::Tensor& W, const std::string& range, int6
   bool beyond = false;  // a bound past the table's ends: cut to them, as a Python slice is, and said
   auto parse = [&](const std::string& s, int64_t fallback) -> int64_t {
     if (s.empty()) return fallback;
+    if (const std::string octal = leading_zero(s); !octal.empty()) throw Error("--rows " + range + ": " + octal, hint);
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (end == s.c_str() || *end != '\0') throw Error("--rows " + range + ": '" + s + "' is not an integer", hint);

@@ -21,11 +21,15 @@ namespace poslab {
 // cannot tell a whole-number option from a decimal one, which would read 010 as 10: both refuse it.)
 inline const CLI::Validator kNoLeadingZero = CLI::Validator(leading_zero, "");
 
-// A finite number above 0 (positive) or at least 0.
+// "0x10", "-0X1p3": strtod reads C's hexadecimal numbers, which a person writing a number does not mean.
+inline bool hexadecimal(const std::string& s) { return s.find_first_of("xX") != std::string::npos; }
+
+// A finite decimal number above 0 (positive) or at least 0.
 inline CLI::Validator number_from(bool zero_too) {
   return CLI::Validator(
       [zero_too](std::string& s) -> std::string {
         if (std::string octal = leading_zero(s); !octal.empty()) return octal;
+        if (hexadecimal(s)) return "write " + s + " as a decimal number";
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
         const bool number = !s.empty() && end != nullptr && *end == '\0' && std::isfinite(v);
@@ -63,6 +67,7 @@ inline const CLI::Validator kSeed = CLI::Validator(
 inline const CLI::Validator kShare = CLI::Validator(
     [](std::string& s) -> std::string {
       char* end = nullptr;
+      if (hexadecimal(s)) return "write " + s + " as a decimal number";
       const double v = std::strtod(s.c_str(), &end);
       if (!s.empty() && end != nullptr && *end == '\0' && v >= 0 && v <= 1) return "";
       return "must be a number from 0 to 1, not '" + s + "'";

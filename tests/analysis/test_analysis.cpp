@@ -308,6 +308,8 @@ TEST(Analysis, RowRanges) {
       {"3", "--rows 3: expected BEGIN:END"},
       {"1:2:3", "--rows 1:2:3: expected BEGIN:END"},
       {"a:b", "--rows a:b: 'a' is not an integer"},
+      {"01:08", "--rows 01:08: write 01 without its leading 0 (a whole number with one reads as octal)"},
+      {"1:-04", "--rows 1:-04: write -04 without its leading 0 (a whole number with one reads as octal)"},
       {"5:6", "--rows 5:6: selects 1 of 10 rows; the analysis needs at least 4"},
       {"8:2", "--rows 8:2: selects 0 of 10 rows; the analysis needs at least 4"}};
   for (const auto& [rows, message] : bad)

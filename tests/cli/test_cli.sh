@@ -163,6 +163,10 @@ expect_error "a start row with a leading 0" "^error: --shift: write 010 without 
 expect_error "a signed number with a leading 0" "^error: --positions: write \+010 without its leading 0" \
   analyze --synthetic random --positions +010
 expect_error "a seed with a leading 0" "^error: --seed: write 07 without its leading 0" sample "$tmp/none.pt" --seed 07
+expect_error "a hexadecimal number" "^error: --smooth-z: write 0x10 as a decimal number$" \
+  analyze --synthetic random --smooth-z 0x10
+expect_error "a hexadecimal share" "^error: --min-signal-share: write 0x0.8p0 as a decimal number$" \
+  analyze --synthetic random --min-signal-share 0x0.8p0
 expect_error "a seed below 0" "^error: --seed: must be a whole number from 0 to 9223372036854775807, not '-1'" \
   sample "$tmp/none.pt" --seed -1
 expect_error "a seed too large" "^error: --seed: must be a whole number .*, not '99999999999999999999'" \
