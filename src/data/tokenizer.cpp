@@ -182,9 +182,12 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
     for (size_t from = start; from < end;) {
       size_t to = end;
       if (cut_at_spaces_ && line_chunk_ > 0 && end - from > line_chunk_) {
-        size_t cut = text.rfind(' ', from + line_chunk_);
-        if (cut == std::string_view::npos || cut <= from) cut = text.find(' ', from + line_chunk_ + 1);
-        if (cut != std::string_view::npos && cut < end) to = cut;
+        // The last space within line_chunk_ bytes, else the first after: searched within the line's rest only, so
+        // that finding every cut reads the line about once.
+        const std::string_view rest = text.substr(from, end - from);
+        size_t cut = rest.rfind(' ', line_chunk_);
+        if (cut == std::string_view::npos || cut == 0) cut = rest.find(' ', line_chunk_ + 1);
+        if (cut != std::string_view::npos) to = from + cut;
       }
       int* out = nullptr;
       size_t n = 0;

@@ -31,7 +31,8 @@ class Tokenizer {
 
   std::vector<int> encode(std::string_view text) const;
   // Whether a line longer than line_chunk() bytes is encoded in pieces cut before its spaces, each as long as that
-  // at most where a space allows: the same ids as the whole line (encodes_apart_at_spaces), in linear time.
+  // at most where a space allows: the same ids as the whole line (encodes_apart_at_spaces), each piece's encoding
+  // short (a stretch without a space stays whole).
   bool cuts_long_lines() const { return cut_at_spaces_; }
   size_t line_chunk() const { return line_chunk_; }
   void set_line_chunk(size_t bytes) { line_chunk_ = bytes; }  // 0: never cut (tests compare the two)

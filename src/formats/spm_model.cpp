@@ -68,6 +68,9 @@ const char* spm_kind_name(SpmModel::Kind kind) {
 }
 
 bool encodes_apart_at_spaces(const SpmModel& m) {
+  // Unigram's Viterbi sums its scores in float along the whole line, so a near tie after a cut may fall otherwise;
+  // without byte fallback, unknown characters on both sides of a cut would be one <unk> whole and two cut.
+  if (m.kind == SpmModel::Kind::unigram || !m.byte_fallback) return false;
   if (m.treat_whitespace_as_suffix || m.add_dummy_prefix || m.remove_extra_whitespaces || !m.escape_whitespaces ||
       !m.precompiled_charsmap.empty())
     return false;

@@ -34,10 +34,12 @@ SpmModel read_spm_model(const std::string& bytes, const std::string& source);
 
 const char* spm_kind_name(SpmModel::Kind kind);  // "unigram", "bpe", "word", "char"
 
-// Whether a text cut just before any of its spaces encodes, piece for piece, as the whole text does: no piece holds
-// a space ("▁") past its start, spaces are escaped as prefixes, and nothing is added to or taken from a text's ends
-// or changed in it (no dummy prefix, no whitespace removal, no normaliser's map). poslab's own tokenizers are so; a
-// very long line is then encoded in pieces (sentencepiece's encoding of one long line is slower than linear).
+// Whether a text cut just before any of its spaces encodes, piece for piece, as the whole text does: a BPE, char or
+// word model (not unigram, whose float Viterbi may break a near tie otherwise after a cut) with byte fallback (no
+// run of <unk> to join across a cut), no piece holding a space ("▁") past its start, spaces escaped as prefixes, and
+// nothing added to a text's ends, taken from them or changed in it (no dummy prefix, no whitespace removal, no
+// normaliser's map). poslab's own BPE and char tokenizers are so; a very long line is then encoded in pieces
+// (sentencepiece's encoding of one long line is slower than linear).
 bool encodes_apart_at_spaces(const SpmModel& m);
 
 }  // namespace poslab

@@ -52,16 +52,14 @@ std::string pickle_hint(const std::string& dir, const std::string& bin) {
 nlohmann::json parse_model_config(const std::string& text, const std::string& path) {
   nlohmann::json j;
   if (const std::string why = json_object_error(text, j); !why.empty())
-    throw Error(path + ": not a JSON object (" + why + ")",
-                "config.json is written by transformers' save_pretrained; download it again");
+    throw Error(path + ": " + why, "config.json is written by transformers' save_pretrained; download it again");
   return j;
 }
 
 std::map<std::string, std::string> parse_safetensors_index(const std::string& text, const std::string& path) {
   const std::string hint = "the index is written by transformers' save_pretrained; download it again";
   nlohmann::json j;
-  if (const std::string why = json_object_error(text, j); !why.empty())
-    throw Error(path + ": not a JSON object (" + why + ")", hint);
+  if (const std::string why = json_object_error(text, j); !why.empty()) throw Error(path + ": " + why, hint);
   if (!j.contains("weight_map") || !j["weight_map"].is_object()) throw Error(path + ": no \"weight_map\" object", hint);
   std::map<std::string, std::string> out;
   for (const auto& [name, file] : j["weight_map"].items()) {

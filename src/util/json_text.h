@@ -14,28 +14,28 @@ inline std::string json_text(const nlohmann::json& j, int indent = -1) {
 }
 
 // Why `text` is no JSON object, "" when it is one (then `out` holds it): where the parse stopped, in nlohmann's
-// words without its exception's code ("at line 3, column 1: syntax error … unexpected end of input; …", "the text
-// ends before the JSON does" for text cut short), or which JSON value it is instead ("an array, not an object").
+// words without its exception's code ("not JSON (at line 3, column 1: syntax error …)"), text cut short said so
+// ("cut short: the text ends before the JSON does (at line …)"), or the kind of value it is instead ("a JSON array,
+// not an object").
 inline std::string json_object_error(const std::string& text, nlohmann::json& out) {
   try {
     out = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     if (const size_t at = what.find("parse error "); at != std::string::npos) what = what.substr(at + 12);
-    // Stopped at the text's end, and not for what follows a whole value ("…; expected end of input"): cut short.
-    if (e.byte >= text.size() && what.find("; expected end of input") == std::string::npos)
-      return "the text ends before the JSON does (cut short?): " + what;
-    return "not JSON: " + what;
+    // nlohmann counts the end of the input as one character read past the text: stopped there, it was cut short.
+    if (e.byte > text.size()) return "cut short: the text ends before the JSON does (" + what + ")";
+    return "not JSON (" + what + ")";
   } catch (const nlohmann::json::exception& e) {
-    return std::string("not JSON: ") + e.what();
+    return std::string("not JSON (") + e.what() + ")";
   }
   if (out.is_object()) return "";
-  return std::string("JSON, but ") +
-         (out.is_array()     ? "an array"
-          : out.is_string()  ? "a string"
+  return std::string("a JSON ") +
+         (out.is_array()     ? "array"
+          : out.is_string()  ? "string"
           : out.is_null()    ? "null"
-          : out.is_boolean() ? "a boolean"
-                             : "a number") +
+          : out.is_boolean() ? "boolean"
+                             : "number") +
          ", not an object";
 }
 

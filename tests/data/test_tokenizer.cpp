@@ -383,11 +383,12 @@ TEST(Tokenizer, ALongLineEncodedInPiecesGivesTheIdsOfTheWholeLine) {
   std::replace(line.begin(), line.end(), '\n', ' ');
   line +=
       "  two  spaces,   three, a word-without-any-space-for-a-while-longer-than-a-piece \xE6\x97\xA5\xE6\x9C\xAC "
-      "caf\xC3\xA9 ";
+      "caf\xC3\xA9";
   line = line + "\n" + line;  // and across a new line
-  for (const char* type : {"bpe", "unigram", "char"}) {
-    Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "m", type, 290, 1), "m.model");
-    EXPECT_TRUE(tok.cuts_long_lines()) << type;
+  // BPE with many merges, and char; unigram's float Viterbi may break a near tie otherwise after a cut: never cut.
+  for (const auto& [type, vocab] : {std::pair<const char*, int>{"bpe", 420}, {"char", 290}, {"unigram", 290}}) {
+    Tokenizer tok = Tokenizer::from_bytes(Tokenizer::train(dir / "corpus.txt", dir / "m", type, vocab, 1), "m.model");
+    EXPECT_EQ(tok.cuts_long_lines(), std::string(type) != "unigram") << type;
     EXPECT_EQ(tok.line_chunk(), 4096u);
     tok.set_line_chunk(0);
     const std::vector<int> whole = tok.encode(line);

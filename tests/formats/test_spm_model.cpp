@@ -57,8 +57,8 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
 }
 
 // A text cut just before its spaces encodes as the whole text only where no piece joins across a space: poslab's own
-// models; each switch of a model from elsewhere that adds, removes or changes text at a cut, or a piece with "▁"
-// inside it, rules it out.
+// BPE and char models; a unigram model (a float Viterbi over the whole line), one without byte fallback, each switch
+// of a model from elsewhere that adds, removes or changes text at a cut, or a piece with "▁" inside it, rules it out.
 TEST(SpmModel, AModelEncodesApartAtSpacesOnlyWhereNoPieceJoinsAcrossOne) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(400));
@@ -69,6 +69,9 @@ TEST(SpmModel, AModelEncodesApartAtSpacesOnlyWhereNoPieceJoinsAcrossOne) {
     change(m);
     return encodes_apart_at_spaces(m);
   };
+  EXPECT_FALSE(with([](SpmModel& m) { m.kind = SpmModel::Kind::unigram; }));
+  EXPECT_FALSE(with([](SpmModel& m) { m.byte_fallback = false; }));
+  EXPECT_TRUE(with([](SpmModel& m) { m.kind = SpmModel::Kind::character; }));
   EXPECT_FALSE(with([](SpmModel& m) { m.add_dummy_prefix = true; }));
   EXPECT_FALSE(with([](SpmModel& m) { m.remove_extra_whitespaces = true; }));
   EXPECT_FALSE(with([](SpmModel& m) { m.escape_whitespaces = false; }));

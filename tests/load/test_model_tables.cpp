@@ -174,15 +174,12 @@ TEST(ModelTables, DamagedFoldersNameTheFileAndTheWayOn) {
   fs::copy(hf("gpt2"), dir / "badconfig");
   std::ofstream(dir / "badconfig/config.json") << "{model_type: gpt2";
   msg = error_of([&] { open_model_folder(dir / "badconfig"); });
-  EXPECT_NE(msg.find("config.json: not a JSON object (not JSON: at line 1, column 2: syntax error"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("config.json: not JSON (at line 1, column 2: syntax error"), std::string::npos) << msg;
   // One cut short, as by a download that stopped: said so.
   const std::string whole = read_file(hf("gpt2/config.json"));
   std::ofstream(dir / "badconfig/config.json", std::ios::trunc) << whole.substr(0, 100);
   msg = error_of([&] { open_model_folder(dir / "badconfig"); });
-  EXPECT_NE(msg.find("config.json: not a JSON object (the text ends before the JSON does (cut short?)"),
-            std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("config.json: cut short: the text ends before the JSON does (at line"), std::string::npos) << msg;
   // A config.json that is a folder; none at all, where layer 0's heads need it.
   fs::remove(dir / "badconfig/config.json");
   fs::create_directories(dir / "badconfig/config.json");

@@ -49,28 +49,24 @@ TEST(Utf8, JsonTextOfANameThatIsNoUtf8ReplacesItsBadBytes) {
 // JSON read back: what stops the parse and where, text cut short said so, or the kind of value that is no object.
 TEST(Utf8, JsonObjectErrorSaysWhereTheTextStopsBeingJson) {
   nlohmann::json j;
-  EXPECT_EQ(json_object_error("{\"a\": [1, 2]}", j), "");
+  auto why = [&](const std::string& text) { return json_object_error(text, j); };
+  EXPECT_EQ(why("{\"a\": [1, 2]}"), "");
   EXPECT_EQ(j, (nlohmann::json{{"a", {1, 2}}}));
-  EXPECT_EQ(json_object_error("{\"a\": 1,\n \"b\": [1, ", j)
-                .rfind("the text ends before the JSON does (cut short?): at "
-                       "line 2, column 11: syntax error",
-                       0),
-            0u)
-      << json_object_error("{\"a\": 1,\n \"b\": [1, ", j);
-  EXPECT_EQ(json_object_error("{\"a\": 1}\n}", j).rfind("not JSON: at line 2, column 1: syntax error", 0), 0u)
-      << json_object_error("{\"a\": 1}\n}", j);
-  EXPECT_EQ(json_object_error("{\"a\": 1}}", j).rfind("not JSON: at line 1, column 9: syntax error", 0), 0u)
-      << json_object_error("{\"a\": 1}}", j);  // a whole object, then more: not cut short
-  EXPECT_EQ(json_object_error("{\"a\": \"ab", j).rfind("the text ends before the JSON does", 0), 0u)
-      << json_object_error("{\"a\": \"ab", j);  // in a string
-  EXPECT_EQ(json_object_error("{\"a\": tr", j).rfind("the text ends before the JSON does", 0), 0u)
-      << json_object_error("{\"a\": tr", j);  // in a literal
-  EXPECT_EQ(json_object_error("{a: 1}", j).rfind("not JSON: at line 1, column 2: syntax error", 0), 0u);
-  EXPECT_EQ(json_object_error("[1]", j), "JSON, but an array, not an object");
-  EXPECT_EQ(json_object_error("\"x\"", j), "JSON, but a string, not an object");
-  EXPECT_EQ(json_object_error("null", j), "JSON, but null, not an object");
-  EXPECT_EQ(json_object_error("3", j), "JSON, but a number, not an object");
-  EXPECT_EQ(json_object_error("", j).rfind("the text ends before the JSON does", 0), 0u) << json_object_error("", j);
+  // Cut short: in a value, in a string, in a literal, or nothing at all.
+  for (const char* cut : {"{\"a\": 1,\n \"b\": [1, ", "{\"a\": \"ab", "{\"a\": tr", ""})
+    EXPECT_EQ(why(cut).rfind("cut short: the text ends before the JSON does (at line ", 0), 0u)
+        << cut << ": " << why(cut);
+  EXPECT_EQ(why("{\"a\": 1,\n \"b\": [1, ")
+                .rfind("cut short: the text ends before the JSON does (at line 2, column 11: syntax error", 0),
+            0u);
+  // Wrong where it stops, its last character included: not JSON, not cut short.
+  for (const char* bad : {"{\"a\":1,}", "{\"a\": 1]", "{\"a\": 1}}", "{a: 1}"})
+    EXPECT_EQ(why(bad).rfind("not JSON (at line 1, column ", 0), 0u) << bad << ": " << why(bad);
+  EXPECT_EQ(why("{\"a\": 1}\n}").rfind("not JSON (at line 2, column 1: syntax error", 0), 0u) << why("{\"a\": 1}\n}");
+  EXPECT_EQ(why("[1]"), "a JSON array, not an object");
+  EXPECT_EQ(why("\"x\""), "a JSON string, not an object");
+  EXPECT_EQ(why("null"), "a JSON null, not an object");
+  EXPECT_EQ(why("3"), "a JSON number, not an object");
 }
 
 // Generated text on a terminal: ESC, BEL, CR, DEL and a C1 CSI become visible characters; newline, tab, accents and
