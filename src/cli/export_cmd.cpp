@@ -49,12 +49,12 @@ namespace {
 // /tensorboard) holds only the run's earlier export, which a new one replaces.
 void check_out_is_free(const std::string& out, bool force, const std::string& default_out) {
   std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
   if (const std::string run = run_record_of(out); !run.empty())
     throw Error(out + ": is a folder of the training run in " + run + ", which no other command writes into",
                 "pass --out a folder outside the run's own record (the default, " + default_out + ", or elsewhere)");
   if (!fs::exists(out, ec)) return;
-  if (!fs::is_directory(out, ec))
-    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
   if (force) return;
   if (const std::string held = folder_contents(out); !held.empty())
     throw Error(out + ": already holds " + held,
@@ -96,7 +96,9 @@ std::string interop_python() {
 
 int run_export(const ExportArgs& a) {
   // The run folder and the checkpoint, from either.
-  const fs::path in(a.input);
+  // Its real place, however it is spelled (latest.pt from inside checkpoints/, a link): the run is found from it.
+  std::error_code ec0;
+  const fs::path in = fs::weakly_canonical(fs::absolute(a.input, ec0), ec0);
   const bool is_dir = fs::is_directory(in);
   const fs::path run = is_dir                                         ? in
                        : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()

@@ -35,7 +35,7 @@ struct DataConfig {
   std::vector<std::string> corpus = {"/usr/share/games/fortunes"};  // files or folders (recursive)
   TokenizerConfig tokenizer;
   double val_fraction = 0.1;  // tail of the token stream held out for validation
-  std::string cache_dir;      // tokenizer + token cache; empty = $XDG_CACHE_HOME/poslab, else ~/.cache/poslab
+  std::string cache_dir;      // tokenizer + token cache; empty = data/dataset.h's cache_dir() chooses
 };
 
 struct ModelConfig {

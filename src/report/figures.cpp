@@ -111,9 +111,8 @@ Figure spectrum_figure(const std::vector<Series>& series, const Series* floor_of
     floor = fmt::format(", {} with lines dt 2 lw 1.5 lc rgb '#b5651d' title {} noenhanced", gp_number(at),
                         quote(fmt::format("noise floor of {} ({} above it)", floor_of->label, a.noise.signal_rank)));
     f.caption += fmt::format(
-        " The dashed line is {}'s noise floor (Gavish–Donoho): the components above it ({} of them) are the ones "
-        "counted as signal.",
-        floor_of->label, a.noise.signal_rank);
+        " The dashed line is {}'s noise floor (Gavish–Donoho): what stands above it is counted as signal ({}).",
+        floor_of->label, counted(a.noise.signal_rank, "component"));
   }
   f.script = both_formats(f.name,
                           "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4:1.5]\n  set autoscale xfix\n"

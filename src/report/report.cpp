@@ -81,6 +81,17 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
       return;
     }
   }
+  // Only what a page writes before gnuplot draws (its figures' data and scripts, gnuplot's logs): one whose drawing
+  // failed (gnuplot missing), written again.
+  bool sources = true;
+  for (fs::directory_iterator it(dir, ec), end; sources && !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto ends = [&](const std::string& x) {
+      return name.size() > x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
+    };
+    sources = it->is_regular_file(ec) && (ends(".dat") || ends(".gp") || ends(".gp.log"));
+  }
+  if (sources && !ec) return;
   if (const std::string held = folder_contents(dir); !held.empty())
     throw Error(named + " " + dir + ": holds " + held + " and no poslab page",
                 "name a new folder, or pass --force to write into it (files of the same name are replaced)");

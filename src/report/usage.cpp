@@ -147,12 +147,13 @@ Figure offset_profiles(const nlohmann::json& first, const nlohmann::json& last, 
           dashed ? " dt 2" : "",
           dashed ? fmt::format("head {}, step {}", h, step) : fmt::format("head {} ({})", h, hs[h].value("kind", "?")));
     }
-  f.script = both_formats(f.name,
-                          "  set logscale y\n  set format y '10^{%T}'\n  set yrange [*:*]\n  set autoscale xfix\n  "
-                          "set xlabel 'offset i − j'\n"
-                          "  set ylabel 'mean attention'\n  set key outside right\n  set grid\n  plot " +
-                              plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",
-                          1000, 480);
+  f.script =
+      both_formats(f.name,
+                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4<*:*<1]\n  set autoscale xfix\n  "
+                   "set xlabel 'offset i − j'\n"
+                   "  set ylabel 'mean attention'\n  set key outside right\n  set grid\n  plot " +
+                       plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",
+                   1000, 480);
   return f;
 }
 
@@ -182,7 +183,7 @@ Figure text_offsets(const nlohmann::json& usage, int64_t step) {
     }
   f.script =
       both_formats(f.name,
-                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [*:*]\n  set autoscale xfix\n"
+                   "  set logscale y\n  set format y '10^{%T}'\n  set yrange [1e-4<*:*<1]\n  set autoscale xfix\n"
                    "  set xlabel 'offset i − j'\n  set ylabel 'mean attention'\n  set key outside right\n  set grid\n"
                    "  plot " +
                        plots + "\n  unset logscale y\n  set format y '%g'\n  set autoscale y\n",

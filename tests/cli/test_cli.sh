@@ -842,6 +842,15 @@ mkdir -p "$tmp/other-run/checkpoints" "$tmp/other-run/snapshots" && echo "model:
 expect_error "export into another run's folder: the hint names this run's default" \
   "^hint: pass --out a folder outside the run's own record \(the default, $tmp/x/default/export/hf, or elsewhere\)$" \
   export "$ckpt" --to hf --out "$tmp/other-run/snapshots/hf"
+expect_error "export --out a checkpoint file" "^error: $ckpt: is a file, not a folder to export into$" \
+  export "$ckpt" --to hf --out "$ckpt"
+# A checkpoint named from inside its checkpoints/ folder: its run is found all the same, the default folder its own.
+if (cd "$tmp/x/default/checkpoints" && "$poslab" export latest.pt --to tensorboard >"$tmp/out" 2>"$tmp/err") &&
+   [ "$(readlink -f "$(cat "$tmp/out")")" = "$(readlink -f "$tmp/x/default")/export/tensorboard" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL export of latest.pt from inside checkpoints/"; cat "$tmp/out" "$tmp/err"
+fi
 mkdir -p "$tmp/bexp" && echo '{"mine": 1}' >"$tmp/bexp/bench.json"
 expect_error "bench --export into a folder that holds files" \
   "^error: --export $tmp/bexp: already holds 1 file or folder \(bench.json\)$" \

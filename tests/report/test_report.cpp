@@ -366,6 +366,14 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
       << e;
   EXPECT_NE(e.find("--force"), std::string::npos) << e;
   check_report_folder(dir / "site", "--out", true);
+  // A page whose drawing failed (gnuplot missing) left its figures' data and scripts: written again; with a file of
+  // anyone else's among them, not.
+  for (const char* f : {"spectrum.dat", "spectrum.gp", "spectrum.gp.log"})
+    test::write_text(dir / (std::string("drawn/") + f), "x");
+  check_report_folder(dir / "drawn", "--out", false);
+  test::write_text(dir / "drawn/notes.txt", "mine");
+  EXPECT_NE(test::error_of([&] { check_report_folder(dir / "drawn", "--out", false); }).find("and no poslab page"),
+            std::string::npos);
   const auto W = torch::randn({16, 8}, torch::kFloat64);
   write_table_report(W, "t", dir / "again", 0);
   check_report_folder(dir / "again", "--out", false);  // poslab's own page: written again
