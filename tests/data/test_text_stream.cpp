@@ -58,5 +58,29 @@ TEST(TextStream, WritesEachLineAsItsIdsArriveAndTheWholeIsTheDecodedText) {
   EXPECT_NE(all().find("\xEF\xBF\xBD"), std::string::npos);
 }
 
+// A model without the newline piece (one from elsewhere) has one line, new lines read as spaces: written as it
+// arrives all the same, and whole as decode(ids).
+TEST(TextStream, AModelWithoutTheNewlinePieceWritesOneLine) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(200));
+  std::string model = Tokenizer::train(dir / "corpus.txt", dir / "m", "bpe", 300, 1);
+  for (size_t at = model.find(kNewlinePiece); at != std::string::npos; at = model.find(kNewlinePiece, at + 3))
+    model[at + 2] = '\xA5';  // U+2424 renamed U+2425: the piece is no newline piece
+  const Tokenizer tok = Tokenizer::from_bytes(model, "renamed.model");
+  ASSERT_LT(tok.newline_id(), 0);
+  const std::vector<int> ids = tok.encode("the cat\nsat on the mat.");
+  std::string written;
+  size_t writes = 0;
+  TextStream stream(tok, [&](const std::string& s) {
+    written += s;
+    ++writes;
+  });
+  for (const int id : ids) stream.add(id);
+  stream.finish();
+  EXPECT_EQ(written, "the cat sat on the mat.");
+  EXPECT_EQ(written, tok.decode(ids));
+  EXPECT_GT(writes, 1u) << "written as it arrives, not at the end";
+}
+
 }  // namespace
 }  // namespace poslab
