@@ -28,7 +28,10 @@ std::string find_gnuplot() {
 }
 
 void run_gnuplot(const std::string& dir, const std::string& script) {
-  const std::string gnuplot = find_gnuplot();
+  std::string gnuplot = find_gnuplot();
+  // A path relative to where poslab runs (POSLAB_GNUPLOT=./gnuplot, "" or "." in PATH): the child, which starts it
+  // from `dir`, is given it whole.
+  if (std::error_code ec; !gnuplot.empty()) gnuplot = fs::absolute(gnuplot, ec).string();
   if (gnuplot.empty())
     throw KeptOutputError(
         "gnuplot not found: the data and script files are in " + dir + ", the figures were not drawn",

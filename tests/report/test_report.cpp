@@ -325,6 +325,17 @@ TEST(Report, FailingGnuplotScriptIsAnErrorNamingIt) {
   std::filesystem::current_path(here);
   EXPECT_NE(msg.find("sub/bad.gp: gnuplot failed"), std::string::npos) << msg;
   EXPECT_NE(msg.find("no-such-file.dat"), std::string::npos) << msg;
+  // gnuplot itself named relative to where poslab runs (POSLAB_GNUPLOT=bin/gp): started from the figures' folder
+  // all the same.
+  write_text(dir / "bin/gp", "#!/bin/sh\nexec " + find_gnuplot() + " \"$@\"\n");
+  std::filesystem::permissions(dir / "bin/gp", std::filesystem::perms::owner_all);
+  write_text(dir / "sub/good.gp", "print 1\n");
+  std::filesystem::current_path(dir.str());
+  {
+    test::ScopedEnv gp("POSLAB_GNUPLOT", "bin/gp");
+    EXPECT_NO_THROW(run_gnuplot("sub", "good.gp"));
+  }
+  std::filesystem::current_path(here);
 }
 
 // Two labels of one slug ("a b", "a_b") get two data files: neither series' data replaces the other's.
