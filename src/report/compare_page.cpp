@@ -177,6 +177,16 @@ std::pair<std::string, std::string> header_of(const std::string& key) {
   return {key, key};
 }
 
+// A column with a short header: its full name is the header's tooltip and, where it differs, spelled out in the
+// legend below the table (legend_paragraph) for a reader with no pointer to hover with.
+void add_column(std::vector<std::string>& heads, std::string& legend, const std::string& head,
+                const std::string& full) {
+  heads.push_back("<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>");
+  if (head != full) legend += (legend.empty() ? "" : "; ") + ("<b>" + html_escape(head) + "</b>: " + html_escape(full));
+}
+
+std::string legend_paragraph(const std::string& legend) { return "<p class=\"keys\">" + legend + ".</p>\n"; }
+
 // A wide table as tables stacked under one another, each of at most `most` columns after the variant's, so that every
 // column shows at 1280 pixels (8 of mean ± sd fit beside a variant's name): `heads` the columns' <th> cells, `rows`
 // each variant's name and its <td> cells.
@@ -208,12 +218,10 @@ std::string variants_table(const Comparison& c) {
       "<th title=\"absent at the first snapshot; low rank (above the noise floor) and smooth (against shuffled "
       "copies) from a step to the end\">emerged</th>",
       "<th>from step</th>"};
-  std::string legend;  // the short headers spelled out, for a reader without a pointer to hover with
+  std::string legend;
   for (const auto& k : c.rows.front().keys) {
     const auto [head, full] = header_of(k);
-    heads.push_back("<th title=\"" + html_escape(full) + "\">" + html_escape(head) + "</th>");
-    if (head != full)
-      legend += (legend.empty() ? "" : "; ") + ("<b>" + html_escape(head) + "</b>: " + html_escape(full));
+    add_column(heads, legend, head, full);
   }
   heads.push_back(
       "<th title=\"of the first and last 3 positions, those whose row norm or cosine to its neighbour stands more "
@@ -257,7 +265,7 @@ std::string variants_table(const Comparison& c) {
                           "figures below show each metric along the steps.</p>\n",
                           fewest, most)
                     : std::string();
-  return unequal + stacked_tables(heads, rows, 8) + "<p class=\"keys\">" + legend + ".</p>\n";
+  return unequal + stacked_tables(heads, rows, 8) + legend_paragraph(legend);
 }
 
 // The table's form at the last snapshot (periods, circles, helix): form_metric_keys(), mean ± sd over the seeds.
@@ -281,10 +289,7 @@ std::string form_table(const Comparison& c) {
       "<th title=\"runs whose last table holds at least one circle\">with a circle</th>",
       "<th title=\"the step from which every snapshot holds a circle, over the runs with one\">from step</th>"};
   std::string legend;
-  for (const Metric* m : metrics) {
-    heads.push_back("<th title=\"" + html_escape(m->label) + "\">" + html_escape(m->column) + "</th>");
-    legend += (legend.empty() ? "" : "; ") + ("<b>" + html_escape(m->column) + "</b>: " + html_escape(m->label));
-  }
+  for (const Metric* m : metrics) add_column(heads, legend, m->column, m->label);
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   for (const auto& row : c.rows) {
     if (row.judged == 0) continue;
@@ -305,7 +310,7 @@ std::string form_table(const Comparison& c) {
     }
     rows.emplace_back(row.variant, cells);
   }
-  return t + stacked_tables(heads, rows, 8) + "<p class=\"keys\">" + legend + ".</p>\n";
+  return t + stacked_tables(heads, rows, 8) + legend_paragraph(legend);
 }
 
 // When each headline metric moved: its half-change step, mean ± sd over the seeds.

@@ -46,6 +46,8 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   EXPECT_NE(card.find("datasets:\n- \"corpus\"\n---\n"), std::string::npos) << card;
   EXPECT_NE(card.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << card;
   EXPECT_NE(card.find("| tokens seen | 512 |"), std::string::npos) << card;
+  // Its example starts from a new line, as poslab sample does, whatever the corpus.
+  EXPECT_NE(card.find("ids = tok(\"\\n\", return_tensors=\"pt\").input_ids\n"), std::string::npos) << card;
   EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
   const ModelTables t = find_position_tables(f.config, tensor_shapes(f));
   EXPECT_EQ(t.layout, "gpt2");

@@ -153,6 +153,9 @@ TEST(Report, OneTableReport) {
   // The probes' reference of knowing nothing: 40 rows all guessed as row 20 (19.5 rounded) miss by 10.00 on average.
   const std::string html = read_file(r.index_html);
   EXPECT_NE(html.find("<tr><td>the middle position 20, for every row</td><td>10.00</td>"), std::string::npos) << html;
+  // A page a phone lays out at its own width, each figure a link to its SVG (zoomable there).
+  EXPECT_NE(html.find("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"spectrum.svg\"><img src=\"spectrum.png\""), std::string::npos) << html;
   expect_valid_images(dir / "one", r.figures);
   expect_links_exist(r.index_html);
 }

@@ -561,6 +561,9 @@ TEST(WatchPage, EmbedsTheDataSafelyAndNeedsAFrame) {
   const std::string page = watch_html("a <run>", "/runs/x&y", data);
   EXPECT_NE(page.find("<title>a &lt;run&gt;: watch the table form</title>"), std::string::npos);
   EXPECT_NE(page.find("/runs/x&amp;y"), std::string::npos);
+  // Laid out at a phone's own width, its panels no wider than the screen.
+  EXPECT_NE(page.find("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"), std::string::npos);
+  EXPECT_NE(page.find("canvas { border: 1px solid #eee; display: block; max-width: 100%;"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003c!-- x"), std::string::npos);
   EXPECT_EQ(page.find("POSLAB_"), std::string::npos) << "a marker of watch_page.html left unfilled";
   size_t closes = 0;
