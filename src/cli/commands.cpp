@@ -16,6 +16,7 @@
 #include "cli/help_format.h"
 #include "cli/model_cmds.h"
 #include "cli/parse_errors.h"
+#include "cli/report_cmd.h"
 #include "cli/sweep_cmds.h"
 #include "cli/validators.h"
 #include "config/config.h"

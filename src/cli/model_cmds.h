@@ -1,22 +1,14 @@
-// poslab report / inspect / sample / eval / extend.
+// poslab inspect / sample / eval / extend.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
-#include "analysis/trajectory.h"
-#include "load/table_source.h"
 #include "model/sample.h"
 
 namespace poslab {
 
-struct ReportArgs {
-  TableSource table;  // table.input may also be a run folder
-  std::string rows, out;
-  VerdictThresholds thresholds;
-  bool force = false;  // write into an --out folder that holds other files
-};
 struct InspectArgs {
   std::string checkpoint;
 };
@@ -39,13 +31,11 @@ struct ExtendArgs {
   bool force = false;
 };
 
-CLI::App* add_report_command(CLI::App& app, ReportArgs& a);
 CLI::App* add_inspect_command(CLI::App& app, InspectArgs& a);
 CLI::App* add_sample_command(CLI::App& app, SampleArgs& a);
 CLI::App* add_eval_command(CLI::App& app, EvalArgs& a);
 CLI::App* add_extend_command(CLI::App& app, ExtendArgs& a);
 
-int run_report(const ReportArgs& a);
 int run_inspect(const InspectArgs& a);
 int run_sample(const SampleArgs& a);
 int run_eval(const EvalArgs& a);
