@@ -44,23 +44,6 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& a) {
 
 namespace {
 
-// An --out that holds anything (another export, a run's own files, the user's) is written into only with --force:
-// an export replaces files by name and would mix with what is there. The default folder (RUN_DIR/export/hf or
-// /tensorboard) holds only the run's earlier export, which a new one replaces.
-void check_out_is_free(const std::string& out, bool force, const std::string& default_out) {
-  std::error_code ec;
-  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
-    throw Error(out + ": is a file, not a folder to export into", "pass --out a folder that does not exist yet");
-  if (const std::string run = run_record_of(out); !run.empty())
-    throw Error(out + ": is a folder of the training run in " + run + ", which no other command writes into",
-                "pass --out a folder outside the run's own record (the default, " + default_out + ", or elsewhere)");
-  if (!fs::exists(out, ec)) return;
-  if (force) return;
-  if (const std::string held = folder_contents(out); !held.empty())
-    throw Error(out + ": already holds " + held,
-                "pass --out a new folder, or --force to write into it (files of the same name are replaced)");
-}
-
 // The Python of the pip build's environment (scripts/libtorch.sh: $POSLAB_CACHE or ~/.cache/poslab, torch-VERSION/,
 // with torch, transformers and transformer-lens) when there is one; "PYTHON" where there is none.
 std::string interop_python() {
@@ -105,7 +88,10 @@ int run_export(const ExportArgs& a) {
                                                                       : in.parent_path();
   const std::string default_out = (run / "export" / a.to).string();
   const std::string out = a.out.empty() ? default_out : a.out;
-  check_out_is_free(out, a.force || a.out.empty(), default_out);  // the default, inside the run, is the export's own
+  // An --out that holds anything (another export, the user's files) is written into only with --force: an export
+  // replaces files by name and would mix with what is there. The default folder (RUN_DIR/export/hf or /tensorboard)
+  // holds only the run's earlier export, which a new one replaces.
+  check_output_folder(out, a.out.empty() ? "the export folder" : "--out", a.force || a.out.empty(), default_out);
   if (a.to == "tensorboard") {
     // A checkpoint outside a run's folder (an extension's, one copied elsewhere) has no log or snapshots to show.
     std::error_code ec;

@@ -212,16 +212,16 @@ std::string run_record_of(const std::string& dir) {
   return "";
 }
 
-void check_output_folder(const std::string& dir, const std::string& option, bool force) {
+void check_output_folder(const std::string& dir, const std::string& option, bool force, const std::string& instead) {
   if (dir.empty()) return;
   const std::string named = option + " " + dir;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(named + ": is a file, not a folder", "name a folder that does not exist yet");
   if (const std::string run = run_record_of(dir); !run.empty())
-    throw Error(
-        named + ": is a folder of the training run in " + run + ", which no other command writes into",
-        "name a folder outside the run's own record (e.g. " + (fs::path(run) / "export").string() + ", or elsewhere)");
+    throw Error(named + ": is a folder of the training run in " + run + ", which no other command writes into",
+                "name a folder outside the run's own record (e.g. " +
+                    (instead.empty() ? (fs::path(run) / "export").string() : instead) + ", or elsewhere)");
   if (force) return;
   if (const std::string held = folder_contents(dir); !held.empty())
     throw Error(named + ": already holds " + held,

@@ -100,8 +100,10 @@ std::string run_record_of(const std::string& dir);
 
 // A folder a command fills where its user says (`option`: "--export"; an empty path, none, passes): not a file, not a
 // training run's own record (run_record_of) even with `force`, and one that holds anything only with `force` (its
-// files of the same names are replaced). Throws poslab::Error naming the option and the folder.
-void check_output_folder(const std::string& dir, const std::string& option, bool force);
+// files of the same names are replaced). Throws poslab::Error naming the option and the folder; the hint for a run's
+// record proposes `instead` (default: that run's export/ folder).
+void check_output_folder(const std::string& dir, const std::string& option, bool force,
+                         const std::string& instead = "");
 
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), not a file

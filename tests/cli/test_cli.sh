@@ -820,7 +820,7 @@ expect_error "fresh run into a used folder" "already holds a run" train configs/
 echo mine >"$tmp/a-file"
 expect_error "report --out a file" "^error: --out $tmp/a-file: is a file, not a folder to write a report into$" \
   report tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/a-file"
-expect_error "export --out a file" "^error: $tmp/a-file: is a file, not a folder to export into$" \
+expect_error "export --out a file" "^error: --out $tmp/a-file: is a file, not a folder$" \
   export "$ckpt" --out "$tmp/a-file"
 [ "$(cat "$tmp/a-file")" = mine ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL --out a file changed it"; }
 # The corpus is no output, --force or not: neither a file of it nor a new file in a folder of it. A run's own folders
@@ -833,16 +833,16 @@ expect_error "bench --json --force onto its corpus" \
   "^error: --json $tmp/keep-corpus.txt: is a file of the corpus \(data.corpus: $tmp/keep-corpus.txt\)" \
   bench configs/default.yaml --steps 1 --set "data.corpus=$tmp/keep-corpus.txt" --json "$tmp/keep-corpus.txt" --force
 expect_error "export --force into a run's own tensorboard folder" \
-  "^error: $tmp/x/default/tensorboard: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
+  "^error: --out $tmp/x/default/tensorboard: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
   export "$ckpt" --to tensorboard --out "$tmp/x/default/tensorboard" --force
 expect_error "export into a new folder inside a run's snapshots" \
-  "^error: $tmp/x/default/snapshots/hf: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
+  "^error: --out $tmp/x/default/snapshots/hf: is a folder of the training run in $tmp/x/default, which no other command writes into$" \
   export "$ckpt" --to hf --out "$tmp/x/default/snapshots/hf"
 mkdir -p "$tmp/other-run/checkpoints" "$tmp/other-run/snapshots" && echo "model: {}" >"$tmp/other-run/config.yaml"
 expect_error "export into another run's folder: the hint names this run's default" \
-  "^hint: pass --out a folder outside the run's own record \(the default, $tmp/x/default/export/hf, or elsewhere\)$" \
+  "^hint: name a folder outside the run's own record \(e.g. $tmp/x/default/export/hf, or elsewhere\)$" \
   export "$ckpt" --to hf --out "$tmp/other-run/snapshots/hf"
-expect_error "export --out a checkpoint file" "^error: $ckpt: is a file, not a folder to export into$" \
+expect_error "export --out a checkpoint file" "^error: --out $ckpt: is a file, not a folder$" \
   export "$ckpt" --to hf --out "$ckpt"
 # A checkpoint named from inside its checkpoints/ folder: its run is found all the same, the default folder its own.
 if (cd "$tmp/x/default/checkpoints" && "$poslab" export latest.pt --to tensorboard >"$tmp/out" 2>"$tmp/err") &&

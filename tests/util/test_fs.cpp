@@ -302,6 +302,11 @@ TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
       "--export " + dir / "other/bench.json" + ": is a file, not a folder | name a folder that does not exist yet");
   check_output_folder("", "--export", false);  // none asked for
   EXPECT_EQ(read_file(dir / "other/bench.json"), "{}");
+  // The hint proposes the folder the caller names (export's default) in place of the run's export/.
+  EXPECT_EQ(error_of([&] { check_output_folder(dir / "run/snapshots/hf", "--out", false, "/runs/a/export/hf"); }),
+            "--out " + dir / "run/snapshots/hf" + ": is a folder of the training run in " + run +
+                ", which no other command writes into | name a folder outside the run's own record (e.g. "
+                "/runs/a/export/hf, or elsewhere)");
 }
 
 // The corpus a command's config names is no output, --force or not: a file of it (by any spelling or link) would be
