@@ -10,6 +10,7 @@
 
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
+#include "extend/extend.h"
 #include "run/json_records.h"
 #include "run/run_folder.h"
 #include "util/error.h"
@@ -51,7 +52,20 @@ std::string count(double v) {
   return fmt::format("{:.0f}", v);
 }
 
-const char* position_words(const std::string& position) {
+std::string position_words(const Config& c) {
+  const std::string& position = c.model.position;
+  const ModelConfig& m = c.model;
+  if (position == "learned" && is_untrained_extension(c))
+    return fmt::format(
+        "a learned position table (GPT-2's `wpe`), trained at {} positions with the rest of the model, then stretched "
+        "to {} rows by `poslab extend` ({}): its rows {}–{} were not trained",
+        m.extended_from, m.block_size, m.extend_method, m.extended_from, m.block_size - 1);
+  if (position == "learned" && !c.train.init_from.empty())
+    return "a learned position table (GPT-2's `wpe`), trained with the rest of the model from the weights of `" +
+           c.train.init_from + "`" +
+           (m.extended_from > 0 ? fmt::format(", whose table `poslab extend` had stretched from {} to {} rows ({})",
+                                              m.extended_from, m.block_size, m.extend_method)
+                                : "");
   if (position == "learned")
     return "a learned position table (GPT-2's `wpe`), trained from random initial values with the rest of the model";
   if (position == "sinusoidal")
@@ -80,24 +94,29 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
 
   int64_t params = 0;
   for (const auto& p : m.model->parameters()) params += p.numel();
-  const double tokens = static_cast<double>(m.meta.step) * c.train.batch_size * c.train.grad_accum * c.model.block_size;
+  // The context it was trained at: an extension's steps were taken at the rows it was extended from.
+  const int64_t trained_context = is_untrained_extension(c) ? c.model.extended_from : c.model.block_size;
+  const double tokens = static_cast<double>(m.meta.step) * c.train.batch_size * c.train.grad_accum * trained_context;
   s += fmt::format("# {}\n\n", name);
   s += fmt::format(
       "A GPT-2-style language model of {} parameters trained by poslab to watch its position "
       "table take shape. Its only source of word order is {}.\n\n",
-      count(static_cast<double>(params)), position_words(c.model.position));
+      count(static_cast<double>(params)), position_words(c));
   s += "It was trained to study position embeddings: it writes text in the manner of its corpus and is not meant for "
        "any other use.\n\n";
   s += "## Training\n\n| | |\n| --- | --- |\n";
   s += fmt::format("| layers, heads, width | {}, {}, {} |\n", c.model.n_layer, c.model.n_head, c.model.n_embd);
-  s += fmt::format("| context (the table's rows) | {} |\n", c.model.block_size);
+  s += fmt::format("| context (the table's rows) | {}{} |\n", c.model.block_size,
+                   is_untrained_extension(c)
+                       ? fmt::format(", extended from {} by {}", c.model.extended_from, c.model.extend_method)
+                       : "");
   s += fmt::format("| position variant | {} |\n", c.model.position);
   s += fmt::format("| tokenizer | sentencepiece {}, {} pieces (new lines are a piece of their own) |\n",
                    c.data.tokenizer.type, m.tokenizer.vocab_size());
   std::string corpus_list;
   for (const std::string& d : c.data.corpus) corpus_list += (corpus_list.empty() ? "`" : ", `") + d + "`";
   s += fmt::format("| corpus | {} |\n", corpus_list);
-  s += fmt::format("| steps | {} of batch {} × {} tokens{} |\n", m.meta.step, c.train.batch_size, c.model.block_size,
+  s += fmt::format("| steps | {} of batch {} × {} tokens{} |\n", m.meta.step, c.train.batch_size, trained_context,
                    c.train.grad_accum > 1 ? fmt::format(" × {} micro-batches", c.train.grad_accum) : "");
   s += fmt::format("| tokens seen | {} |\n", count(tokens));
   s += fmt::format("| optimizer | AdamW, lr {:g} (cosine to {:g}), weight decay {:g}, {} |\n", c.train.lr,

@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/json_text.h"
 #include "util/plural.h"
+#include "util/shell.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -91,6 +92,8 @@ nlohmann::json metrics_json(const Analysis& a) {
 
 }  // namespace
 
+bool is_untrained_extension(const Config& c) { return c.model.extended_from > 0 && c.train.init_from.empty(); }
+
 ExtendResult extend_checkpoint(const ExtendRequest& req) {
   LoadedModel m = load_model(req.checkpoint);
   if (m.cfg.model.position != "learned")
@@ -100,6 +103,20 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
             ? "a sinusoidal table is a formula: train or evaluate with a larger model.block_size instead"
             : "a model without a position table needs no extension");
   const int64_t T = m.cfg.model.block_size, C = m.cfg.model.n_embd;
+  if (is_untrained_extension(m.cfg)) {  // rows interpolated from interpolated rows, and T taken for the trained rows
+    std::string source = "the checkpoint it came from (" + extension_info_path(req.checkpoint) + " names it)";
+    try {
+      source = shell_word(read_extension_info(extension_info_path(req.checkpoint)).source);
+    } catch (const Error&) {  // moved or copied without it
+    }
+    throw Error(fmt::format("{}: is itself an extension, from {} to {} positions by {}, not trained since: its rows "
+                            "{}-{} were never trained",
+                            req.checkpoint, m.cfg.model.extended_from, T, m.cfg.model.extend_method,
+                            m.cfg.model.extended_from, T - 1),
+                fmt::format("extend the trained model instead: poslab extend {} --to {} --method {}; or train this "
+                            "one first: poslab train --init-from {}",
+                            source, req.to, req.method, shell_word(req.checkpoint)));
+  }
   check_more_rows(T, req.to);
   if (req.to > std::numeric_limits<int>::max())
     throw Error("--to " + std::to_string(req.to) + ": more positions than a model may have (at most " +
@@ -111,6 +128,7 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   cfg.model.block_size = static_cast<int>(req.to);
   cfg.model.extended_from = static_cast<int>(T);
   cfg.model.extend_method = req.method;
+  cfg.train.init_from.clear();  // its weights came from req.checkpoint (NAME.extension.json); a run from it sets this
   cfg.run.name = fmt::format("{}-ext{}-{}", m.cfg.run.name, req.to, req.method);
   validate(cfg);
   const std::string out =
@@ -155,7 +173,7 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   meta.config_yaml = to_yaml(cfg);
   meta.train_loss = meta.val_loss = NAN;  // measured at T positions; `poslab eval` measures the new model
   meta.best_val_loss = INFINITY;
-  make_dirs(fs::path(out).parent_path().string());
+  if (const fs::path folder = fs::path(out).parent_path(); !folder.empty()) make_dirs(folder.string());  // "x.pt": here
   save_checkpoint(out, model, nullptr, meta);
 
   const torch::Tensor table = after.to(torch::kCPU, torch::kFloat32).contiguous();  // (to, n_embd)

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace poslab {
 
 const std::vector<std::string>& extend_methods();  // linear, cubic, nearest, copy, random
@@ -41,10 +43,15 @@ struct ExtendResult {
   std::string summary;  // a few lines for the terminal
 };
 
+// A checkpoint poslab extend wrote, not trained since: its config records model.extended_from and no
+// train.init_from (a run started from it sets one). Its rows from model.extended_from on were never trained.
+bool is_untrained_extension(const Config& c);
+
 // Writes a checkpoint whose model has block_size N: the extended table, every other weight, the tokenizer, the
 // step and the RNG states as they were; no optimizer state (the moments of a T-row table fit no N-row one) and
-// unknown losses. Its config records model.extended_from = T and model.extend_method, and names a new run
-// (run.name NAME-extN-METHOD) for poslab train --init-from. Throws poslab::Error naming the checkpoint or option.
+// unknown losses. Its config records model.extended_from = T and model.extend_method, no train.init_from, and names
+// a new run (run.name NAME-extN-METHOD) for poslab train --init-from. An extension not trained since is refused (its
+// source is the one to extend). Throws poslab::Error naming the checkpoint or option.
 ExtendResult extend_checkpoint(const ExtendRequest& req);
 
 }  // namespace poslab

@@ -124,7 +124,7 @@ bool says_how_a_run_runs(const std::string& key) {
 
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   using Clock = std::chrono::steady_clock;
-  const Sweep sweep = load_sweep(sweep_file);
+  const Sweep sweep = load_sweep(sweep_file, opt.sets);
   const std::vector<SweepRun> runs = sweep_runs(sweep, opt.sets);
   SweepSummary sum;
   sum.dir = sweep_dir(sweep, opt.sets);

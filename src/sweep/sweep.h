@@ -36,9 +36,10 @@ struct Sweep {
   std::vector<SweepVariant> variants;                     // the grid crossed with the named variants, in file order
 };
 
-// Parses and checks a sweep file: unknown keys, empty lists, duplicate names and every run's config (an unknown
-// config key or an impossible value) are poslab::Errors naming the sweep file and the key.
-Sweep load_sweep(const std::string& path);
+// Parses and checks a sweep file: unknown keys, empty lists, duplicate names, a key both a variant and the grid set,
+// and every run's config with `cli_sets` (--set, "key=value") applied last (an unknown config key or an impossible
+// value) are poslab::Errors naming the sweep file and the key.
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& cli_sets = {});
 
 struct SweepRun {
   std::string variant;

@@ -226,8 +226,18 @@ std::vector<SweepVariant> grid_points(const YAML::Node& root, const std::string&
 }
 
 // Each named variant crossed with every grid point: NAMED_POINT, its overrides then the point's ("base" when both
-// are unnamed).
-std::vector<SweepVariant> crossed(const std::vector<SweepVariant>& named, const std::vector<SweepVariant>& points) {
+// are unnamed). A key both set by a named variant and swept by the grid is an error: the grid's value would replace
+// the variant's in every run without a word.
+std::vector<SweepVariant> crossed(const std::vector<SweepVariant>& named, const std::vector<SweepVariant>& points,
+                                  const std::string& path) {
+  for (const auto& n : named)
+    for (const auto& [key, value] : n.sets)
+      for (const auto& [grid_key, grid_value] : points.front().sets)
+        if (key == grid_key)
+          throw Error(path + ": variant " + n.name + " sets " + key + " (" + value +
+                          "), which grid: sweeps too: the "
+                          "grid's values would replace it in every run of the variant",
+                      "set " + key + " in one place: in the variants or in grid:");
   std::vector<SweepVariant> out;
   for (const auto& n : named)
     for (const auto& p : points) {
@@ -259,7 +269,7 @@ void check_sweep_owned_keys(const std::vector<std::string>& overrides, bool out_
   }
 }
 
-void check_variants(const Sweep& s) {
+void check_variants(const Sweep& s, const std::vector<std::string>& cli_sets) {
   check_sweep_owned_keys(as_override_list(s.sets), false, s.file + ": set:");
   for (const auto& v : s.variants)
     check_sweep_owned_keys(as_override_list(v.sets), true, s.file + ": variant " + v.name);
@@ -271,7 +281,9 @@ void check_variants(const Sweep& s) {
   for (const auto& v : s.variants) {
     Config c;
     try {
-      c = load_config(s.base, variant_overrides(s, v));
+      std::vector<Override> o = variant_overrides(s, v);
+      o.insert(o.end(), cli_sets.begin(), cli_sets.end());
+      c = load_config(s.base, o);
     } catch (const Error& e) {
       // Its message names the sweep file where a value of the file is wrong; one of the base config's, the variant.
       const std::string what = e.what();
@@ -279,13 +291,16 @@ void check_variants(const Sweep& s) {
       throw Error(s.file + ": variant " + v.name + ": " + what, e.hint());
     }
     // Two variants that set one value spelled two ways (true and yes, 0.01 and 1e-2) would train one config twice
-    // and compare it with itself. (Variants alike as written, controls of the same settings, are the file's choice.)
+    // and compare it with itself. (Variants alike as written, controls of the same settings, are the file's choice;
+    // two that a --set makes alike, sweep_runs names.)
     const auto [seen, fresh] = trains.emplace(to_yaml(c), &v);
     if (fresh) continue;
+    std::set<std::string> given;  // the keys of --set
+    for (const std::string& o : cli_sets) given.insert(o.substr(0, o.find('=')));
     std::string alike;
     for (const auto& [key, text] : v.sets)
       for (const auto& [other_key, other_text] : seen->second->sets)
-        if (key == other_key && text != other_text)
+        if (key == other_key && text != other_text && given.count(key) == 0)
           alike += (alike.empty() ? "" : "; ") + key + ": " + other_text + " and " + text;
     if (!alike.empty())
       throw Error(s.file + ": variants " + seen->second->name + " and " + v.name + " train the same config (" + alike +
@@ -296,7 +311,7 @@ void check_variants(const Sweep& s) {
 
 }  // namespace
 
-Sweep load_sweep(const std::string& path) {
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& cli_sets) {
   const YAML::Node root = read_sweep_yaml(path);
   Sweep s;
   s.file = path;
@@ -308,16 +323,17 @@ Sweep load_sweep(const std::string& path) {
     check_name(s.name, path + ": name");
     const std::vector<SweepVariant> named = named_variants(root, path);
     const std::vector<SweepVariant> points = grid_points(root, path);
-    s.variants = crossed(named, points);
+    s.variants = crossed(named, points, path);
   } catch (const YAML::Exception& e) {
     throw Error(path + ": " + e.what(), std::string("a sweep file has: ") + kSweepKeys);
   }
-  check_variants(s);
+  check_variants(s, cli_sets);
   return s;
 }
 
 std::string sweep_dir(const Sweep& sweep, const std::vector<std::string>& cli_sets) {
-  std::vector<Override> o = set_overrides(sweep);
+  // As its first variant's run has it (a variant sets no run.out_dir, but may make the --set values valid).
+  std::vector<Override> o = variant_overrides(sweep, sweep.variants.at(0));
   o.insert(o.end(), cli_sets.begin(), cli_sets.end());
   return (fs::path(load_config(sweep.base, o).run.out_dir) / sweep.name).string();
 }

@@ -83,7 +83,7 @@ void check_checkpoint_is_the_runs(const RunFolder& run, const Config& stored, co
         "comes from; nothing was changed");
   std::string edited, sets;
   for (const ConfigChange& c : config_changes(resumed, folder)) {
-    if (origin_of(resumed, c.key) == "--set") continue;
+    if (origin_of(resumed, c.key) != origin_of(stored, c.key)) continue;  // this resume sets it: --set, a sweep
     edited +=
         fmt::format("{}{} {} in config.yaml, {} in the checkpoint", edited.empty() ? "" : "; ", c.key, c.to, c.from);
     sets += " --set " + shell_word(c.key + "=" + c.to);
@@ -157,6 +157,20 @@ void check_resume_keeps_its_start(const std::string& latest, const Config& store
                               "the config: poslab train CONFIG --set {}",
                               c.key, source, set));
   }
+  if (const std::string diff = architecture_difference(stored.model, requested.model); !diff.empty())
+    throw Error(latest + ": checkpoint architecture differs from the requested model: " + diff,
+                "leave the model's keys out of --set: a resumed run keeps its model (poslab train --init-from starts "
+                "a new run from its weights)");
+  // A scale other than 1 gives the table an AdamW group of its own (train/optim.h): the checkpoint's optimizer
+  // state has one group fewer or more than the resumed run's would.
+  const double stored_scale = stored.train.position_lr_scale;
+  if ((stored_scale != 1.0) != (requested.train.position_lr_scale != 1.0))
+    throw Error(latest + ": train.position_lr_scale " + fmt::format("{}", stored_scale) + " in the checkpoint vs " +
+                    fmt::format("{}", requested.train.position_lr_scale) +
+                    ": 1 and any other value keep the table's optimizer state in different groups",
+                "resume with a scale that is 1 where the run's is 1 and not 1 where it is not, or start a new run "
+                "from its weights: poslab train CONFIG --init-from " +
+                    latest);
 }
 
 bool restarts_in_place(const TrainRequest& req) {
@@ -238,24 +252,8 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   for (const auto& o : req.overrides) apply_override(cfg, o);
   check_checkpoint_is_the_runs(RunFolder(req.resume_dir), stored, cfg);
   validate(cfg);
-  const double stored_scale = stored.train.position_lr_scale;
-  const ModelConfig& stored_model = stored.model;
   check_resume_stays_in_its_folder(req.resume_dir, cfg);
-  check_resume_keeps_its_start(latest, stored, cfg);
-  // Before anything is written (config.yaml took the override, then the checkpoint refused it).
-  if (const std::string diff = architecture_difference(stored_model, cfg.model); !diff.empty())
-    throw Error(latest + ": checkpoint architecture differs from the requested model: " + diff,
-                "leave the model's keys out of --set: a resumed run keeps its model (poslab train --init-from starts "
-                "a new run from its weights)");
-  // A scale other than 1 gives the table an AdamW group of its own (train/optim.h): the checkpoint's optimizer
-  // state has one group fewer or more than the resumed run's would.
-  if ((stored_scale != 1.0) != (cfg.train.position_lr_scale != 1.0))
-    throw Error(latest + ": train.position_lr_scale " + fmt::format("{}", stored_scale) + " in the checkpoint vs " +
-                    fmt::format("{}", cfg.train.position_lr_scale) +
-                    ": 1 and any other value keep the table's optimizer state in different groups",
-                "resume with a scale that is 1 where the run's is 1 and not 1 where it is not, or start a new run "
-                "from its weights: poslab train CONFIG --init-from " +
-                    latest);
+  check_resume_keeps_its_start(latest, stored, cfg);  // before anything is written
   return cfg;
 }
 

@@ -28,9 +28,10 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta);
 bool restarts_in_place(const TrainRequest& req);
 
 // What a resume cannot change, the checkpoint having fixed it when the run began: run.seed, data.val_fraction and
-// data.tokenizer.* (config.yaml would record a value the run does not use). `stored` is the checkpoint's config
-// (`latest` names it), `requested` the one with the overrides. Throws poslab::Error naming the key, both values and
-// how to train with the new value.
+// data.tokenizer.* (config.yaml would record a value the run does not use), the model's architecture and whether
+// train.position_lr_scale is 1 (the optimizer state's groups). `stored` is the checkpoint's config (`latest` names
+// it), `requested` the one with the overrides. Throws poslab::Error naming the key, both values and how to train
+// with the new value. A sweep asks it of each started run, finished or not.
 void check_resume_keeps_its_start(const std::string& latest, const Config& stored, const Config& requested);
 
 // A run folder without its latest checkpoint starts again from step 0 (a run stopped before its step-0

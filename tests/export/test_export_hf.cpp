@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/export_hf.h"
+#include "extend/extend.h"
 #include "formats/safetensors.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
@@ -49,6 +50,21 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   // Its example starts from a new line, as poslab sample does, whatever the corpus.
   EXPECT_NE(card.find("ids = tok(\"\\n\", return_tensors=\"pt\").input_ids\n"), std::string::npos) << card;
   EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
+  EXPECT_NE(card.find("trained from random initial values with the rest of the model"), std::string::npos) << card;
+  // An extension's card: its steps were taken at the 16 rows it came from, and its new rows never trained.
+  ExtendRequest ext;
+  ext.checkpoint = ckpt;
+  ext.to = 24;
+  export_hf(extend_checkpoint(ext).checkpoint, dir / "hf_extended");
+  const std::string extended = read_file(dir / "hf_extended/README.md");
+  EXPECT_NE(extended.find("| context (the table's rows) | 24, extended from 16 by linear |"), std::string::npos)
+      << extended;
+  EXPECT_NE(extended.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << extended;
+  EXPECT_NE(extended.find("| tokens seen | 512 |"), std::string::npos) << extended;
+  EXPECT_NE(extended.find("trained at 16 positions with the rest of the model, then stretched to 24 rows by `poslab "
+                          "extend` (linear): its rows 16–23 were not trained"),
+            std::string::npos)
+      << extended;
   const ModelTables t = find_position_tables(f.config, tensor_shapes(f));
   EXPECT_EQ(t.layout, "gpt2");
   ASSERT_EQ(t.tables.size(), 1u);

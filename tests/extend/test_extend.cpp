@@ -251,6 +251,27 @@ TEST_F(ExtendCheckpoint, InitFromCarriesTheWeightsAndNothingElse) {
   load_checkpoint(s.run_dir + "/checkpoints/latest.pt", model, optimizer.get());
   EXPECT_EQ(optimizer->state().size(), 1u);
 
+  // The run trained from the extension is extended as any trained run: all its 32 rows trained. The extension
+  // itself is not (its rows 16-31 never trained): the error names the checkpoint to extend instead.
+  ExtendRequest again;
+  again.checkpoint = s.run_dir + "/checkpoints/latest.pt";
+  again.to = 48;
+  const LoadedModel twice = load_model(extend_checkpoint(again).checkpoint);
+  EXPECT_EQ(twice.cfg.model.extended_from, 32);
+  EXPECT_EQ(twice.cfg.train.init_from, "") << "an extension is no run started from another's weights";
+  again.checkpoint = extended;
+  try {
+    extend_checkpoint(again);
+    FAIL() << "an extension not trained since was extended";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), extended +
+                                         ": is itself an extension, from 16 to 32 positions by copy, not trained "
+                                         "since: its rows 16-31 were never trained");
+    EXPECT_EQ(e.hint(), "extend the trained model instead: poslab extend " +
+                            fs::absolute(base()).lexically_normal().string() +
+                            " --to 48 --method linear; or train this one first: poslab train --init-from " + extended);
+  }
+
   // Everything trains with train.trainable all.
   req.overrides.push_back("run.name=all");
   req.overrides.push_back("train.trainable=all");
@@ -258,6 +279,26 @@ TEST_F(ExtendCheckpoint, InitFromCarriesTheWeightsAndNothingElse) {
   const LoadedModel all_end = load_model(all.run_dir + "/checkpoints/latest.pt");
   const auto all_params = all_end.model->named_parameters();
   EXPECT_FALSE(torch::equal(all_params["h.0.mlp.c_fc.weight"], start_params["h.0.mlp.c_fc.weight"]));
+}
+
+// --out a bare file name: written in the current folder.
+TEST_F(ExtendCheckpoint, AnOutWithoutAFolderIsWrittenHere) {
+  const fs::path here = fs::current_path();
+  fs::current_path(dir_->str());
+  ExtendRequest req;
+  req.checkpoint = base();
+  req.to = 20;
+  req.out = "bare.pt";
+  std::string error;
+  try {
+    extend_checkpoint(req);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  fs::current_path(here);
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(fs::is_regular_file(*dir_ / "bare.pt"));
+  EXPECT_TRUE(fs::is_regular_file(*dir_ / "bare.wpe.npy"));
 }
 
 TEST_F(ExtendCheckpoint, InitFromErrorsNameTheKey) {

@@ -23,6 +23,7 @@
 #include "source_paths.h"
 #include "sweep/sweep.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -578,6 +579,29 @@ TEST_F(SweepTest, ARunTrainedWithOtherSettingsThanTheFilesGiveNowIsAnError) {
   EXPECT_EQ(s.resumed, 2);
   EXPECT_EQ(s.trained, 1);
   EXPECT_EQ(s.finished, 3);
+  // Every run finished, a --set of the model is refused all the same: the runs keep their model, and the sweep's
+  // index would record a width none of them has.
+  const std::string index = slurp(dir_ / "runs/edit/sweep.json");
+  SweepOptions wider;
+  wider.sets = {"train.max_steps=9", "model.n_embd=64"};
+  const std::string e = test::error_of([&] { run_sweep(file, wider); });
+  EXPECT_NE(e.find("checkpoint architecture differs from the requested model: model.n_embd 32 in the checkpoint vs "
+                   "64"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(slurp(dir_ / "runs/edit/sweep.json"), index);
+  // A sweep's folder copied elsewhere goes on there: the sweep names each run's new place (run.out_dir), which its
+  // config.yaml, written where it trained, does not.
+  fs::create_directories(dir_ / "moved");
+  fs::copy(dir_ / "runs/edit", dir_ / "moved/edit", fs::copy_options::recursive);
+  SweepOptions moved;
+  moved.sets = {"train.max_steps=10", "run.out_dir=" + (dir_ / "moved")};
+  const SweepSummary m = run_sweep(file, moved);
+  EXPECT_EQ(m.resumed, 3);
+  EXPECT_EQ(m.finished, 3);
+  EXPECT_EQ(load_config(dir_ / "moved/edit/a/seed-1/config.yaml").run.out_dir, dir_ / "moved/edit/a");
+  EXPECT_EQ(read_checkpoint_meta(dir_ / "runs/edit/a/seed-1/checkpoints/latest.pt").step, 9)
+      << "the original was left as it was";
 
   // A fresh run of a sweep: the config as the sweep resolved it, whatever its base file says by then.
   TrainRequest req;
@@ -657,7 +681,38 @@ TEST_F(SweepTest, ASetOverAVariantsKeyIsSaidAndOneThatUndoesAVariantIsRefused) {
       << log.str();
 }
 
+// Each run's config is checked as it will train: the sweep's set:, the variant's, then --set. A --set that is valid
+// only with what the variants set (a head count that divides each variant's width) passes; one that fails names
+// the value the run has.
+TEST_F(SweepTest, ASetIsCheckedWithEachVariantItReaches) {
+  const std::string widths = sweep_file("seeds: [1]\ngrid:\n  model.n_embd: [48, 96]\n", "widths.yaml");
+  const Sweep w = load_sweep(widths, {"model.n_head=3"});
+  EXPECT_EQ(sweep_runs(w, {"model.n_head=3"}).size(), 2u);
+  EXPECT_EQ(sweep_dir(w, {"model.n_head=3"}), dir_ / "runs/widths");
+  const std::string heads = sweep_file("seeds: [1]\ngrid:\n  model.n_head: [2, 3]\n", "heads.yaml");
+  EXPECT_EQ(load_sweep(heads, {"model.n_embd=6"}).variants.size(), 2u);
+  const std::string e = test::error_of([&] { load_sweep(heads, {"model.n_embd=8"}); });
+  EXPECT_NE(e.find("heads.yaml: variant n_head-3: "), std::string::npos) << e;
+  EXPECT_NE(e.find("--set: model.n_embd = 8: must be divisible by model.n_head (3, from "), std::string::npos) << e;
+  // Two variants a --set makes alike are sweep_runs' to name (which --set, which variant's value), not "one value
+  // spelled two ways".
+  const std::string steps = sweep_file(
+      "seeds: [1]\nvariants:\n  - {name: a, set: {train.max_steps: 4}}\n  - {name: b, set: "
+      "{train.max_steps: 8}}\n",
+      "steps.yaml");
+  const Sweep undone = load_sweep(steps, {"train.max_steps=2"});
+  EXPECT_NE(test::error_of([&] { sweep_runs(undone, {"train.max_steps=2"}); }).find("would be the same run"),
+            std::string::npos);
+}
+
 TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
+  // A key a variant sets and the grid sweeps: the grid's values would replace the variant's without a word.
+  EXPECT_EQ(sweep_failure("seeds: [1]\ngrid: {model.position: [learned, sinusoidal]}\n"
+                          "variants: [{name: v1, set: {model.position: none}}]\n"),
+            std::make_pair(dir_ / "configs/sweeps/bad.yaml" +
+                               ": variant v1 sets model.position (none), which grid: sweeps too: the grid's values "
+                               "would replace it in every run of the variant",
+                           std::string("set model.position in one place: in the variants or in grid:")));
   EXPECT_NE(sweep_error("seeds: [1]\ngird: {model.n_layer: [1]}\n").find("bad.yaml: unknown key 'gird'"),
             std::string::npos);
   EXPECT_EQ(sweep_hint("seeds: [1]\ngird: {model.n_layer: [1]}\n"),
