@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "util/wrap.h"
 
 namespace poslab {
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -178,7 +180,33 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
 }
 
 // poslab bench: the figures on one line and the kernel paths' timings (on stderr when the JSON goes to stdout).
+// bench's outputs apart: --json and --profile not one file (the second written would replace the first), neither in
+// the --export folder (whose files of the same names would replace it, or be replaced by it), and the trace a file,
+// not stdout.
+void check_bench_outputs_apart(const BenchArgs& a) {
+  const std::string& profile = a.options.profile_path;
+  if (profile == "-")
+    throw Error("--profile -: the trace is a file (Chrome's JSON trace format), not the standard output",
+                "name a file, e.g. --profile bench_trace.json");
+  std::error_code ec;
+  const auto place = [&](const std::string& p) { return fs::weakly_canonical(fs::absolute(p, ec), ec); };
+  if (!a.json.empty() && a.json != "-" && !profile.empty() && place(a.json) == place(profile))
+    throw Error("--json " + a.json + " and --profile " + profile + ": one file for two outputs",
+                "name two files (or leave one of them out)");
+  if (a.options.export_dir.empty()) return;
+  const fs::path folder = place(a.options.export_dir);
+  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--json", a.json}, {"--profile", profile}}) {
+    if (path.empty() || path == "-") continue;
+    const fs::path where = place(path);
+    if (std::mismatch(folder.begin(), folder.end(), where.begin(), where.end()).first == folder.end())
+      throw Error(option + " " + path + ": is in the --export folder " + a.options.export_dir +
+                      ", which the export fills with files of its own",
+                  "name a file outside it");
+  }
+}
+
 int run_bench_command(const BenchArgs& a) {
+  check_bench_outputs_apart(a);
   const Config cfg = load_config(a.config, command_line_sets(a.sets));
   check_output_file(a.json, "--json", a.force, {a.config}, cfg.data.corpus);
   check_output_file(a.options.profile_path, "--profile", a.force, {a.config}, cfg.data.corpus);
@@ -193,12 +221,14 @@ int run_bench_command(const BenchArgs& a) {
                      j["cuda_graph"].get<bool>() ? " (the step as a CUDA graph)" : "");
   out << fmt::format(
       "{} ({} warm-up) | {:.1f} ms/step | {:.0f} tok/s | model {:.2f} GFLOP/step = {:.1f} GFLOP/s | "
-      "matmul {:.0f} GFLOP/s ({}) | {} | table analysis {:.1f} ms = {:.2f}% of a step (a snapshot also reads "
-      "layer 0's attention)\n",
+      "matmul {:.0f} GFLOP/s ({}) | {} | {}\n",
       counted(j["steps"].get<int>(), "step"), j["warmup"].get<int>(), j["ms_per_step"].get<double>(),
       j["tokens_per_s"].get<double>(), j["model_gflop_per_step"].get<double>(), j["achieved_gflops"].get<double>(),
       j["matmul_gflops"].get<double>(), j["config"]["dtype"].get<std::string>(), mfu_words(j["mfu"].get<double>()),
-      j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>());
+      j["config"]["position"] != "none"
+          ? fmt::format("table analysis {:.1f} ms = {:.2f}% of a step (a snapshot also reads layer 0's attention)",
+                        j["snapshot_analysis_ms"].get<double>(), 100 * j["snapshot_share_of_step"].get<double>())
+          : "no position table, no snapshot analysis");
   const auto& k = j["kernel_paths"];
   // The chosen paths on a line of their own: one word, too long to share a line of 80 columns.
   out << fmt::format("kernel paths ({}):\n  {}\n", k["how"].get<std::string>(), k["chosen"].get<std::string>());

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -202,7 +203,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
                   "start rows S,S,... of the table: the same windows, of block_size − the largest S "
                   "tokens, read at rows S … S + length − 1 (loss against start offset), e.g. --shift 0,16,64")
       ->delimiter(',')
-      ->check(kNoLeadingZero);
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() ? "expected start rows, e.g. --shift 0,16,64" : leading_zero(s); },
+          ""));
   cmd->add_flag("--force", a.force, "replace an existing --out file");
   add_device_option(cmd, a.device);
   return cmd;
@@ -214,6 +217,10 @@ namespace {
 int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int batches, int batch_size,
                    const torch::Device& device) {
   const int64_t T = m.cfg.model.block_size;
+  for (size_t i = 0; i < a.shifts.size(); ++i)
+    if (std::find(a.shifts.begin(), a.shifts.begin() + static_cast<std::ptrdiff_t>(i), a.shifts[i]) !=
+        a.shifts.begin() + static_cast<std::ptrdiff_t>(i))
+      throw Error(fmt::format("--shift: {} is given twice", a.shifts[i]), "list each start row once");
   for (int64_t s : a.shifts)
     if (s < 0 || s > T - 2)
       throw Error(

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "analysis/agreement.h"
 #include "analysis/metric_list.h"
@@ -103,6 +104,7 @@ double run_value(const ComparedRun& r, const std::string& key) {
 // Each folder's finished runs: a sweep's in its order, or the run folder itself.
 std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
   std::vector<ComparedRun> runs;
+  std::vector<std::string> label;  // each run's variant named by where it was given: SWEEP/VARIANT, or the run's path
   // Each run's folder counted once, or its seed repeats.
   GivenOnce given("compare", "name each run once: a sweep's folder already holds its runs");
   auto once = [&](const fs::path& run, const std::string& as) { given.add(run.string(), as); };
@@ -116,12 +118,18 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
           continue;
         }
         once(run, d);
-        if (auto cr = read_run(run, r.variant)) runs.push_back(*cr);
+        if (auto cr = read_run(run, r.variant)) {
+          runs.push_back(*cr);
+          label.push_back((dir / r.variant).string());
+        }
       }
     } else if (RunFolder(dir.string()).has_config_and_metrics()) {
       const fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
       once(p, d);
-      if (auto cr = read_run(p, variant_of_run_dir(p.string()))) runs.push_back(*cr);
+      if (auto cr = read_run(p, variant_of_run_dir(p.string()))) {
+        runs.push_back(*cr);
+        label.push_back(p.string());
+      }
     } else {
       // A folder of runs (runs/): name them, so that the hint is the command to type.
       std::vector<std::string> inside;
@@ -147,6 +155,21 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
       throw Error(d + ": neither a run folder (config.yaml and metrics.jsonl) nor a sweep folder (sweep.json)", hint);
     }
   }
+  // A variant's runs are its seeds: two of one name and one seed (two folders named base, two sweeps with the same
+  // variants) are no repetitions, and pooled they would read as seeds that agree. Every run of such a name is named
+  // by where it was given instead, one variant each.
+  std::set<std::string> clashing;
+  std::map<std::pair<std::string, int64_t>, size_t> first;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto [it, fresh] = first.emplace(std::make_pair(runs[i].variant, runs[i].seed), i);
+    if (fresh || !clashing.insert(runs[i].variant).second) continue;
+    spdlog::warn(
+        "compare: {} and {} are both variant {} with seed {}: not two seeds of one variant; each variant "
+        "of that name is named by its folder instead",
+        runs[it->second].run_dir, runs[i].run_dir, runs[i].variant, runs[i].seed);
+  }
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (clashing.count(runs[i].variant) != 0) runs[i].variant = label[i];
   return runs;
 }
 

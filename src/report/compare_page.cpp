@@ -21,6 +21,7 @@
 #include "run/run_folder.h"
 #include "util/fs.h"
 #include "util/json_text.h"
+#include "util/plural.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -414,9 +415,9 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   fill_line(top, "<!--POSLAB_HALF_CHANGE-->", half_change_table(c));
   fill_line(top, "<!--POSLAB_AGREEMENT-->", agreement_section(c));
   fill_line(top, "<!--POSLAB_RUNS-->", runs_list(c, out_dir));
-  const std::string html = report_page(
-      "poslab compare: " + std::to_string(c.rows.size()) + " variants, " + std::to_string(c.runs.size()) + " runs",
-      fs::absolute(out_dir).string(), top, figures);
+  const std::string html = report_page("poslab compare: " + counted(static_cast<int64_t>(c.rows.size()), "variant") +
+                                           ", " + counted(static_cast<int64_t>(c.runs.size()), "run"),
+                                       fs::absolute(out_dir).string(), top, figures);
   const std::string index = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(index, html);  // the page first: the tables in it stand without the figures
   draw_figures(out_dir, figures);

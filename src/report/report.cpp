@@ -54,6 +54,8 @@ constexpr const char* kLastSnapshotMark = "<!-- poslab: drawn from the snapshot 
 
 void check_report_folder(const std::string& dir, const std::string& named, bool force, const std::string& kind) {
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
   if (const std::string run = run_record_of(dir); !run.empty())
     throw Error(
         named + " " + dir + ": is a folder of the training run in " + run + ", which no other command writes into",
@@ -64,9 +66,12 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
     throw Error(named + " " + dir + ": is the report folder of the training run in " + run + ", which poslab report " +
                     run + " writes",
                 "name a folder outside the run's own record");
+  if (is_sweep_dir(dir))
+    throw Error(
+        named + " " + dir + ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into",
+        kind == "compare" ? "leave --out out: a sweep's comparison goes to " + (fs::path(dir) / "compare").string()
+                          : "name a folder outside it");
   if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec))
-    throw Error(named + " " + dir + ": is a file, not a folder to write a report into", "name a folder");
   if (force) return;
   const fs::path index = fs::path(dir) / "index.html";
   if (fs::is_regular_file(index, ec)) {  // poslab's page, or one of a poslab before the tag ("<title>poslab …")

@@ -196,6 +196,12 @@ bool is_run_folder(const fs::path& dir) {
   return fs::is_regular_file(dir / "config.yaml", ec) && fs::is_directory(dir / "checkpoints", ec);
 }
 
+// A folder poslab sweep made and writes: its index of the sweep's runs (run/run_files.h, is_sweep_dir).
+bool is_sweep_folder(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "sweep.json", ec);
+}
+
 }  // namespace
 
 std::string run_record_of(const std::string& dir) {
@@ -222,6 +228,9 @@ void check_output_folder(const std::string& dir, const std::string& option, bool
     throw Error(named + ": is a folder of the training run in " + run + ", which no other command writes into",
                 "name a folder outside the run's own record (e.g. " +
                     (instead.empty() ? (fs::path(run) / "export").string() : instead) + ", or elsewhere)");
+  if (is_sweep_folder(dir))
+    throw Error(named + ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into",
+                "name a folder outside it");
   if (force) return;
   if (const std::string held = folder_contents(dir); !held.empty())
     throw Error(named + ": already holds " + held,
@@ -252,28 +261,25 @@ void check_output_file(const std::string& path, const std::string& option, bool 
                   "name a file outside it");
   }
   const bool exists = fs::exists(path, ec);
-  // A training run's own record (its config, logs, checkpoints, snapshots, TensorBoard's files: what a folder holding
-  // config.yaml and checkpoints/ keeps) is never an output, --force or not; what commands write there (analysis/,
-  // eval/, report/) is.
-  if (exists) {
-    const fs::path p = fs::absolute(path, ec).lexically_normal();
-    const std::string name = p.filename().string(), within = p.parent_path().filename().string();
-    const auto starts = [&](std::initializer_list<const char*> heads) {
-      return std::any_of(heads.begin(), heads.end(), [&](const char* h) { return name.rfind(h, 0) == 0; });
-    };
-    const bool written_there =  // the names the trainer writes in its folders (a command's own file there is not)
-        (within == "checkpoints" && (name == "latest.pt" || name == "best.pt")) ||
-        (within == "snapshots" && (name == "index.jsonl" || starts({"wpe_step", "attn_step", "model_step"}))) ||
-        (within == "tensorboard" &&
-         (starts({"events.out.tfevents", "wpe_step"}) || name == "projector_config.pbtxt" || name == "positions.tsv"));
-    const bool own = (is_run_folder(p.parent_path()) && (name == "config.yaml" || name == "metrics.jsonl" ||
-                                                         name == "kernel_paths.json" || name == "lock")) ||
-                     (is_run_folder(p.parent_path().parent_path()) && written_there);
-    if (own)
-      throw Error(named + ": is a file of the training run in " +
-                      (is_run_folder(p.parent_path()) ? p.parent_path() : p.parent_path().parent_path()).string() +
-                      ", which no other command replaces",
-                  "name a file outside the run's own record (its analysis/, eval/ or report/ folders, or elsewhere)");
+  // A training run's own record (its config, logs, lock, and its checkpoints/, snapshots/ and tensorboard/ folders:
+  // what a folder holding config.yaml and checkpoints/ keeps) takes no output, there or not yet, --force or not (a
+  // file named as the trainer's next snapshot, or its lock, would be taken for the run's); what commands write there
+  // (analysis/, eval/, report/, extend/) does.
+  {
+    const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    const std::string name = p.filename().string();
+    const std::string how =
+        "name a file outside the run's own record (its analysis/, eval/ or report/ folders, or elsewhere)";
+    if (is_run_folder(p.parent_path()) &&
+        (name == "config.yaml" || name == "metrics.jsonl" || name == "kernel_paths.json" || name == "lock"))
+      throw Error(named + ": is " + (exists ? "a file" : "the name of a file") + " of the training run in " +
+                      p.parent_path().string() + ", which no other command writes",
+                  how);
+    if (const std::string run = run_record_of(p.parent_path().string());
+        !run.empty() && run != p.parent_path().string())
+      throw Error(named + ": is in " + p.parent_path().string() + ", a folder of the training run in " + run +
+                      ", which no other command writes into",
+                  how);
   }
   if (exists && !force) throw Error(named + ": already exists", "name a new file, or pass --force to replace it");
   // Its folder, or where a missing one would be made: the nearest folder above that exists.

@@ -99,9 +99,9 @@ auto writing_into(const std::string& dir, Write&& write) {
 std::string run_record_of(const std::string& dir);
 
 // A folder a command fills where its user says (`option`: "--export"; an empty path, none, passes): not a file, not a
-// training run's own record (run_record_of) even with `force`, and one that holds anything only with `force` (its
-// files of the same names are replaced). Throws poslab::Error naming the option and the folder; the hint for a run's
-// record proposes `instead` (default: that run's export/ folder).
+// training run's own record (run_record_of) nor a sweep's folder even with `force`, and one that holds anything only
+// with `force` (its files of the same names are replaced). Throws poslab::Error naming the option and the folder; the
+// hint for a run's record proposes `instead` (default: that run's export/ folder).
 void check_output_folder(const std::string& dir, const std::string& option, bool force,
                          const std::string& instead = "");
 

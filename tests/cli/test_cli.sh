@@ -160,6 +160,7 @@ expect_error "a leading 0 (octal to CLI11)" "^error: --tokens: write 08 without 
   sample "$tmp/none.pt" --tokens 08
 expect_error "a leading 0 that octal reads (010 = 8)" "^error: --steps: write 010 without its leading 0" bench --steps 010
 expect_error "a start row with a leading 0" "^error: --shift: write 010 without its leading 0" eval "$tmp/none.pt" --shift 0,010
+expect_error "no start row" "^error: --shift: expected start rows, e.g. --shift 0,16,64" eval "$tmp/none.pt" --shift ""
 expect_error "a signed number with a leading 0" "^error: --positions: write \+010 without its leading 0" \
   analyze --synthetic random --positions +010
 expect_error "a seed with a leading 0" "^error: --seed: write 07 without its leading 0" sample "$tmp/none.pt" --seed 07
@@ -254,6 +255,16 @@ expect_error "bench --profile into a folder that is a file" \
   bench configs/default.yaml --steps 1 --profile "$tmp/table/trace.json"
 expect_error "bench --profile given a folder" "^error: --profile $tmp/: is a folder, not a file" \
   bench configs/default.yaml --steps 1 --profile "$tmp/"
+# bench's outputs apart: one file for --json and --profile, either in the --export folder, a trace to stdout.
+expect_error "bench --json and --profile one file" \
+  "^error: --json $tmp/both.json and --profile $tmp/./both.json: one file for two outputs$" \
+  bench configs/default.yaml --steps 1 --json "$tmp/both.json" --profile "$tmp/./both.json"
+expect_error "bench --json in its --export folder" \
+  "^error: --json $tmp/bx/batches.npy: is in the --export folder $tmp/bx, which the export fills with files of its own$" \
+  bench configs/default.yaml --steps 1 --export "$tmp/bx" --json "$tmp/bx/batches.npy"
+expect_error "bench --profile -" "^error: --profile -: the trace is a file" bench configs/default.yaml --steps 1 --profile -
+[ ! -e "$tmp/both.json" ] && [ ! -e "$tmp/bx" ] && [ ! -e ./- ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL a refused bench wrote a file"; }
 # bench measures the kernel paths when nothing forces them (the tests' environment does), shows each candidate's
 # time, and a second bench of the same shape reads the measurement from the cache.
 small=(--steps 1 --warmup 0 --set model.n_layer=1 --set model.n_embd=64 --set model.block_size=64 --set "data.cache_dir=$tmp/kcache")
@@ -598,6 +609,7 @@ if grep -Eq "^[0-9:]{8} info corpus: [0-9]+ files left out, not text \(first: .*
 else
   failed=$((failed + 1)); echo "FAIL the corpus's left-out files: an info line, each listed at SPDLOG_LEVEL=debug"; cat "$tmp/err"
 fi
+expect_error "eval --shift a row twice" "^error: --shift: 16 is given twice$" eval "$ckpt" --batches 1 --shift 0,16,16
 # eval --shift: windows of 128 - 32 tokens at rows 0, 16 and 32; one CSV row per shift and position. Each later
 # shift's "(D against shift 0)" is its loss less shift 0's, to the rounding of the three printed numbers (5e-5 each).
 if "$poslab" eval "$ckpt" --batches 1 --shift 0,16,32 >"$tmp/out" 2>"$tmp/err" &&
@@ -734,9 +746,9 @@ expect_error "eval --out onto an existing file" "^error: --out $tmp/pos.csv: alr
 # A run's own record is no output, --force or not: its log, its checkpoints.
 sum_before=$(cat "$tmp/x/default/metrics.jsonl" "$tmp/x/default/checkpoints/best.pt" | md5sum)
 expect_error "eval --out --force onto a run's log" \
-  "^error: --out $tmp/x/default/metrics.jsonl: is a file of the training run in $tmp/x/default, which no other command replaces$" \
+  "^error: --out $tmp/x/default/metrics.jsonl: is a file of the training run in $tmp/x/default, which no other command writes$" \
   eval "$ckpt" --out "$tmp/x/default/metrics.jsonl" --force
-expect_error "analyze --json --force onto a run's checkpoint" "^error: --json $tmp/x/default/checkpoints/best.pt: is a file of the training run" \
+expect_error "analyze --json --force onto a run's checkpoint" "^error: --json $tmp/x/default/checkpoints/best.pt: is in $tmp/x/default/checkpoints, a folder of the training run" \
   analyze "$ckpt" --json "$tmp/x/default/checkpoints/best.pt" --force
 [ "$(cat "$tmp/x/default/metrics.jsonl" "$tmp/x/default/checkpoints/best.pt" | md5sum)" = "$sum_before" ] &&
   passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a run's own files replaced by --force"; }

@@ -413,11 +413,25 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
     EXPECT_EQ(test::error_of([&] { check_report_folder(dir / own, "--out", true); }),
               "--out " + dir / own + ": is a folder of the training run in " + dir / "run" +
                   ", which no other command writes into | name a folder outside the run's own record");
+  // A file among them is said to be a file, as anywhere.
+  test::write_text(dir / "run/checkpoints/latest.pt", "x");
+  EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "run/checkpoints/latest.pt", "--out", true, "compare"); }),
+            "--out " + dir / "run/checkpoints/latest.pt" +
+                ": is a file, not a folder to write a report into | name a "
+                "folder");
   // Nor its report/ folder, which poslab report RUN writes: a table's page there would replace the run's.
   EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "run/report", "--out", true); }),
             "--out " + dir / "run/report" + ": is the report folder of the training run in " + dir / "run" +
                 ", which poslab report " + dir / "run" + " writes | name a folder outside the run's own record");
   check_report_folder(dir / "run/report-of-a-table", "--out", false);
+  // A sweep's folder takes no page either (its comparison goes to SWEEP/compare), its compare/ folder does.
+  test::write_text(dir / "sweep/sweep.json", "{}");
+  EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "sweep", "--out", true, "compare"); }),
+            "--out " + dir / "sweep" +
+                ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into | leave --out "
+                "out: a sweep's comparison goes to " +
+                dir / "sweep/compare");
+  check_report_folder(dir / "sweep/compare", "--out", false, "compare");
 }
 
 // The shift figure's left axis spans 0.1 nats at least (a few thousandths drawn across the panel would look like a

@@ -241,8 +241,30 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
   EXPECT_EQ(csv.rfind("variant,runs,val_loss_mean,val_loss_sd,train_loss_mean", 0), 0u) << csv;
 
+  // Runs of one variant name and one seed are no seeds of one variant (a copy of the sweep beside it, two folders
+  // named alike): each such variant is named by where it was given, and said.
+  fs::copy(sweep, dir_ / "copy", fs::copy_options::recursive);
+  {
+    test::CapturedLog log;
+    const Comparison two = compare_runs({sweep, dir_ / "copy"});
+    ASSERT_EQ(two.rows.size(), 4u);
+    EXPECT_EQ(two.rows[0].variant, sweep + "/position-learned");
+    EXPECT_EQ(two.rows[2].variant, dir_ / "copy/position-learned");
+    for (const auto& row : two.rows) EXPECT_EQ(row.runs.size(), 2u) << row.variant;
+    EXPECT_NE(log.str().find(" are both variant position-learned with seed 1: not two seeds of one variant"),
+              std::string::npos)
+        << log.str();
+    const Comparison runs = compare_runs({sweep + "/position-learned/seed-1", dir_ / "copy/position-learned/seed-1",
+                                          sweep + "/position-learned/seed-2"});
+    ASSERT_EQ(runs.rows.size(), 3u);
+    EXPECT_EQ(runs.rows[1].variant, dir_ / "copy/position-learned/seed-1");
+    EXPECT_EQ(compare_runs({sweep + "/position-learned/seed-1", sweep + "/position-learned/seed-2"}).rows.size(), 1u)
+        << "two seeds of a sweep's variant, given one by one, are that variant's";
+  }
+
   const std::string page = write_comparison(c, dir_ / "compare");
   const std::string html = slurp(page);
+  EXPECT_NE(html.find("poslab compare: 2 variants, 4 runs"), std::string::npos);
   EXPECT_NE(html.find("position-learned"), std::string::npos);
   EXPECT_NE(html.find("±"), std::string::npos);
   EXPECT_EQ(html.find("POSLAB_"), std::string::npos) << "a marker of compare_page.html left unfilled";

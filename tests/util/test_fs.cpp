@@ -247,23 +247,40 @@ TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
   EXPECT_EQ(remove_stale_temporaries(dir / "missing"), 0);
 }
 
-// A training run's own record (a folder holding config.yaml and checkpoints/) is no output, --force or not; a file a
-// command wrote among it (eval's JSON beside the checkpoints) stays its own to replace.
+// A training run's own record (a folder holding config.yaml and checkpoints/) is no output, --force or not, there
+// or not yet: its files, any file in its checkpoints/ or snapshots/ (one named as its next snapshot would be taken
+// for the run's), its lock. Another file in the run folder is an output like any.
 TEST(Fs, ARunsOwnRecordIsNoOutput) {
   TempDir dir;
   std::filesystem::create_directories(dir / "run/checkpoints");
   std::filesystem::create_directories(dir / "run/snapshots");
   for (const char* f : {"run/config.yaml", "run/metrics.jsonl", "run/checkpoints/latest.pt", "run/checkpoints/best.pt",
-                        "run/snapshots/index.jsonl", "run/snapshots/wpe_step000010.npy", "run/checkpoints/eval.json"})
+                        "run/snapshots/index.jsonl", "run/snapshots/wpe_step000010.npy", "run/mine.csv"})
     test::write_text(dir / f, "x");
-  for (const char* own : {"run/config.yaml", "run/metrics.jsonl", "run/checkpoints/latest.pt",
-                          "run/checkpoints/best.pt", "run/snapshots/index.jsonl", "run/snapshots/wpe_step000010.npy"}) {
+  for (const char* own : {"run/config.yaml", "run/metrics.jsonl"}) {
     const std::string e = error_of([&] { check_output_file(dir / own, "--out", true); });
-    EXPECT_NE(e.find("--out " + dir / own + ": is a file of the training run in " + dir / "run"), std::string::npos)
+    EXPECT_EQ(e, "--out " + dir / own + ": is a file of the training run in " + dir / "run" +
+                     ", which no other command writes | name a file outside the run's own record (its analysis/, "
+                     "eval/ or report/ folders, or elsewhere)");
+  }
+  EXPECT_EQ(error_of([&] { check_output_file(dir / "run/lock", "--out", false); }),
+            "--out " + dir / "run/lock" + ": is the name of a file of the training run in " + dir / "run" +
+                ", which no other command writes | name a file outside the run's own record (its analysis/, eval/ "
+                "or report/ folders, or elsewhere)");
+  for (const char* within :
+       {"run/checkpoints/latest.pt", "run/checkpoints/best.pt", "run/checkpoints/ext.pt", "run/snapshots/index.jsonl",
+        "run/snapshots/wpe_step000010.npy", "run/snapshots/wpe_step000020.npy"}) {
+    const std::string e = error_of([&] { check_output_file(dir / within, "--out", true); });
+    EXPECT_EQ(
+        e.rfind("--out " + dir / within + ": is in " + std::filesystem::path(dir / within).parent_path().string() +
+                    ", a folder of the training run in " + dir / "run" + ", which no other command writes into",
+                0),
+        0u)
         << e;
   }
-  check_output_file(dir / "run/checkpoints/eval.json", "--out", true);  // a command's own: --force replaces it
-  test::write_text(dir / "loose/metrics.jsonl", "x");                   // not in a run folder: an output like any
+  check_output_file(dir / "run/mine.csv", "--out", true);          // not the run's: --force replaces it
+  check_output_file(dir / "run/analysis/x.json", "--out", false);  // what commands write
+  test::write_text(dir / "loose/metrics.jsonl", "x");              // not in a run folder: an output like any
   check_output_file(dir / "loose/metrics.jsonl", "--out", true);
 }
 
@@ -302,6 +319,12 @@ TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
       "--export " + dir / "other/bench.json" + ": is a file, not a folder | name a folder that does not exist yet");
   check_output_folder("", "--export", false);  // none asked for
   EXPECT_EQ(read_file(dir / "other/bench.json"), "{}");
+  // A sweep's folder (its sweep.json), --force or not.
+  test::write_text(dir / "sweep/sweep.json", "{}");
+  EXPECT_EQ(error_of([&] { check_output_folder(dir / "sweep", "--out", true); }),
+            "--out " + dir / "sweep" +
+                ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into | name a folder "
+                "outside it");
   // The hint proposes the folder the caller names (export's default) in place of the run's export/.
   EXPECT_EQ(error_of([&] { check_output_folder(dir / "run/snapshots/hf", "--out", false, "/runs/a/export/hf"); }),
             "--out " + dir / "run/snapshots/hf" + ": is a folder of the training run in " + run +
