@@ -1,9 +1,15 @@
 #include "data/tokenizer.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -83,6 +89,55 @@ const Shim& shim() {
   return s;
 }
 
+// sentencepiece 0.1.97 (Debian 12's) dies in some trainings it should refuse, a unigram model of a corpus of one
+// character among them (a failed CHECK, whose message segfaults under the shim's RTLD_DEEPBIND): the training runs
+// in a child process, so that its death is an error like any sentencepiece returns. Returns the shim's result, or
+// -1 with `err` saying how the child ended. (The child only calls the shim, then _exit: glibc's malloc is fork-safe,
+// and nothing of LibTorch's runs there.)
+int train_in_child(const Shim& s, const char* input, const char* prefix, const char* type, int vocab_size,
+                   int hard_vocab_limit, int threads, char* err) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw Error(std::string("training the tokenizer: cannot make a pipe: ") + std::strerror(errno),
+                "the process has too many open files or the machine too little memory; try again");
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(std::string("training the tokenizer: cannot start a process: ") + std::strerror(errno),
+                "the machine has too little memory or too many processes; try again");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    char child_err[kErrLen] = {0};
+    const int rc = s.train(input, prefix, type, vocab_size, kNewlinePiece, hard_vocab_limit, /*byte_fallback=*/1,
+                           threads, child_err, kErrLen);
+    if (rc != 0) {
+      const ssize_t n = ::write(fds[1], child_err, std::strlen(child_err));
+      static_cast<void>(n);  // the parent says the message it got, if any
+    }
+    ::_exit(rc == 0 ? 0 : 1);
+  }
+  ::close(fds[1]);
+  size_t got = 0;
+  while (got + 1 < kErrLen) {
+    const ssize_t n = ::read(fds[0], err + got, kErrLen - 1 - got);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  err[got] = '\0';
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  std::snprintf(err, kErrLen, "sentencepiece ended with signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return -1;
+}
+
 }  // namespace
 
 struct Tokenizer::Handle {
@@ -109,8 +164,13 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
                              int vocab_size, int threads) {
   char err[kErrLen] = {0};
   const bool is_char = type == "char";
-  if (shim().train(text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size, kNewlinePiece,
-                   /*hard_vocab_limit=*/is_char ? 0 : 1, /*byte_fallback=*/1, threads, err, kErrLen) != 0) {
+  const int rc = train_in_child(shim(), text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size,
+                                /*hard_vocab_limit=*/is_char ? 0 : 1, threads, err);
+  if (rc == -1)
+    throw Error(
+        "training the " + type + " tokenizer: " + err + ", a failure of the sentencepiece library on this corpus",
+        "give data.corpus more varied text, or use data.tokenizer.type: bpe (or char)");
+  if (rc != 0) {
     const std::string what = spm_words(err);
     const std::string vocab = "data.tokenizer.vocab_size = " + std::to_string(vocab_size);
     // "Vocabulary size is smaller than required_chars. 40 vs 285."

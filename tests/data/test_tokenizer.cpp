@@ -76,6 +76,27 @@ TEST(Tokenizer, UnigramModelRoundTrips) {
   EXPECT_EQ(tok.decode(tok.encode(text)), text);
 }
 
+// sentencepiece 0.1.97 dies training a unigram model of a corpus of one character (a failed CHECK): the training's
+// child process ends, and the error says what to do; the process goes on.
+TEST(Tokenizer, ATrainingSentencepieceDiesInIsAnError) {
+  TempDir dir;
+  write_text(dir / "one.txt", std::string(48, 'a') + "\n");
+  std::string e, hint;
+  try {
+    Tokenizer::train(dir / "one.txt", dir / "u", "unigram", 300, 1);
+  } catch (const Error& x) {
+    e = x.what();
+    hint = x.hint();
+  }
+  // Reaching this line is the test: Debian 12's sentencepiece dies there (the error below); a later one returns its
+  // error, which names the tokenizer as well.
+  EXPECT_EQ(e.rfind("training the unigram tokenizer", 0), 0u) << e;
+  EXPECT_NE(hint.find("data.tokenizer"), std::string::npos) << hint;
+  // A training sentencepiece refuses is said as before: too many pieces for a BPE model of that text.
+  const std::string bpe = test::error_of([&] { Tokenizer::train(dir / "one.txt", dir / "b", "bpe", 300, 1); });
+  EXPECT_NE(bpe.find("more pieces than a bpe tokenizer finds in the corpus"), std::string::npos) << bpe;
+}
+
 // Text a tokenizer must give back byte for byte: tabs, runs of spaces, leading and trailing spaces, carriage
 // returns, control characters, empty lines, Latin, Cyrillic, CJK and emoji.
 std::string awkward_text() {
