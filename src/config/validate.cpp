@@ -84,7 +84,11 @@ void validate(const Config& c) {
     check.fail("data.val_fraction", str(c.data.val_fraction), "must be strictly between 0 and 1");
   if (c.model.n_layer < 1) check.fail("model.n_layer", str(c.model.n_layer), "must be at least 1");
   if (c.model.n_head < 1) check.fail("model.n_head", str(c.model.n_head), "must be at least 1");
-  if (c.model.n_embd < 1) check.fail("model.n_embd", str(c.model.n_embd), "must be at least 1");
+  // One channel: LayerNorm maps every vector to its bias, so no weight below it gets a gradient and the loss stays
+  // that of a uniform guess.
+  if (c.model.n_embd < 2)
+    check.fail("model.n_embd", str(c.model.n_embd),
+               "must be at least 2: LayerNorm over one channel gives a constant, and the model cannot learn");
   if (c.model.n_embd % c.model.n_head != 0) {
     if (check.chosen("model.n_head") > check.chosen("model.n_embd"))
       check.fail("model.n_head", str(c.model.n_head),
@@ -233,9 +237,13 @@ std::vector<std::string> unread_settings(const Config& c) {
 
 void validate_new_run(const Config& c) {
   const Checks check{c};
-  if (c.run.name == "." || c.run.name == ".." || c.run.name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
-    check.fail("run.name", "'" + c.run.name + "'",
+  if (c.run.name == "." || c.run.name == ".." ||
+      c.run.name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
+    std::string shown = c.run.name;  // a NUL byte shown as ␀: the message is not cut there
+    make_terminal_safe(shown);
+    check.fail("run.name", "'" + shown + "'",
                "must be one folder name inside run.out_dir (no '/', '.' or '..'): set run.out_dir for another place");
+  }
   // the generators take an unsigned seed; sample and sweeps take 0 and up
   if (c.run.seed < 0) check.fail("run.seed", str(c.run.seed), "must be 0 or more");
 }

@@ -138,8 +138,9 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   if (corpus.replaced_bytes > 0)
     spdlog::warn("corpus: {} bytes of invalid UTF-8 replaced by U+FFFD, in {} (first: {})", corpus.replaced_bytes,
                  counted(static_cast<int64_t>(corpus.replaced_in.size()), "file"), corpus.replaced_in.front());
-  spdlog::info("corpus: {}, {:.2f} MB of text", counted(static_cast<int64_t>(corpus.files.size()), "file"),
-               corpus.text.size() / 1e6);
+  spdlog::info("corpus: {}, {} of text", counted(static_cast<int64_t>(corpus.files.size()), "file"),
+               corpus.text.size() >= 10000 ? fmt::format("{:.2f} MB", corpus.text.size() / 1e6)
+                                           : counted(static_cast<int64_t>(corpus.text.size()), "byte"));
 
   const std::string dir = cache_dir(cfg);
   make_dirs(dir, "set data.cache_dir (or the environment's POSLAB_CACHE_DIR) to a writable folder");

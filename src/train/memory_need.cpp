@@ -9,23 +9,34 @@
 
 namespace poslab {
 
+namespace {
+
+// Counted in double and held to 2^60 (an exbibyte) each: a config far past any machine (a batch of 2·10⁹ sequences of
+// 65,536 rows) needs more than any memory, not a product wrapped past int64's end into a small or negative number;
+// the five parts' sum stays within int64.
+int64_t held(double v) { return v >= 0x1p60 ? int64_t{1} << 60 : static_cast<int64_t>(v); }
+
+}  // namespace
+
 MemoryNeed training_memory_need(const Config& cfg, int64_t vocab_size, int world_size) {
   const ModelConfig& m = cfg.model;
-  const int64_t C = m.n_embd, L = m.n_layer, T = m.block_size, b = m.bias ? 1 : 0;
+  const double C = m.n_embd, L = m.n_layer, T = m.block_size, b = m.bias ? 1 : 0;
   // Per block: two LayerNorms, c_attn (C -> 3C), c_proj (C -> C), c_fc (C -> 4C), c_proj (4C -> C).
-  const int64_t block =
+  const double block =
       2 * (C + b * C) + (3 * C * C + b * 3 * C) + (C * C + b * C) + (4 * C * C + b * 4 * C) + (4 * C * C + b * C);
+  const double parameters =
+      static_cast<double>(vocab_size) * C + (m.position == "none" ? 0 : T * C) + L * block + (C + b * C);
   MemoryNeed need;
-  need.parameters = vocab_size * C + (m.position == "none" ? 0 : T * C) + L * block + (C + b * C);
-  need.weights = 4 * need.parameters;
-  need.gradients = 4 * need.parameters;
-  need.optimizer = 8 * need.parameters;
+  need.parameters = held(parameters);
+  need.weights = held(4 * parameters);
+  need.gradients = held(4 * parameters);
+  need.optimizer = held(8 * parameters);
   // One micro-batch's rows (a process's share of train.batch_size sequences; grad_accum draws that many micro-batches
   // one after another, each of the whole batch_size): the block's inputs and outputs kept for the backward pass, ~16
   // floats of width C per token (LayerNorm outputs, q, k, v, the attention's output, the MLP's 4C twice), plus the
   // embeddings' sum.
-  const int64_t rows = static_cast<int64_t>(cfg.train.batch_size) / std::max(1, world_size) * T;
-  need.activations = (cfg.train.dtype == "bfloat16" ? 2 : 4) * rows * C * (16 * L + 1);
+  const double rows = static_cast<double>(cfg.train.batch_size / std::max(1, world_size)) * T;
+  need.activations = held((cfg.train.dtype == "bfloat16" ? 2 : 4) * rows * C * (16 * L + 1));
   return need;
 }
 
@@ -72,11 +83,11 @@ void check_training_fits(const Config& cfg, int64_t vocab_size, int world_size, 
 }
 
 int64_t scoring_memory_need(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16) {
-  const int64_t C = model.n_embd, T = length, B = batch;
-  const int64_t logits = (bf16 ? 10 : 8) * B * T * vocab_size;
-  const int64_t scores = 2 * 4 * B * model.n_head * T * T;
-  const int64_t hidden = 4 * B * T * 4 * C;
-  return logits + std::max(scores, hidden);
+  const double C = model.n_embd, T = static_cast<double>(length), B = static_cast<double>(batch);
+  const double logits = (bf16 ? 10 : 8) * B * T * static_cast<double>(vocab_size);
+  const double scores = 2 * 4 * B * model.n_head * T * T;
+  const double hidden = 4 * B * T * 4 * C;
+  return held(logits + std::max(scores, hidden));
 }
 
 void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t batch, int64_t length, bool bf16,
@@ -87,8 +98,9 @@ void check_scoring_fits(const ModelConfig& model, int64_t vocab_size, int64_t ba
   throw Error(batch_option + ": one batch of " + std::to_string(batch) + " windows of " + std::to_string(length) +
                   " tokens needs at least " + format_bytes(need) + " beyond the model (its logits over " +
                   std::to_string(vocab_size) + " token ids alone " +
-                  format_bytes((bf16 ? 10 : 8) * batch * length * vocab_size) + ") but this process may use " +
-                  format_bytes(room.bytes) + " more, " + room.limit,
+                  format_bytes(held((bf16 ? 10.0 : 8.0) * static_cast<double>(batch) * static_cast<double>(length) *
+                                    static_cast<double>(vocab_size))) +
+                  ") but this process may use " + format_bytes(room.bytes) + " more, " + room.limit,
               "pass a smaller --batch-size (and more --batches for as many windows); nothing was written" +
                   (memory_check_note(room).empty() ? "" : "; " + memory_check_note(room)));
 }

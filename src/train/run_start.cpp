@@ -16,6 +16,7 @@
 #include "tune/kernel_choice.h"
 #include "util/cuda.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"
@@ -177,11 +178,14 @@ void TrainingRun::resume() {
   if (!writer_) return;
   truncate_logs_after(RunFolder(rdir_), start_step_);
   // the --set values, now that the checkpoint, the logs and the corpus are read: a resume refused before left the
-  // run's config.yaml as it was
-  write_file_atomic(RunFolder(rdir_).config(), to_yaml(cfg_));
-  if (start_step_ >= cfg_.train.max_steps)
+  // run's config.yaml as it was. A finished run trains no step and writes no checkpoint: its config.yaml stays the
+  // checkpoint's (a --set run.report=true that draws its report leaves nothing for the next resume to refuse).
+  if (start_step_ >= cfg_.train.max_steps) {
     spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
                  cfg_.train.max_steps);
+    return;
+  }
+  write_file_atomic(RunFolder(rdir_).config(), to_yaml(cfg_));
 }
 
 CheckpointMeta TrainingRun::meta(int64_t step) const {

@@ -1,6 +1,7 @@
 // Learning-rate schedule: linear warmup to train.lr, then cosine decay to train.min_lr at train.max_steps.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "config/config.h"
@@ -16,5 +17,10 @@ double lr_at(int step, const TrainConfig& t);
 // What the user should hear of a schedule that does not do what its keys suggest: warmup as long as the run or
 // longer (the learning rate climbs the whole run, never reaching train.lr, and never decays). "" when there is none.
 std::string schedule_warning(const TrainConfig& t);
+
+// A resumed run whose train.max_steps or warmup_steps changed (`before`: the checkpoint's, `now`: with --set): the
+// schedule is laid anew over the whole run, so the rate at `step` jumps or drops from the one the run had. Names the
+// change and both rates; "" when the rate at `step` stays (within 0.1 %).
+std::string resumed_schedule_warning(const TrainConfig& before, const TrainConfig& now, int64_t step);
 
 }  // namespace poslab

@@ -46,6 +46,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string human_rate(double tokens_per_s) {
+  if (tokens_per_s >= 1e6) return fmt::format("{:.2f}M", tokens_per_s / 1e6);
   return tokens_per_s >= 1000 ? fmt::format("{:.1f}k", tokens_per_s / 1000) : fmt::format("{:.0f}", tokens_per_s);
 }
 
@@ -334,7 +335,7 @@ TrainSummary train(const TrainRequest& req) {
     use_cuda_device(env.local_rank);
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
   }
-  const int threads = apply_threads(cfg.run.threads, env.local_world_size);
+  const int threads = apply_threads(cfg.run.threads, env.local_world_size, env.local_rank == 0);
   // Before anything is written: a model that cannot fit in this process's memory, or in its GPU's free memory,
   // stops here.
   check_training_fits(cfg, cfg.data.tokenizer.type == "char" ? 256 : cfg.data.tokenizer.vocab_size, env.world_size,
@@ -349,6 +350,11 @@ TrainSummary train(const TrainRequest& req) {
   // what the config does not do, said when it is about to train (not by a resume of a finished run)
   if (env.rank == 0 && !(resuming && resume_meta.step >= cfg.train.max_steps)) {
     if (const std::string w = schedule_warning(cfg.train); !w.empty()) spdlog::warn("{}", w);
+    if (resuming) {
+      const Config stored = config_from_yaml(resume_meta.config_yaml, req.resume_dir + " (stored config)");
+      if (const std::string w = resumed_schedule_warning(stored.train, cfg.train, resume_meta.step); !w.empty())
+        spdlog::warn("{}", w);
+    }
     for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);
   }
   check_corpus_paths(cfg);

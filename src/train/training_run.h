@@ -24,6 +24,7 @@
 #include "train/step.h"
 #include "train/step_graph.h"
 #include "train/trainer.h"
+#include "util/error.h"
 #include "util/signals.h"
 
 namespace poslab {

@@ -219,10 +219,15 @@ int blas_threads() {
   return get ? get() : 0;
 }
 
-int apply_threads(int threads, int processes_here) {
+int apply_threads(int threads, int processes_here, bool say) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = threads > 0 ? threads : std::max(1, cores / std::max(1, processes_here));
-  if (threads > 0 && threads * std::max(1, processes_here) > cores)  // 16 on 2 cores made a step ~90 times slower
+  if (say && processes_here > cores)  // fewer threads cannot help: the processes are too many
+    spdlog::warn(
+        "{} processes on this machine's {} cores: they take turns on them, and every step waits for the slowest; "
+        "run {} processes or fewer here (--nproc)",
+        processes_here, cores, cores);
+  else if (say && threads > 0 && threads * std::max(1, processes_here) > cores)  // 16 on 2 cores: a step ~90× slower
     spdlog::warn(
         "run.threads {}{} is more than this machine's {} cores: the threads take turns on them, and every "
         "step waits for the slowest; run.threads auto takes {}",

@@ -31,8 +31,9 @@ std::string preferred_openblas_coretype();
 std::string blas_summary();
 
 // Threads for config value `threads` (0 = this process's share of the cores: all of them divided by the
-// `processes_here` processes of a run on this machine, at least 1), applied to LibTorch's intra-op pool.
-int apply_threads(int threads, int processes_here = 1);
+// `processes_here` processes of a run on this machine, at least 1), applied to LibTorch's intra-op pool. With `say`,
+// a warning where the threads, or the processes, are more than the cores (one process of a run says it for all).
+int apply_threads(int threads, int processes_here = 1, bool say = true);
 
 // OpenBLAS's thread count (no-ops / 0 when the BLAS is not OpenBLAS).
 void set_blas_threads(int n);

@@ -104,6 +104,18 @@ TEST(MemoryNeed, AModelThatCannotFitStopsWithBothSizesAndAHint) {
   } catch (const Error& e) {
     EXPECT_NE(e.hint().find("the activations do not fit"), std::string::npos) << e.hint();
   }
+  // Sizes whose products pass int64's end (2·10⁹ sequences of 65,536 rows of 2,048): more than any machine, not a
+  // product wrapped to a small or negative number that passes.
+  Config huge;
+  huge.model.n_embd = 2048;
+  huge.model.n_head = 16;
+  huge.model.block_size = 65536;
+  huge.train.batch_size = 2000000000;
+  EXPECT_GE(training_memory_need(huge, 2048).activations, int64_t{1} << 60);
+  EXPECT_GT(training_memory_need(huge, 2048).total(), 0);
+  EXPECT_NE(test::error_of([&] { check_training_fits(huge, 2048, 1, memory_room(1)); }).find("training needs at least"),
+            std::string::npos);
+  EXPECT_GE(scoring_memory_need(huge.model, 2048, 2000000000, 65536, false), int64_t{1} << 60);
   ::setenv("POSLAB_NO_MEMORY_CHECK", "1", 1);
   EXPECT_NO_THROW(check_training_fits(cfg, 2048, 1, memory_room(1)));
   ::unsetenv("POSLAB_NO_MEMORY_CHECK");

@@ -911,6 +911,26 @@ TEST(Trainer, AResumeOfAFinishedRunRepeatsNoConfigWarning) {
   EXPECT_EQ(train(resume).steps, 4);
   EXPECT_EQ(log.str().find("never decays"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("the run already reached train.max_steps = 4"), std::string::npos) << log.str();
+  // A --set on it (a report drawn, say) trains no step and writes no checkpoint: config.yaml stays the checkpoint's,
+  // and the next resume, with a longer run, is not refused as a hand edit of it. It says the rate jumps.
+  const std::string config = read_file(dir / "warned/config.yaml");
+  resume.overrides = {"train.log_every=1"};
+  train(resume);
+  EXPECT_EQ(read_file(dir / "warned/config.yaml"), config);
+  resume.overrides = {"train.max_steps=8"};
+  EXPECT_EQ(train(resume).steps, 8);
+  // Past its warmup, a longer run's cosine starts its decay again from higher up: said.
+  TrainRequest decayed = tiny_run(dir, "decayed", 4);
+  decayed.overrides.push_back("train.warmup_steps=1");
+  train(decayed);
+  TrainRequest longer;
+  longer.resume_dir = dir / "decayed";
+  longer.overrides = {"train.max_steps=8"};
+  CapturedLog jump;
+  train(longer);
+  EXPECT_NE(jump.str().find("train.max_steps 4 -> 8 lays the schedule anew over the whole run, so the rate jumps up"),
+            std::string::npos)
+      << jump.str();
 }
 
 // A checkpoint that cannot be looked at (here a loop of links; a folder above it unreadable does the same to a user

@@ -68,13 +68,22 @@ TEST(Platform, ThreadsAutoTakeEveryCoreAndMoreThanTheCoresGiveAWarning) {
   auto log = std::make_unique<test::CapturedLog>();
   EXPECT_EQ(apply_threads(0), cores);
   EXPECT_EQ(at::get_num_threads(), cores);
-  EXPECT_EQ(apply_threads(0, 2 * cores), 1);  // more processes than cores: one thread each
+  EXPECT_EQ(apply_threads(0, 2 * cores, false), 1);  // more processes than cores: one thread each
   EXPECT_EQ(apply_threads(cores), cores);
   const std::string quiet = log->str();
+  // More processes than cores: the processes are named, not the threads (one each already).
+  EXPECT_EQ(apply_threads(1, 2 * cores), 1);
+  const std::string crowded = log->str().substr(quiet.size());
+  EXPECT_NE(crowded.find(std::to_string(2 * cores) + " processes on this machine's " + std::to_string(cores) +
+                         " cores: they take turns on them, and every step waits for the slowest; run " +
+                         std::to_string(cores) + " processes or fewer here (--nproc)"),
+            std::string::npos)
+      << crowded;
+  EXPECT_EQ(crowded.find("run.threads"), std::string::npos) << crowded;
   EXPECT_EQ(apply_threads(cores + 1), cores + 1);
-  const std::string over = log->str().substr(quiet.size());
+  const std::string over = log->str().substr(quiet.size() + crowded.size());
   EXPECT_EQ(apply_threads(cores, 2), cores);
-  const std::string shared = log->str().substr(quiet.size() + over.size());
+  const std::string shared = log->str().substr(quiet.size() + crowded.size() + over.size());
   log.reset();
   apply_threads(before);
   EXPECT_EQ(quiet, "") << "a warning where the threads fit the cores";
