@@ -26,6 +26,7 @@
 #include "distributed/launcher.h"
 #include "report/report.h"
 #include "report/run_ending.h"
+#include "train/run_setup.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
 #include "tune/autotune_search.h"
@@ -248,7 +249,8 @@ int run_bench_command(const BenchArgs& a) {
 
 int run_config(const ConfigArgs& a) {
   const Config cfg = load_config(a.path, command_line_sets(a.sets));
-  validate_new_run(cfg);  // what train would refuse for a new run, config refuses too
+  validate_new_run(cfg);    // what train would refuse for a new run, config refuses too
+  check_config_paths(cfg);  // the corpus and train.init_from are there (what this machine runs, train checks)
   // and what it would warn of, config says too
   if (const std::string w = schedule_warning(cfg.train); !w.empty()) spdlog::warn("{}", w);
   for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);

@@ -257,6 +257,11 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
   return cfg;
 }
 
+void check_config_paths(const Config& cfg) {
+  check_corpus_paths(cfg);
+  check_init_from(cfg);
+}
+
 void check_corpus_paths(const Config& cfg) {
   for (const std::string& p : cfg.data.corpus) {
     std::error_code ec;

@@ -44,6 +44,10 @@ void check_restart_loses_nothing(const RunFolder& run);
 // poslab::Error naming the path and where data.corpus was set.
 void check_corpus_paths(const Config& cfg);
 
+// The paths a new run's config names are there: data.corpus's (check_corpus_paths) and train.init_from's checkpoint.
+// What poslab config checks beside the values; throws poslab::Error naming the key and where it was set.
+void check_config_paths(const Config& cfg);
+
 // A resumed run's train.max_steps (lowered by --set) below the step its checkpoint holds: an error naming both, before
 // anything is written (its logs would be cut back and its config rewritten, with nothing to train).
 void check_resumed_max_steps(const TrainRequest& req, const Config& cfg, const CheckpointMeta& resume_meta,

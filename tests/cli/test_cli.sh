@@ -104,6 +104,10 @@ expect_error "a lone dash is no option" "^error: poslab train: unexpected argume
 expect_error "a mistyped option where an argument is missing" "^error: poslab eval: no option --hlep$" eval --hlep
 expect_error "a mistyped option whose value was read as the argument" "^error: poslab train: no option --stopat$" \
   train --stopat 5
+# its hint names the options, not the path the value was read as
+grep -q "^hint: did you mean --stop-at? poslab help train lists its options$" "$tmp/err" && ! grep -q "check the path" "$tmp/err" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL the --stopat hint"; cat "$tmp/err"; }
+expect_error "a hexadecimal start row" "^error: --shift: write 0x10 as a decimal number$" eval "$tmp/none.pt" --shift 0,0x10
 expect_error "an option before the command is poslab's" "^error: poslab: no option --bogus$" --bogus train configs/default.yaml
 expect_error "a value missing, beside a word too many: the value first" "^error: --resume: 1 required" \
   train configs/default.yaml extra --resume
@@ -203,6 +207,11 @@ if "$poslab" config configs/default.yaml --set model.n_layer=2 >"$tmp/out" 2>"$t
 else
   failed=$((failed + 1)); echo "FAIL config"; cat "$tmp/out" "$tmp/err"
 fi
+# and checks the paths the config names, as train does
+expect_error "config of a missing corpus" "^error: --set: data.corpus: $tmp/nope.txt: corpus path not found" \
+  config configs/default.yaml --set "data.corpus=$tmp/nope.txt"
+expect_error "config of a missing init_from" "^error: --set: train.init_from = $tmp/nope.pt: no such checkpoint" \
+  config configs/default.yaml --set "train.init_from=$tmp/nope.pt"
 # and says, as train does, a key set that the config never reads (the YAML still printed)
 if "$poslab" config configs/default.yaml --set model.position=sinusoidal --set model.wpe_init_std=0.1 \
      >"$tmp/out" 2>"$tmp/err" && grep -q "^  wpe_init_std: 0.1$" "$tmp/out" &&

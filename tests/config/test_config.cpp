@@ -233,9 +233,21 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
       {"data.tokenizer.vocab_size=15", "data.tokenizer.vocab_size = 15: must be between 16 and 65535"},
       {"data.tokenizer.vocab_size=65536", "data.tokenizer.vocab_size = 65536: must be between 16 and 65535"},
       {"model.n_head=0", "model.n_head = 0: must be at least 1"},
-      {"model.n_embd=0", "model.n_embd = 0: must be at least 1"},
+      {"train.max_steps=0x10", "train.max_steps = 0x10: write 0x10 as a decimal number"},
+      {"model.n_embd=0", "model.n_embd = 0: must be at least 2"},
+      {"model.n_embd=1", "model.n_embd = 1: must be at least 2: LayerNorm over one channel gives a constant"},
       {"train.lr=-1", "train.lr = -1: must be > 0"},
   };
+  // A value YAML reads only part of: a comment, a tag. Quoted, it is read whole.
+  EXPECT_EQ(error_of([] { load_config("", {"run.name=x #1"}); }),
+            "--set run.name=x #1: YAML reads only part of this value (a '#' after a space starts a comment) | quote "
+            "the value, e.g. --set 'run.name=\"x #1\"'");
+  EXPECT_NE(error_of([] { load_config("", {"run.name=#x"}); }).find("a '#' after a space starts a comment"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_config("", {"run.name=!x y"}); }).find("a word starting with '!' is a tag"),
+            std::string::npos);
+  EXPECT_EQ(load_config("", {"run.name=\"x #1\""}).run.name, "x #1");
+  EXPECT_EQ(load_config("", {"data.corpus=[a#b.txt]"}).data.corpus.at(0), "a#b.txt");
   for (const auto& c : cases) {
     const std::string e = error_of([&] { load_config("", {c[0]}); });
     EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;
