@@ -80,6 +80,14 @@ if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.n
 else
   failed=$((failed + 1)); echo "FAIL compare tables"; cat "$tmp/out" "$tmp/err"
 fi
+# Again into its own earlier page: written anew without --force (the page is compare's, not a report's).
+touch -d '2000-01-01' "$tmp/atlas/index.html"
+if "$poslab" compare "$hf/bart" "$hf/gpt_neo" tests/fixtures/gpt2_wpe_rows0-63.npy --out "$tmp/atlas" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(find "$tmp/atlas/index.html" -newermt '2001-01-01')" = "$tmp/atlas/index.html" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL compare tables again into its page"; cat "$tmp/out" "$tmp/err"
+fi
 mkdir -p "$tmp/a-run"
 expect_error "compare runs and tables" "give run and sweep folders, or tables, not both" compare "$tmp/a-run" "$hf/gpt2"
 expect_error "compare one table" "give two tables or more" compare "$hf/gpt2" --out "$tmp/one"

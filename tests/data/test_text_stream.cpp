@@ -56,6 +56,25 @@ TEST(TextStream, WritesEachLineAsItsIdsArriveAndTheWholeIsTheDecodedText) {
   broken.finish();
   EXPECT_EQ(all(), tok.decode(lone));
   EXPECT_NE(all().find("\xEF\xBF\xBD"), std::string::npos);
+  // A line, or the text, that ends on half a character: that half written as decoded when the line ends, not held.
+  const int half = tok.encode("\xE6\x97\xA5")[0];
+  const std::vector<int> cut = {tok.encode("a")[0], half, tok.newline_id(), tok.encode("b")[0]};
+  writes.clear();
+  TextStream line_end(tok, [&](const std::string& s) { writes.push_back(s); });
+  line_end.add(cut[0]);
+  line_end.add(cut[1]);
+  EXPECT_EQ(all(), "a") << "the half character waits for the rest of its line";
+  line_end.add(cut[2]);
+  line_end.add(cut[3]);
+  line_end.finish();
+  EXPECT_EQ(all(), tok.decode(cut));
+  EXPECT_EQ(all(), "a\xEF\xBF\xBD\nb");
+  writes.clear();
+  TextStream text_end(tok, [&](const std::string& s) { writes.push_back(s); });
+  text_end.add(half);
+  text_end.finish();
+  EXPECT_EQ(all(), tok.decode({half}));
+  EXPECT_EQ(all(), "\xEF\xBF\xBD");
 }
 
 // A model without the newline piece (one from elsewhere) has one line, new lines read as spaces: written as it

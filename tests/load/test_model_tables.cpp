@@ -15,6 +15,7 @@
 #include "load/table_source.h"
 #include "source_paths.h"
 #include "test_util.h"
+#include "util/fs.h"
 
 namespace poslab {
 namespace {

@@ -300,6 +300,10 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(uneven_html.find("<td>position-learned</td><td>2</td><td>3–6</td>"), std::string::npos);
   EXPECT_NE(uneven_html.find("<b>The runs were trained for different numbers of steps (3 to 6):</b>"),
             std::string::npos);
+  uneven.runs[uneven.rows[0].runs[0]].step = 5;  // one step apart is apart too
+  const std::string near_html = slurp(write_comparison(uneven, dir_ / "compare_near"));
+  EXPECT_NE(near_html.find("<td>position-learned</td><td>2</td><td>5–6</td>"), std::string::npos);
+  EXPECT_NE(near_html.find("<b>The runs were trained for different numbers of steps (5 to 6):</b>"), std::string::npos);
   // the seeds' agreement beside what random tables of the same shape give, in its own column
   EXPECT_NE(html.find("<th title=\"two independent random tables of the shape\">CKA, random</th>"), std::string::npos);
   EXPECT_NE(html.find(fmt::format("<td>{:.2f}</td>", c.agreement[0].cka_random)), std::string::npos);

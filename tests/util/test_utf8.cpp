@@ -67,6 +67,7 @@ TEST(Utf8, JsonObjectErrorSaysWhereTheTextStopsBeingJson) {
   EXPECT_EQ(why("\"x\""), "a JSON string, not an object");
   EXPECT_EQ(why("null"), "a JSON null, not an object");
   EXPECT_EQ(why("3"), "a JSON number, not an object");
+  EXPECT_EQ(why("true"), "a JSON boolean, not an object");
 }
 
 // Generated text on a terminal: ESC, BEL, CR, DEL and a C1 CSI become visible characters; newline, tab, accents and
