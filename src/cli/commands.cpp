@@ -190,7 +190,10 @@ void check_bench_outputs_apart(const BenchArgs& a) {
     throw Error("--profile -: the trace is a file (Chrome's JSON trace format), not the standard output",
                 "name a file, e.g. --profile bench_trace.json");
   std::error_code ec;
-  const auto place = [&](const std::string& p) { return fs::weakly_canonical(fs::absolute(p, ec), ec); };
+  const auto place = [&](const std::string& p) {  // "bx/" as "bx": a folder named with its slash is that folder
+    const fs::path at = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return at.filename().empty() ? at.parent_path() : at;
+  };
   if (!a.json.empty() && a.json != "-" && !profile.empty() && place(a.json) == place(profile))
     throw Error("--json " + a.json + " and --profile " + profile + ": one file for two outputs",
                 "name two files (or leave one of them out)");
@@ -249,8 +252,12 @@ int run_bench_command(const BenchArgs& a) {
 
 int run_config(const ConfigArgs& a) {
   const Config cfg = load_config(a.path, command_line_sets(a.sets));
-  validate_new_run(cfg);    // what train would refuse for a new run, config refuses too
-  check_config_paths(cfg);  // the corpus and train.init_from are there (what this machine runs, train checks)
+  validate_new_run(cfg);  // what train would refuse for a new run, config refuses too
+  try {  // the corpus and train.init_from: said, the config still shown (a run's config.yaml, its corpus since moved)
+    check_config_paths(cfg);
+  } catch (const Error& e) {
+    spdlog::warn("{} ({}); poslab train would stop there", e.what(), e.hint());
+  }
   // and what it would warn of, config says too
   if (const std::string w = schedule_warning(cfg.train); !w.empty()) spdlog::warn("{}", w);
   for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);

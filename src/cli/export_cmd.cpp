@@ -83,9 +83,9 @@ int run_export(const ExportArgs& a) {
   std::error_code ec0;
   const fs::path in = fs::weakly_canonical(fs::absolute(a.input, ec0), ec0);
   const bool is_dir = fs::is_directory(in);
-  const fs::path run = is_dir                                         ? in
-                       : in.parent_path().filename() == "checkpoints" ? in.parent_path().parent_path()
-                                                                      : in.parent_path();
+  // The run whose record holds it (latest.pt in checkpoints/, the checkpoints/ folder itself), else its folder.
+  const std::string record = run_record_of(is_dir ? in.string() : in.parent_path().string());
+  const fs::path run = !record.empty() ? fs::path(record) : is_dir ? in : in.parent_path();
   const std::string default_out = (run / "export" / a.to).string();
   const std::string out = a.out.empty() ? default_out : a.out;
   // An --out that holds anything (another export, the user's files) is written into only with --force: an export
@@ -108,8 +108,8 @@ int run_export(const ExportArgs& a) {
   }
   std::error_code ec;
   // A folder without a checkpoint goes as it is: the reader says what it lacks.
-  const std::string checkpoint = is_dir && fs::is_regular_file(RunFolder(a.input).latest_checkpoint(), ec)
-                                     ? RunFolder(a.input).latest_checkpoint()
+  const std::string checkpoint = is_dir && fs::is_regular_file(RunFolder(run.string()).latest_checkpoint(), ec)
+                                     ? RunFolder(run.string()).latest_checkpoint()
                                      : a.input;
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);

@@ -200,16 +200,25 @@ void apply_override(Config& cfg, const Override& o) {
     throw Error(named + ": the value is not valid YAML: " + e.what(),
                 "write the value as YAML: a number, a word, a quoted string or a list like [a.txt, b.txt]");
   }
-  // YAML reads "x #1" as x (a comment) and "!x y" as y (a tag): text of the value lost without a word.
+  // On the command line, YAML reads "x #1" as x (a comment) and "!x y" as y (a tag): text of the value lost without
+  // a word. (A sweep file's values come as yaml-cpp wrote them.)
   const std::string text = assignment.substr(eq + 1);
-  const size_t hash = text.find('#');
-  const bool comment = hash != std::string::npos && (hash == 0 || text[hash - 1] == ' ' || text[hash - 1] == '\t') &&
-                       (!value.IsScalar() || value.Scalar().find('#') == std::string::npos);
+  bool comment = false;
+  char quote = 0;  // within '…' or "…" a '#' is text
+  for (size_t i = 0; i < text.size() && !comment; ++i) {
+    if (quote != 0 && text[i] == quote)
+      quote = 0;
+    else if (quote == 0 && (text[i] == '\'' || text[i] == '"'))
+      quote = text[i];
+    else if (quote == 0 && text[i] == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t'))
+      comment = true;
+  }
   const bool tag = value.IsDefined() && value.Tag().size() > 1 && value.Tag()[0] == '!';
-  if (comment || tag)
+  if (o.source == "--set" && (comment || tag))
     throw Error(named + ": YAML reads only part of this value (" +
                     (comment ? "a '#' after a space starts a comment" : "a word starting with '!' is a tag") + ")",
-                "quote the value, e.g. --set '" + key + "=\"" + text + "\"'");
+                value.IsSequence() ? "quote each item that holds it, e.g. --set '" + key + "=[\"a #1.txt\"]'"
+                                   : "quote the value, e.g. --set '" + key + "=\"" + text + "\"'");
   if (find_config_field(key) == nullptr && is_config_section(key))
     throw Error(named + ": '" + key + "' is a section, not a key", "name a key, e.g. " + key + ".<key>=value");
   set_field(cfg, key, value, o.source);

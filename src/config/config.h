@@ -154,6 +154,10 @@ struct ConfigChange {
 // Where a key's value came from: a file's path, "--set", a checkpoint's "(stored config)", or "default" (also for a
 // config built in code, which records no origins).
 std::string origin_of(const Config& c, const std::string& key);
+
+// The config of a checkpoint poslab extend wrote, not trained since: model.extended_from set and no train.init_from
+// (a run started from it sets one). Its rows from model.extended_from on were never trained.
+bool is_untrained_extension(const Config& c);
 // The same for messages: "poslab's default" for "default" (a "default:" read as configs/default.yaml); and as a
 // message's prefix, "SOURCE: ", or nothing for a default.
 std::string origin_words(const Config& c, const std::string& key);

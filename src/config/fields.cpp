@@ -175,6 +175,8 @@ std::string origin_of(const Config& c, const std::string& key) {
   return it == c.origin.end() ? std::string("default") : it->second;
 }
 
+bool is_untrained_extension(const Config& c) { return c.model.extended_from > 0 && c.train.init_from.empty(); }
+
 std::string origin_words(const Config& c, const std::string& key) {
   const std::string o = origin_of(c, key);
   return o == "default" ? "poslab's default" : o;

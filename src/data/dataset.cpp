@@ -190,7 +190,9 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
         bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);
       } catch (const Error& e) {  // the words name the key; the text file is a temporary copy of the corpus
         fs::remove(base + ".txt", ec);
-        throw Error(origin_prefix(cfg, "data.tokenizer.vocab_size") + e.what(), e.hint());
+        const std::string what = e.what();
+        const bool vocab = what.find("vocab_size") != std::string::npos;
+        throw Error(origin_prefix(cfg, vocab ? "data.tokenizer.vocab_size" : "data.tokenizer.type") + what, e.hint());
       } catch (...) {
         fs::remove(base + ".txt", ec);
         throw;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,6 +101,7 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw Error(std::string("training the tokenizer: cannot make a pipe: ") + std::strerror(errno),
                 "the process has too many open files or the machine too little memory; try again");
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -108,6 +110,12 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
                 "the machine has too little memory or too many processes; try again");
   }
   if (pid == 0) {
+    // The parent's stop: its own (the child ends with it, never trains on alone), a Ctrl-C to the terminal's process
+    // group reaches the parent, which stops at its next step as ever.
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGTERM, SIG_IGN);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     char child_err[kErrLen] = {0};
     const int rc = s.train(input, prefix, type, vocab_size, kNewlinePiece, hard_vocab_limit, /*byte_fallback=*/1,
@@ -131,10 +139,19 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
   err[got] = '\0';
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  std::snprintf(err, kErrLen, "sentencepiece ended with signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (waited < 0) {
+    std::snprintf(err, kErrLen, "its process could not be waited for (%s)", std::strerror(errno));
+    return -1;
+  }
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1)) return WEXITSTATUS(status);
+  if (WIFEXITED(status))  // sentencepiece's own exit (its fatal checks call exit): no message came
+    std::snprintf(err, kErrLen, "sentencepiece ended with exit status %d", WEXITSTATUS(status));
+  else
+    std::snprintf(err, kErrLen, "sentencepiece ended with signal %d (%s)", WTERMSIG(status),
+                  strsignal(WTERMSIG(status)));
   return -1;
 }
 
@@ -166,6 +183,11 @@ std::string Tokenizer::train(const std::string& text_file, const std::string& wo
   const bool is_char = type == "char";
   const int rc = train_in_child(shim(), text_file.c_str(), work_prefix.c_str(), type.c_str(), vocab_size,
                                 /*hard_vocab_limit=*/is_char ? 0 : 1, threads, err);
+  if (rc != 0) {  // what a training cut short may have left
+    std::error_code ec;
+    fs::remove(work_prefix + ".model", ec);
+    fs::remove(work_prefix + ".vocab", ec);
+  }
   if (rc == -1)
     throw Error(
         "training the " + type + " tokenizer: " + err + ", a failure of the sentencepiece library on this corpus",

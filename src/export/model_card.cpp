@@ -10,7 +10,7 @@
 
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
-#include "extend/extend.h"
+#include "config/config.h"
 #include "run/json_records.h"
 #include "run/run_folder.h"
 #include "util/error.h"

@@ -92,8 +92,6 @@ nlohmann::json metrics_json(const Analysis& a) {
 
 }  // namespace
 
-bool is_untrained_extension(const Config& c) { return c.model.extended_from > 0 && c.train.init_from.empty(); }
-
 ExtendResult extend_checkpoint(const ExtendRequest& req) {
   LoadedModel m = load_model(req.checkpoint);
   if (m.cfg.model.position != "learned")

@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
-
 namespace poslab {
 
 const std::vector<std::string>& extend_methods();  // linear, cubic, nearest, copy, random
@@ -42,10 +40,6 @@ struct ExtendResult {
   int64_t from = 0, to = 0;
   std::string summary;  // a few lines for the terminal
 };
-
-// A checkpoint poslab extend wrote, not trained since: its config records model.extended_from and no
-// train.init_from (a run started from it sets one). Its rows from model.extended_from on were never trained.
-bool is_untrained_extension(const Config& c);
 
 // Writes a checkpoint whose model has block_size N: the extended table, every other weight, the tokenizer, the
 // step and the RNG states as they were; no optimizer state (the moments of a T-row table fit no N-row one) and

@@ -128,7 +128,9 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
       once(p, d);
       if (auto cr = read_run(p, variant_of_run_dir(p.string()))) {
         runs.push_back(*cr);
-        label.push_back(p.string());
+        // A seed-S folder stands for its variant's folder (runs/base/seed-1: runs/base), as its variant's name does.
+        const bool seed = variant_of_run_dir(p.string()) != p.filename().string();
+        label.push_back(seed ? p.parent_path().string() : p.string());
       }
     } else {
       // A folder of runs (runs/): name them, so that the hint is the command to type.

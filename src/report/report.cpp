@@ -69,8 +69,9 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
   if (is_sweep_dir(dir))
     throw Error(
         named + " " + dir + ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into",
-        kind == "compare" ? "leave --out out: a sweep's comparison goes to " + (fs::path(dir) / "compare").string()
-                          : "name a folder outside it");
+        "name a folder outside it" + (kind == "compare" ? " (a comparison of that sweep alone goes to " +
+                                                              (fs::path(dir) / "compare").string() + ")"
+                                                        : std::string()));
   if (!fs::exists(dir, ec)) return;
   if (force) return;
   const fs::path index = fs::path(dir) / "index.html";

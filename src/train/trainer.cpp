@@ -199,8 +199,9 @@ void TrainingRun::update(int64_t step, double lr, nlohmann::json& record) {
 void TrainingRun::handle_nonfinite(int64_t step, const StepResult& result) {
   ++skipped_steps_;
   progress_->clear();
+  const auto number = [](double v) { return std::isnan(v) ? std::string("NaN") : fmt::format("{}", v); };  // no -nan
   const std::string what = fmt::format("step {}: non-finite loss or gradient (loss {}, grad norm {})", step,
-                                       result.loss.item<double>(), result.grad_norm);
+                                       number(result.loss.item<double>()), number(result.grad_norm));
   if (cfg_.train.on_nonfinite == "stop")
     throw Error(rdir_ + ": " + what + "; the run stopped, " + latest_path() + " holds the last good checkpoint",
                 "lower train.lr, keep train.grad_clip on, or set train.on_nonfinite: skip; then resume with "

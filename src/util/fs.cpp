@@ -269,7 +269,7 @@ void check_output_file(const std::string& path, const std::string& option, bool 
     const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
     const std::string name = p.filename().string();
     const std::string how =
-        "name a file outside the run's own record (its analysis/, eval/ or report/ folders, or elsewhere)";
+        "name a file outside the run's own record (its analysis/, eval/, extend/ or report/ folders, or elsewhere)";
     if (is_run_folder(p.parent_path()) &&
         (name == "config.yaml" || name == "metrics.jsonl" || name == "kernel_paths.json" || name == "lock"))
       throw Error(named + ": is " + (exists ? "a file" : "the name of a file") + " of the training run in " +

@@ -248,6 +248,11 @@ TEST(Config, EveryRangeCheckNamesKeyValueAndRule) {
             std::string::npos);
   EXPECT_EQ(load_config("", {"run.name=\"x #1\""}).run.name, "x #1");
   EXPECT_EQ(load_config("", {"data.corpus=[a#b.txt]"}).data.corpus.at(0), "a#b.txt");
+  EXPECT_EQ(load_config("", {"data.corpus=[\"c #1/t.txt\", 'd #2.txt']"}).data.corpus.at(1), "d #2.txt");
+  EXPECT_NE(error_of([] { load_config("", {"data.corpus=[a.txt] #b.txt"}); }).find("quote each item that holds it"),
+            std::string::npos);
+  // A sweep file's values (written by yaml-cpp from its own text) are its own: no command-line check.
+  EXPECT_EQ(load_config("", {Override("run.name=x #1", "sweeps/s.yaml: variant v")}).run.name, "x");
   for (const auto& c : cases) {
     const std::string e = error_of([&] { load_config("", {c[0]}); });
     EXPECT_EQ(e.rfind("--set: " + c[1], 0), 0u) << c[0] << ": " << e;

@@ -428,9 +428,9 @@ TEST(Report, AReportFolderOfOtherFilesNeedsForce) {
   test::write_text(dir / "sweep/sweep.json", "{}");
   EXPECT_EQ(test::error_of([&] { check_report_folder(dir / "sweep", "--out", true, "compare"); }),
             "--out " + dir / "sweep" +
-                ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into | leave --out "
-                "out: a sweep's comparison goes to " +
-                dir / "sweep/compare");
+                ": is the folder of a sweep (it holds sweep.json), which only poslab sweep writes into | name a "
+                "folder outside it (a comparison of that sweep alone goes to " +
+                dir / "sweep/compare" + ")");
   check_report_folder(dir / "sweep/compare", "--out", false, "compare");
 }
 

@@ -261,12 +261,12 @@ TEST(Fs, ARunsOwnRecordIsNoOutput) {
     const std::string e = error_of([&] { check_output_file(dir / own, "--out", true); });
     EXPECT_EQ(e, "--out " + dir / own + ": is a file of the training run in " + dir / "run" +
                      ", which no other command writes | name a file outside the run's own record (its analysis/, "
-                     "eval/ or report/ folders, or elsewhere)");
+                     "eval/, extend/ or report/ folders, or elsewhere)");
   }
   EXPECT_EQ(error_of([&] { check_output_file(dir / "run/lock", "--out", false); }),
             "--out " + dir / "run/lock" + ": is the name of a file of the training run in " + dir / "run" +
-                ", which no other command writes | name a file outside the run's own record (its analysis/, eval/ "
-                "or report/ folders, or elsewhere)");
+                ", which no other command writes | name a file outside the run's own record (its analysis/, eval/, "
+                "extend/ or report/ folders, or elsewhere)");
   for (const char* within :
        {"run/checkpoints/latest.pt", "run/checkpoints/best.pt", "run/checkpoints/ext.pt", "run/snapshots/index.jsonl",
         "run/snapshots/wpe_step000010.npy", "run/snapshots/wpe_step000020.npy"}) {
