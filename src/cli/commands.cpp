@@ -132,7 +132,7 @@ int launch_train(const TrainRequest& req, int nproc, int argc, char** argv) {
         "--nproc " + std::to_string(nproc) + " inside a process that a launcher already started (WORLD_SIZE is set)",
         "leave out --nproc under torchrun or srun: they start the processes");
   const Config cfg = train_config(req);
-  check_divides("train.batch_size", cfg.train.batch_size, nproc);
+  check_divides("train.batch_size", cfg.train.batch_size, nproc, origin_prefix(cfg, "train.batch_size"));
   check_kernels_env();
   LocalLaunch launch;
   launch.nproc = nproc;

@@ -61,9 +61,9 @@ torch::Tensor Shard::of(const torch::Tensor& batch) const {
   return batch.narrow(0, begin(batch.size(0)), size(batch.size(0)));
 }
 
-void check_divides(const std::string& key, int64_t rows, int world) {
+void check_divides(const std::string& key, int64_t rows, int world, const std::string& origin) {
   if (rows % world != 0)
-    throw Error(key + " = " + std::to_string(rows) + " does not divide among " + std::to_string(world) +
+    throw Error(origin + key + " = " + std::to_string(rows) + " does not divide among " + std::to_string(world) +
                     " processes: every rank trains an equal share of each batch",
                 "pick a " + key + " that is a multiple of " + std::to_string(world) + ", or run " +
                     "on a number of processes that divides " + std::to_string(rows));

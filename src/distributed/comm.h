@@ -25,9 +25,10 @@ struct Shard {
   torch::Tensor of(const torch::Tensor& batch) const;
 };
 
-// Every rank must train the same number of rows: throws poslab::Error naming `key`, its value and the world size
-// when `rows` does not divide among them.
-void check_divides(const std::string& key, int64_t rows, int world);
+// Every rank must train the same number of rows: throws poslab::Error naming `key`, its value, where it was set
+// (`origin`: "configs/x.yaml: ", "--set: "; empty for a default) and the world size when `rows` does not divide
+// among them.
+void check_divides(const std::string& key, int64_t rows, int world, const std::string& origin = "");
 
 class Comm {
  public:

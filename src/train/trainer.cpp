@@ -324,7 +324,7 @@ TrainSummary train(const TrainRequest& req) {
   const DistEnv env = read_dist_env();
   CheckpointMeta resume_meta;
   Config cfg = resolve_config(req, resume_meta);
-  check_divides("train.batch_size", cfg.train.batch_size, env.world_size);
+  check_divides("train.batch_size", cfg.train.batch_size, env.world_size, origin_prefix(cfg, "train.batch_size"));
   // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
   const std::string asked_dtype = cfg.train.dtype;
   const std::string device_name = resolve_device(cfg.run.device);

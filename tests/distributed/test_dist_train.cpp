@@ -328,7 +328,9 @@ TEST_F(DistTrain, KilledAtRandomStepsAndResumedOnOneAndTwoProcessesEndsWhereOneP
 TEST_F(DistTrain, ABatchThatDoesNotDivideAmongTheProcessesIsAnError) {
   EXPECT_EQ(train("uneven", {"--nproc", "3"}), 2);
   const std::string out = read_file(log("uneven"));
-  EXPECT_NE(out.find("error: train.batch_size = 8 does not divide among 3 processes"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: " + dir_ / "tiny.yaml" + ": train.batch_size = 8 does not divide among 3 processes"),
+            std::string::npos)
+      << out;
   EXPECT_FALSE(fs::exists(dir_ / "uneven")) << "nothing is written before the workers start";
 }
 
