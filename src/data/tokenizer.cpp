@@ -110,8 +110,8 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
                 "the machine has too little memory or too many processes; try again");
   }
   if (pid == 0) {
-    // The parent's stop: its own (the child ends with it, never trains on alone), a Ctrl-C to the terminal's process
-    // group reaches the parent, which stops at its next step as ever.
+    // Stop signals are the parent's to act on (a Ctrl-C to the terminal's process group stops the run at its next
+    // step, as ever); the child dies with the parent, never training on alone.
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGTERM, SIG_IGN);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
