@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -45,7 +44,6 @@
 #include "util/wrap.h"
 
 namespace poslab {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -189,24 +187,15 @@ void check_bench_outputs_apart(const BenchArgs& a) {
   if (profile == "-")
     throw Error("--profile -: the trace is a file (Chrome's JSON trace format), not the standard output",
                 "name a file, e.g. --profile bench_trace.json");
-  std::error_code ec;
-  const auto place = [&](const std::string& p) {  // "bx/" as "bx": a folder named with its slash is that folder
-    const fs::path at = fs::weakly_canonical(fs::absolute(p, ec), ec);
-    return at.filename().empty() ? at.parent_path() : at;
-  };
-  if (!a.json.empty() && a.json != "-" && !profile.empty() && place(a.json) == place(profile))
+  if (!a.json.empty() && a.json != "-" && !profile.empty() && real_place(a.json) == real_place(profile))
     throw Error("--json " + a.json + " and --profile " + profile + ": one file for two outputs",
                 "name two files (or leave one of them out)");
   if (a.options.export_dir.empty()) return;
-  const fs::path folder = place(a.options.export_dir);
-  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--json", a.json}, {"--profile", profile}}) {
-    if (path.empty() || path == "-") continue;
-    const fs::path where = place(path);
-    if (std::mismatch(folder.begin(), folder.end(), where.begin(), where.end()).first == folder.end())
+  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--json", a.json}, {"--profile", profile}})
+    if (!path.empty() && path != "-" && lies_within(path, a.options.export_dir))
       throw Error(option + " " + path + ": is in the --export folder " + a.options.export_dir +
                       ", which the export fills with files of its own",
                   "name a file outside it");
-  }
 }
 
 int run_bench_command(const BenchArgs& a) {

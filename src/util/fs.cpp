@@ -218,6 +218,17 @@ std::string run_record_of(const std::string& dir) {
   return "";
 }
 
+std::string real_place(const std::string& path) {
+  std::error_code ec;
+  const fs::path at = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return (at.filename().empty() ? at.parent_path() : at).string();
+}
+
+bool lies_within(const std::string& path, const std::string& folder) {
+  const fs::path where = real_place(path), in = real_place(folder);
+  return std::mismatch(in.begin(), in.end(), where.begin(), where.end()).first == in.end();
+}
+
 void check_output_folder(const std::string& dir, const std::string& option, bool force, const std::string& instead) {
   if (dir.empty()) return;
   const std::string named = option + " " + dir;
@@ -249,14 +260,11 @@ void check_output_file(const std::string& path, const std::string& option, bool 
       throw Error(named + ": is the file this command reads (" + in + "): the output would replace it",
                   "name another file");
   // The corpus: a file of it would be replaced; a file written into a folder of it would join it.
-  const fs::path where = fs::weakly_canonical(fs::absolute(path, ec), ec);
   for (const std::string& in : corpus) {
     if (fs::exists(path, ec) && fs::equivalent(path, in, ec))
       throw Error(named + ": is a file of the corpus (data.corpus: " + in + "): the output would replace it",
                   "name another file");
-    const fs::path folder = fs::weakly_canonical(fs::absolute(in, ec), ec);
-    if (!ec && fs::is_directory(folder, ec) &&
-        std::mismatch(folder.begin(), folder.end(), where.begin(), where.end()).first == folder.end())
+    if (fs::is_directory(real_place(in), ec) && lies_within(path, in))
       throw Error(named + ": is in the corpus folder " + in + " (data.corpus): the output would join the corpus",
                   "name a file outside it");
   }

@@ -98,6 +98,13 @@ auto writing_into(const std::string& dir, Write&& write) {
 // there, --force or not.
 std::string run_record_of(const std::string& dir);
 
+// Where a path really is: absolute, links followed, ".." resolved, a trailing slash dropped ("out/" is "out"); the
+// path need not exist. Two spellings of one place compare equal.
+std::string real_place(const std::string& path);
+
+// Whether `path` is `folder` or lies inside it, each by its real place.
+bool lies_within(const std::string& path, const std::string& folder);
+
 // A folder a command fills where its user says (`option`: "--export"; an empty path, none, passes): not a file, not a
 // training run's own record (run_record_of) nor a sweep's folder even with `force`, and one that holds anything only
 // with `force` (its files of the same names are replaced). Throws poslab::Error naming the option and the folder; the
