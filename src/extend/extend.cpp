@@ -107,13 +107,17 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
       source = shell_word(read_extension_info(extension_info_path(req.checkpoint)).source);
     } catch (const Error&) {  // moved or copied without it
     }
-    throw Error(fmt::format("{}: is itself an extension, from {} to {} positions by {}, not trained since: its rows "
-                            "{}-{} were never trained",
-                            req.checkpoint, m.cfg.model.extended_from, T, m.cfg.model.extend_method,
-                            m.cfg.model.extended_from, T - 1),
-                fmt::format("extend the trained model instead: poslab extend {} --to {} --method {}; or train this "
-                            "one first: poslab train --init-from {}",
-                            source, req.to, req.method, shell_word(req.checkpoint)));
+    std::string again = fmt::format("poslab extend {} --to {} --method {}", source, req.to, req.method);
+    if (req.seed >= 0) again += " --seed " + std::to_string(req.seed);  // the same command but for its source
+    if (!req.out.empty()) again += " --out " + shell_word(req.out);
+    if (req.force) again += " --force";
+    throw Error(
+        fmt::format("{}: is itself an extension, from {} to {} positions by {}, not trained since: its rows "
+                    "{}-{} were never trained",
+                    req.checkpoint, m.cfg.model.extended_from, T, m.cfg.model.extend_method, m.cfg.model.extended_from,
+                    T - 1),
+        fmt::format("extend the trained model instead: {}; or train this one first: poslab train --init-from {}", again,
+                    shell_word(req.checkpoint)));
   }
   check_more_rows(T, req.to);
   if (req.to > std::numeric_limits<int>::max())

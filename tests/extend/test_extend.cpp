@@ -271,6 +271,21 @@ TEST_F(ExtendCheckpoint, InitFromCarriesTheWeightsAndNothingElse) {
                             fs::absolute(base()).lexically_normal().string() +
                             " --to 48 --method linear; or train this one first: poslab train --init-from " + extended);
   }
+  // The hint is the command given, but for the source: its seed, out and force kept.
+  again.method = "random";
+  again.seed = 7;
+  again.out = "x y.pt";
+  again.force = true;
+  try {
+    extend_checkpoint(again);
+    FAIL() << "an extension not trained since was extended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.hint(), "extend the trained model instead: poslab extend " +
+                            fs::absolute(base()).lexically_normal().string() +
+                            " --to 48 --method random --seed 7 --out 'x y.pt' --force; or train this one first: "
+                            "poslab train --init-from " +
+                            extended);
+  }
 
   // Everything trains with train.trainable all.
   req.overrides.push_back("run.name=all");

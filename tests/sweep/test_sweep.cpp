@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -265,7 +266,15 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
         << "two seeds of a sweep's variant, given one by one, are that variant's";
   }
 
-  const std::string page = write_comparison(c, dir_ / "compare");
+  // A comparison of other variants written here before left its seeds pages: they go; other files stay.
+  const fs::path earlier = dir_ / "compare";
+  fs::create_directories(earlier);
+  for (const char* name : {"seeds_3_old.html", "seeds_.html", "my_seeds_1.html", "seeds_3_old.txt"})
+    std::ofstream(earlier / name) << "x";
+  const std::string page = write_comparison(c, earlier.string());
+  EXPECT_FALSE(fs::exists(earlier / "seeds_3_old.html")) << "a seeds page of an earlier comparison was left";
+  for (const char* name : {"seeds_.html", "my_seeds_1.html", "seeds_3_old.txt"})
+    EXPECT_TRUE(fs::exists(earlier / name)) << name << ", no seeds page, was taken";
   const std::string html = slurp(page);
   EXPECT_NE(html.find("poslab compare: 2 variants, 4 runs"), std::string::npos);
   EXPECT_NE(html.find("position-learned"), std::string::npos);
