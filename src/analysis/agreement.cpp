@@ -111,7 +111,7 @@ Agreement table_agreement(const torch::Tensor& A_in, const torch::Tensor& B_in, 
   if (!torch::isfinite(A).all().item<bool>() || !torch::isfinite(B).all().item<bool>())
     throw Error((torch::isfinite(A).all().item<bool>() ? b_source : a_source) + ": holds NaN or Inf",
                 "compare tables of a run that did not diverge");
-  const auto A_c = A - A.mean(0, true), B_c = B - B.mean(0, true);
+  const auto A_c = metrics::centred(A), B_c = metrics::centred(B);
   for (const auto& [M, src] : {std::pair{A_c, a_source}, std::pair{B_c, b_source}})
     if (frobenius2(M) <= 0) throw Error(src + ": every row is the same", "a constant table has no geometry to compare");
 

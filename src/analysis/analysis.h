@@ -153,8 +153,8 @@ torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
 torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
 std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed);  // the permutation shuffle_rows applies
 // Mean, sd and z of the adjacent cosine over `copies` row-shuffled copies (seeds seed, seed + 1, …), read from the
-// table's (P, P) cosine matrix C.
-ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, int copies, uint64_t seed);
+// (P, P) cosine matrix C of a table of `dim` columns.
+ShuffleControl shuffle_control(const torch::Tensor& C, int64_t dim, double adjacent_cosine, int copies, uint64_t seed);
 double reconstruction_error(const torch::Tensor& W, int stride);  // W float64 (P, d), 2 <= stride < P
 PositionProbe position_probe(const torch::Tensor& W);             // W float64 (P, d), P >= 4
 // The strides the analysis reports for a table of P rows.

@@ -130,7 +130,7 @@ std::string summary_text(const Analysis& a) {
          "and periods below measure nothing\n";
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
-  const std::string rule = a.noise.rounding_floor ? "1e-6 × σ_1: no noise above float32's rounding"
+  const std::string rule = a.noise.rounding_floor ? "1e-6 × σ_1: no noise above rounding"
                                                   : fmt::format("ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho",
                                                                 a.noise.omega, a.noise.beta);
   s += fmt::format(
@@ -168,9 +168,12 @@ std::string summary_text(const Analysis& a) {
   s += "  periods       (each component's positions per cycle, its peak's share of the power, spectral entropy H; "
        "slow: its variance's share in half a cycle and one cycle over the table, from 50%; ≥ twice the rows: a "
        "ramp or half wave, the period a lower bound)\n";
-  // Components without variance (a table of lower rank than its width) have no period to give: rounding's.
+  // Components without variance (a table of lower rank than its width) have no period to give: rounding's. One above
+  // the noise floor has variance, however little (a float64 table's smallest components hold 1e-10 of it).
   size_t varied = 0;
-  while (varied < a.pc_frequencies.size() && a.pc_frequencies[varied].explained > kNoVariance) ++varied;
+  while (varied < a.pc_frequencies.size() &&
+         (a.pc_frequencies[varied].explained > kNoVariance || varied < static_cast<size_t>(a.noise.signal_rank)))
+    ++varied;
   const size_t shown = std::min<size_t>(8, varied);
   std::string periods;
   for (size_t k = 0; k < shown; ++k) {
@@ -223,9 +226,10 @@ std::string summary_text(const Analysis& a) {
       "(periods {}{})\n",
       a.sinusoid_k, a.sinusoid_r2, noise_r2, a.sinusoid_k, a.sinusoid_r2_strongest, strongest,
       listed == 4 && a.strongest_frequencies.size() > 4 ? ", …" : "");
-  s += fmt::format(
-      "  offsets       translation invariance {:.3f} (shuffled {:.3f}) | monotonicity {:.3f} (shuffled {:.3f})\n",
-      a.translation_invariance, a.shuffled_translation_invariance, a.monotonicity, a.shuffled_monotonicity);
+  const auto share = [](double v) { return std::isnan(v) ? std::string("none") : fmt::format("{:.3f}", v); };
+  s += fmt::format("  offsets       translation invariance {} (shuffled {}) | monotonicity {} (shuffled {})\n",
+                   share(a.translation_invariance), share(a.shuffled_translation_invariance), share(a.monotonicity),
+                   share(a.shuffled_monotonicity));
   std::string rebuilt, strides, shuffled;
   for (const auto& r : a.reconstruction) {
     strides += fmt::format("{}{}", strides.empty() ? "" : "/", r.stride);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "analysis/analysis.h"
+#include "analysis/metrics.h"
 #include "util/error.h"
 
 namespace poslab {
@@ -18,7 +19,7 @@ struct Split {
 
 // Shares of the centred rows' sum of squares held by the grid-row means and the grid-column means.
 Split two_way_split(const torch::Tensor& W, int64_t R, int64_t C) {
-  const auto G = (W - W.mean(0, true)).view({R, C, -1});
+  const auto G = metrics::centred(W).view({R, C, -1});
   const double total = G.pow(2).sum().item<double>();
   if (total <= 0) return {};
   const double row = static_cast<double>(C) * G.mean(1).pow(2).sum().item<double>();

@@ -31,7 +31,7 @@ double reconstruction_error(const torch::Tensor& W, int stride) {
   const auto frac = torch::tensor(t, torch::kFloat64).unsqueeze(1);                     // (R, 1)
   const auto rebuilt = w_lo + frac * (w_hi - w_lo);
   const auto truth = W.index_select(0, index(rows));
-  const double spread = (truth - W.mean(0, true)).pow(2).sum().item<double>();
+  const double spread = metrics::centred(W).index_select(0, index(rows)).pow(2).sum().item<double>();
   const double err = (truth - rebuilt).pow(2).sum().item<double>();
   return spread > 0 ? err / spread : (err > 0 ? std::numeric_limits<double>::infinity() : 0.0);
 }

@@ -23,11 +23,20 @@ cplx dtft(const std::vector<T>& z, double f) {
   return sum;
 }
 
-// The maximum of g on [lo, hi] by golden-section search (g unimodal there: within a peak's main lobe).
+// The maximum of g on [lo, hi]: the best of 33 evenly spaced points, ends included, then a golden-section search
+// within a spacing of it. Half a bin either side of a peak may hold a side lobe's rise or a second wave's (on a few
+// rows a bin is wide), where a golden-section search over the whole interval could settle on the lesser maximum.
 template <typename G>
 double argmax_on(G g, double lo, double hi) {
+  constexpr int kPoints = 33;
+  const double h = (hi - lo) / (kPoints - 1);
+  double best = lo, g_best = g(lo);
+  for (int i = 1; i < kPoints; ++i) {
+    const double x = i + 1 == kPoints ? hi : lo + h * i;
+    if (const double gx = g(x); gx > g_best) best = x, g_best = gx;
+  }
   const double r = (std::sqrt(5.0) - 1) / 2;
-  double a = lo, b = hi, c = b - r * (b - a), d = a + r * (b - a);
+  double a = std::max(lo, best - h), b = std::min(hi, best + h), c = b - r * (b - a), d = a + r * (b - a);
   double gc = g(c), gd = g(d);
   for (int it = 0; it < 48 && b - a > 1e-9; ++it) {
     if (gc >= gd) {
@@ -36,7 +45,8 @@ double argmax_on(G g, double lo, double hi) {
       a = c, c = d, gc = gd, d = a + r * (b - a), gd = g(d);
     }
   }
-  return (a + b) / 2;
+  const double x = (a + b) / 2;
+  return g(x) >= g_best ? x : best;  // at an end the search stops just inside it
 }
 
 // 3 × 3 matrices, row-major.

@@ -33,7 +33,7 @@ PositionTokenGeometry position_token_geometry(const torch::Tensor& wte_in, const
   g.vocab = T.size(0);
   g.positions = W.size(0);
   g.dims = W.size(1);
-  const auto T_c = T - T.mean(0, true), W_c = W - W.mean(0, true);
+  const auto T_c = metrics::centred(T), W_c = metrics::centred(W);
   auto [Uw, Sw, Vhw] = torch::linalg_svd(W_c, /*full_matrices=*/false);  // Vhw: (min(P, C), C)
   // Every token direction, by falling variance: the eigenvectors of T_cᵀ T_c (C × C, whatever V is).
   const auto Vt = std::get<1>(torch::linalg_eigh(T_c.transpose(0, 1).matmul(T_c))).flip({1});  // (C, C)

@@ -10,12 +10,23 @@
 namespace poslab {
 namespace {
 
-// (v − mean) / sd; with no spread beyond rounding (a millionth of the values' size: a float32 table's norms and
-// cosines differ by ~1e-7 of themselves where they are equal), ±1e9 for a value off the mean by more and 0 on it.
-double z_score(double v, double mean, double sd) {
-  const double rounding = 1e-6 * std::max(std::abs(mean), std::abs(v)) + 1e-12;
+// (v − mean) / sd; with no spread beyond `rounding`, ±1e9 for a value off the mean by more and 0 on it.
+double z_score(double v, double mean, double sd, double rounding) {
   if (sd > rounding) return (v - mean) / sd;
   return std::abs(v - mean) > rounding ? (v > mean ? 1e9 : -1e9) : 0.0;
+}
+
+// What float32's rounding leaves of quantities equal in exact arithmetic, with room to spare: each of a row's C
+// entries off by up to 6e-8 of itself moves its norm by ~1e-7/√C of the norm, and turns the row by ~1e-7/√C rad
+// within the plane of its cosine with another, which moves c = cos θ by ~1e-7·sin θ/√C, sin θ ≈ √(2(1 − c)) near 1.
+// Not a share of c itself: rows that share a large part (a constant added to every entry) have cosines within 1e-6
+// of 1 whose spread, ~1e-7, is still signal. The cosine's floor is float64's own rounding of it.
+double norm_rounding(double v, double mean, int64_t C) {
+  return 1e-6 * std::max(std::abs(mean), std::abs(v)) / std::sqrt(static_cast<double>(C));
+}
+double cosine_rounding(double v, double mean, int64_t C) {
+  const double c = std::min(1.0, std::max(std::abs(mean), std::abs(v)));
+  return 1e-6 * std::sqrt(2.0 * (1.0 - c) / static_cast<double>(C)) + 1e-13;
 }
 
 }  // namespace
@@ -28,9 +39,9 @@ torch::Tensor cosine_matrix(const torch::Tensor& W) {
 
 Smoothness smoothness(const torch::Tensor& W) {
   Smoothness s;
-  const double spread = (W - W.mean(0, true)).pow(2).sum().item<double>();  // Σ‖w_i − w̄‖²
-  auto d1 = W.slice(0, 1) - W.slice(0, 0, -1);                              // (P−1, d)
-  auto d2 = W.slice(0, 2) - 2 * W.slice(0, 1, -1) + W.slice(0, 0, -2);      // (P−2, d)
+  const double spread = metrics::centred(W).pow(2).sum().item<double>();  // Σ‖w_i − w̄‖²
+  auto d1 = W.slice(0, 1) - W.slice(0, 0, -1);                            // (P−1, d)
+  auto d2 = W.slice(0, 2) - 2 * W.slice(0, 1, -1) + W.slice(0, 0, -2);    // (P−2, d)
   s.first_difference_energy = spread > 0 ? d1.pow(2).sum().item<double>() / spread : 0.0;
   s.second_difference_energy = spread > 0 ? d2.pow(2).sum().item<double>() / spread : 0.0;
   auto U = W / W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // unit rows, as cosine_matrix: a zero row's cosines 0
@@ -50,7 +61,7 @@ torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed) {
   return W.index_select(0, torch::tensor(shuffle_permutation(W.size(0), seed), torch::kInt64));
 }
 
-ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, int copies, uint64_t seed) {
+ShuffleControl shuffle_control(const torch::Tensor& C, int64_t dim, double adjacent_cosine, int copies, uint64_t seed) {
   ShuffleControl sc;
   sc.copies = copies;
   if (copies < 1) return sc;
@@ -68,7 +79,7 @@ ShuffleControl shuffle_control(const torch::Tensor& C, double adjacent_cosine, i
   for (double v : values) sc.mean += v / copies;
   for (double v : values) sc.sd += copies > 1 ? (v - sc.mean) * (v - sc.mean) / (copies - 1) : 0.0;
   sc.sd = std::sqrt(sc.sd);
-  sc.z = z_score(adjacent_cosine, sc.mean, sc.sd);
+  sc.z = z_score(adjacent_cosine, sc.mean, sc.sd, cosine_rounding(adjacent_cosine, sc.mean, dim));
   return sc;
 }
 
@@ -91,7 +102,7 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   if (opt.keep_cosine_matrix) out.cosine_matrix = C.to(torch::kFloat32);
   out.smooth = smoothness(W);
   out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
-  out.shuffle_control = shuffle_control(C, out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
+  out.shuffle_control = shuffle_control(C, W.size(1), out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
   // Translation invariance and monotonicity, of the table and of its row-shuffled copy (the same shuffle as above).
   auto c = C.contiguous();
   const std::vector<int64_t> perm = shuffle_permutation(P, opt.shuffle_seed);
@@ -118,9 +129,9 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
     BoundaryRow r;
     r.position = i + out.row_offset;
     r.norm = out.row_norms[i];
-    r.norm_z = z_score(r.norm, nm, ns);
+    r.norm_z = z_score(r.norm, nm, ns, norm_rounding(r.norm, nm, W.size(1)));
     r.neighbour_cosine = i < b ? out.adjacent_cosines[i] : out.adjacent_cosines[i - 1];  // inward neighbour
-    r.cosine_z = z_score(r.neighbour_cosine, am, as);
+    r.cosine_z = z_score(r.neighbour_cosine, am, as, cosine_rounding(r.neighbour_cosine, am, W.size(1)));
     char buf[256];
     if (std::abs(r.norm_z) > opt.outlier_z) {
       std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z,

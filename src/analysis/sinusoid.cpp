@@ -17,9 +17,10 @@ double fit_r2(const torch::Tensor& W, const std::vector<int>& frequencies) {
                   .unsqueeze(0);                                                                         // (1, K)
   auto angle = 2 * M_PI * pos * freq / static_cast<double>(P);                                           // (P, K)
   auto B = torch::cat({torch::ones({P, 1}, torch::kFloat64), torch::sin(angle), torch::cos(angle)}, 1);  // (P, 2K+1)
-  auto coeff = torch::linalg_solve(B.transpose(0, 1).matmul(B), B.transpose(0, 1).matmul(W));            // (2K+1, d)
-  const double resid = (W - B.matmul(coeff)).pow(2).sum().item<double>();
-  const double spread = (W - W.mean(0, true)).pow(2).sum().item<double>();
+  const auto Wc = centred(W);  // the same fit (B holds the constant), with nothing of a common part to round
+  auto coeff = torch::linalg_solve(B.transpose(0, 1).matmul(B), B.transpose(0, 1).matmul(Wc));  // (2K+1, d)
+  const double resid = (Wc - B.matmul(coeff)).pow(2).sum().item<double>();
+  const double spread = Wc.pow(2).sum().item<double>();
   return spread > 0 ? 1.0 - resid / spread : 0.0;
 }
 
@@ -27,7 +28,7 @@ double fit_r2(const torch::Tensor& W, const std::vector<int>& frequencies) {
 
 void sinusoid(const torch::Tensor& W, const torch::Tensor& principal_dirs, const AnalysisOptions& opt, Analysis& out) {
   const int64_t P = W.size(0);
-  auto Wc = W - W.mean(0, true);  // (P, d)
+  auto Wc = centred(W);  // (P, d)
 
   // Every component above the noise floor (the first top_pcs at least): its period, share and entropy.
   const int64_t above = std::min<int64_t>(out.noise.signal_rank, opt.max_components);

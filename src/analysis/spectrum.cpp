@@ -18,6 +18,11 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
+torch::Tensor centred(const torch::Tensor& W) {
+  const auto D = W - W.slice(0, 0, 1);
+  return D - D.mean(0, /*keepdim=*/true);
+}
+
 namespace {
 // exp of the Shannon entropy of p (zeros contribute nothing).
 double exp_entropy(const torch::Tensor& p) {
@@ -28,7 +33,7 @@ double exp_entropy(const torch::Tensor& p) {
 
 torch::Tensor spectrum(const torch::Tensor& W, Analysis& out) {
   auto sv = torch::linalg_svdvals(W);                                // (r,)
-  auto Wc = W - W.mean(0, /*keepdim=*/true);                         // (P, d)
+  auto Wc = centred(W);                                              // (P, d)
   auto [U, S, Vh] = torch::linalg_svd(Wc, /*full_matrices=*/false);  // S: (r,), Vh: (r, d)
   out.singular_values = to_vector(sv);
   out.singular_values_centered = to_vector(S);
@@ -38,10 +43,12 @@ torch::Tensor spectrum(const torch::Tensor& W, Analysis& out) {
   auto ev = total > 0 ? s2 / total : torch::zeros_like(s2);
   out.explained_variance = to_vector(ev);
   out.cumulative_variance = to_vector(ev.cumsum(0));
-  out.k50 = components_for(out.cumulative_variance, 0.50);
-  out.k90 = components_for(out.cumulative_variance, 0.90);
-  out.k95 = components_for(out.cumulative_variance, 0.95);
-  out.k99 = components_for(out.cumulative_variance, 0.99);
+  if (total > 0) {  // rows all one row: no variance, and no component needed for any share of it
+    out.k50 = components_for(out.cumulative_variance, 0.50);
+    out.k90 = components_for(out.cumulative_variance, 0.90);
+    out.k95 = components_for(out.cumulative_variance, 0.95);
+    out.k99 = components_for(out.cumulative_variance, 0.99);
+  }
   auto sv2 = sv * sv;
   out.k90_uncentered = components_for(to_vector((sv2 / sv2.sum().clamp_min(1e-300)).cumsum(0)), 0.90);
 

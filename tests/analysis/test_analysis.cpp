@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <regex>
 
 #include "analysis/analysis.h"
 #include "analysis/baselines.h"
@@ -263,6 +264,21 @@ TEST(Analysis, AConstantTableSaysSoAboveItsFigures) {
   for (const auto& W : {torch::zeros({16, 8}, torch::kFloat64), torch::ones({1, 8}, torch::kFloat64).repeat({16, 1})})
     EXPECT_NE(summary_text(analyze_table(W, "c")).find(note), std::string::npos) << summary_text(analyze_table(W, "c"));
   EXPECT_EQ(summary_text(analyze_table(random_table(16, 8, 1.0, 1), "r")).find(note), std::string::npos);
+  // 0.7 is no binary fraction: the mean of 64 rows of it is not 0.7 itself, and what that rounding leaves after
+  // centring is no variance, no component, no sinusoid fit (it read 1 component holding 100 %, R² −25).
+  for (const auto& W : {torch::full({64, 32}, 0.7, torch::kFloat64), torch::full({64, 32}, 0.1, torch::kFloat64),
+                        torch::zeros({64, 32}, torch::kFloat64)}) {
+    const Analysis a = analyze_table(W, "c");
+    const std::string text = summary_text(a);
+    EXPECT_NE(text.find(note), std::string::npos) << text;
+    for (double sv : a.singular_values_centered) EXPECT_EQ(sv, 0.0) << text;
+    EXPECT_EQ(a.noise.signal_rank, 0) << text;
+    EXPECT_EQ(a.k50 + a.k90 + a.k95 + a.k99, 0) << text;
+    EXPECT_EQ(a.sinusoid_r2, 0.0) << text;
+    EXPECT_EQ(a.sinusoid_r2_strongest, 0.0) << text;
+    EXPECT_TRUE(std::isnan(a.translation_invariance)) << a.translation_invariance;
+    EXPECT_NE(text.find("translation invariance none (shuffled none)"), std::string::npos) << text;
+  }
 }
 
 TEST(Analysis, RoundingIsNoBoundaryOutlier) {
@@ -272,6 +288,38 @@ TEST(Analysis, RoundingIsNoBoundaryOutlier) {
     const Analysis a = analyze_table((sinusoidal_table(128, 64) * scale).to(torch::kFloat32), "sin");
     for (const BoundaryRow& r : a.boundary)
       EXPECT_FALSE(r.outlier) << scale << ": position " << r.position << ": " << r.reason;
+  }
+}
+
+// Norms and cosines are measured against their own spread whatever the table's scale: GPT-2's rows times 1e-12 or
+// 1e12 have the z-scores of GPT-2's rows. A constant added to every entry leaves rows whose cosines all lie within
+// 1e-6 of 1, and whose spread (~1e-7) is still signal, far above float rounding: each z is (value − mean) / sd.
+TEST(Analysis, ZScoresHoldAtAnyScaleAndOffset) {
+  const torch::Tensor W = read_npy_table(poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy");
+  const Analysis base = analyze_table(W, "gpt2");
+  ASSERT_GT(base.shuffle_control.z, 5.0);
+  for (double scale : {1e-12, 1e12}) {
+    const Analysis a = analyze_table(W * scale, "scaled");
+    EXPECT_NEAR(a.shuffle_control.z, base.shuffle_control.z, 1e-6 * std::abs(base.shuffle_control.z)) << scale;
+    ASSERT_EQ(a.boundary.size(), base.boundary.size());
+    for (size_t i = 0; i < a.boundary.size(); ++i) {
+      EXPECT_NEAR(a.boundary[i].norm_z, base.boundary[i].norm_z, 1e-6 * std::abs(base.boundary[i].norm_z) + 1e-9)
+          << scale << ": position " << a.boundary[i].position;
+      EXPECT_NEAR(a.boundary[i].cosine_z, base.boundary[i].cosine_z, 1e-6 * std::abs(base.boundary[i].cosine_z) + 1e-9)
+          << scale << ": position " << a.boundary[i].position;
+    }
+  }
+  for (double offset : {100.0, 1000.0}) {
+    const Analysis a = analyze_table(W.to(torch::kFloat64) + offset, "offset");
+    const ShuffleControl& sc = a.shuffle_control;
+    EXPECT_GT(sc.sd, 0.0) << offset;
+    EXPECT_LT(1.0 - sc.mean, 1e-5) << offset << ": the rows are nearly parallel";
+    EXPECT_NEAR(sc.z, (a.smooth.adjacent_cosine - sc.mean) / sc.sd, 1e-9 * std::abs(sc.z)) << offset;
+    EXPECT_GT(sc.z, 5.0) << offset << ": GPT-2's order stands above its shuffles";
+    for (const BoundaryRow& r : a.boundary) {
+      EXPECT_LT(std::abs(r.norm_z), 1e8) << offset << ": position " << r.position;
+      EXPECT_LT(std::abs(r.cosine_z), 1e8) << offset << ": position " << r.position;
+    }
   }
 }
 
@@ -423,6 +471,18 @@ TEST(Analysis, TheNoiseFloorLineCountsItsComponents) {
       << summary_text(one);
   EXPECT_NE(summary_text(analyze_table(handbook_table(32, 16, 0), "h")).find(" components above it hold "),
             std::string::npos);
+  // The sinusoidal table in float64 has components above the floor (10⁻⁶·σ_1) that hold less than 10⁻⁹ of the
+  // variance: the periods line says none of them has no variance.
+  const Analysis sin = analyze_table(sinusoidal_table(64, 32), "sin");
+  const std::string text = summary_text(sin);
+  size_t tiny = 0;
+  for (int k = 0; k < sin.noise.signal_rank; ++k) tiny += sin.explained_variance[static_cast<size_t>(k)] < 1e-9;
+  ASSERT_GT(tiny, 0u) << "the case this checks";
+  std::smatch rank;
+  if (std::regex_search(text, rank, std::regex("onward: no variance \\(the centred table's rank is ([0-9]+)\\)")))
+    EXPECT_GE(std::stoi(rank[1]), sin.noise.signal_rank) << text;  // it said 13 beside 14 components above the floor
+  EXPECT_NE(text.find("and 6 more components"), std::string::npos) << text;  // all 14 listed, 8 by name
+  EXPECT_NE(text.find("(1e-6 × σ_1: no noise above rounding)"), std::string::npos) << text;
 }
 
 TEST(Analysis, AMetricRoundingToZeroHasNoMinusSign) {
