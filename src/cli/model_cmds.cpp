@@ -206,6 +206,11 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
       ->check(CLI::Validator(
           [](std::string& s) { return s.empty() ? "expected start rows, e.g. --shift 0,16,64" : leading_zero(s); },
           ""));
+  cmd->add_option("--corpus", a.corpus,
+                  "the run's corpus where it is now, when not at the run's data.corpus (a relative path there is "
+                  "read from the folder poslab runs in); the same text, or the split differs")
+      ->type_name("PATH")
+      ->check(kNotAnOption);
   cmd->add_flag("--force", a.force, "replace an existing --out file");
   add_device_option(cmd, a.device);
   return cmd;
@@ -251,6 +256,7 @@ int run_shift_eval(const EvalArgs& a, LoadedModel& m, const TokenData& data, int
 int run_eval(const EvalArgs& a) {
   const torch::Device device(resolve_device(a.device, "--device"));
   LoadedModel m = load_model(a.checkpoint, device);
+  if (!a.corpus.empty()) m.cfg.data.corpus = a.corpus;
   if (!a.out.empty()) check_output_file(a.out, "--out", a.force, {a.checkpoint}, m.cfg.data.corpus);
   const int batches = a.batches > 0 ? a.batches : m.cfg.train.eval_batches;
   const int batch_size = a.batch_size > 0 ? a.batch_size : m.cfg.train.batch_size;
@@ -260,18 +266,31 @@ int run_eval(const EvalArgs& a) {
                                       : fmt::format("train.batch_size {} (the run's)", batch_size),
                      device.is_cuda() ? cuda_memory_room() : memory_room());
   const int threads = apply_threads(m.cfg.run.threads);
-  for (const std::string& p : m.cfg.data.corpus)  // the run's own corpus, from the checkpoint's config
-    if (std::error_code ec; !fs::exists(p, ec))
-      throw Error(a.checkpoint + ": the run's corpus " + p + " is not there (data.corpus in the checkpoint's config)",
-                  "put it back at that path: eval scores the run's own held-out text");
+  for (const std::string& p : m.cfg.data.corpus) {  // the run's own corpus, from the checkpoint's config
+    std::error_code ec;
+    if (fs::exists(p, ec)) continue;
+    if (!a.corpus.empty()) throw Error("--corpus " + p + ": not found", "name the run's corpus where it is now");
+    const bool relative = fs::path(p).is_relative();
+    throw Error(a.checkpoint + ": the run's corpus " + p + " is not there (data.corpus in the checkpoint's config)" +
+                    (relative ? ", read from the current folder " + fs::current_path(ec).string() : ""),
+                (relative ? std::string("run eval from the folder the run was trained in, or ") : std::string()) +
+                    "give its place with --corpus PATH (or put it back at that path): eval scores the run's own "
+                    "held-out text");
+  }
   const TokenData data = prepare_tokens(m.cfg, threads, &m.tokenizer);
   if (!m.meta.corpus_hash.empty() && m.meta.corpus_hash != data.corpus_hash) {
     std::string corpus;
     for (const std::string& p : m.cfg.data.corpus) corpus += (corpus.empty() ? "" : ", ") + p;
-    spdlog::warn(
-        "{}: the corpus changed since the checkpoint was written (data.corpus: [{}]): these losses score "
-        "other text than the run's own split",
-        a.checkpoint, corpus);
+    if (a.corpus.empty())
+      spdlog::warn(
+          "{}: the corpus changed since the checkpoint was written (data.corpus: [{}]): these losses score "
+          "other text than the run's own split",
+          a.checkpoint, corpus);
+    else
+      spdlog::warn(
+          "--corpus {}: not the text {} was trained on: these losses score other text than the run's own "
+          "split",
+          corpus, a.checkpoint);
   }
   // Windows drawn beyond the split's size read its tokens again: said, with the time it takes
   const std::vector<int32_t>& split = a.split == "val" ? data.val : data.train;

@@ -22,6 +22,7 @@ struct EvalArgs {
   std::string device = "auto";      // auto | cpu | cuda, as run.device
   int batches = 0, batch_size = 0;  // 0 = the run's train.eval_batches / train.batch_size
   std::vector<int64_t> shifts;      // --shift: start rows of the windows in the table (train/evaluate.h)
+  std::vector<std::string> corpus;  // --corpus: the run's corpus at another place (default: its data.corpus)
   bool force = false;               // replace an existing --out file
 };
 

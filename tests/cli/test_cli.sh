@@ -591,6 +591,33 @@ if "$poslab" eval "$ckpt" --batches 2 >"$tmp/out" 2>"$tmp/err" && grep -q "^val 
 else
   failed=$((failed + 1)); echo "FAIL eval"; cat "$tmp/out" "$tmp/err"
 fi
+# A run trained on a relative data.corpus (text.txt in the folder it was trained in), scored from another folder:
+# the error says where it looked and names --corpus, which scores the same windows from the corpus's place; another
+# text is warned of.
+mkdir -p "$tmp/trained-here" "$tmp/elsewhere"
+head -c 60000 data/tinyshakespeare.txt >"$tmp/trained-here/text.txt"
+rel="$tmp/rel/r/checkpoints/latest.pt"
+if (cd "$tmp/trained-here" && "$poslab" train "$src/configs/default.yaml" --set data.corpus=text.txt \
+      --set data.tokenizer.type=char --set model.n_layer=1 --set model.n_embd=16 --set model.n_head=2 \
+      --set model.block_size=16 --set train.batch_size=4 --set train.max_steps=1 --set train.eval_batches=1 \
+      --set run.kernels=default --set run.report=false --set run.name=r --set "run.out_dir=$tmp/rel" \
+      --set "data.cache_dir=$tmp/rel-cache" >/dev/null 2>"$tmp/err") &&
+   (cd "$tmp/trained-here" && "$poslab" eval "$rel" --batches 2 >"$tmp/out" 2>"$tmp/err") &&
+   val_line=$(grep "^val loss" "$tmp/out") &&
+   ! (cd "$tmp/elsewhere" && "$poslab" eval "$rel" --batches 2 >"$tmp/out" 2>"$tmp/err") &&
+   grep -q "^error: $rel: the run's corpus text.txt is not there (data.corpus in the checkpoint's config), read from the current folder $tmp/elsewhere$" "$tmp/err" &&
+   grep -q "^hint: run eval from the folder the run was trained in, or give its place with --corpus PATH" "$tmp/err" &&
+   (cd "$tmp/elsewhere" && "$poslab" eval "$rel" --batches 2 --corpus ../trained-here/text.txt >"$tmp/out" 2>"$tmp/err") &&
+   [ "$(grep "^val loss" "$tmp/out")" = "$val_line" ] && ! grep -q warning "$tmp/err" &&
+   head -c 50000 data/tinyshakespeare.txt >"$tmp/elsewhere/other.txt" &&
+   (cd "$tmp/elsewhere" && "$poslab" eval "$rel" --batches 2 --corpus other.txt >"$tmp/out" 2>"$tmp/err") &&
+   grep -q "warning --corpus other.txt: not the text $rel was trained on" "$tmp/err" &&
+   ! "$poslab" eval "$rel" --corpus "$tmp/elsewhere/none.txt" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "^error: --corpus $tmp/elsewhere/none.txt: not found$" "$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval elsewhere, and --corpus"; cat "$tmp/out" "$tmp/err"
+fi
 # The train split: scored on its own windows, into its own file.
 if "$poslab" eval "$ckpt" --split train --batches 1 >"$tmp/out" 2>"$tmp/err" &&
    grep -Eq "^train loss [0-9.]+ \| perplexity" "$tmp/out" && perplexity_is_exp_loss train "$tmp/out" &&
