@@ -89,6 +89,13 @@ TEST(Analysis, ComponentCountsReachTheirShareExactly) {
   const Analysis offset = analyze_table(torch::stack({100.0 + a, b}, 1), "1:1 around a mean of 100");
   EXPECT_EQ(offset.k90, 2);
   EXPECT_EQ(offset.k90_uncentered, 1);
+  // WᵀW = diag(Σ(100 + a)², Σb²) = diag(80008, 8): the singular values of W as it is, and of W less its mean row
+  // (a's and b's alone, √8 each).
+  ASSERT_EQ(offset.singular_values.size(), 2u);
+  EXPECT_NEAR(offset.singular_values[0], std::sqrt(80008.0), 1e-9);
+  EXPECT_NEAR(offset.singular_values[1], std::sqrt(8.0), 1e-9);
+  ASSERT_EQ(offset.singular_values_centered.size(), 2u);
+  for (double s : offset.singular_values_centered) EXPECT_NEAR(s, std::sqrt(8.0), 1e-9);
 }
 
 // Finite values whose squares overflow float64 (past 1e150) are refused, not analysed into NaN figures.
@@ -279,6 +286,13 @@ TEST(Analysis, AConstantTableSaysSoAboveItsFigures) {
     EXPECT_TRUE(std::isnan(a.translation_invariance)) << a.translation_invariance;
     EXPECT_NE(text.find("translation invariance none (shuffled none)"), std::string::npos) << text;
   }
+}
+
+// The rows checked at each end are at most ⌊(P − 2)/4⌋, so that the interior they are measured against keeps half
+// the rows: none of 4 rows (a 4-row table has no interior to speak of), 1 at each end of 8, 2 of 12, 3 of 14.
+TEST(Analysis, BoundaryRowsLeaveHalfTheTableInside) {
+  for (const auto& [P, checked] : std::vector<std::pair<int64_t, size_t>>{{4, 0}, {8, 2}, {12, 4}, {14, 6}, {64, 6}})
+    EXPECT_EQ(analyze_table(handbook_table(P, 8, 1), "t").boundary.size(), checked) << P << " rows";
 }
 
 TEST(Analysis, RoundingIsNoBoundaryOutlier) {

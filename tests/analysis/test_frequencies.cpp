@@ -114,6 +114,15 @@ TEST(Frequencies, StrongestFrequenciesFitWhatTheLowestMiss) {
   EXPECT_GT(a.sinusoid_r2_strongest, 0.99);
   ASSERT_EQ(a.strongest_frequencies.size(), 8u);
   EXPECT_TRUE(a.strongest_frequencies[0] == 20 || a.strongest_frequencies[0] == 24) << a.strongest_frequencies[0];
+  // The Nyquist bin (f = P/2, where sin is 0 at every row) is no candidate, however strong: a column that flips sign
+  // each row of 16 puts most of the power there, and the 7 strongest are among f = 1 … 7.
+  auto flip = torch::zeros({16, 3}, torch::kFloat64);
+  for (int64_t p = 0; p < 16; ++p) flip[p][0] = p % 2 ? -1.0 : 1.0;
+  flip.slice(1, 1, 3).copy_(random_table(16, 2, 0.1, 3));
+  const Analysis nyquist = analyze_table(flip, "flip");
+  ASSERT_EQ(nyquist.strongest_frequencies.size(), 7u);
+  for (int f : nyquist.strongest_frequencies) EXPECT_TRUE(f >= 1 && f <= 7) << f;
+  EXPECT_GT(nyquist.periodogram.back(), 0.5) << "the case this checks: most power at the Nyquist bin";
 }
 
 TEST(Frequencies, ASinusoidalTableIsTranslationInvariantAndItsShuffleIsNot) {
@@ -214,6 +223,29 @@ TEST(Frequencies, TheWalkControlIsTheRandomTablesSteps) {
   EXPECT_GE(a.noise.signal_share, 0.5) << "low rank by the verdict's rule";
   EXPECT_GE(a.shuffle_control.z, 5.0) << "smooth by the verdict's rule";
   EXPECT_FALSE(a.circles.empty());
+}
+
+// The handbook control as docs/analysis.md defines it: per dim j, 0.5·sin(f_j·pos + φ_j), f_j = 0.1 + 0.5·j/d, plus
+// 0.2·N(0, 1)·e^(−0.01·pos), all ×1/√d. A sinusoid of frequency f meets x(p + 1) + x(p − 1) = 2 cos f · x(p); past
+// position 2000 the noise has faded below 1e-9, so each column meets it with its own f_j and peaks at 0.5/√d. Near
+// position 0 what breaks the recurrence is the noise: its sd, rescaled by the fade, is 1.
+TEST(Frequencies, TheHandbookControlIsItsDefinition) {
+  const int64_t d = 256;
+  const torch::Tensor W = handbook_table(2400, d, 0) * std::sqrt(static_cast<double>(d));
+  const auto f = 0.1 + 0.5 * torch::arange(d, torch::kFloat64) / static_cast<double>(d);  // (d,)
+  auto residual = [&](int64_t p) { return W[p + 1] + W[p - 1] - 2 * torch::cos(f) * W[p]; };
+  for (int64_t p : {2000, 2200, 2398}) EXPECT_LT(residual(p).abs().max().item<double>(), 1e-8) << p;
+  const double peak = W.slice(0, 2000).abs().max().item<double>();
+  EXPECT_NEAR(peak, 0.5, 1e-4);
+  double sum2 = 0;
+  int64_t n = 0;
+  for (int64_t p = 1; p <= 40; ++p) {
+    const auto fade = [](int64_t q) { return std::exp(-0.02 * static_cast<double>(q)); };      // (e^(−0.01 q))²
+    const auto var = 0.04 * (fade(p + 1) + fade(p - 1) + 4 * torch::cos(f).pow(2) * fade(p));  // (d,)
+    sum2 += (residual(p).pow(2) / var).sum().item<double>();
+    n += d;
+  }
+  EXPECT_NEAR(std::sqrt(sum2 / static_cast<double>(n)), 1.0, 0.03) << "the noise's sd and fade";
 }
 
 TEST(Frequencies, MatchesNumPy) {

@@ -52,6 +52,12 @@ TEST(Grid, SimilarityByOffsetIsTheMeanOverThePairs) {
   EXPECT_NEAR(g.similarity_by_offset[2][1].item<double>(), (cos(1, 3) + cos(2, 4)) / 2, 1e-12);
   EXPECT_NEAR(g.vertical_cosine, (cos(0, 3) + cos(1, 4) + cos(2, 5)) / 3, 1e-12);
   EXPECT_NEAR(g.horizontal_cosine, (cos(0, 1) + cos(1, 2) + cos(3, 4) + cos(4, 5)) / 4, 1e-12);
+  double pairs = 0;  // any two patches, a patch with itself not among them
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t k = 0; k < 6; ++k)
+      if (i != k) pairs += cos(i, k) / 30;
+  EXPECT_NEAR(g.mean_cosine, pairs, 1e-12);
+  EXPECT_NEAR(grid_analysis(torch::eye(6, torch::kFloat64), 2, 3).mean_cosine, 0.0, 1e-12) << "orthogonal patches";
   const auto j = to_json(g);
   EXPECT_EQ(j["similarity_by_offset"].size(), 3u);
   EXPECT_NE(grid_text(g).find("2-D grid 2 x 3"), std::string::npos);

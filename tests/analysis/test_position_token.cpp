@@ -48,6 +48,31 @@ TEST(PositionToken, ATableAlongTheTokensTopDirectionsIsAlignedAndAtTheTop) {
   for (double q : g.token_spectrum_quantile) EXPECT_LT(q, 2.0 / 16);
 }
 
+// Tokens ±s_j e_j: their variance along e_j is 2 s_j², and the token directions by falling variance are e_0, e_1, …
+// Against tokens of one variance in every direction (s_j = 1) any position direction holds exactly the mean
+// variance: ratio 1. With s_j² = 16 − j, a circle in the plane of e_0 and e_1 lies along the token directions of ranks
+// 0 and 1, whose quantiles (rank + ½)/C are 0.5/16 and 1.5/16: the two position directions, an orthonormal pair in
+// that plane, average 1/16 whatever their turn within it.
+TEST(PositionToken, RatiosAndQuantilesOfKnownTokenSpectra) {
+  auto noiseless_circle = [] {
+    auto W = torch::zeros({64, 16}, torch::kFloat64);
+    const auto t = torch::arange(64, torch::kFloat64) * (2 * M_PI / 64);
+    W.select(1, 0).copy_(torch::cos(t));
+    W.select(1, 1).copy_(torch::sin(t));
+    return W;
+  };
+  const auto eye = torch::eye(16, torch::kFloat64);
+  const auto isotropic = position_token_geometry(torch::cat({eye, -eye}), noiseless_circle(), 2);
+  ASSERT_EQ(isotropic.token_variance_ratio.size(), 2u);
+  for (double r : isotropic.token_variance_ratio) EXPECT_NEAR(r, 1.0, 1e-12);
+  const auto s = torch::sqrt(16 - torch::arange(16, torch::kFloat64));
+  const auto ranked = position_token_geometry(torch::cat({torch::diag(s), -torch::diag(s)}), noiseless_circle(), 2);
+  ASSERT_EQ(ranked.token_spectrum_quantile.size(), 2u);
+  EXPECT_NEAR((ranked.token_spectrum_quantile[0] + ranked.token_spectrum_quantile[1]) / 2, 1.0 / 16, 1e-12);
+  // and their variance ratios: (16 + 15) / mean(16 … 1) over the two, 31 / 8.5
+  EXPECT_NEAR(ranked.token_variance_ratio[0] + ranked.token_variance_ratio[1], 31 / 8.5, 1e-12);
+}
+
 TEST(PositionToken, CosinesMatchALoopAndKCanBeGiven) {
   const auto T = gaussian({50, 16}, 3), W = gaussian({20, 16}, 4);
   const auto g = position_token_geometry(T, W, 3);
