@@ -281,7 +281,7 @@ std::string form_table(const Comparison& c) {
       if (m.key == key) metrics.push_back(&m);
   std::string t =
       "<h3>The table's form: circles, helix, periods</h3>\n<p>At each run's last snapshot (docs/analysis.md, "
-      "“Periods, circles, translation invariance”): the runs whose table holds a circle (two components above the "
+      "“What each metric means”: circles, helix): the runs whose table holds a circle (two components above the "
       "noise floor in quadrature at one period) and from which step on, then mean ± sd over the seeds; a run "
       "without a circle or helix counts a share of 0, and the circle's period is pooled over the runs that have "
       "one. PC1's period at twice the table's rows, 2P, is a ramp or a half wave, a lower bound (“≥ 2P (a ramp)”); "
