@@ -269,7 +269,10 @@ Config load_config(const std::string& path, const std::vector<Override>& overrid
                                 path);
     }
     // A config file names its run unless it says otherwise.
-    if (cfg.origin["run.name"] == "default") cfg.run.name = std::filesystem::path(path).stem().string();
+    if (cfg.origin["run.name"] == "default") {
+      cfg.run.name = std::filesystem::path(path).stem().string();
+      cfg.origin["run.name"] = "the name of " + path;
+    }
   }
   for (const auto& o : overrides) apply_override(cfg, o);
   validate(cfg);

@@ -36,6 +36,9 @@ TEST(Config, FileListsOnlyWhatDiffersAndNamesTheRun) {
   EXPECT_EQ(c.model.n_head, 4);  // untouched default
   EXPECT_EQ(c.run.name, "tiny");
   EXPECT_EQ(c.origin.at("model.n_layer"), dir / "tiny.yaml");
+  // The name is the file's, not poslab's default: said so where the keys that differ are listed.
+  EXPECT_EQ(origin_words(c, "run.name"), "the name of " + (dir / "tiny.yaml"));
+  EXPECT_EQ(origin_words(load_config(dir / "tiny.yaml", {"run.name=x"}), "run.name"), "--set");
 }
 
 TEST(Config, SetOverridesApplyLastAndParseYaml) {
