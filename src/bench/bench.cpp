@@ -210,7 +210,7 @@ nlohmann::json run_bench(const Config& config, const BenchOptions& options) {
   t.max_steps = opt.warmup + opt.steps;
   if (!opt.export_dir.empty()) export_start(opt.export_dir, model, sampler, t.max_steps * t.grad_accum);
   auto split = std::make_unique<BatchSplit>(model, batch_split_ways(cfg, threads, device));
-  const KernelTuning tuning = choose_kernel_paths(model, *split, cfg, device, threads);
+  const KernelTuning tuning = choose_kernel_paths(model, *split, cfg, device, threads, /*log_timings=*/false);
   if (batch_split_of(split->ways()) != split->ways()) split = std::make_unique<BatchSplit>(model, 1);
   std::unique_ptr<StepGraph> graph;
   if (cfg.train.cuda_graph) graph = std::make_unique<StepGraph>(model, *optimizer, t, device, split.get());

@@ -201,12 +201,12 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   r.table_npy = npy_path;
   r.from = T;
   r.to = req.to;
-  const size_t width = std::to_string(req.to).size();  // the two lines' columns aligned, 64 rows above 1000
+  // Each line's numbers start in one column, where a line too long for the terminal continues (util/wrap.h).
   auto line = [&](const char* what, const Analysis& a) {
     return fmt::format(
-        "{:<7} {:>{}} rows | eff rank {:.2f} | adjacent cos {:.3f} | interpolation error (4th row) {} | "
+        "{:<7} {} rows | eff rank {:.2f} | adjacent cos {:.3f} | interpolation error (4th row) {} | "
         "probe R² {:.3f}\n",
-        what, a.positions, width, a.effective_rank, a.smooth.adjacent_cosine,
+        what, a.positions, a.effective_rank, a.smooth.adjacent_cosine,
         a.reconstruction.size() > 1 ? fmt::format("{:.3f}", a.reconstruction[1].error) : "-", a.probe.r2);
   };
   r.summary = fmt::format("extended {} (step {}) from {} to {} positions by {}\n", req.checkpoint, m.meta.step, T,

@@ -85,8 +85,13 @@ void TrainingRun::log_machine(const CheckpointMeta& resume_meta) const {
   const bool auto_dtype = origin_of(cfg_, "train.dtype").rfind("auto in ", 0) == 0;  // asked, then resolved
   if (auto_dtype && std::none_of(changes.begin(), changes.end(), [](const auto& c) { return c.key == "train.dtype"; }))
     changes.push_back({"train.dtype", "", cfg_.train.dtype});
-  for (const ConfigChange& c : changes)
-    changed += fmt::format("\n  {}: {} ({})", c.key, c.to, origin_words(cfg_, c.key));
+  for (const ConfigChange& c : changes) {
+    std::string from = origin_words(cfg_, c.key);  // "PATH (stored config)" reads, in parentheses, as below
+    const std::string stored = " (stored config)";
+    if (from.size() > stored.size() && from.compare(from.size() - stored.size(), stored.size(), stored) == 0)
+      from = "the stored config of " + from.substr(0, from.size() - stored.size());
+    changed += fmt::format("\n  {}: {} ({})", c.key, c.to, from);
+  }
   spdlog::info("config: {} (every key: {}){}",
                changed.empty() ? "poslab's defaults" : "these keys differ from poslab's defaults",
                RunFolder(rdir_).config(), changed);

@@ -82,7 +82,7 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 }
 
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
-                                 int threads) {
+                                 int threads, bool log_timings) {
   KernelPaths defaults = default_kernel_paths(cpu_has_native_bf16());
   const bool bf16 = cfg.train.dtype == "bfloat16";
   // Why the direct step cannot run with these paths (bf16 needs bf16_products=onednn), or "".
@@ -147,7 +147,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                t.sdpa_kernel.empty()
                    ? ""
                    : fmt::format(" | attention: scaled_dot_product_attention's {} kernel", t.sdpa_kernel));
-  if (!t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
+  if (log_timings && !t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
   return t;
 }
 

@@ -32,10 +32,10 @@ std::string kernel_tuning_key(const Config& cfg, int64_t vocab, int threads, con
 // LibTorch's kernels that takes the model's shape and dtype timed against LibTorch's own pick. A forced choice
 // that cannot run here (step=direct on a GPU, sdpa=efficient on the CPU) is a warning, and the run takes what can.
 // A damaged cache is named in a warning and measured over, never an error. Sets kernel_paths() and logs what was
-// chosen, how, and the timings. The caller makes its batch split whole when batch_split=none was chosen
-// (batch_split_of).
+// chosen, how, and the timings (unless `log_timings` is false: bench prints them in its report). The caller makes
+// its batch split whole when batch_split=none was chosen (batch_split_of).
 KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cfg, const torch::Device& device,
-                                 int threads);
+                                 int threads, bool log_timings = true);
 
 // The kernel scaled_dot_product_attention runs for cfg's model on `device` under the flags set now (kernel_paths()'s
 // sdpa): q, k, v as the model makes them ((B, nh, T, hs) views of (B, T, nh, hs)), in the dtype autocast gives them,

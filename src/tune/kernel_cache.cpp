@@ -60,7 +60,7 @@ std::optional<KernelTuning> read_kernel_cache(const std::string& path, const std
     t.key = key;
     t.chosen = parse_kernel_paths(e.at("paths").get<std::string>(), kernel_paths(), path);
     t.timings = timings_from_json(e.at("timings"), path);
-    t.how = "cached (" + e.value("date", std::string("?")) + ", " + path + ")";
+    t.how = "cached on " + e.value("date", std::string("?")) + " in " + path;
     return t;
   } catch (const std::exception& e) {
     spdlog::warn("kernel paths: {} is damaged ({}); measuring again, and the file will be rewritten", path, e.what());

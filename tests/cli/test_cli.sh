@@ -285,10 +285,11 @@ if env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" --js
    grep -A1 "^kernel paths (measured in [0-9.]* s):$" "$tmp/k1.txt" |
      grep -Eq "^  bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+,step=[a-z]+,sdpa=[a-z]+$" &&
    grep -q "^kernel paths, ms per forward + backward:" "$tmp/k1.txt" &&
+   [ "$(grep -c "vs chosen$" "$tmp/k1.txt")" = 1 ] &&  # in the report, not again in the log
    [ "$(grep -Ec "^  [a-z0-9_ ]+ +[0-9]+\.[0-9]{2}[* ] +([+-][0-9]+ %|chosen)$" "$tmp/k1.txt")" -ge 6 ] &&
    grep -Eq "[0-9][* ] +chosen$" "$tmp/k1.txt" && grep -q '"timings"' "$tmp/k1.json" &&
    env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" >"$tmp/out" 2>"$tmp/err" &&
-   cat "$tmp/out" "$tmp/err" | grep -q "^kernel paths (cached ("; then
+   cat "$tmp/out" "$tmp/err" | grep -q "^kernel paths (cached on [0-9-]* in $tmp/kcache/kernel_paths.json):$"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL bench measures the kernel paths"; cat "$tmp/out" "$tmp/err"

@@ -437,7 +437,7 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   for (const PathTiming& p : t.timings) EXPECT_GT(p.ms, 0.0);
   ASSERT_TRUE(std::filesystem::exists(kernel_cache_path(cfg)));
   const KernelTuning again = choose_kernel_paths(model, split, cfg, cpu, 1);
-  EXPECT_EQ(again.how.rfind("cached (", 0), 0u) << again.how;
+  EXPECT_EQ(again.how.rfind("cached on ", 0), 0u) << again.how;
   EXPECT_EQ(again.chosen, t.chosen);
   EXPECT_EQ(again.timings.size(), t.timings.size());
   EXPECT_EQ(again.key, t.key);
@@ -449,7 +449,7 @@ TEST(Autotune, ARunsChoiceIsForcedOrMeasuredOnceAndCached) {
   write_file_atomic(kernel_cache_path(cfg), "{\"" + t.key + "\": {\"paths\": \"attention=warp\"}}");
   cfg.run.kernels = "auto";  // a damaged entry: measured over (a warning names the file), and rewritten
   EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("measured in ", 0), 0u);
-  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("cached (", 0), 0u);
+  EXPECT_EQ(choose_kernel_paths(model, split, cfg, cpu, 1).how.rfind("cached on ", 0), 0u);
 
   // asked for where it cannot run (bf16 with its products in float): the run steps by autograd, and says so
   cfg.run.kernels = "bf16_products=float,step=direct";
