@@ -182,7 +182,7 @@ expect_error "eval of a run whose corpus moved" \
   "^error: $tmp/moved/default/checkpoints/latest.pt: the run's corpus $tmp/moved/corpus.txt is not there" \
   eval "$tmp/moved/default/checkpoints/latest.pt" --batches 1
 # analyze of the checkpoint measures all it can without the corpus, and says what it could not.
-if grep -q "^hint: put it back at that path" "$tmp/err" && [ ! -e "$tmp/moved/default/eval" ] &&
+if grep -q "^hint: give its place with --corpus PATH (or put it back at that path)" "$tmp/err" && [ ! -e "$tmp/moved/default/eval" ] &&
    "$poslab" analyze "$tmp/moved/default/checkpoints/latest.pt" >"$tmp/out" 2>>"$tmp/err" &&
    unwrapped "$tmp/out" | grep -q " attention on val windows: not measured ($tmp/moved/corpus.txt" &&
    mv "$tmp/moved/elsewhere.txt" "$tmp/moved/corpus.txt" &&
