@@ -104,6 +104,27 @@ fits() {  # fits PAGE NAME
     failed=$((failed + 1)); echo "FAIL $2 ($1) is ${width:-?} pixels wide in a 1280-pixel window"; fi
 }
 fits "$tmp/runs/tiny/report/index.html" "the run's report"
+# On a phone (390 pixels: a frame of that width, headless Chromium's window being 500 at least) the watch page's
+# panels shrink to the width, and nothing scrolls sideways.
+fits_phone() {  # fits_phone PAGE NAME
+  local frame
+  frame="$(dirname "$1")/phone-frame.html"
+  cat >"$frame" <<EOF_FRAME
+<html><body style="margin:0"><iframe id="f" src="$(basename "$1")" style="width:390px;height:800px;border:0"></iframe>
+<script>setTimeout(() => { const d = document.getElementById("f").contentDocument;
+document.body.dataset.overflow = d.documentElement.scrollWidth - d.documentElement.clientWidth; }, 1500);</script>
+</body></html>
+EOF_FRAME
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --user-data-dir="$tmp/profile" --allow-file-access-from-files \
+    --window-size=600,900 --virtual-time-budget=4000 --dump-dom "file://$frame" >"$tmp/phone-$2.html" 2>/dev/null
+  rm -f "$frame"
+  local over
+  over=$(grep -o 'data-overflow="[-0-9]*"' "$tmp/phone-$2.html" | grep -o '"[-0-9]*"' | tr -d '"')
+  if [ "$over" = 0 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL $2 ($1) overflows a 390-pixel window by ${over:-?} pixels"; fi
+}
+fits_phone "$tmp/runs/tiny/report/watch.html" "the run's watch page"
 "$poslab" train configs/default.yaml --set "run.out_dir=$tmp/runs" --set run.name=tiny2 --set run.seed=2 \
   --set data.corpus=data/tinyshakespeare.txt --set "data.cache_dir=$tmp/cache" --set data.tokenizer.type=char \
   --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=32 --set train.batch_size=8 \
@@ -141,6 +162,7 @@ if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/
     grep -Eq "pair \(2 runs\) .*\| seeds' CKA [0-9.]+ \(1 pair; random tables 0\.[0-9]{2}\)$" "$tmp/seeds.err"
   check "the comparison links the seeds page" grep -q 'href="seeds_1_pair.html"' "$tmp/seeds/index.html"
   fits "$seeds_page" "the seeds page"
+  fits_phone "$seeds_page" "the seeds page"  # its rows scroll sideways in their box; the page does not
   open_page "file://$seeds_page#step=60" "$tmp/pair60"
   open_page "file://$seeds_page#step=20" "$tmp/pair20"
   seed1=$(grep -o 'seed: [0-9]*' "$tmp/runs/tiny/config.yaml" | grep -o '[0-9]*')
