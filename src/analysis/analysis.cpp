@@ -64,7 +64,10 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
   if (table.size(0) < 4 || table.size(1) < 1)
     throw Error(
         source + ": the table is " + c10::str(table.sizes()) + "; the analysis needs at least 4 rows and 1 column",
-        "analyse a table of 4 positions or more (a model of model.block_size 4 or more; --rows of 4 rows or more)");
+        table.size(0) < 4
+            ? "analyse a table of 4 positions or more (a model of model.block_size 4 or more; --rows of 4 rows or more)"
+            : "a table of no columns holds nothing to analyse: is this the position table (a .npy of shape "
+              "(positions, width))?");
   if (!table.is_floating_point())
     throw Error(source + ": the table's dtype is " + std::string(c10::toString(table.scalar_type())) +
                     ", expected a float type",

@@ -87,8 +87,9 @@ int inspect_model_folder(const std::string& path) {
   }
   std::string types;
   for (const auto& [d, n] : dtypes) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", n, d);
-  out << fmt::format("model        {} ({} file{}, {} tensors: {}; {} parameters)\n", path, m.files.size(),
-                     m.files.size() == 1 ? "" : "s", m.tensors.size(), types, grouped(params));
+  out << fmt::format("model        {} ({}, {}: {}; {} parameters)\n", path,
+                     counted(static_cast<int64_t>(m.files.size()), "file"),
+                     counted(static_cast<int64_t>(m.tensors.size()), "tensor"), types, grouped(params));
   out << "config       "
       << (m.config_path.empty() ? std::string("none (no config.json: the family is read from the names)")
                                 : m.config_path)

@@ -394,6 +394,12 @@ TEST(Analysis, BadTablesAreClearErrors) {
   };
   EXPECT_NE(message(torch::zeros({2, 3, 4})).find("bad.npy: the table has 3 dimensions"), std::string::npos);
   EXPECT_NE(message(torch::zeros({3, 4})).find("at least 4 rows"), std::string::npos);
+  // No columns: the hint is about the table's shape, not its number of positions.
+  EXPECT_EQ(test::error_of([] {
+              analyze_table(torch::zeros({64, 0}), "bad.npy");
+            }),
+            "bad.npy: the table is [64, 0]; the analysis needs at least 4 rows and 1 column | a table of no columns "
+            "holds nothing to analyse: is this the position table (a .npy of shape (positions, width))?");
   auto nan = torch::randn({8, 4});
   nan[5][2] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_NE(message(nan).find("holds 1 NaN or Inf value (first at row 5, column 2)"), std::string::npos)
