@@ -121,6 +121,22 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   s += fmt::format("| tokens seen | {} |\n", count(tokens));
   s += fmt::format("| optimizer | AdamW, lr {:g} (cosine to {:g}), weight decay {:g}, {} |\n", c.train.lr,
                    c.train.min_lr, c.train.weight_decay, c.train.dtype);
+  // What set the learned table's training apart from the rest's, where something did (configs/circles.yaml's 30×).
+  std::vector<std::string> table;
+  const TrainConfig plain;
+  if (c.train.position_lr_scale != plain.position_lr_scale)
+    table.push_back(fmt::format("learning rate × {:g} (`train.position_lr_scale`)", c.train.position_lr_scale));
+  if (c.train.decay_position_table != plain.decay_position_table)
+    table.push_back("no weight decay (`train.decay_position_table: false`)");
+  if (c.model.wpe_init_std != ModelConfig().wpe_init_std)
+    table.push_back(fmt::format("initialised N(0, {:g}²) (`model.wpe_init_std`)", c.model.wpe_init_std));
+  if (c.train.trainable != plain.trainable)
+    table.push_back(fmt::format("`train.trainable: {}`: only it trained", c.train.trainable));
+  if (c.model.position == "learned" && !table.empty()) {
+    std::string row;
+    for (const std::string& t : table) row += (row.empty() ? "" : "; ") + t;
+    s += "| the position table's training | " + row + " |\n";
+  }
   s += fmt::format("| loss at step {} | train {}, validation {} (nats per token) |\n", m.meta.step,
                    number(m.meta.train_loss), number(m.meta.val_loss));
   s += fmt::format("| checkpoint | `{}` |\n\n", checkpoint);
