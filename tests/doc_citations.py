@@ -8,7 +8,7 @@ import pathlib
 import re
 import sys
 
-CITATION = re.compile(r'docs/([a-z_]+\.md),?\s+(?:section\s+)?(?:\\"|"|“)([^"”\\]+)(?:\\"|"|”)')
+CITATION = re.compile(r'docs/([a-z0-9_-]+\.md),?\s+\(?(?:section\s+)?(?:\\"|"|“)([^"”\\]+)(?:\\"|"|”)')
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -20,13 +20,23 @@ def joined_literals(text):
 
 def headings(page):
     """A page's sections: its headings, and the bold words that open a paragraph ("**A crash at any moment.**")."""
-    out = []
+    out, fenced = [], False
     for line in page.read_text().splitlines():
-        if line.startswith("#"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            continue
+        elif line.startswith("#"):
             out.append(re.sub(r"^#+\s*", "", line).strip())
         elif bold := re.match(r"\*\*([^*]+)\*\*", line):
             out.append(bold.group(1))
     return out
+
+
+def names(heading, cited):
+    """Whether `cited` names `heading`: the whole of it, or its start up to a stop ("Seed agreement" of "Seed
+    agreement: the same table up to rotation?"), not any prefix ("What grows" of "What grows the circles")."""
+    return heading == cited or (heading.startswith(cited) and heading[len(cited)] in ":.?,(")
 
 
 def main():
@@ -49,7 +59,7 @@ def main():
             doc = root / "docs" / name
             if not doc.exists():
                 faults.append(f"{path.relative_to(root)}: cites docs/{name}, which is not there")
-            elif not any(h.startswith(heading.strip()) for h in headings(doc)):
+            elif not any(names(h, heading.strip()) for h in headings(doc)):
                 faults.append(f'{path.relative_to(root)}: cites docs/{name}, "{heading}": no such heading there')
     for fault in faults:
         print(fault)

@@ -152,9 +152,13 @@ Smoothness smoothness(const torch::Tensor& W);        // W float64 (P, d)
 torch::Tensor cosine_matrix(const torch::Tensor& W);  // (P, P) float64
 torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed);
 std::vector<int64_t> shuffle_permutation(int64_t P, uint64_t seed);  // the permutation shuffle_rows applies
+// What float32's rounding moves a row's norm by, as a share of it, and its direction by, in radians, with room to
+// spare: 16·2⁻²⁴/√n ≈ 1e-6/√n, n the fewest columns a nonzero row's weight lies in ((Σw²)²/Σw⁴). W float64 (P, d).
+double row_rounding(const torch::Tensor& W);
 // Mean, sd and z of the adjacent cosine over `copies` row-shuffled copies (seeds seed, seed + 1, …), read from the
-// (P, P) cosine matrix C of a table of `dim` columns.
-ShuffleControl shuffle_control(const torch::Tensor& C, int64_t dim, double adjacent_cosine, int copies, uint64_t seed);
+// table's (P, P) cosine matrix C; `rounding` (row_rounding) is what tells a spread of the copies from rounding's.
+ShuffleControl shuffle_control(const torch::Tensor& C, double rounding, double adjacent_cosine, int copies,
+                               uint64_t seed);
 double reconstruction_error(const torch::Tensor& W, int stride);  // W float64 (P, d), 2 <= stride < P
 PositionProbe position_probe(const torch::Tensor& W);             // W float64 (P, d), P >= 4
 // The strides the analysis reports for a table of P rows.

@@ -30,6 +30,6 @@ std::vector<double> to_vector(const torch::Tensor& t);
 // W less its mean row, the mean taken about the first row: a table whose rows are all one row centres to exactly zero
 // (a mean of 64 copies of 0.7, no binary fraction, is not 0.7 itself, and its rounding would read as variance), and
 // rows that share a large common part lose it before the mean's rounding can count.
-torch::Tensor centred(const torch::Tensor& W);
+torch::Tensor centred(const torch::Tensor& W);  // (P, d) -> (P, d)
 
 }  // namespace poslab::metrics

@@ -65,7 +65,8 @@ double translation_invariance(const double* C, int64_t P, const std::vector<int6
       residual += (v - diag_mean[k]) * (v - diag_mean[k]);
       spread += (v - mean) * (v - mean);
     }
-  // Cosines equal but for float64's rounding of them (~1e-16: every row one row, or all zero) have no spread to split.
+  // Cosines equal but for float64's rounding of them (~1e-16: every row one row, all zero, or orthogonal) have no
+  // spread to split.
   const double pairs = static_cast<double>(P) * static_cast<double>(P - 1) / 2;
   return spread > 1e-26 * pairs ? 1.0 - residual / spread : NAN;
 }

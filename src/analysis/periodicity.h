@@ -80,7 +80,9 @@ constexpr double kCircleMinTurns = 0.9;       // about one turn at least; less i
 constexpr double kSlowShare = 0.5;            // the slow component's variance mostly in half a cycle and one cycle
 constexpr double kRampTurns = 1.75;       // from this many turns a circle coordinate's slow share is ≈ 17 % at most
 constexpr double kTurnVarianceRatio = 3;  // a component turned with a circle: within 3× a coordinate's variance
-constexpr double kNoVariance = 1e-9;  // a component's share of the variance below this: none (rounding's), no period
+// A component's share of the variance below this: none worth a period or a circle (rounding's, in a float32 table);
+// the summary still lists one above the noise floor (a float64 table's smallest hold 1e-10 and are signal).
+constexpr double kNoVariance = 1e-9;
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at

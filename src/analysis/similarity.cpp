@@ -16,20 +16,36 @@ double z_score(double v, double mean, double sd, double rounding) {
   return std::abs(v - mean) > rounding ? (v > mean ? 1e9 : -1e9) : 0.0;
 }
 
-// What float32's rounding leaves of quantities equal in exact arithmetic, with room to spare: each of a row's C
-// entries off by up to 6e-8 of itself moves its norm by ~1e-7/√C of the norm, and turns the row by ~1e-7/√C rad
-// within the plane of its cosine with another, which moves c = cos θ by ~1e-7·sin θ/√C, sin θ ≈ √(2(1 − c)) near 1.
-// Not a share of c itself: rows that share a large part (a constant added to every entry) have cosines within 1e-6
-// of 1 whose spread, ~1e-7, is still signal. The cosine's floor is float64's own rounding of it.
-double norm_rounding(double v, double mean, int64_t C) {
-  return 1e-6 * std::max(std::abs(mean), std::abs(v)) / std::sqrt(static_cast<double>(C));
-}
-double cosine_rounding(double v, double mean, int64_t C) {
-  const double c = std::min(1.0, std::max(std::abs(mean), std::abs(v)));
-  return 1e-6 * std::sqrt(2.0 * (1.0 - c) / static_cast<double>(C)) + 1e-13;
-}
+// What rounding leaves of quantities equal in exact arithmetic, with room to spare. A table stored in float32 (as
+// poslab's are; a float64 table is held to the same) has each entry off by up to ε = 6e-8 of itself; a row whose weight
+// lies in n columns, n = (Σw²)²/Σw⁴ (C where it is spread evenly, 2 for a circle in two columns of many), has its norm
+// moved by ~ε/√n of itself and is turned by ~ε/√n rad within the plane of its cosine with another, which moves c = cos
+// θ by ~ε·sin θ/√n, sin θ ≈ √(2(1 − c)) near 1. Not a share of c itself: rows that share a large part (a constant added
+// to every entry) have cosines within 1e-6 of 1 whose spread, ~1e-7, is still signal. The cosine's floor is float64's
+// own rounding of it.
+struct Rounding {
+  double per_row = 0;  // row_rounding: 16·ε/√n, n the fewest columns any nonzero row's weight lies in
+
+  explicit Rounding(double per_row) : per_row(per_row) {}
+  double norm(double v, double mean) const { return per_row * std::max(std::abs(mean), std::abs(v)); }
+  double cosine(double v, double mean) const {
+    const double c = std::min(1.0, std::max(std::abs(mean), std::abs(v)));
+    return per_row * std::sqrt(2.0 * (1.0 - c)) + 1e-13;
+  }
+};
 
 }  // namespace
+
+double row_rounding(const torch::Tensor& W) {
+  const auto peak = W.abs().amax(1, /*keepdim=*/true);   // (P, 1)
+  const auto w2 = (W / peak.clamp_min(1e-300)).pow(2);   // each row's largest entry ±1: n is
+  const auto sum2 = w2.sum(1), sum4 = w2.pow(2).sum(1);  // its scale's, and w⁴ cannot overflow
+  const auto nonzero = peak.squeeze(1) > 0;
+  const double n = nonzero.any().item<bool>()
+                       ? (sum2.masked_select(nonzero).pow(2) / sum4.masked_select(nonzero)).min().item<double>()
+                       : static_cast<double>(W.size(1));
+  return 16 * std::ldexp(1.0, -24) / std::sqrt(std::max(n, 1.0));
+}
 
 torch::Tensor cosine_matrix(const torch::Tensor& W) {
   auto n = W.norm(2, 1, /*keepdim=*/true).clamp_min(1e-300);  // (P, 1)
@@ -61,7 +77,9 @@ torch::Tensor shuffle_rows(const torch::Tensor& W, uint64_t seed) {
   return W.index_select(0, torch::tensor(shuffle_permutation(W.size(0), seed), torch::kInt64));
 }
 
-ShuffleControl shuffle_control(const torch::Tensor& C, int64_t dim, double adjacent_cosine, int copies, uint64_t seed) {
+ShuffleControl shuffle_control(const torch::Tensor& C, double rounding, double adjacent_cosine, int copies,
+                               uint64_t seed) {
+  TORCH_CHECK(rounding >= 0, "shuffle_control: rounding ", rounding);
   ShuffleControl sc;
   sc.copies = copies;
   if (copies < 1) return sc;
@@ -79,7 +97,7 @@ ShuffleControl shuffle_control(const torch::Tensor& C, int64_t dim, double adjac
   for (double v : values) sc.mean += v / copies;
   for (double v : values) sc.sd += copies > 1 ? (v - sc.mean) * (v - sc.mean) / (copies - 1) : 0.0;
   sc.sd = std::sqrt(sc.sd);
-  sc.z = z_score(adjacent_cosine, sc.mean, sc.sd, cosine_rounding(adjacent_cosine, sc.mean, dim));
+  sc.z = z_score(adjacent_cosine, sc.mean, sc.sd, Rounding(rounding).cosine(adjacent_cosine, sc.mean));
   return sc;
 }
 
@@ -102,7 +120,8 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   if (opt.keep_cosine_matrix) out.cosine_matrix = C.to(torch::kFloat32);
   out.smooth = smoothness(W);
   out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
-  out.shuffle_control = shuffle_control(C, W.size(1), out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
+  out.shuffle_control =
+      shuffle_control(C, row_rounding(W), out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
   // Translation invariance and monotonicity, of the table and of its row-shuffled copy (the same shuffle as above).
   auto c = C.contiguous();
   const std::vector<int64_t> perm = shuffle_permutation(P, opt.shuffle_seed);
@@ -124,14 +143,15 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
   auto inner_adj = adj.slice(0, b, P - 1 - b);                      // pairs fully inside
   const double nm = inner_norms.mean().item<double>(), ns = inner_norms.std().item<double>();
   const double am = inner_adj.mean().item<double>(), as = inner_adj.std().item<double>();
+  const Rounding rounding(row_rounding(W));
   for (int64_t i = 0; i < P; ++i) {
     if (i >= b && i < P - b) continue;
     BoundaryRow r;
     r.position = i + out.row_offset;
     r.norm = out.row_norms[i];
-    r.norm_z = z_score(r.norm, nm, ns, norm_rounding(r.norm, nm, W.size(1)));
+    r.norm_z = z_score(r.norm, nm, ns, rounding.norm(r.norm, nm));
     r.neighbour_cosine = i < b ? out.adjacent_cosines[i] : out.adjacent_cosines[i - 1];  // inward neighbour
-    r.cosine_z = z_score(r.neighbour_cosine, am, as, cosine_rounding(r.neighbour_cosine, am, W.size(1)));
+    r.cosine_z = z_score(r.neighbour_cosine, am, as, rounding.cosine(r.neighbour_cosine, am));
     char buf[256];
     if (std::abs(r.norm_z) > opt.outlier_z) {
       std::snprintf(buf, sizeof buf, "row norm %.4g (z = %+.1f against the interior's %.4g ± %.2g)", r.norm, r.norm_z,

@@ -209,7 +209,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalArgs& a) {
           ""));
   cmd->add_option("--corpus", a.corpus,
                   "the run's corpus where it is now, when not at the run's data.corpus (a relative path there is "
-                  "read from the folder poslab runs in); the same text, or the split differs")
+                  "read from the folder poslab runs in); other text is scored with a warning: its train/val split "
+                  "is not the run's")
       ->type_name("PATH")
       ->check(kNotAnOption);
   cmd->add_flag("--force", a.force, "replace an existing --out file");

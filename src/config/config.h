@@ -93,7 +93,7 @@ struct Config {
   SnapshotConfig snapshot;
 
   // Where each key's value came from: "default", a file path, an override's source ("--set", a sweep file's set: or
-  // variant). Used in error messages.
+  // variant), "the name of FILE" (run.name from a config file's name). Used in error messages.
   std::map<std::string, std::string> origin;
   // The keys whose value an override gave, on top of a file: of two keys that clash, validate blames the one given
   // most directly.
@@ -151,8 +151,8 @@ struct ConfigChange {
   std::string key, from, to;
 };
 
-// Where a key's value came from: a file's path, "--set", a checkpoint's "(stored config)", or "default" (also for a
-// config built in code, which records no origins).
+// Where a key's value came from: a file's path, "--set", a checkpoint's "(stored config)", "the name of FILE" (run.name
+// from a config file's name), or "default" (also for a config built in code, which records no origins).
 std::string origin_of(const Config& c, const std::string& key);
 
 // The config of a checkpoint poslab extend wrote, not trained since: model.extended_from set and no train.init_from

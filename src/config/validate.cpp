@@ -26,7 +26,8 @@ std::string str(const T& v) {
 struct Checks {
   const Config& c;
 
-  // Where a key's value came from: a file, "--set" or "default".
+  // Where a key's value came from: a file, "--set", "default", a checkpoint's "(stored config)" or, for run.name, "the
+  // name of FILE".
   std::string source_of(const std::string& key) const { return origin_of(c, key); }
 
   // "SOURCE: key = value: why"; a value nobody set is named as poslab's default (a "default:" prefix read as the
@@ -41,6 +42,9 @@ struct Checks {
                   "the checkpoint's own config breaks this rule (a checkpoint of another poslab, or one changed "
                   "since it was written): use another checkpoint of the run (checkpoints/best.pt), or give " +
                       key + " with --set where a resume may change it");
+    if (src.rfind("the name of ", 0) == 0)  // run.name taken from the config file's name
+      throw Error(src + ": " + key + " = " + value + ": " + why,
+                  "set run.name in " + src.substr(12) + " or with --set run.name=NAME (or rename the file)");
     throw Error(src + ": " + key + " = " + value + ": " + why, "change " + key + " in " + src);
   }
 

@@ -126,9 +126,9 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   const TrainConfig plain;
   if (c.train.position_lr_scale != plain.position_lr_scale)
     table.push_back(fmt::format("learning rate × {:g} (`train.position_lr_scale`)", c.train.position_lr_scale));
-  if (c.train.decay_position_table != plain.decay_position_table)
+  if (c.train.decay_position_table != plain.decay_position_table && c.train.weight_decay > 0)
     table.push_back("no weight decay (`train.decay_position_table: false`)");
-  if (c.model.wpe_init_std != ModelConfig().wpe_init_std)
+  if (c.model.wpe_init_std != ModelConfig().wpe_init_std && c.train.init_from.empty())  // else loaded, not drawn
     table.push_back(fmt::format("initialised N(0, {:g}²) (`model.wpe_init_std`)", c.model.wpe_init_std));
   if (c.train.trainable != plain.trainable)
     table.push_back(fmt::format("`train.trainable: {}`: only it trained", c.train.trainable));

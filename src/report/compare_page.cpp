@@ -384,14 +384,21 @@ std::string write_seeds_pages(const Comparison& c, const std::string& out_dir) {
                          html_escape(row.variant), seeds.size(), seeds.size() == 1 ? "" : "s");
   }
   // A comparison written here before, of other variants, left its own seeds pages: they would show runs this page
-  // does not compare.
+  // does not compare. Only poslab's seeds pages go (by name and title), whatever else the folder holds.
   std::vector<fs::path> stale;
   std::error_code ec;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind("seeds_", 0) == 0 && name.size() > 11 && name.compare(name.size() - 5, 5, ".html") == 0 &&
-        !written.count(name))
-      stale.push_back(it->path());
+    if (name.rfind("seeds_", 0) != 0 || name.size() <= 11 || name.compare(name.size() - 5, 5, ".html") != 0 ||
+        written.count(name))
+      continue;
+    try {
+      const std::string page = read_file(it->path().string());
+      if (page.find("<title>poslab: ") != std::string::npos &&
+          page.find(": its seeds side by side</title>") != std::string::npos)
+        stale.push_back(it->path());
+    } catch (const Error&) {  // unreadable: not ours to take away
+    }
   }
   for (const fs::path& p : stale) fs::remove(p, ec);
   if (links.empty()) return "";

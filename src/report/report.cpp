@@ -183,15 +183,17 @@ std::string half_change_line(const std::vector<TrajectoryPoint>& points) {
          html_escape(items) + ".</p>\n";
 }
 
-// Wang & Chen's probes on each named table (docs/analysis.md, "Position probes"), with the random and sinusoidal
-// tables of the same shape as controls; empty for tables of under 10 rows (the probes' 5 folds need them).
+// Wang & Chen's probes on each named table (docs/analysis.md, "Position probes as the literature runs them"), with the
+// random and sinusoidal tables of the same shape as controls; empty for tables of under 10 rows (the probes' 5 folds
+// need them).
 std::string probes_table(std::vector<std::pair<std::string, torch::Tensor>> tables, uint64_t seed) {
   const int64_t P = tables.front().second.size(0), d = tables.front().second.size(1);
   if (P < 10) return "";
   tables.emplace_back("random", random_table(P, d, kBaselineStd, kBaselineSeed));
   tables.emplace_back("sinusoidal", synthetic_table("sinusoidal", P, d, kBaselineSeed));
   std::string h =
-      "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes”): least "
+      "<h2>Position probes</h2>\n<p>Wang &amp; Chen's probes (docs/analysis.md, “Position probes as the literature "
+      "runs them”): least "
       "squares from a row to its index, 5-fold over the rows in a shuffled order, as the mean distance of "
       "the rounded prediction from the true index; and logistic regression on pairs of rows, "
       "“which comes first”, as held-out accuracy. Read both against the random row, not against 0.5 or the middle "

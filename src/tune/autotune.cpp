@@ -114,9 +114,10 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
     if (cached) {
       t = std::move(*cached);
     } else {
-      spdlog::info("kernel paths: measuring which run fastest for this model here ({}; run.kernels=default skips it)",
+      spdlog::info("kernel paths: measuring which run fastest for this model here ({}; {}=default skips it)",
                    spec == "auto" ? "once for its shape, threads and machine: kept in " + cache
-                                  : what + " = " + spec + ": every time, kept in " + cache);
+                                  : what + " = " + spec + ": every time, kept in " + cache,
+                   what);
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<std::string> fixed;
       if (device.is_cuda()) {  // on a GPU the model runs LibTorch's ops: the attention kernel is the one choice

@@ -120,8 +120,8 @@ TEST(Periodicity, ACentredWaveOfAFewFractionalTurnsKeepsItsPeriod) {
 }
 
 // The period is the frequency of most sinusoid energy within half a bin of the peak bin, whatever else rises in that
-// interval: on a few rows a bin is wide, and noise curves of 4 to 16 rows are checked against a fine grid of it (a
-// golden-section search alone settled on a lesser maximum, 8.0 for 2.67 on 4 rows).
+// interval: on a few rows a bin is wide and may hold two maxima (a golden-section search over it can settle on the
+// lesser), so noise curves of 4 to 16 rows are checked against a fine grid of it.
 TEST(Periodicity, ThePeriodIsTheBestFitWithinHalfABin) {
   std::mt19937 rng(7);
   std::normal_distribution<double> n01;

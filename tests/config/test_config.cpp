@@ -329,6 +329,14 @@ TEST(Config, ARunNameIsOneFolderName) {
     EXPECT_NE(e.find("one folder name"), std::string::npos) << v << ": " << e;
   }
   EXPECT_NO_THROW(validate_new_run(load_config("", {"run.name=my-run_2.b"})));
+  // A name taken from the config file's (..yaml gives "."): the hint names the file, and --set.
+  TempDir dir;
+  write_text(dir / "..yaml", "train:\n  max_steps: 10\n");
+  const std::string file = error_of([&] { validate_new_run(load_config(dir / "..yaml")); });
+  EXPECT_EQ(file.rfind("the name of " + (dir / "..yaml") + ": run.name = '.': ", 0), 0u) << file;
+  EXPECT_NE(file.find(" | set run.name in " + (dir / "..yaml") + " or with --set run.name=NAME (or rename the file)"),
+            std::string::npos)
+      << file;
   // and a new run's seed is 0 or more, as sample's and a sweep's are
   const std::string seed = error_of([] { validate_new_run(load_config("", {"run.seed=-1"})); });
   EXPECT_NE(seed.find("run.seed = -1: must be 0 or more"), std::string::npos) << seed;

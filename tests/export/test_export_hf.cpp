@@ -23,6 +23,8 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   TrainRequest req = test::tiny_run(dir, "run", 2);
   req.overrides.push_back("model.bias=false");
   req.overrides.push_back("train.position_lr_scale=30");
+  req.overrides.push_back("train.decay_position_table=false");
+  req.overrides.push_back("model.wpe_init_std=0.05");
   train(req);
   const std::string ckpt = dir / "run/checkpoints/latest.pt";
   const HfExport e = export_hf(ckpt, dir / "hf");
@@ -48,8 +50,10 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   EXPECT_NE(card.find("datasets:\n- \"corpus\"\n---\n"), std::string::npos) << card;
   EXPECT_NE(card.find("| steps | 2 of batch 16 × 16 tokens |"), std::string::npos) << card;
   EXPECT_NE(card.find("| tokens seen | 512 |"), std::string::npos) << card;
-  EXPECT_NE(card.find("| the position table's training | learning rate × 30 (`train.position_lr_scale`) |\n"),
-            std::string::npos)
+  EXPECT_NE(
+      card.find("| the position table's training | learning rate × 30 (`train.position_lr_scale`); no weight "
+                "decay (`train.decay_position_table: false`); initialised N(0, 0.05²) (`model.wpe_init_std`) |\n"),
+      std::string::npos)
       << card;
   // Its example starts from a new line, as poslab sample does, whatever the corpus.
   EXPECT_NE(card.find("ids = tok(\"\\n\", return_tensors=\"pt\").input_ids\n"), std::string::npos) << card;

@@ -269,11 +269,14 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   // A comparison of other variants written here before left its seeds pages: they go; other files stay.
   const fs::path earlier = dir_ / "compare";
   fs::create_directories(earlier);
-  for (const char* name : {"seeds_3_old.html", "seeds_.html", "my_seeds_1.html", "seeds_3_old.txt"})
-    std::ofstream(earlier / name) << "x";
+  for (const char* name :
+       {"seeds_3_old.html", "seeds_.html", "my_seeds_1.html", "seeds_3_old.txt", "seeds_4_mine.html"})
+    std::ofstream(earlier / name) << (std::string(name) == "seeds_4_mine.html"
+                                          ? "x"
+                                          : "<title>poslab: old: its seeds side by side</title>");
   const std::string page = write_comparison(c, earlier.string());
   EXPECT_FALSE(fs::exists(earlier / "seeds_3_old.html")) << "a seeds page of an earlier comparison was left";
-  for (const char* name : {"seeds_.html", "my_seeds_1.html", "seeds_3_old.txt"})
+  for (const char* name : {"seeds_.html", "my_seeds_1.html", "seeds_3_old.txt", "seeds_4_mine.html"})
     EXPECT_TRUE(fs::exists(earlier / name)) << name << ", no seeds page, was taken";
   const std::string html = slurp(page);
   EXPECT_NE(html.find("poslab compare: 2 variants, 4 runs"), std::string::npos);
