@@ -8,14 +8,11 @@
 #include <set>
 
 #include "util/plural.h"
+#include "util/text.h"
 
 namespace poslab {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -176,7 +173,7 @@ ModelTables find_position_tables(const nlohmann::json& config,
     t.no_table = fmt::format("model_type {} keeps a learned table ({}), but it is not among the {} found", t.family,
                              t.lacks, counted(static_cast<int64_t>(shapes.size()), "tensor"));
     for (const auto& [name, shape] : shapes)  // there, but of another shape than a table's
-      if (name.size() >= t.lacks.size() && name.compare(name.size() - t.lacks.size(), t.lacks.size(), t.lacks) == 0) {
+      if (ends_with(name, t.lacks)) {
         std::string dims;
         for (const int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
         t.no_table = fmt::format(

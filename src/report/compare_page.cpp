@@ -23,6 +23,7 @@
 #include "util/fs.h"
 #include "util/json_text.h"
 #include "util/plural.h"
+#include "util/text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -389,9 +390,7 @@ std::string write_seeds_pages(const Comparison& c, const std::string& out_dir) {
   std::error_code ec;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind("seeds_", 0) != 0 || name.size() <= 11 || name.compare(name.size() - 5, 5, ".html") != 0 ||
-        written.count(name))
-      continue;
+    if (name.rfind("seeds_", 0) != 0 || name.size() <= 11 || !ends_with(name, ".html") || written.count(name)) continue;
     try {
       const std::string page = read_file(it->path().string());
       if (page.find("<title>poslab: ") != std::string::npos &&

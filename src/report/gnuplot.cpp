@@ -12,6 +12,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -40,9 +41,7 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
   // Its figures (both_formats's STEM.png and STEM.svg) are drawn to STEM.png.tmp.PID and STEM.svg.tmp.PID, as
   // AtomicWriter names its temporaries, then committed; any of those names a killed draw left is removed first.
   const std::string suffix = ".tmp." + std::to_string(::getpid());
-  const std::string stem = script.size() > 3 && script.compare(script.size() - 3, 3, ".gp") == 0
-                               ? script.substr(0, script.size() - 3)
-                               : script;
+  const std::string stem = script.size() > 3 && ends_with(script, ".gp") ? script.substr(0, script.size() - 3) : script;
   std::vector<std::pair<std::string, std::string>> figures;  // temporary, final
   for (const char* ext : {".png", ".svg"}) {
     const std::string to = (fs::path(dir) / (stem + ext)).string();

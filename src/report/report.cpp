@@ -19,6 +19,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -92,9 +93,7 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
   bool sources = true;
   for (fs::directory_iterator it(dir, ec), end; sources && !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    const auto ends = [&](const std::string& x) {
-      return name.size() > x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
-    };
+    const auto ends = [&](const std::string& x) { return name.size() > x.size() && ends_with(name, x); };
     sources = it->is_regular_file(ec) && (ends(".dat") || ends(".gp") || ends(".gp.log"));
   }
   if (sources && !ec) return;

@@ -1,4 +1,5 @@
 #include "run/run_folder.h"
+#include "util/text.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -116,7 +117,7 @@ std::string extension_table_path(const std::string& checkpoint) {
 
 bool is_extension_info(const std::string& path) {
   const std::string suffix = ".extension.json";
-  return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return path.size() > suffix.size() && ends_with(path, suffix);
 }
 
 std::string sweep_index_path(const std::string& sweep_dir) { return (fs::path(sweep_dir) / "sweep.json").string(); }

@@ -20,6 +20,7 @@
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"
+#include "util/text.h"
 #include "util/version.h"
 
 namespace poslab {
@@ -88,7 +89,7 @@ void TrainingRun::log_machine(const CheckpointMeta& resume_meta) const {
   for (const ConfigChange& c : changes) {
     std::string from = origin_words(cfg_, c.key);  // "PATH (stored config)" reads, in parentheses, as below
     const std::string stored = " (stored config)";
-    if (from.size() > stored.size() && from.compare(from.size() - stored.size(), stored.size(), stored) == 0)
+    if (from.size() > stored.size() && ends_with(from, stored))
       from = "the stored config of " + from.substr(0, from.size() - stored.size());
     changed += fmt::format("\n  {}: {} ({})", c.key, c.to, from);
   }

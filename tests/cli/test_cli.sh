@@ -285,6 +285,7 @@ if env -u POSLAB_KERNELS "$poslab" bench configs/default.yaml "${small[@]}" --js
    grep -A1 "^kernel paths (measured in [0-9.]* s):$" "$tmp/k1.txt" |
      grep -Eq "^  bf16_products=[a-z]+,attention=[a-z]+,pointwise=[a-z]+,batch_split=[a-z]+,step=[a-z]+,sdpa=[a-z]+$" &&
    grep -q "^kernel paths, ms per forward + backward:" "$tmp/k1.txt" &&
+   grep -q "kernel paths: measuring which run fastest for this model here (once for its shape, threads and machine: kept in $tmp/kcache/kernel_paths.json; run.kernels=default skips it)$" "$tmp/err" &&
    [ "$(grep -c "vs chosen$" "$tmp/k1.txt")" = 1 ] &&  # in the report, not again in the log
    [ "$(grep -Ec "^  [a-z0-9_ ]+ +[0-9]+\.[0-9]{2}[* ] +([+-][0-9]+ %|chosen)$" "$tmp/k1.txt")" -ge 6 ] &&
    grep -Eq "[0-9][* ] +chosen$" "$tmp/k1.txt" && grep -q '"timings"' "$tmp/k1.json" &&
@@ -533,8 +534,11 @@ fi
 # A run stopped between evals (train.eval_every 3, stopped at 7): its losses are named as step 6's, in the run's last
 # line and by inspect.
 cp -r "$tmp/x/default" "$tmp/between"
+# The keys that differ from the defaults name where each came from: the --set, or the checkpoint's stored config.
 if "$poslab" train --resume "$tmp/between" --set train.max_steps=9 --stop-at 7 >"$tmp/out" 2>"$tmp/err" &&
    grep -q "done: 7 steps | the eval of step 6: train [0-9.]* | val " "$tmp/err" &&
+   grep -qx "  train.max_steps: 9 (--set)" "$tmp/err" &&
+   grep -qx "  run.out_dir: $tmp/x (the stored config of $tmp/between/checkpoints/latest.pt)" "$tmp/err" &&
    "$poslab" inspect "$tmp/between" >"$tmp/out" 2>"$tmp/err" &&
    grep -q "^loss         the eval of step 6: train [0-9.]* | val [0-9.]* | best val " "$tmp/out"; then
   passed=$((passed + 1))
