@@ -108,6 +108,12 @@ done
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ "$failed" -eq 0 ] || exit 2
 
+# The targets' scratch files (a run folder, a sweep folder, a checkpoint, a kernel cache per process) go to a folder
+# of this build's, taken away when they have run.
+export TMPDIR=$PWD/$out/tmp
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
+
 # Seeds the targets write themselves: a valid checkpoint of a tiny model (raw mode) and an undamaged structured
 # input; a char and a BPE tokenizer model.
 for t in checkpoint tokenizer; do
@@ -132,6 +138,7 @@ for t in "${targets[@]}"; do
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 wait
+rm -rf "$TMPDIR"
 total=0
 crashes=0
 for t in "${targets[@]}"; do

@@ -27,7 +27,9 @@ using Clock = std::chrono::steady_clock;
 volatile std::sig_atomic_t g_forward = 0;  // a signal to pass on to the workers
 extern "C" void on_launcher_signal(int sig) { g_forward = sig; }
 
-// The launcher's per-rank step file: nproc int64 steps, written by each worker's Comm::set_step.
+// The launcher's per-rank step file: nproc int64 steps, written by each worker's Comm::set_step. Its name is taken
+// away as soon as it is made, so that a launcher killed with SIGKILL leaves nothing in TMPDIR: the workers inherit
+// its descriptor and open it as /proc/self/fd/N.
 class StepFile {
  public:
   explicit StepFile(int nproc) : nproc_(nproc) {
@@ -37,15 +39,15 @@ class StepFile {
     if (fd_ < 0)
       throw Error(pattern + ": cannot create the launcher's step file: " + std::strerror(errno),
                   "set TMPDIR to a writable folder");
-    path_ = pattern;
+    ::unlink(pattern.c_str());
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
     const std::vector<int64_t> none(nproc, -1);
     if (::pwrite(fd_, none.data(), none.size() * sizeof(int64_t), 0) < 0)
-      spdlog::warn("{}: {}", path_, std::strerror(errno));
+      spdlog::warn("{}: {}", pattern, std::strerror(errno));
   }
-  ~StepFile() {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-  }
+  ~StepFile() { ::close(fd_); }
+  StepFile(const StepFile&) = delete;
+  StepFile& operator=(const StepFile&) = delete;
   const std::string& path() const { return path_; }
   int64_t step(int rank) const {
     int64_t s = -1;

@@ -78,6 +78,8 @@ int wait_exit(pid_t pid, std::chrono::seconds limit) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
 int run_poslab(const std::vector<std::string>& args, const std::string& log) {
   return wait_exit(start_poslab(args, log), std::chrono::seconds(300));
 }
@@ -208,6 +210,30 @@ TEST_F(DistTrain, AKilledWorkerStopsTheLauncherWithinTheTimeoutNamingItsRankAndS
   EXPECT_EQ(load_model(latest("killed")).meta.step % 3, 0);  // the last checkpoint is whole
 }
 
+// The launcher killed with SIGKILL: its ranks stop (SIGTERM from the kernel) and nothing of it stays in TMPDIR (its
+// step file has no name once made).
+TEST_F(DistTrain, AKilledLauncherLeavesNoFileInTmpdir) {
+  const fs::path tmp = dir_ / "tmpdir";
+  fs::create_directories(tmp);
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const pid_t launcher = start_poslab(
+      {"train", dir_ / "tiny.yaml", "--set", "run.name=orphans", "--set", "train.max_steps=100000", "--nproc", "2"},
+      log("orphans"));
+  before ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+  ASSERT_TRUE(wait_for_text(log("orphans"), "step 1 |", std::chrono::seconds(120))) << read_file(log("orphans"));
+  std::smatch m;
+  const std::string started = read_file(log("orphans"));
+  ASSERT_TRUE(std::regex_search(started, m, std::regex(R"(pids (\d+), (\d+))"))) << started;
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(launcher, std::chrono::seconds(10)), 128 + SIGKILL);
+  for (const pid_t r : {static_cast<pid_t>(std::stoi(m[1])), static_cast<pid_t>(std::stoi(m[2]))})
+    for (auto end = Clock::now() + std::chrono::seconds(60); alive(r) && Clock::now() < end;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(files_under(tmp), std::set<std::string>{});
+}
+
 TEST_F(DistTrain, CtrlCOnTheLauncherStopsEveryRankAtOneStepWithOneCheckpoint) {
   const pid_t launcher = start_poslab(
       {"train", dir_ / "tiny.yaml", "--set", "run.name=stopped", "--set", "train.max_steps=100000", "--nproc", "2"},
@@ -236,8 +262,6 @@ int64_t last_logged_step(const std::string& log) {
     last = std::max<int64_t>(last, std::stoll((*it)[1]));
   return last;
 }
-
-bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
 // Kill anywhere, resume, same answer: a --nproc 2 run SIGKILLed at random steps — the launcher, rank 0 or rank 1 —
 // and resumed, by turns on 1 process and on 2, until it finishes, ends within kSameRunTol of the run one process
