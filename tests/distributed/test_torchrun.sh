@@ -24,7 +24,8 @@ snapshot: {every: 3}
 YAML
 
 set +e
-torchrun --standalone --nproc_per_node 2 --no_python --redirects 1 --tee 1 "$poslab" train "$tmp/tiny.yaml" > "$tmp/out" 2> "$tmp/err"
+# TMPDIR: torchrun keeps its workers' logs in a torchelastic_* folder there, which it leaves behind.
+TMPDIR=$tmp torchrun --standalone --nproc_per_node 2 --no_python --redirects 1 --tee 1 "$poslab" train "$tmp/tiny.yaml" > "$tmp/out" 2> "$tmp/err"
 code=$?
 set -e
 cat "$tmp/err" >&2
