@@ -75,8 +75,10 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
       ->check(existing("folder"));
   cmd->add_option("--init-from", a.req.init_from,
                   "start a new run from this checkpoint's weights (not its optimizer, step or sampler); "
-                  "without a config, from its config too (e.g. a checkpoint of poslab extend)")
-      ->type_name("CHECKPOINT");
+                  "without a config, from its config too (e.g. a checkpoint of poslab extend); a run folder: its "
+                  "latest.pt")
+      ->type_name("CHECKPOINT")
+      ->transform(kRunFolderToCheckpoint);
   cmd->add_option("--stop-at", a.req.stop_at,
                   "stop at this step with a checkpoint, as if interrupted; continue later with --resume")
       ->check(kNonNegative);
@@ -165,7 +167,17 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   install_stop_handlers();
   TrainSummary s = train(req);
   if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
-  if (env.rank != 0) return s.interrupted_by != 0 ? 128 + s.interrupted_by : 0;
+  if (env.rank != 0)
+    return s.interrupted_by != 0 ? 128 + s.interrupted_by : stop_signal() != 0 ? 128 + stop_signal() : 0;
+  // Ctrl-C while the report was drawn (its gnuplot, in the terminal's process group, stopped with it): the training
+  // is done, the report left unwritten, which the resume of the finished run writes.
+  if (s.interrupted_by == 0 && stop_signal() != 0) {
+    std::cout << s.run_dir << "\n";
+    std::cerr << "interrupted while the report was written; the training is done and its checkpoint written. Write "
+                 "the report with:\n  poslab train --resume "
+              << shell_word(s.run_dir) << "\n";
+    return 128 + stop_signal();
+  }
   if (s.interrupted_by == 0)  // what the run found, where to look
     std::cerr << wrap_lines(run_ending_of(s.run_dir), terminal_width(STDERR_FILENO));
   std::cout << s.run_dir << "\n";

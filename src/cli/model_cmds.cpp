@@ -39,17 +39,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A run folder where a checkpoint goes stands for its latest checkpoint (as export takes it): "poslab sample
-// runs/default". Anything else is left as given, for the command to read or to refuse.
-const CLI::Validator kRunFolderToCheckpoint = CLI::Validator(
-    [](std::string& s) -> std::string {
-      std::error_code ec;
-      if (fs::is_directory(s, ec) && fs::is_regular_file(RunFolder(s).latest_checkpoint(), ec))
-        s = RunFolder(s).latest_checkpoint();
-      return "";
-    },
-    "");
-
 void add_device_option(CLI::App* cmd, std::string& device) {
   cmd->add_option("--device", device, "auto (CUDA when present) | cpu | cuda")
       ->capture_default_str()

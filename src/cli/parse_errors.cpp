@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "cli/validators.h"
+#include "run/run_folder.h"
 #include "util/near_words.h"
+#include "util/shell.h"
+#include "util/text.h"
 
 namespace poslab {
 namespace {
@@ -108,6 +111,17 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     std::error_code ec;
     hint = "check the path; a relative one is read from the folder poslab runs in (" +
            std::filesystem::current_path(ec).string() + ")";
+  }
+  // A run folder where a config goes: its config.yaml, or, to train, the resume of the run.
+  if (const std::string tail = ": a run folder, not a file";
+      dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && ends_with(error, tail)) {
+    const size_t from = error.find(": ") + 2;
+    const std::string dir = error.substr(from, error.size() - tail.size() - from);
+    const std::string config = shell_word(RunFolder(dir).config());
+    hint = cmd->get_name() == "train"
+               ? "to go on with that run: poslab train --resume " + shell_word(dir) +
+                     "; a new run with its settings: poslab train " + config + " --set run.name=NEW_NAME"
+               : "its config is " + config;
   }
   std::cerr << "error: " << error << "\nhint: " << hint << "\n";
   return 2;

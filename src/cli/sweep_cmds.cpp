@@ -120,9 +120,16 @@ int run_compare(const CompareArgs& a) {
   size_t runs = 0;
   for (const std::string& d : a.dirs) runs += is_run_input(d);
   if (runs == 0) return compare_tables(a);
-  if (runs != a.dirs.size())
+  if (runs != a.dirs.size()) {
+    for (const std::string& d : a.dirs) {  // an input that is neither: named as such
+      const std::string ext = fs::path(d).extension().string();
+      if (!is_run_input(d) && !is_model_folder(d) && ext != ".npy" && ext != ".pt" && ext != ".safetensors")
+        throw Error("compare: " + d + ": neither a run or sweep folder nor a table",
+                    "compare takes run and sweep folders, or tables (.npy, .pt, .safetensors, a model folder)");
+    }
     throw Error("compare: give run and sweep folders, or tables, not both",
                 "compare a run's table with others through its snapshot: RUN/snapshots/wpe_stepNNNNNN.npy");
+  }
   std::string out = a.out;
   if (out.empty()) {
     out = a.dirs.size() == 1 && is_sweep_dir(a.dirs[0]) ? sweep_compare_dir(a.dirs[0]) : "compare";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "run/run_folder.h"
 #include "util/near_words.h"
 #include "util/whole_numbers.h"
 
@@ -74,6 +75,18 @@ inline const CLI::Validator kShare = CLI::Validator(
     },
     "NUMBER in [0, 1]");
 
+// A run folder where a checkpoint goes stands for its latest checkpoint (as export takes it): "poslab sample
+// runs/default". Anything else is left as given, for the command to read or to refuse.
+inline const CLI::Validator kRunFolderToCheckpoint = CLI::Validator(
+    [](std::string& s) -> std::string {
+      std::error_code ec;
+      if (std::filesystem::is_directory(s, ec) &&
+          std::filesystem::is_regular_file(RunFolder(s).latest_checkpoint(), ec))
+        s = RunFolder(s).latest_checkpoint();
+      return "";
+    },
+    "");
+
 // A path that exists: a file ("file"), a folder ("folder") or either ("path"). CLI11 puts the option's name first:
 // "config: nosuch.yaml: no such file". A missing path names its near namesakes in its folder ("configs/defualt.yaml:
 // no such file; did you mean configs/default.yaml?"); a checkpoint given for a run folder names the run folder.
@@ -97,7 +110,9 @@ inline CLI::Validator existing(const std::string& kind) {
           }
           return out;
         }
-        if (kind == "file" && fs::is_directory(st)) return s + ": a folder, not a file";
+        if (kind == "file" && fs::is_directory(st))  // a run folder is named so (report_parse_error's hint)
+          return s + (fs::is_regular_file(RunFolder(s).config(), ec) ? ": a run folder, not a file"
+                                                                     : ": a folder, not a file");
         if (kind == "folder" && !fs::is_directory(st)) {
           const fs::path p = fs::absolute(s, ec).lexically_normal();
           if (p.parent_path().filename() != "checkpoints") return s + ": a file, not a folder";

@@ -6,6 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -88,6 +90,13 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
     f->set(cfg, YAML::Node(std::string()));
     cfg.origin[key] = source;
     return;
+  }
+  if (f->real && value.IsScalar()) {  // yaml-cpp reads 1e-400 as 0: the value shown would be one nobody wrote
+    errno = 0;
+    if (std::strtod(value.Scalar().c_str(), nullptr) == 0.0 && errno == ERANGE)
+      throw Error(source + ": " + key + " = " + describe(value) +
+                      ": is closer to 0 than a double can hold (it would read as 0)",
+                  "fix the value of " + key + " in " + source);
   }
   try {
     if (!value.IsDefined() || value.IsNull()) throw YAML::BadConversion(value.Mark());

@@ -38,6 +38,7 @@ ConfigField make_field(std::string key, std::string type, Get get) {
               std::to_string(std::numeric_limits<T>::max());
     f.whole = true;
   }
+  f.real = std::is_floating_point_v<T>;
   if constexpr (std::is_same_v<T, std::string>) {
     Config defaults;
     f.null_is_empty = get(defaults).empty();
@@ -80,10 +81,17 @@ ConfigField corpus_field() {
   corpus.key = "data.corpus";
   corpus.type = "a path or a list of paths";
   corpus.set = [](Config& c, const YAML::Node& n) {
-    if (n.IsScalar())
+    if (n.IsScalar()) {
       c.data.corpus = {n.as<std::string>()};
-    else
-      c.data.corpus = n.as<std::vector<std::string>>();
+      return;
+    }
+    if (!n.IsSequence()) throw YAML::BadConversion(n.Mark());
+    std::vector<std::string> paths;
+    for (const YAML::Node& p : n) {  // each a path: an empty item (~) would read as the path "null"
+      if (!p.IsScalar()) throw YAML::BadConversion(p.Mark());
+      paths.push_back(p.Scalar());
+    }
+    c.data.corpus = paths;
   };
   corpus.emit = [](const Config& c, YAML::Emitter& e) { e << YAML::Flow << c.data.corpus << YAML::Block; };
   return corpus;

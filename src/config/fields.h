@@ -19,6 +19,7 @@ struct ConfigField {
   std::string range;   // an integer key's: "from -2147483648 to 2147483647" (for a whole number out of it); else ""
   bool whole = false;  // an integer key (or "auto" or one): 010 is refused, which yaml-cpp would read as 8
   bool null_is_empty = false;  // a text key whose default is "" (none): `key:` or `key: null` is that default
+  bool real = false;           // a floating-point key: a value below a double's least (1e-400) is refused, not 0
   std::function<void(Config&, const YAML::Node&)> set;  // throws a YAML::Exception for a value of the wrong type
   std::function<void(const Config&, YAML::Emitter&)> emit;
 };

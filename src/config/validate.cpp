@@ -3,6 +3,7 @@
 #include "config/config.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -248,6 +249,19 @@ void validate_new_run(const Config& c) {
     check.fail("run.name", "'" + shown + "'",
                "must be one folder name inside run.out_dir (no '/', '.' or '..'): set run.out_dir for another place");
   }
+  if (c.run.name.size() > 255) {  // NAME_MAX of Linux's file systems
+    std::string shown = c.run.name.substr(0, 40);
+    make_terminal_safe(shown);
+    check.fail(
+        "run.name", "'" + shown + "…'",
+        "is " + std::to_string(c.run.name.size()) + " bytes long; a folder's name holds at most 255: shorten it");
+  }
+  // "~" is the shell's: a config's path keeps it as written, a folder named "~" in the folder poslab runs in
+  if (c.run.out_dir == "~" || c.run.out_dir.rfind("~/", 0) == 0)
+    check.fail("run.out_dir", c.run.out_dir,
+               "'~' is not the home folder in a config (only a shell expands it): write the path out, e.g. " +
+                   std::string(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/home/NAME") +
+                   c.run.out_dir.substr(1));
   // the generators take an unsigned seed; sample and sweeps take 0 and up
   if (c.run.seed < 0) check.fail("run.seed", str(c.run.seed), "must be 0 or more");
 }

@@ -1,11 +1,13 @@
 #include "data/dataset.h"
 
+#include <signal.h>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +34,39 @@ uint32_t ids_crc(const char* bytes, size_t n) {
     at += part;
   }
   return static_cast<uint32_t>(crc);
+}
+
+// The name a tokenizer's training gives its files in the cache (a copy of the corpus, the model sentencepiece
+// writes): train-HOST-PID, so that a cache shared by machines tells whose each is.
+std::string training_name() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::string name = "train-" + std::string(host) + "-";
+  for (char& c : name)
+    if (c == '/') c = '_';
+  return name + std::to_string(::getpid());
+}
+
+// A training killed before it took its files away (SIGKILL, a power cut) left them, a copy of the corpus among them:
+// the files of a training of this machine whose process is gone go.
+void remove_dead_trainings(const std::string& dir) {
+  const std::string mine = training_name(), prefix = mine.substr(0, mine.rfind('-') + 1);
+  std::error_code ec;
+  std::vector<fs::path> dead;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t end_of_pid = name.find_first_not_of("0123456789", prefix.size());
+    if (end_of_pid == prefix.size() || end_of_pid == std::string::npos || name[end_of_pid] != '.' ||
+        end_of_pid - prefix.size() > 9)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(prefix.size(), end_of_pid - prefix.size())));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(it->path());
+  }
+  for (const fs::path& p : dead) fs::remove(p, ec);
+  if (!dead.empty())
+    spdlog::info("tokenizer: removed {} left in {} by a training that was stopped",
+                 counted(int64_t(dead.size()), "file"), dir);
 }
 
 std::string encode_tokens_file(const std::vector<int32_t>& ids) {
@@ -182,7 +217,8 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
       data.tokenizer_from_cache = true;
       spdlog::info("tokenizer: cached {} ({} pieces)", model_path, data.tokenizer.vocab_size());
     } else {
-      const std::string base = (fs::path(dir) / ("train-" + std::to_string(::getpid()))).string();
+      remove_dead_trainings(dir);
+      const std::string base = (fs::path(dir) / training_name()).string();
       // sentencepiece leaves lines over its max_sentence_length (16384 bytes) out of training: wrap them.
       write_file_atomic(base + ".txt", wrap_long_lines(corpus.text, 8192));
       std::string bytes;

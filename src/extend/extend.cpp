@@ -146,6 +146,15 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
                 "name it, e.g., " + fs::path(out).replace_extension(".pt").string());
   // The checkpoint and the two files beside it: never the input, never an existing file without --force.
   const std::string named = req.out.empty() ? "the extension" : "--out";
+  if (!req.force && fs::is_regular_file(out, ec)) {  // the checkpoint is written first: one stopped after it
+    std::string missing;
+    for (const std::string& f : {npy_path, json_path})
+      if (!fs::exists(f, ec)) missing += (missing.empty() ? "" : " and ") + fs::path(f).filename().string();
+    if (!missing.empty())
+      throw Error(named + " " + out + ": already exists, without " + missing +
+                      " beside it: an extension that stopped before it was whole",
+                  "pass --force to write it again");
+  }
   for (const std::string& f : {out, npy_path, json_path})
     check_output_file(f, f == out ? named : named + "'s table or record beside it,", req.force, {req.checkpoint});
   check_analysis_fits(req.to, C,
@@ -176,6 +185,8 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   meta.train_loss = meta.val_loss = NAN;  // measured at T positions; `poslab eval` measures the new model
   meta.best_val_loss = INFINITY;
   if (const fs::path folder = fs::path(out).parent_path(); !folder.empty()) make_dirs(folder.string());  // "x.pt": here
+  if (req.out.empty())
+    remove_dead_temporaries(fs::path(out).parent_path().string());  // its own folder's: a killed write
   save_checkpoint(out, model, nullptr, meta);
 
   const torch::Tensor table = after.to(torch::kCPU, torch::kFloat32).contiguous();  // (to, n_embd)

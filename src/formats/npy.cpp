@@ -67,7 +67,8 @@ NpyLayout parse_layout(const std::string& head, size_t size, const std::string& 
     throw Error(path + ": .npy header has no dtype", hint);
   const std::string descr = m[1];
   if (descr != "<f4" && descr != "<f8")
-    throw Error(path + ": dtype " + descr + " is not supported (float32 '<f4' or float64 '<f8' only)", hint);
+    throw Error(path + ": dtype " + descr + " is not supported (float32 '<f4' or float64 '<f8' only)",
+                "convert it in numpy and save it again: numpy.save(PATH, numpy.load(PATH).astype('<f4'))");
   if (std::regex_search(header, std::regex("'fortran_order':\\s*True")))
     throw Error(path + ": Fortran-order arrays are not supported", "save with numpy.ascontiguousarray first");
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <utility>
@@ -76,6 +77,13 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
     } catch (const Error&) {
     }
     if (msg.size() > 600) msg = msg.substr(msg.size() - 600);
+    if (WIFSIGNALED(status)) {  // a signal to the process group (Ctrl-C), or gnuplot killed: its log says nothing
+      std::error_code ec;
+      if (msg.empty()) fs::remove(log, ec);
+      throw Error((fs::path(dir) / script).string() + ": gnuplot (" + gnuplot + ") was stopped by signal " +
+                      std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")",
+                  "run the command again to draw the figures");
+    }
     if (const std::string fault = disk_fault(dir); !fault.empty())  // gnuplot could not write its figure, or its log
       throw Error((fs::path(dir) / script).string() + ": gnuplot failed (" + gnuplot + "): " + fault,
                   "free some space (or make the folder writable), then write the report again");

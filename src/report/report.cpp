@@ -19,6 +19,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace poslab {
@@ -104,6 +105,7 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
 
 std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures) {
   make_dirs(dir);
+  remove_dead_temporaries(dir);  // the figures a killed draw of this folder left half-written
   for (const auto& f : figures) {
     for (const auto& [file, content] : f.data) write_file_atomic((fs::path(dir) / file).string(), content);
     write_file_atomic((fs::path(dir) / (f.name + ".gp")).string(), f.script);
@@ -332,6 +334,11 @@ bool run_report_is_current(const std::string& run_dir) {
 }
 
 std::string write_report_of_finished_run(const std::string& run_dir) {
+  // what a Ctrl-C now stops: the report, which the resume of the finished run writes
+  set_stop_message("\nstopping the report (poslab train --resume writes it); signal again to exit at once\n");
+  struct Restore {
+    ~Restore() { set_stop_message(nullptr); }
+  } restore;
   try {
     const std::string page = write_run_report(run_dir).index_html;
     spdlog::info("report: {}", page);
@@ -341,6 +348,10 @@ std::string write_report_of_finished_run(const std::string& run_dir) {
     if (!disk_fault(run_dir).empty())
       throw Error(e.what(), "free some space (or make the folder writable), then poslab train --resume " + run_dir +
                                 " writes the report: the training is done and its checkpoint intact");
+    if (stop_requested()) {  // Ctrl-C: gnuplot, in the terminal's process group, stopped too
+      spdlog::warn("report not written: interrupted");
+      return "";
+    }
     spdlog::error("report not written: {}{}", e.what(), e.hint().empty() ? "" : " (" + e.hint() + ")");
     return "";
   }

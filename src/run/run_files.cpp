@@ -74,6 +74,11 @@ std::vector<SnapshotRecord> read_snapshot_index(const RunFolder& run) {
       throw Error(run.dir() + ": " + path + " is missing, but snapshots/ holds " + std::to_string(tables) + " tables",
                   "put the run's index.jsonl back (a line a snapshot: {\"step\": N, \"file\": "
                   "\"wpe_stepNNNNNN.npy\"})");
+    // A run's config there: a run stopped before its first snapshot (or one whose table none is taken of).
+    if (is_file(run.config()))
+      throw Error(run.dir() + ": no snapshots (" + path + " is missing)",
+                  "a run stopped before its first snapshot: poslab train --resume " + run.dir() +
+                      " trains it on; a run with model.position none has no table to take");
     throw Error(run.dir() + ": no snapshots (" + path + " is missing)",
                 "pass a run folder written by poslab train with model.position learned or sinusoidal");
   }

@@ -77,6 +77,22 @@ std::vector<std::string> RunFolder::files_of_a_started_run() const {
   return {latest_checkpoint(), metrics(), snapshot_index()};
 }
 
+std::vector<std::string> RunFolder::entries_a_run_writes() const {
+  return {config(), kernel_paths(), metrics(), checkpoints(), snapshots(), report_dir(), tensorboard_dir()};
+}
+
+std::vector<std::string> RunFolder::entries_written() const {
+  std::vector<std::string> out;
+  for (const std::string& p : entries_a_run_writes()) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (!fs::exists(st)) continue;
+    if (fs::is_directory(st) && fs::is_empty(p, ec) && !ec) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
 bool RunFolder::has_config_and_metrics() const {
   std::error_code ec;
   return fs::is_regular_file(config(), ec) && fs::is_regular_file(metrics(), ec);

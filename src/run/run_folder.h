@@ -68,6 +68,11 @@ class RunFolder {
   std::vector<std::string> written_folders() const;
   // Files whose presence means a run was started here (a second run must not share the folder).
   std::vector<std::string> files_of_a_started_run() const;
+  // What a new run writes in its folder, each there only once a run started in it: config.yaml, kernel_paths.json,
+  // metrics.jsonl and the folders checkpoints/, snapshots/, report/ and tensorboard/ (the lock aside).
+  std::vector<std::string> entries_a_run_writes() const;
+  // Those of them in the folder now (a folder among them when it holds anything).
+  std::vector<std::string> entries_written() const;
 
   bool has_config_and_metrics() const;  // a run folder poslab train wrote
   bool has_snapshots() const;

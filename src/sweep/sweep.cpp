@@ -32,17 +32,15 @@ namespace {
 void clear_unresumable_start(const RunFolder& run) {
   std::error_code ec;
   std::string left;
-  for (const std::string& f : run.files_of_a_started_run())
-    if (fs::exists(f, ec)) left += (left.empty() ? "" : ", ") + fs::path(f).filename().string();
+  const std::vector<std::string> written = run.entries_written();
+  for (const std::string& f : written) left += (left.empty() ? "" : ", ") + fs::path(f).filename().string();
   if (left.empty()) return;
   const RunLock lock(run.lock());    // a live trainer in the folder (another sweep's) is an error, never cleared
   check_restart_loses_nothing(run);  // a lost latest.pt of a run that went on: an error, never cleared
   spdlog::warn("{}: a start stopped before its first checkpoint left {}: nothing to resume from; training it afresh",
                run.dir(), left);
-  for (const std::string& d :
-       {run.checkpoints(), run.snapshots(), run.eval_dir(), run.report_dir(), run.tensorboard_dir()})
-    fs::remove_all(d, ec);
-  fs::remove(run.metrics(), ec);
+  for (const std::string& p : written) fs::remove_all(p, ec);
+  fs::remove_all(run.eval_dir(), ec);
 }
 
 // SWEEP_DIR/sweep.json: the sweep file's text, its variants and its runs (run_dir relative to `dir`).
@@ -130,6 +128,11 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   sum.dir = sweep_dir(sweep, opt.sets);
   sum.runs = static_cast<int>(runs.size());
   check_folder_is_this_sweeps(sweep, sum.dir);
+  if (sweep.base.empty())  // legal (a sweep of poslab's defaults), but likely a base: forgotten
+    spdlog::warn(
+        "{}: no base: every run starts from poslab's built-in defaults (poslab config prints them), not a "
+        "config file's; add base: CONFIG to start from one",
+        sweep_file);
   // Every run's config as the sweep file and its base give it now: the runs trained afresh in this call read these,
   // not the base again, so that an edit of the base while the sweep trains does not reach half its runs.
   std::vector<Config> configs;
@@ -207,6 +210,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     try {
       s = train(req);
       if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
+      if (s.interrupted_by == 0 && stop_signal() != 0) s.interrupted_by = stop_signal();  // Ctrl-C in the report
     } catch (const Error& e) {
       spdlog::error("sweep {}: {} seed {} failed: {}{}", sweep.name, r.variant, r.seed, e.what(),
                     e.hint().empty() ? "" : " (" + e.hint() + ")");

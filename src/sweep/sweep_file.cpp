@@ -54,12 +54,21 @@ int64_t read_seed(const YAML::Node& x, const std::string& path) {
   return v;
 }
 
+// A value that must be text (a name, a path, a key): a list, a map or an empty value (~, which yaml-cpp would read as
+// "null") is an error naming `where` and what it takes.
+std::string text_of(const YAML::Node& v, const std::string& where, const std::string& expected) {
+  if (v.IsScalar()) return v.Scalar();
+  throw Error(where + ": expected " + expected + ", not " + (v.IsNull() ? std::string("an empty value") : yaml_text(v)),
+              std::string("fix it; ") + kSweepExample);
+}
+
 // The overrides of a `set:` map, in file order; `where` names it in errors.
 std::vector<std::pair<std::string, std::string>> read_sets(const YAML::Node& n, const std::string& where) {
   if (!n.IsMap())
     throw Error(where + ": expected a map of config keys to values, e.g. {train.max_steps: 300}", kSweepExample);
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& kv : n) out.emplace_back(kv.first.as<std::string>(), yaml_text(kv.second));
+  for (const auto& kv : n)
+    out.emplace_back(text_of(kv.first, where, "config keys (SECTION.NAME)"), yaml_text(kv.second));
   return out;
 }
 
@@ -132,15 +141,19 @@ YAML::Node read_sweep_yaml(const std::string& path) {
 
 // base: a config file, relative to the sweep file's folder.
 std::string resolve_base(const YAML::Node& v, const std::string& path) {
-  const fs::path base = v.as<std::string>();
+  const std::string given = text_of(v, path + ": base", "the path of a config file");
+  const fs::path base = given;
   const std::string resolved =
       (base.is_absolute() ? base : fs::path(path).parent_path() / base).lexically_normal().string();
   std::error_code ec;
+  if (fs::is_directory(resolved, ec))
+    throw Error(path + ": base = " + given + ": a folder (" + resolved + "), not a config file",
+                "name the config every run starts from, e.g. base: ../small.yaml");
   if (!fs::is_regular_file(resolved, ec))
-    throw Error(path + ": base = " + v.as<std::string>() + ": no such config file (" + resolved + ")",
+    throw Error(path + ": base = " + given + ": no such config file (" + resolved + ")",
                 "base is relative to the sweep file's folder");
   if (fs::equivalent(resolved, path, ec))  // read as a config, the sweep file's own keys would be unknown ones
-    throw Error(path + ": base = " + v.as<std::string>() + ": is this sweep file itself",
+    throw Error(path + ": base = " + given + ": is this sweep file itself",
                 "name the config every run starts from, e.g. base: ../small.yaml");
   return resolved;
 }
@@ -148,10 +161,10 @@ std::string resolve_base(const YAML::Node& v, const std::string& path) {
 // The keys other than grid and variants (name, base, seeds, set) into `s`; an unknown key is an error.
 void read_top_level(const YAML::Node& root, const std::string& path, Sweep& s) {
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = text_of(kv.first, path, "keys that are plain names");
     const YAML::Node& v = kv.second;
     if (key == "name") {
-      s.name = v.as<std::string>();
+      s.name = text_of(v, path + ": name", "a name");
     } else if (key == "base") {
       s.base = resolve_base(v, path);
     } else if (key == "seeds") {
@@ -182,10 +195,10 @@ std::vector<SweepVariant> named_variants(const YAML::Node& root, const std::stri
       if (!v[i].IsMap() || !v[i]["name"])
         throw Error(where + ": expected {name: NAME, set: {key: value, ...}}", kSweepExample);
       for (const auto& kv : v[i])
-        if (kv.first.as<std::string>() != "name" && kv.first.as<std::string>() != "set")
-          throw Error(where + ": unknown key '" + kv.first.as<std::string>() + "'", "a variant has name and set");
+        if (const std::string k = text_of(kv.first, where, "the keys name and set"); k != "name" && k != "set")
+          throw Error(where + ": unknown key '" + k + "'", "a variant has name and set");
       SweepVariant sv;
-      sv.name = v[i]["name"].as<std::string>();
+      sv.name = text_of(v[i]["name"], where + ".name", "a name");
       check_name(sv.name, where + ".name");
       if (v[i]["set"]) sv.sets = read_sets(v[i]["set"], where + ".set");
       named.push_back(sv);
@@ -202,7 +215,7 @@ std::vector<SweepVariant> grid_points(const YAML::Node& root, const std::string&
     if (!g.IsMap() || g.size() == 0)
       throw Error(path + ": grid: expected a map of config keys to lists of values", kSweepExample);
     for (const auto& kv : g) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = text_of(kv.first, path + ": grid", "config keys (SECTION.NAME)");
       if (!kv.second.IsSequence() || kv.second.size() == 0)
         throw Error(path + ": grid." + key + ": expected a non-empty list of values, e.g. [64, 128]", kSweepExample);
       const std::string short_key = key.substr(key.rfind('.') + 1);

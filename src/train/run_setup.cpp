@@ -26,6 +26,12 @@ bool there(const std::string& path) { return fs::exists(looked_at(path)); }
 // train.init_from names a checkpoint that exists (its contents are checked when it is loaded).
 void check_init_from(const std::string& path, const std::string& origin) {
   std::error_code ec;
+  if (!path.empty() && fs::is_directory(path, ec))
+    throw Error(origin + ": train.init_from = " + path + ": a folder, not a checkpoint",
+                fs::is_regular_file(RunFolder(path).latest_checkpoint(), ec)
+                    ? "name the run's checkpoint: train.init_from: " + RunFolder(path).latest_checkpoint() +
+                          " (or best.pt beside it)"
+                    : "name a checkpoint file, e.g. runs/NAME/checkpoints/best.pt or one written by poslab extend");
   if (!path.empty() && !fs::is_regular_file(path, ec))
     throw Error(origin + ": train.init_from = " + path + ": no such checkpoint",
                 "name a checkpoint file, e.g. runs/NAME/checkpoints/best.pt or one written by poslab extend");
@@ -49,6 +55,19 @@ void check_folder_is_free(const std::string& rdir) {
     throw Error(rdir + ": already holds a run (" + f + ")",
                 "continue it with poslab train --resume " + rdir + ", or pick another --set run.name=NAME");
   }
+  // Files a run writes, but no log: a start stopped as it set up (its config.yaml), or files put there by hand. A new
+  // run would write over them.
+  const std::vector<std::string> written = run.entries_written();
+  if (written.empty()) return;
+  std::string names;
+  for (const std::string& p : written) names += (names.empty() ? "" : ", ") + fs::path(p).filename().string();
+  const bool config = std::find(written.begin(), written.end(), run.config()) != written.end();
+  throw Error(rdir + ": holds what a new run writes (" + names + "), which it would write over",
+              (config ? "a start stopped before its first step: start it again there with poslab train --resume " +
+                            shell_word(rdir) + "; or "
+                      : std::string()) +
+                  "pick another --set run.name=NAME, or move " + (written.size() == 1 ? "it" : "them") +
+                  " away; nothing was changed");
 }
 
 // The folder's latest.pt is its own run's: the name, model and seed its config.yaml records (a checkpoint of another
@@ -145,6 +164,16 @@ void check_resume_keeps_its_start(const std::string& latest, const Config& store
     // Where the new value was given: --set, or a sweep file's set: or variant.
     const std::string source = origin_of(requested, c.key);
     const std::string given = source == "--set" ? "--set " + c.key + "=" + c.to : source + ": " + c.key + "=" + c.to;
+    if (c.key == "train.init_from") {  // the resumed run's weights are its checkpoint's, wherever they came from
+      const auto none = [](const std::string& v) { return v.empty() || v == "\"\""; };
+      throw Error(
+          fmt::format("{}: a resumed run goes on from its checkpoint {}; train.init_from names where a new "
+                      "run's first weights come from ({} in the run's config)",
+                      given, latest, none(c.from) ? "none" : c.from),
+          fmt::format("leave train.init_from out of {} when resuming; to start a new run from {}: poslab train "
+                      "--init-from {} --set run.name=NEW_NAME",
+                      source, none(c.to) ? "other weights" : c.to, none(c.to) ? "CHECKPOINT" : shell_word(c.to)));
+    }
     for (const Fixed& f : fixed)
       if (c.key == f.key)
         throw Error(
@@ -171,6 +200,32 @@ void check_resume_keeps_its_start(const std::string& latest, const Config& store
                 "resume with a scale that is 1 where the run's is 1 and not 1 where it is not, or start a new run "
                 "from its weights: poslab train CONFIG --init-from " +
                     latest);
+}
+
+std::vector<std::string> take_init_from_tokenizer(Config& cfg) {
+  if (cfg.train.init_from.empty()) return {};
+  const std::string& from = cfg.train.init_from;
+  const TokenizerConfig kept =
+      config_from_yaml(read_checkpoint_meta(from).config_yaml, from + " (stored config)").data.tokenizer;
+  TokenizerConfig& asked = cfg.data.tokenizer;
+  const std::string its = kept.type + (kept.type == "char" ? "" : fmt::format(", {} pieces", kept.vocab_size));
+  std::vector<std::string> unread;
+  const struct {
+    const char* key;
+    std::string asked, kept;
+  } keys[] = {{"data.tokenizer.type", asked.type, kept.type},
+              {"data.tokenizer.vocab_size", std::to_string(asked.vocab_size), std::to_string(kept.vocab_size)},
+              {"data.tokenizer.model", asked.model, kept.model}};
+  for (const auto& k : keys) {
+    if (k.asked != k.kept && origin_of(cfg, k.key) != "default")
+      unread.push_back(
+          fmt::format("{}{} = {} is not read: a run from train.init_from's weights tokenizes with the "
+                      "tokenizer of {} ({}); leave it out of this config",
+                      origin_prefix(cfg, k.key), k.key, k.asked.empty() ? "\"\"" : k.asked, from, its));
+    cfg.origin[k.key] = from + " (stored config)";
+  }
+  asked = kept;
+  return unread;
 }
 
 bool restarts_in_place(const TrainRequest& req) {

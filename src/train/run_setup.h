@@ -24,6 +24,12 @@ namespace poslab {
 // overrides): the run starts again in its folder.
 Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta);
 
+// A new run from train.init_from's weights tokenizes with that checkpoint's tokenizer (the vocabulary of its
+// weights): `cfg` takes the checkpoint's data.tokenizer keys, so that config.yaml records the tokenizer the run
+// uses. Returns a warning for each tokenizer key the config or --set gave otherwise (it is not read); none without
+// train.init_from.
+std::vector<std::string> take_init_from_tokenizer(Config& cfg);
+
 // Whether --resume names a run folder with no checkpoint yet but its config: the run starts again there.
 bool restarts_in_place(const TrainRequest& req);
 

@@ -126,6 +126,22 @@ void TrainingRun::load_tokens(const CheckpointMeta& resume_meta) {
   }
   spdlog::info("data: vocab {} | train {} tokens | val {} tokens", data_.tokenizer.vocab_size(), data_.train.size(),
                data_.val.size());
+  // An eval drawing windows well beyond the validation split's size reads its tokens again and again (as eval's
+  // --batches says): said, before the first eval's wait.
+  const double read = static_cast<double>(cfg_.train.eval_batches) * cfg_.train.batch_size * cfg_.model.block_size;
+  if (writer_ && !data_.val.empty() && read > 10.0 * static_cast<double>(data_.val.size()))
+    spdlog::warn(
+        "{}train.eval_batches = {}: each eval draws {} windows of {} tokens, {:.0f}× the val split's {} tokens, so "
+        "they overlap: the loss changes little past the split's size, and each eval takes the time of {} steps' "
+        "forward passes; a few times the split's size is {}",
+        origin_prefix(cfg_, "train.eval_batches"), cfg_.train.eval_batches,
+        grouped(static_cast<int64_t>(cfg_.train.eval_batches) * cfg_.train.batch_size), cfg_.model.block_size,
+        read / static_cast<double>(data_.val.size()), grouped(static_cast<int64_t>(data_.val.size())),
+        grouped(cfg_.train.eval_batches),
+        fmt::format("--set train.eval_batches={}",
+                    std::max<int64_t>(1, static_cast<int64_t>(
+                                             4.0 * static_cast<double>(data_.val.size()) /
+                                             (static_cast<double>(cfg_.train.batch_size) * cfg_.model.block_size)))));
 }
 
 void TrainingRun::build_model() {

@@ -18,6 +18,7 @@
 #include "distributed/comm.h"
 #include "distributed/env.h"
 #include "run/run_files.h"
+#include "run/run_folder.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/memory_need.h"
@@ -324,6 +325,9 @@ TrainSummary train(const TrainRequest& req) {
   const DistEnv env = read_dist_env();
   CheckpointMeta resume_meta;
   Config cfg = resolve_config(req, resume_meta);
+  // a new run from another's weights: its tokenizer (a restart in place has it in config.yaml already)
+  const std::vector<std::string> unread_tokenizer =
+      req.resume_dir.empty() ? take_init_from_tokenizer(cfg) : std::vector<std::string>{};
   check_divides("train.batch_size", cfg.train.batch_size, env.world_size, origin_prefix(cfg, "train.batch_size"));
   // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
   const std::string asked_dtype = cfg.train.dtype;
@@ -357,6 +361,7 @@ TrainSummary train(const TrainRequest& req) {
         spdlog::warn("{}", w);
     }
     for (const std::string& w : unread_settings(cfg)) spdlog::warn("{}", w);
+    for (const std::string& w : unread_tokenizer) spdlog::warn("{}", w);
   }
   check_corpus_paths(cfg);
   check_kernels_env();  // read when the run starts; checked before its folder
@@ -388,6 +393,11 @@ TrainSummary train(const TrainRequest& req) {
     if (comm.is_main() && !made.empty()) {
       lock.reset();
       if (!remove_made_folders(made)) spdlog::warn("{}: the refused start's folder could not be removed", rdir);
+    } else if (comm.is_main() && req.resume_dir.empty()) {  // a folder that was there, free (check_folder_is_free)
+      lock.reset();
+      std::error_code ec;
+      for (const std::string& p : RunFolder(rdir).entries_written()) std::filesystem::remove_all(p, ec);
+      for (const std::string& p : RunFolder(rdir).entries_a_run_writes()) std::filesystem::remove(p, ec);  // empty
     }
     throw;
   }

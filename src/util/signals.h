@@ -6,6 +6,9 @@
 namespace poslab {
 
 void install_stop_handlers();
+// What the first signal prints, for a phase other than the training's steps (a string that lives for good, e.g. a
+// literal); nullptr: the training's own message again.
+void set_stop_message(const char* message);
 bool stop_requested();
 int stop_signal();  // the signal received, 0 if none
 

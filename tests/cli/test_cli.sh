@@ -840,6 +840,14 @@ if "$poslab" extend "$ckpt" --to 160 --method cubic >"$tmp/out" 2>"$tmp/err" && 
 else
   failed=$((failed + 1)); echo "FAIL extend, eval, train --init-from, report"; cat "$tmp/out"; tail -20 "$tmp/err"
 fi
+# --init-from a run folder: its latest.pt, as sample, eval and export take it; config.yaml names that checkpoint.
+if "$poslab" train --init-from "$tmp/x/default" "${quick[@]}" --set train.max_steps=1 --set run.name=from-folder \
+     --set run.report=false >"$tmp/out" 2>"$tmp/err" &&
+   grep -q "^  init_from: $ckpt$" "$tmp/x/from-folder/config.yaml"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL train --init-from a run folder"; cat "$tmp/out"; tail -5 "$tmp/err"
+fi
 # The fine-tuning run's analysis reads its start from the extension; moved away, the rest of it still stands.
 tuned="$tmp/x/default-ext160-cubic/checkpoints/latest.pt"
 if "$poslab" analyze "$tuned" >"$tmp/out" 2>"$tmp/err" && grep -q "^ the same at initialisation:$" "$tmp/out" &&
@@ -854,6 +862,10 @@ fi
 expect_error "extend to fewer positions" "^error: --to 64: the table already has 128 rows" extend "$ckpt" --to 64
 expect_error "extend unknown method" "^error: --method: spline not in" extend "$ckpt" --to 256 --method spline
 expect_error "extend over an existing file" "^error: .*160-cubic/checkpoint.pt: already exists" extend "$ckpt" --to 160 --method cubic
+mkdir -p "$tmp/half" && cp "$ckpt" "$tmp/half/m.pt"  # an extension stopped once its checkpoint was written
+expect_error "extend over a checkpoint whose table and record are missing" \
+  "^error: --out $tmp/half/m.pt: already exists, without m.wpe.npy and m.extension.json beside it: an extension that stopped before it was whole$" \
+  extend "$ckpt" --to 160 --out "$tmp/half/m.pt"
 mkdir -p "$tmp/side" && echo mine >"$tmp/side/m.wpe.npy"
 expect_error "extend over a file beside --out" "^error: --out's table or record beside it, $tmp/side/m.wpe.npy: already exists" \
   extend "$ckpt" --to 160 --out "$tmp/side/m.pt"
@@ -869,6 +881,17 @@ expect_error "an extension's curves to TensorBoard" \
 expect_error "init-from and resume" "^error: .*not both" train --init-from "$ckpt" --resume "$tmp/x/default"
 expect_error "init-from a missing checkpoint" "^error: --init-from: train.init_from = .*nope.pt: no such checkpoint" \
   train --init-from "$tmp/nope.pt"
+expect_error "init_from a run folder in the config" "^hint: name the run's checkpoint: train.init_from: $ckpt " \
+  train configs/default.yaml --set "train.init_from=$tmp/x/default"
+expect_error "init-from a folder of no run" "^error: --init-from: train.init_from = $tmp/x: a folder, not a checkpoint" \
+  train --init-from "$tmp/x"
+expect_error "a run folder as the config" \
+  "^hint: to go on with that run: poslab train --resume $tmp/x/default; a new run with its settings: poslab train $tmp/x/default/config.yaml --set run.name=NEW_NAME$" \
+  train "$tmp/x/default"
+expect_error "a run folder as poslab config's config" "^hint: its config is $tmp/x/default/config.yaml$" \
+  config "$tmp/x/default"
+expect_error "compare a run with a config" "^error: compare: configs/default.yaml: neither a run or sweep folder nor a table$" \
+  compare "$tmp/x/default" configs/default.yaml
 expect_error "trainable table without a table" "train.trainable = wpe: needs a learned table" \
   train configs/default.yaml --set train.trainable=wpe --set model.position=none
 expect_error "fresh run into a used folder" "already holds a run" train configs/default.yaml --set "run.out_dir=$tmp/x"

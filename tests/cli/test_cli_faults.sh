@@ -44,6 +44,25 @@ if [ "$rc" -eq 143 ] && [ -n "$stopped" ] && [ "$stopped" -gt "$from" ] &&
 else
   failed=$((failed + 1)); echo "FAIL SIGTERM stop: exit $rc, stopped at '$stopped' (from $from)"; tail -5 "$tmp/term.err"
 fi
+# Ctrl-C while the end-of-run report is drawn: the terminal signals the whole process group, gnuplot too (here a
+# gnuplot that waits to be stopped). The run exits 130 saying the report is left for the resume, which writes it.
+printf '#!/bin/sh\ntouch "%s/drawing"\nexec sleep 60\n' "$tmp" >"$tmp/slow-gnuplot" && chmod +x "$tmp/slow-gnuplot"
+POSLAB_GNUPLOT=$tmp/slow-gnuplot setsid "$poslab" train --resume "$tmp/sig/default" --set run.report=true \
+  --set train.max_steps=$((stopped + 1)) >"$tmp/rep.out" 2>"$tmp/rep.err" &
+pid=$!
+for _ in $(seq 1 600); do [ -e "$tmp/drawing" ] && break; sleep 0.1; done
+kill -INT -- "-$pid"
+wait "$pid"
+rc=$?
+if [ "$rc" -eq 130 ] && grep -q "^stopping the report (poslab train --resume writes it)" "$tmp/rep.err" &&
+   grep -q "report not written: interrupted$" "$tmp/rep.err" && ! grep -q "gnuplot" "$tmp/rep.err" &&
+   grep -q "^interrupted while the report was written; the training is done" "$tmp/rep.err" &&
+   grep -q "^  poslab train --resume $tmp/sig/default$" "$tmp/rep.err" && [ ! -e "$tmp/sig/default/lock" ] &&
+   "$poslab" train --resume "$tmp/sig/default" >/dev/null 2>&1 && [ -f "$tmp/sig/default/report/index.html" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL Ctrl-C in the report: exit $rc"; tail -8 "$tmp/rep.err"
+fi
 # kill -9 at random moments, three times: the latest checkpoint on disk is always readable, the stale lock
 # is taken over, and the run resumes each time.
 "$poslab" train configs/default.yaml "${quick[@]}" --set train.max_steps=300 --set train.checkpoint_every=2 \

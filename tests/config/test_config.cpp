@@ -178,6 +178,22 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
       << big;
   const std::string word = error_of([] { load_config("", {"train.max_steps=many"}); });
   EXPECT_NE(word.find("train.max_steps = many: expected integer |"), std::string::npos) << word;
+  // A number nearer 0 than a double holds is shown as written (yaml-cpp reads it as 0), in a file too; 0 is 0.
+  const std::string tiny = error_of([] { load_config("", {"train.lr=1e-400"}); });
+  EXPECT_NE(tiny.find("train.lr = 1e-400: is closer to 0 than a double can hold (it would read as 0)"),
+            std::string::npos)
+      << tiny;
+  TempDir tiny_dir;
+  write_text(tiny_dir / "tiny.yaml", "train:\n  weight_decay: 0.0e-999\n  grad_clip: 1e-400\n");
+  const std::string in_file = error_of([&] { load_config(tiny_dir / "tiny.yaml"); });
+  EXPECT_NE(in_file.find("tiny.yaml: train.grad_clip = 1e-400: is closer to 0"), std::string::npos) << in_file;
+  EXPECT_EQ(load_config("", {"train.weight_decay=0e-999"}).train.weight_decay, 0.0);
+  EXPECT_EQ(load_config("", {"run.name=1e-400"}).run.name, "1e-400");  // text, not a number
+  // data.corpus: each path text; an empty item (~, which yaml-cpp reads as "null") or a list in the list is refused
+  for (const char* v : {"data.corpus=[a.txt, ~]", "data.corpus=[a.txt, [b.txt]]", "data.corpus={a: 1}"}) {
+    const std::string e = error_of([&] { load_config("", {v}); });
+    EXPECT_NE(e.find("expected a path or a list of paths"), std::string::npos) << v << ": " << e;
+  }
 }
 
 // A whole number with a leading 0: yaml-cpp reads 010 as octal (8; 08 as no number), as CLI11 would; a person means
@@ -337,6 +353,17 @@ TEST(Config, ARunNameIsOneFolderName) {
   EXPECT_NE(file.find(" | set run.name in " + (dir / "..yaml") + " or with --set run.name=NAME (or rename the file)"),
             std::string::npos)
       << file;
+  // A name longer than a folder's name can be; a run.out_dir of "~", which no shell expanded.
+  const std::string long_name =
+      error_of([] { validate_new_run(load_config("", {"run.name=" + std::string(300, 'a')})); });
+  EXPECT_NE(long_name.find("is 300 bytes long; a folder's name holds at most 255: shorten it"), std::string::npos)
+      << long_name;
+  EXPECT_NO_THROW(validate_new_run(load_config("", {"run.name=" + std::string(255, 'a')})));
+  for (const char* home : {"run.out_dir=~/runs", "run.out_dir=~/"}) {
+    const std::string e = error_of([&] { validate_new_run(load_config("", {home})); });
+    EXPECT_NE(e.find("'~' is not the home folder in a config (only a shell expands it)"), std::string::npos) << e;
+  }
+  EXPECT_NO_THROW(validate_new_run(load_config("", {"run.out_dir=runs/~x"})));
   // and a new run's seed is 0 or more, as sample's and a sweep's are
   const std::string seed = error_of([] { validate_new_run(load_config("", {"run.seed=-1"})); });
   EXPECT_NE(seed.find("run.seed = -1: must be 0 or more"), std::string::npos) << seed;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/fmt/fmt.h>
+#include <sys/wait.h>
 #include <torch/torch.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -197,6 +199,33 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
   EXPECT_FALSE(other.tokenizer_from_cache);
   write_text(dir / "corpus.txt", test::generated_corpus(300, /*seed=*/99));
   EXPECT_FALSE(prepare_tokens(c, 1).tokenizer_from_cache);
+}
+
+// A training killed before it took its files away (its copy of the corpus, the model it wrote) left them in the cache:
+// the next training on this machine takes away those of processes that are gone, and no other machine's or live one's.
+TEST(Tokenizer, ATrainingTakesAwayTheFilesOfTrainingsThatWereKilled) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  const std::string host = buf;
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);  // a pid no process has now
+  const std::string gone = "train-" + host + "-" + std::to_string(dead);
+  const std::vector<std::string> left = {gone + ".txt", gone + ".txt.tmp." + std::to_string(dead), gone + ".model"};
+  const std::vector<std::string> kept = {"train-otherhost-" + std::to_string(dead) + ".txt",
+                                         "train-" + host + "-" + std::to_string(::getppid()) + ".txt", "notes.txt"};
+  std::filesystem::create_directories(dir / "cache");
+  for (const std::string& f : left) write_text(dir / ("cache/" + f), "the corpus\n");
+  for (const std::string& f : kept) write_text(dir / ("cache/" + f), "the corpus\n");
+  CapturedLog log;
+  EXPECT_FALSE(prepare_tokens(tokenizer_config(dir, "bpe", 300), 1).tokenizer_from_cache);
+  for (const std::string& f : left) EXPECT_FALSE(std::filesystem::exists(dir / ("cache/" + f))) << f;
+  for (const std::string& f : kept) EXPECT_TRUE(std::filesystem::exists(dir / ("cache/" + f))) << f;
+  EXPECT_NE(log.str().find("tokenizer: removed 3 files left in " + (dir / "cache") + " by a training that was stopped"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST(Tokenizer, ADamagedCachedModelIsAnErrorNamingItAndTheFix) {

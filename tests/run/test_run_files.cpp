@@ -242,6 +242,11 @@ TEST(RunFiles, ALostIndexBesideItsTablesSaysToPutItBack) {
   TempDir dir;
   const RunFolder run(dir.str());
   EXPECT_NE(error_of([&] { read_snapshot_index(run); }).find(": no snapshots ("), std::string::npos);
+  write_text(run.config(), "run: {name: x}\n");  // a run stopped before its first snapshot: its resume trains it on
+  EXPECT_NE(error_of([&] {
+              read_snapshot_index(run);
+            }).find("| a run stopped before its first snapshot: poslab train --resume " + dir.str() + " trains it on"),
+            std::string::npos);
   const std::vector<float> table(6, 0.5f);
   for (int64_t step : {0, 5}) write_text(run.snapshot(step), npy_bytes(table.data(), 2, 3));
   EXPECT_EQ(error_of([&] { read_snapshot_index(run); }),

@@ -769,6 +769,27 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
                 ": base = self.yaml: is this sweep file itself | name the config every run starts from, e.g. base: "
                 "../small.yaml");
   EXPECT_NE(sweep_error("seeds: [1, 1]\n").find("repeats a seed"), std::string::npos);
+  // Text where text goes: a list, a map or an empty value (~, "null" to yaml-cpp) is named with what the key takes.
+  const std::vector<std::pair<std::string, std::string>> not_text = {
+      {"name: {a: 1}\nseeds: [1]\n", "bad.yaml: name: expected a name, not {a: 1}"},
+      {"seeds: [1]\nvariants: [{name: [a]}]\n", "bad.yaml: variants[0].name: expected a name, not [a]"},
+      {"seeds: [1]\nvariants: [{name: ~}]\n", "bad.yaml: variants[0].name: expected a name, not an empty value"},
+      {"seeds: [1]\ngrid: {[a]: [1]}\n", "bad.yaml: grid: expected config keys (SECTION.NAME), not [a]"},
+      {"seeds: [1]\nset: {[a]: 1}\n", "bad.yaml: set: expected config keys (SECTION.NAME), not [a]"},
+      {"? [a]\n: 1\nseeds: [1]\n", "bad.yaml: expected keys that are plain names, not [a]"},
+  };
+  for (const auto& [yaml, message] : not_text)
+    EXPECT_NE(sweep_error(yaml).find(message), std::string::npos) << yaml << sweep_error(yaml);
+  fs::create_directories(dir_ / "configs/sweeps/folder");
+  const std::string no_base = dir_ / "configs/sweeps/no_base.yaml";
+  for (const auto& [base, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[x]", "no_base.yaml: base: expected the path of a config file, not [x]"},
+           {"~", "no_base.yaml: base: expected the path of a config file, not an empty value"},
+           {"folder", "no_base.yaml: base = folder: a folder ("}}) {
+    test::write_text(no_base, "base: " + base + "\nseeds: [1]\n");
+    const std::string e = test::error_of([&] { load_sweep(no_base); });
+    EXPECT_NE(e.find(message), std::string::npos) << e;
+  }
   // Each seed is read as run.seed takes it, when the file is read: not hours in, when its run starts.
   EXPECT_NE(sweep_error("seeds: [1, -1]\n")
                 .find("bad.yaml: seeds: -1: expected a whole number from 0 to 9223372036854775807"),

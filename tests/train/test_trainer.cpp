@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -486,6 +487,7 @@ TEST(Trainer, ResumeErrors) {
       {"run.seed=5", "run.seed = 1337; the run's random streams go on from the checkpoint"},
       {"data.val_fraction=0.3", "data.val_fraction = 0.1; the split between training and validation tokens"},
       {"data.tokenizer.type=bpe", "a resumed run keeps the tokenizer stored in its checkpoint"},
+      {"train.init_from=" + (dir / "done/checkpoints/best.pt"), "a resumed run goes on from its checkpoint"},
       {"run.name=elsewhere", "--set run.name=elsewhere: a resumed run stays in its folder " + dir / "done"},
       {"run.out_dir=" + dir / "other", "--set run.out_dir=" + dir / "other" + ": a resumed run stays in its folder"},
   };
@@ -564,8 +566,42 @@ TEST(Trainer, AStartTheDataRefusesLeavesNoFolderBehind) {
   mine.overrides.push_back("data.corpus=" + (dir / "empty.txt"));
   EXPECT_NE(test::error_of([&] { train(mine); }).find("no text found"), std::string::npos);
   EXPECT_EQ(read_file(dir / "mine/notes.txt"), "kept\n");
+  std::set<std::string> left;  // what the refused start wrote went with it: nothing a new run would write over
+  for (const auto& e : fs::directory_iterator(dir / "mine")) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, std::set<std::string>{"notes.txt"});
   mine.overrides.push_back("data.corpus=" + (dir / "corpus.txt"));  // the same command, its input fixed
   EXPECT_TRUE(train(mine).finished);
+}
+
+// A folder holding files a run writes, but no run's log (a start stopped while it set up, files put there by hand):
+// a new run there is refused, naming them, and nothing in it changes; a stopped start's config.yaml points to the
+// resume, which starts it again there.
+TEST(Trainer, ANewRunWritesOverNoFileOfItsFolder) {
+  TempDir dir;
+  fs::create_directories(dir / "kept/snapshots");
+  test::write_text(dir / "kept/kernel_paths.json", "mine\n");
+  test::write_text(dir / "kept/snapshots/wpe_step000000.npy", "mine\n");
+  const std::string refused = test::error_of([&] { train(tiny_run(dir, "kept", 2)); });
+  EXPECT_NE(refused.find(dir / "kept" + ": holds what a new run writes (kernel_paths.json, snapshots), which it "
+                                        "would write over"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(refused.find("--resume"), std::string::npos) << "no run's config to resume: " << refused;
+  EXPECT_EQ(read_file(dir / "kept/kernel_paths.json"), "mine\n");
+  EXPECT_EQ(read_file(dir / "kept/snapshots/wpe_step000000.npy"), "mine\n");
+  EXPECT_FALSE(fs::exists(dir / "kept/config.yaml"));
+
+  train(tiny_run(dir, "set-up", 2));  // a start that stopped once its config.yaml was written
+  for (const char* gone : {"metrics.jsonl", "checkpoints", "snapshots", "report", "tensorboard", "kernel_paths.json"})
+    fs::remove_all(fs::path(dir / "set-up") / gone);
+  const std::string config = read_file(dir / "set-up/config.yaml");
+  const std::string stopped = test::error_of([&] { train(tiny_run(dir, "set-up", 2)); });
+  EXPECT_NE(stopped.find("holds what a new run writes (config.yaml)"), std::string::npos) << stopped;
+  EXPECT_NE(stopped.find("poslab train --resume " + (dir / "set-up")), std::string::npos) << stopped;
+  EXPECT_EQ(read_file(dir / "set-up/config.yaml"), config);
+  TrainRequest resume;
+  resume.resume_dir = dir / "set-up";
+  EXPECT_TRUE(train(resume).finished);
 }
 
 TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
@@ -755,6 +791,52 @@ TEST(Trainer, ResumeKeepsItsTokenizerAndNoticesAChangedCorpus) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("corpus.txt"), std::string::npos) << e.what();
   }
+}
+
+// A new run from another's weights tokenizes with that checkpoint's tokenizer: a tokenizer key given otherwise is
+// said not to be read, and config.yaml and the checkpoint record the tokenizer the run used (not the key given).
+TEST(Trainer, ARunFromAnotherRunsWeightsRecordsTheTokenizerItUses) {
+  TempDir dir;
+  train(tiny_run(dir, "source", 2));
+  TrainRequest from = tiny_run(dir, "from", 2);
+  from.init_from = dir / "source/checkpoints/latest.pt";
+  from.overrides.push_back("data.tokenizer.type=bpe");
+  from.overrides.push_back("data.tokenizer.vocab_size=300");
+  CapturedLog log;
+  EXPECT_EQ(train(from).steps, 2);
+  for (const char* key : {"data.tokenizer.type = bpe", "data.tokenizer.vocab_size = 300"})
+    EXPECT_NE(log.str().find(std::string("--set: ") + key +
+                             " is not read: a run from train.init_from's weights "
+                             "tokenizes with the tokenizer of " +
+                             from.init_from + " (char)"),
+              std::string::npos)
+        << key << "\n"
+        << log.str();
+  for (const std::string& config :
+       {read_file(dir / "from/config.yaml"), read_checkpoint_meta(dir / "from/checkpoints/latest.pt").config_yaml}) {
+    const Config c = config_from_yaml(config, "recorded");
+    EXPECT_EQ(c.data.tokenizer.type, "char");
+    EXPECT_EQ(c.data.tokenizer.vocab_size, TokenizerConfig().vocab_size);
+  }
+}
+
+// Evals drawing many times the validation split's tokens (they overlap, and take their time) are said before the
+// first one, with a count of batches that reads the split a few times.
+TEST(Trainer, EvalsFarBeyondTheValidationSplitAreSaid) {
+  TempDir dir;
+  TrainRequest r = tiny_run(dir, "evals", 1);
+  r.overrides.push_back("train.eval_batches=400");  // 400 × 16 windows of 16 tokens: 18× the 5,638 validation tokens
+  CapturedLog log;
+  train(r);
+  EXPECT_NE(log.str().find("--set: train.eval_batches = 400: each eval draws 6,400 windows of 16 tokens, 18× the val "
+                           "split's 5,638 tokens"),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("a few times the split's size is --set train.eval_batches="), std::string::npos);
+  TrainRequest few = tiny_run(dir, "few", 1);  // 4 batches: a fifth of the split, as the tests' runs read it
+  CapturedLog quiet;
+  train(few);
+  EXPECT_EQ(quiet.str().find("each eval draws"), std::string::npos) << quiet.str();
 }
 
 // Every file of a run folder, by path, with its bytes (its lock file aside: a trainer takes and leaves it).

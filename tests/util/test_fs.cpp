@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -245,6 +246,23 @@ TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
   EXPECT_FALSE(std::filesystem::exists(dir / "wpe_step000100.npy.tmp.77"));
   for (const char* f : {"latest.pt", "notes.tmp.txt", "x.tmp."}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   EXPECT_EQ(remove_stale_temporaries(dir / "missing"), 0);
+}
+
+// Without a lock, only the temporaries of writers that are gone: a live one's (this process's) stays.
+TEST(Fs, DeadWritersTemporariesAreRemovedAndALiveOnesStay) {
+  TempDir dir;
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);  // a pid no process has now
+  const std::string gone = "spectrum.png.tmp." + std::to_string(dead),
+                    live = "spectrum.svg.tmp." + std::to_string(::getpid());
+  for (const std::string& f : {gone, live, std::string("notes.tmp.txt"), std::string("x.tmp.99999999999")})
+    test::write_text(dir / f, "x");
+  EXPECT_EQ(remove_dead_temporaries(dir.str()), 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / gone));
+  for (const char* f : {"notes.tmp.txt", "x.tmp.99999999999"}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  EXPECT_TRUE(std::filesystem::exists(dir / live));
+  EXPECT_EQ(remove_dead_temporaries(dir / "missing"), 0);
 }
 
 // A training run's own record (a folder holding config.yaml and checkpoints/) is no output, --force or not, there

@@ -1,6 +1,7 @@
 // A folder's lock: "PID HOST BOOT_ID:TICKS" in a file; a live holder on this host is an error, a dead one's lock and
 // one whose pid now names another process are taken over, one held on another host is left to its owner.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ TEST(Lock, HoldsThePidAndHostAndIsGoneWithItsHolder) {
     EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + " " + my_stamp() + "\n");
     EXPECT_EQ(error_of([&] { RunLock again(path, "sweep"); }),
               dir.str() + ": another sweep (pid " + std::to_string(::getpid()) + ") is using this sweep folder (" +
-                  path + ") | wait for it to finish or stop it; if no such process runs, delete " + path);
+                  path + ") | wait for it to finish or stop it");
   }
   EXPECT_FALSE(fs::exists(path));
 }
@@ -100,6 +101,47 @@ TEST(Lock, ALockWhosePidNowNamesAnotherProcessIsTakenOver) {
         << log.str();
   }
   EXPECT_FALSE(fs::exists(path));
+}
+
+// The lock is the file's flock, not its text: a holder whose text is not there yet (or was written over) still holds
+// it, and the kernel lets it go when the holder dies, however it dies.
+TEST(Lock, AHolderHoldsItWhateverItsFileSaysUntilItDies) {
+  TempDir dir;
+  const std::string path = dir / "lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const RunLock lock(path);
+    [[maybe_unused]] const ssize_t n = ::write(ready[1], "x", 1);
+    ::pause();  // until killed
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  char x = 0;
+  ASSERT_EQ(::read(ready[0], &x, 1), 1);
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);  // a pid no process has now
+  const std::string gone = std::to_string(dead) + " " + this_host() + "\n";
+  for (const std::string& text : {std::string(), std::string("0\n"), gone}) {
+    test::write_text(path, text);  // what a holder killed before writing its pid, or a hand, leaves
+    EXPECT_NE(error_of([&] { RunLock lock(path); }).find(dir.str() + ": another trainer"), std::string::npos)
+        << "'" << text << "'";
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  test::CapturedLog log;
+  {
+    const RunLock lock(path);
+    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + " " + my_stamp() + "\n");
+  }
+  EXPECT_NE(log.str().find("stale lock of pid " + std::to_string(dead) + " (no such process); taking it over"),
+            std::string::npos)
+      << log.str();
+  EXPECT_FALSE(fs::exists(path));
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 }  // namespace
