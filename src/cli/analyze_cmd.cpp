@@ -334,7 +334,10 @@ int run_analyze(const AnalyzeArgs& a) {
     // after the analysis is printed: the work is not lost with the file.
     try {
       make_dirs(run.analysis_dir());
-      remove_dead_temporaries(run.analysis_dir());  // an analysis killed mid-write left them
+      remove_dead_temporaries(
+          run.analysis_dir(),  // an analysis killed mid-write left them
+          {fs::path(run.trajectory_csv()).filename().string(), fs::path(run.trajectory_json()).filename().string(),
+           fs::path(run.verdict_json()).filename().string()});
       write_file_atomic(run.trajectory_csv(), trajectory_csv(points));
       write_file_atomic(run.trajectory_json(), json_text(tj, 2) + "\n");
       write_file_atomic(run.verdict_json(), json_text(vj, 2) + "\n");

@@ -171,7 +171,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
     return s.interrupted_by != 0 ? 128 + s.interrupted_by : stop_signal() != 0 ? 128 + stop_signal() : 0;
   // Ctrl-C while the report was drawn (its gnuplot, in the terminal's process group, stopped with it): the training
   // is done, the report left unwritten, which the resume of the finished run writes.
-  if (s.interrupted_by == 0 && stop_signal() != 0) {
+  if (s.report_due && s.interrupted_by == 0 && stop_signal() != 0) {
     std::cout << s.run_dir << "\n";
     std::cerr << "interrupted while the report was written; the training is done and its checkpoint written. Write "
                  "the report with:\n  poslab train --resume "

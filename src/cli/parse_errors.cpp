@@ -121,7 +121,8 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     hint = cmd->get_name() == "train"
                ? "to go on with that run: poslab train --resume " + shell_word(dir) +
                      "; a new run with its settings: poslab train " + config + " --set run.name=NEW_NAME"
-               : "its config is " + config;
+           : cmd->get_name() == "sweep" ? "poslab sweep takes a sweep file (configs/sweeps/ holds examples)"
+                                        : "its config is " + config;
   }
   std::cerr << "error: " << error << "\nhint: " << hint << "\n";
   return 2;

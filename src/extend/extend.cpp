@@ -146,11 +146,17 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
                 "name it, e.g., " + fs::path(out).replace_extension(".pt").string());
   // The checkpoint and the two files beside it: never the input, never an existing file without --force.
   const std::string named = req.out.empty() ? "the extension" : "--out";
-  if (!req.force && fs::is_regular_file(out, ec)) {  // the checkpoint is written first: one stopped after it
+  // An extension's checkpoint is written first: one stopped after it left it without the two files beside it.
+  if (!req.force && fs::is_regular_file(out, ec) && !fs::equivalent(out, req.checkpoint, ec)) {
     std::string missing;
     for (const std::string& f : {npy_path, json_path})
       if (!fs::exists(f, ec)) missing += (missing.empty() ? "" : " and ") + fs::path(f).filename().string();
-    if (!missing.empty())
+    bool extension = false;  // poslab extend's (model.extended_from set), not another checkpoint of that name
+    try {
+      extension = config_from_yaml(read_checkpoint_meta(out).config_yaml, out).model.extended_from > 0;
+    } catch (const Error&) {  // unreadable: check_output_file below names it
+    }
+    if (!missing.empty() && extension)
       throw Error(named + " " + out + ": already exists, without " + missing +
                       " beside it: an extension that stopped before it was whole",
                   "pass --force to write it again");
@@ -185,8 +191,9 @@ ExtendResult extend_checkpoint(const ExtendRequest& req) {
   meta.train_loss = meta.val_loss = NAN;  // measured at T positions; `poslab eval` measures the new model
   meta.best_val_loss = INFINITY;
   if (const fs::path folder = fs::path(out).parent_path(); !folder.empty()) make_dirs(folder.string());  // "x.pt": here
-  if (req.out.empty())
-    remove_dead_temporaries(fs::path(out).parent_path().string());  // its own folder's: a killed write
+  remove_dead_temporaries(fs::path(out).parent_path().empty() ? "." : fs::path(out).parent_path().string(),
+                          {fs::path(out).filename().string(), fs::path(npy_path).filename().string(),
+                           fs::path(json_path).filename().string()});  // what a killed extension of these left
   save_checkpoint(out, model, nullptr, meta);
 
   const torch::Tensor table = after.to(torch::kCPU, torch::kFloat32).contiguous();  // (to, n_embd)

@@ -105,7 +105,12 @@ void check_report_folder(const std::string& dir, const std::string& named, bool 
 
 std::vector<std::string> draw_figures(const std::string& dir, const std::vector<Figure>& figures) {
   make_dirs(dir);
-  remove_dead_temporaries(dir);  // the figures a killed draw of this folder left half-written
+  std::vector<std::string> files;  // the figures a killed draw of these left half-written
+  for (const auto& f : figures) {
+    for (const char* ext : {".png", ".svg", ".gp"}) files.push_back(f.name + ext);
+    for (const auto& d : f.data) files.push_back(d.first);
+  }
+  remove_dead_temporaries(dir, files);
   for (const auto& f : figures) {
     for (const auto& [file, content] : f.data) write_file_atomic((fs::path(dir) / file).string(), content);
     write_file_atomic((fs::path(dir) / (f.name + ".gp")).string(), f.script);

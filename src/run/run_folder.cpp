@@ -85,7 +85,7 @@ std::vector<std::string> RunFolder::entries_written() const {
   std::vector<std::string> out;
   for (const std::string& p : entries_a_run_writes()) {
     std::error_code ec;
-    const fs::file_status st = fs::symlink_status(p, ec);
+    const fs::file_status st = fs::status(p, ec);  // a link to another disk's folder: that folder
     if (!fs::exists(st)) continue;
     if (fs::is_directory(st) && fs::is_empty(p, ec) && !ec) continue;
     out.push_back(p);

@@ -145,9 +145,14 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     steps.push_back(-1);
     if (!fs::is_regular_file(latest, ec)) continue;
     const CheckpointMeta meta = read_checkpoint_meta(latest);
-    check_settings_unchanged(sweep, r, latest, meta, configs.back(), cli_keys);
+    const Config trained = config_from_yaml(meta.config_yaml, latest);
+    // A run from train.init_from's weights tokenizes with that checkpoint's tokenizer, which its config records
+    // (take_init_from_tokenizer), whatever the base says.
+    Config now = configs.back();
+    if (!now.train.init_from.empty()) now.data.tokenizer = trained.data.tokenizer;
+    check_settings_unchanged(sweep, r, latest, meta, now, cli_keys);
     try {  // --set passes the check above, but not a key the started run's checkpoint fixed
-      check_resume_keeps_its_start(latest, config_from_yaml(meta.config_yaml, latest), configs.back());
+      check_resume_keeps_its_start(latest, trained, now);
     } catch (const Error& e) {
       throw Error("sweep " + sweep.name + ": " + e.what(),
                   "leave that key out of --set: the sweep's started runs keep the value they began with, and its "
@@ -210,7 +215,8 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
     try {
       s = train(req);
       if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
-      if (s.interrupted_by == 0 && stop_signal() != 0) s.interrupted_by = stop_signal();  // Ctrl-C in the report
+      if (s.report_due && s.interrupted_by == 0 && stop_signal() != 0)
+        s.interrupted_by = stop_signal();  // in the report
     } catch (const Error& e) {
       spdlog::error("sweep {}: {} seed {} failed: {}{}", sweep.name, r.variant, r.seed, e.what(),
                     e.hint().empty() ? "" : " (" + e.hint() + ")");

@@ -367,10 +367,13 @@ std::unique_ptr<RunLock> set_up_run_folder(const std::string& rdir, const Config
   std::exception_ptr error;
   if (comm.is_main()) {
     try {
+      const RunFolder run(rdir);
+      // A folder that is there is locked before it is looked at: another trainer setting it up is named as such,
+      // never taken for a start that stopped.
+      if (std::error_code ec; fs::is_directory(rdir, ec)) lock = std::make_unique<RunLock>(run.lock());
       if (!resuming) check_folder_is_free(rdir);
       make_dirs(rdir, "set run.out_dir to a writable folder");
-      const RunFolder run(rdir);
-      lock = std::make_unique<RunLock>(run.lock());
+      if (!lock) lock = std::make_unique<RunLock>(run.lock());
       make_dirs(run.checkpoints());
       remove_interrupted_writes(rdir);
       if (write_config) write_file_atomic(run.config(), to_yaml(cfg));

@@ -325,9 +325,9 @@ TrainSummary train(const TrainRequest& req) {
   const DistEnv env = read_dist_env();
   CheckpointMeta resume_meta;
   Config cfg = resolve_config(req, resume_meta);
-  // a new run from another's weights: its tokenizer (a restart in place has it in config.yaml already)
+  // a new run from another's weights, or one started again in its folder: the tokenizer of those weights
   const std::vector<std::string> unread_tokenizer =
-      req.resume_dir.empty() ? take_init_from_tokenizer(cfg) : std::vector<std::string>{};
+      req.resume_dir.empty() || restarts_in_place(req) ? take_init_from_tokenizer(cfg) : std::vector<std::string>{};
   check_divides("train.batch_size", cfg.train.batch_size, env.world_size, origin_prefix(cfg, "train.batch_size"));
   // train.dtype auto becomes what this machine runs, and is stored so: a resumed run keeps its dtype.
   const std::string asked_dtype = cfg.train.dtype;
@@ -367,6 +367,10 @@ TrainSummary train(const TrainRequest& req) {
   check_kernels_env();  // read when the run starts; checked before its folder
   const std::string rdir = req.resume_dir.empty() ? run_dir(cfg) : req.resume_dir;
   const std::vector<std::string> made = req.resume_dir.empty() ? missing_folders(rdir) : std::vector<std::string>{};
+  std::vector<std::string> there_before;  // a new run's folder that was there: what of a run's it held (empty folders)
+  if (req.resume_dir.empty())
+    for (const std::string& p : RunFolder(rdir).entries_a_run_writes())
+      if (std::error_code ec; std::filesystem::exists(p, ec)) there_before.push_back(p);
   Comm comm(env, device, std::chrono::seconds(cfg.run.dist_timeout_s));
   // held to the end; a resume's config.yaml is written once its checkpoint and logs are read (TrainingRun::resume)
   std::unique_ptr<RunLock> lock = set_up_run_folder(rdir, cfg, resuming || restart, !resuming, comm, device);
@@ -394,10 +398,18 @@ TrainSummary train(const TrainRequest& req) {
       lock.reset();
       if (!remove_made_folders(made)) spdlog::warn("{}: the refused start's folder could not be removed", rdir);
     } else if (comm.is_main() && req.resume_dir.empty()) {  // a folder that was there, free (check_folder_is_free)
+      std::error_code ec;  // what the start wrote goes, the lock still held; a folder that was there stays, empty
+      for (const std::string& p : RunFolder(rdir).entries_a_run_writes()) {
+        if (std::find(there_before.begin(), there_before.end(), p) == there_before.end()) {
+          std::filesystem::remove_all(p, ec);
+          continue;
+        }
+        std::vector<std::filesystem::path> inside;
+        for (std::filesystem::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+          inside.push_back(it->path());
+        for (const auto& q : inside) std::filesystem::remove_all(q, ec);
+      }
       lock.reset();
-      std::error_code ec;
-      for (const std::string& p : RunFolder(rdir).entries_written()) std::filesystem::remove_all(p, ec);
-      for (const std::string& p : RunFolder(rdir).entries_a_run_writes()) std::filesystem::remove(p, ec);  // empty
     }
     throw;
   }

@@ -397,14 +397,15 @@ int remove_stale_temporaries(const std::string& dir) {
   return removed;
 }
 
-int remove_dead_temporaries(const std::string& dir) {
+int remove_dead_temporaries(const std::string& dir, const std::vector<std::string>& names) {
   std::error_code ec;
   std::vector<fs::path> dead;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     const auto at = name.rfind(".tmp.");
     if (at == std::string::npos || at + 5 >= name.size() || name.size() - at - 5 > 9 ||
-        name.find_first_not_of("0123456789", at + 5) != std::string::npos || !e.is_regular_file(ec))
+        name.find_first_not_of("0123456789", at + 5) != std::string::npos || !e.is_regular_file(ec) ||
+        std::find(names.begin(), names.end(), name.substr(0, at)) == names.end())
       continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name.substr(at + 5)));
     if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(e.path());

@@ -53,9 +53,10 @@ class AtomicWriter {
 // Removes the temporary files AtomicWriter leaves behind when a process is killed mid-write (NAME.tmp.<pid>) from
 // `dir` (not recursive); returns how many. Call it only while holding the folder's lock: no writer is running.
 int remove_stale_temporaries(const std::string& dir);
-// The same, without a lock: only the temporaries of processes of this machine that are gone (a report, an analysis or
-// an extension killed mid-write), never a live writer's. Returns how many.
-int remove_dead_temporaries(const std::string& dir);
+// The same, without a lock, for the files `names` (file names in `dir`) a command is about to write: their temporaries
+// whose process is gone (a report, an analysis or an extension killed mid-write; the pid read as this machine's),
+// never a live writer's, nor any other file. Returns how many.
+int remove_dead_temporaries(const std::string& dir, const std::vector<std::string>& names);
 
 // A command's output file (check_output_file's): its folder made if missing, then written atomically.
 void write_output_file(const std::string& path, const std::string& bytes);

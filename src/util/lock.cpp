@@ -113,8 +113,13 @@ RunLock::RunLock(const std::string& lock_path, const std::string& holder) : path
 }
 
 RunLock::~RunLock() {
-  std::error_code ec;
-  std::filesystem::remove(path_, ec);  // while still held: a process that opened it meets the lock, and starts again
+  // Taken away while still held (a process that opened it meets the lock, and starts again), and only if the file
+  // there is still this lock's (not one put in its place by hand since).
+  struct stat held {
+  }, named{};
+  if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+      held.st_dev == named.st_dev)
+    ::unlink(path_.c_str());
   ::close(fd_);
 }
 

@@ -862,10 +862,15 @@ fi
 expect_error "extend to fewer positions" "^error: --to 64: the table already has 128 rows" extend "$ckpt" --to 64
 expect_error "extend unknown method" "^error: --method: spline not in" extend "$ckpt" --to 256 --method spline
 expect_error "extend over an existing file" "^error: .*160-cubic/checkpoint.pt: already exists" extend "$ckpt" --to 160 --method cubic
-mkdir -p "$tmp/half" && cp "$ckpt" "$tmp/half/m.pt"  # an extension stopped once its checkpoint was written
+# An extension stopped once its checkpoint was written (the table and record beside it missing) is named so; another
+# checkpoint of the name is an existing file.
+mkdir -p "$tmp/half" && "$poslab" extend "$ckpt" --to 150 --out "$tmp/half/m.pt" >/dev/null 2>&1 &&
+  rm "$tmp/half/m.wpe.npy" "$tmp/half/m.extension.json" && cp "$ckpt" "$tmp/half/n.pt"
 expect_error "extend over a checkpoint whose table and record are missing" \
   "^error: --out $tmp/half/m.pt: already exists, without m.wpe.npy and m.extension.json beside it: an extension that stopped before it was whole$" \
-  extend "$ckpt" --to 160 --out "$tmp/half/m.pt"
+  extend "$ckpt" --to 150 --out "$tmp/half/m.pt"
+expect_error "extend over a checkpoint of that name" "^error: --out $tmp/half/n.pt: already exists$" \
+  extend "$ckpt" --to 150 --out "$tmp/half/n.pt"
 mkdir -p "$tmp/side" && echo mine >"$tmp/side/m.wpe.npy"
 expect_error "extend over a file beside --out" "^error: --out's table or record beside it, $tmp/side/m.wpe.npy: already exists" \
   extend "$ckpt" --to 160 --out "$tmp/side/m.pt"

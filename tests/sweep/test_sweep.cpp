@@ -521,6 +521,25 @@ TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
   EXPECT_EQ(event_files(RunFolder(run).tensorboard_dir()).size(), 1u) << "TensorBoard would show step 0 twice";
 }
 
+// A sweep of runs from another run's weights: each run tokenizes with (and records) that checkpoint's tokenizer,
+// not the base's, and the sweep, run again, goes on with them rather than taking that for a change of settings.
+TEST_F(SweepTest, ASweepFromAnotherRunsWeightsGoesOnWithThatRunsTokenizer) {
+  TrainRequest source;
+  source.config_path = dir_ / "configs/base.yaml";
+  source.overrides = {"run.name=source", "data.tokenizer.type=bpe", "data.tokenizer.vocab_size=300"};
+  train(source);
+  const std::string from = dir_ / "runs/source/checkpoints/latest.pt";
+  const std::string file = sweep_file("seeds: [1]\nset: {train.init_from: " + from + "}\n", "tuned.yaml");
+  SweepOptions part;
+  part.stop_at = 3;
+  run_sweep(file, part);
+  const std::string run = sweep_runs(load_sweep(file), {}).at(0).run_dir;
+  EXPECT_EQ(config_from_yaml(slurp(run + "/config.yaml"), "run").data.tokenizer.type, "bpe");
+  const SweepSummary again = run_sweep(file, {});
+  EXPECT_EQ(again.resumed, 1);
+  EXPECT_EQ(again.finished, 1);
+}
+
 // One sweep per folder at a time (a second one started beside it is an error before it writes anything), and one
 // sweep file per folder: another file of the same stem with other contents is an error naming both files, while the
 // same file edited, or its text from another path, is the same sweep.

@@ -248,21 +248,24 @@ TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
   EXPECT_EQ(remove_stale_temporaries(dir / "missing"), 0);
 }
 
-// Without a lock, only the temporaries of writers that are gone: a live one's (this process's) stays.
+// Without a lock, only the temporaries of the files named whose writers are gone: a live one's (this process's), and
+// a dead one's of another file, stay.
 TEST(Fs, DeadWritersTemporariesAreRemovedAndALiveOnesStay) {
   TempDir dir;
   const pid_t dead = ::fork();
   if (dead == 0) _exit(0);
   ::waitpid(dead, nullptr, 0);  // a pid no process has now
-  const std::string gone = "spectrum.png.tmp." + std::to_string(dead),
-                    live = "spectrum.svg.tmp." + std::to_string(::getpid());
-  for (const std::string& f : {gone, live, std::string("notes.tmp.txt"), std::string("x.tmp.99999999999")})
-    test::write_text(dir / f, "x");
-  EXPECT_EQ(remove_dead_temporaries(dir.str()), 1);
+  const std::string gone = "spectrum.png.tmp." + std::to_string(dead);
+  const std::string live = "spectrum.svg.tmp." + std::to_string(::getpid());
+  const std::string other = "notes.txt.tmp." + std::to_string(dead);  // a dead writer's, of no file named
+  const std::vector<std::string> stay = {live, other, "notes.tmp.txt", "spectrum.png.tmp.99999999999"};
+  test::write_text(dir / gone, "x");
+  for (const std::string& f : stay) test::write_text(dir / f, "x");
+  const std::vector<std::string> names = {"spectrum.png", "spectrum.svg"};
+  EXPECT_EQ(remove_dead_temporaries(dir.str(), names), 1);
   EXPECT_FALSE(std::filesystem::exists(dir / gone));
-  for (const char* f : {"notes.tmp.txt", "x.tmp.99999999999"}) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
-  EXPECT_TRUE(std::filesystem::exists(dir / live));
-  EXPECT_EQ(remove_dead_temporaries(dir / "missing"), 0);
+  for (const std::string& f : stay) EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  EXPECT_EQ(remove_dead_temporaries(dir / "missing", names), 0);
 }
 
 // A training run's own record (a folder holding config.yaml and checkpoints/) is no output, --force or not, there
