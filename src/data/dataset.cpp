@@ -36,7 +36,7 @@ uint32_t ids_crc(const char* bytes, size_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-// The name a tokenizer's training gives its files in the cache (a copy of the corpus, the model sentencepiece
+// The folder a tokenizer's training keeps its files in, in the cache (a copy of the corpus, the model sentencepiece
 // writes): train-HOST-PID, so that a cache shared by machines tells whose each is.
 std::string training_name() {
   char host[256] = {0};
@@ -48,7 +48,8 @@ std::string training_name() {
 }
 
 // A training killed before it took its files away (SIGKILL, a power cut) left them, a copy of the corpus among them:
-// the files of a training of this machine whose process is gone go.
+// what a training of this machine whose process is gone left (its folder, or the files of a poslab that kept them
+// beside the cache's, train-HOST-PID.*) goes.
 void remove_dead_trainings(const std::string& dir) {
   const std::string mine = training_name(), prefix = mine.substr(0, mine.rfind('-') + 1);
   std::error_code ec;
@@ -57,16 +58,17 @@ void remove_dead_trainings(const std::string& dir) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
     const size_t end_of_pid = name.find_first_not_of("0123456789", prefix.size());
-    if (end_of_pid == prefix.size() || end_of_pid == std::string::npos || name[end_of_pid] != '.' ||
-        end_of_pid - prefix.size() > 9)
-      continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(prefix.size(), end_of_pid - prefix.size())));
+    const size_t digits = (end_of_pid == std::string::npos ? name.size() : end_of_pid) - prefix.size();
+    if (digits == 0 || digits > 9 || (end_of_pid != std::string::npos && name[end_of_pid] != '.')) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(prefix.size(), digits)));
     if (::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(it->path());
   }
-  for (const fs::path& p : dead) fs::remove(p, ec);
-  if (!dead.empty())
-    spdlog::info("tokenizer: removed {} left in {} by a training that was stopped",
-                 counted(int64_t(dead.size()), "file"), dir);
+  std::string names;
+  for (const fs::path& p : dead) {
+    fs::remove_all(p, ec);
+    names += (names.empty() ? "" : ", ") + p.filename().string();
+  }
+  if (!dead.empty()) spdlog::info("tokenizer: removed what a stopped training left in {}: {}", dir, names);
 }
 
 std::string encode_tokens_file(const std::vector<int32_t>& ids) {
@@ -218,22 +220,25 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
       spdlog::info("tokenizer: cached {} ({} pieces)", model_path, data.tokenizer.vocab_size());
     } else {
       remove_dead_trainings(dir);
-      const std::string base = (fs::path(dir) / training_name()).string();
+      // In a folder of its own, as corpus.txt and tokenizer.model: the model records the names it was trained with.
+      const fs::path work = fs::path(dir) / training_name();
+      fs::create_directories(work, ec);
+      const std::string text = (work / "corpus.txt").string();
       // sentencepiece leaves lines over its max_sentence_length (16384 bytes) out of training: wrap them.
-      write_file_atomic(base + ".txt", wrap_long_lines(corpus.text, 8192));
+      write_file_atomic(text, wrap_long_lines(corpus.text, 8192));
       std::string bytes;
       try {
-        bytes = Tokenizer::train(base + ".txt", base, tc.type, vocab, threads);
+        bytes = Tokenizer::train(text, (work / "tokenizer").string(), tc.type, vocab, threads);
       } catch (const Error& e) {  // the words name the key; the text file is a temporary copy of the corpus
-        fs::remove(base + ".txt", ec);
+        fs::remove_all(work, ec);
         const std::string what = e.what();
         const bool vocab = what.find("vocab_size") != std::string::npos;
         throw Error(origin_prefix(cfg, vocab ? "data.tokenizer.vocab_size" : "data.tokenizer.type") + what, e.hint());
       } catch (...) {
-        fs::remove(base + ".txt", ec);
+        fs::remove_all(work, ec);
         throw;
       }
-      fs::remove(base + ".txt", ec);
+      fs::remove_all(work, ec);
       write_file_atomic(model_path, bytes);
       data.tokenizer = Tokenizer::from_bytes(bytes, model_path);
       spdlog::info("tokenizer: trained {} with {} pieces -> {}", tc.type, data.tokenizer.vocab_size(), model_path);

@@ -101,6 +101,13 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw Error(std::string("training the tokenizer: cannot make a pipe: ") + std::strerror(errno),
                 "the process has too many open files or the machine too little memory; try again");
+  // Trained from the input's folder, by names relative to it where the prefix is there too: the model records the
+  // paths it was trained with, and a training folder's own name (its host and pid) would make every model differ.
+  const fs::path in(input), out(prefix);
+  const bool relative = in.has_parent_path() && in.parent_path() == out.parent_path();
+  const std::string folder = relative ? in.parent_path().string() : std::string();
+  const std::string input_name = relative ? in.filename().string() : std::string(input);
+  const std::string prefix_name = relative ? out.filename().string() : std::string(prefix);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -118,8 +125,9 @@ int train_in_child(const Shim& s, const char* input, const char* prefix, const c
     if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     char child_err[kErrLen] = {0};
-    const int rc = s.train(input, prefix, type, vocab_size, kNewlinePiece, hard_vocab_limit, /*byte_fallback=*/1,
-                           threads, child_err, kErrLen);
+    if (relative && ::chdir(folder.c_str()) != 0) ::_exit(1);
+    const int rc = s.train(input_name.c_str(), prefix_name.c_str(), type, vocab_size, kNewlinePiece, hard_vocab_limit,
+                           /*byte_fallback=*/1, threads, child_err, kErrLen);
     if (rc != 0) {
       const ssize_t n = ::write(fds[1], child_err, std::strlen(child_err));
       static_cast<void>(n);  // the parent says the message it got, if any

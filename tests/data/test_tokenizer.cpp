@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <set>
 
 #include "config/config.h"
 #include "data/batches.h"
@@ -213,7 +214,9 @@ TEST(Tokenizer, ATrainingTakesAwayTheFilesOfTrainingsThatWereKilled) {
   if (dead == 0) _exit(0);
   ::waitpid(dead, nullptr, 0);  // a pid no process has now
   const std::string gone = "train-" + host + "-" + std::to_string(dead);
-  const std::vector<std::string> left = {gone + ".txt", gone + ".txt.tmp." + std::to_string(dead), gone + ".model"};
+  const std::vector<std::string> left = {gone + "/corpus.txt", gone + ".txt",
+                                         gone + ".txt.tmp." + std::to_string(dead)};
+  std::filesystem::create_directories(dir / ("cache/" + gone));
   const std::vector<std::string> kept = {"train-otherhost-" + std::to_string(dead) + ".txt",
                                          "train-" + host + "-" + std::to_string(::getppid()) + ".txt", "notes.txt"};
   std::filesystem::create_directories(dir / "cache");
@@ -222,10 +225,29 @@ TEST(Tokenizer, ATrainingTakesAwayTheFilesOfTrainingsThatWereKilled) {
   CapturedLog log;
   EXPECT_FALSE(prepare_tokens(tokenizer_config(dir, "bpe", 300), 1).tokenizer_from_cache);
   for (const std::string& f : left) EXPECT_FALSE(std::filesystem::exists(dir / ("cache/" + f))) << f;
+  EXPECT_FALSE(std::filesystem::exists(dir / ("cache/" + gone)));
   for (const std::string& f : kept) EXPECT_TRUE(std::filesystem::exists(dir / ("cache/" + f))) << f;
-  EXPECT_NE(log.str().find("tokenizer: removed 3 files left in " + (dir / "cache") + " by a training that was stopped"),
+  EXPECT_NE(log.str().find("tokenizer: removed what a stopped training left in " + (dir / "cache") + ": "),
             std::string::npos)
       << log.str();
+  EXPECT_NE(log.str().find(gone + ".txt.tmp."), std::string::npos) << log.str();
+  std::set<std::string> in_cache;  // the training's own folder went too: the model, the tokens and the others
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache"))
+    if (e.path().filename().string().rfind("train-", 0) == 0) in_cache.insert(e.path().filename().string());
+  EXPECT_EQ(in_cache, std::set<std::string>(kept.begin(), kept.end() - 1));
+}
+
+// A tokenizer trained again from a cold cache, elsewhere, is the same model byte for byte (sentencepiece records
+// the paths it trained with: they are relative, in a training folder of their own), and so is its token cache's key.
+TEST(Tokenizer, ATokenizerTrainedInTwoCachesIsTheSameModel) {
+  TempDir dir;
+  write_text(dir / "corpus.txt", test::generated_corpus(300));
+  Config a = tokenizer_config(dir, "bpe", 300), b = a;
+  b.data.cache_dir = dir / "elsewhere/cache";
+  const TokenData first = prepare_tokens(a, 1), second = prepare_tokens(b, 1);
+  EXPECT_FALSE(second.tokenizer_from_cache);
+  EXPECT_EQ(first.tokenizer.model_bytes(), second.tokenizer.model_bytes());
+  EXPECT_EQ(std::filesystem::path(first.tokens_path).filename(), std::filesystem::path(second.tokens_path).filename());
 }
 
 TEST(Tokenizer, ADamagedCachedModelIsAnErrorNamingItAndTheFix) {
