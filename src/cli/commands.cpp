@@ -165,6 +165,16 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
     set_log_pattern(fmt::format("%H:%M:%S [{}] %^%l%$ %v", rank_label(env)));
   }
   install_stop_handlers();
+  if (env.rank == 0 && !req.config_path.empty()) {  // a config file that sets nothing: poslab's whole default job
+    const Config file = load_config(req.config_path);
+    const bool sets_any =
+        std::any_of(file.origin.begin(), file.origin.end(), [&](const auto& o) { return o.second == req.config_path; });
+    if (!sets_any)
+      spdlog::warn(
+          "{}: sets no key (an empty file, or comments only): every key but those of --set keeps poslab's "
+          "built-in default (poslab config {} prints them)",
+          req.config_path, shell_word(req.config_path));
+  }
   TrainSummary s = train(req);
   if (s.report_due) s.report_html = write_report_of_finished_run(s.run_dir);
   if (env.rank != 0)

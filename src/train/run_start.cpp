@@ -203,8 +203,14 @@ void TrainingRun::resume() {
   // run's config.yaml as it was. A finished run trains no step and writes no checkpoint: its config.yaml stays the
   // checkpoint's (a --set run.report=true that draws its report leaves nothing for the next resume to refuse).
   if (start_step_ >= cfg_.train.max_steps) {
-    spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
-                 cfg_.train.max_steps);
+    if (cfg_.run.report && cfg_.model.position != "none")  // what such a resume is for: the report, drawn again
+      spdlog::info(
+          "the run already reached train.max_steps = {}: no step to train, its report is drawn again "
+          "(--set train.max_steps=N trains on)",
+          cfg_.train.max_steps);
+    else
+      spdlog::warn("the run already reached train.max_steps = {}; raise it with --set train.max_steps=N to go on",
+                   cfg_.train.max_steps);
     return;
   }
   write_file_atomic(RunFolder(rdir_).config(), to_yaml(cfg_));

@@ -893,6 +893,9 @@ expect_error "init-from a folder of no run" "^error: --init-from: train.init_fro
 expect_error "a run folder as the config" \
   "^hint: to go on with that run: poslab train --resume $tmp/x/default; a new run with its settings: poslab train $tmp/x/default/config.yaml --set run.name=NEW_NAME$" \
   train "$tmp/x/default"
+printf '# nothing here yet\n' >"$tmp/nothing.yaml"  # a config that sets no key: said before the run (here refused)
+expect_error "a config that sets no key" "warn.*nothing.yaml: sets no key \(an empty file, or comments only\)" \
+  train "$tmp/nothing.yaml" --set model.n_head=3
 expect_error "a run folder as poslab config's config" "^hint: its config is $tmp/x/default/config.yaml$" \
   config "$tmp/x/default"
 expect_error "compare a run with a config" "^error: compare: configs/default.yaml: neither a run or sweep folder nor a table$" \

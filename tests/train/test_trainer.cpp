@@ -999,6 +999,15 @@ TEST(Trainer, AResumeOfAFinishedRunRepeatsNoConfigWarning) {
   resume.overrides = {"train.log_every=1"};
   train(resume);
   EXPECT_EQ(read_file(dir / "warned/config.yaml"), config);
+  resume.overrides = {"run.report=true"};  // what such a resume is for: said as such, no warning
+  {
+    CapturedLog drawn;
+    train(resume);
+    EXPECT_NE(drawn.str().find("[info] the run already reached train.max_steps = 4: no step to train, its report is "
+                               "drawn again"),
+              std::string::npos)
+        << drawn.str();
+  }
   resume.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(resume).steps, 8);
   // Past its warmup, a longer run's cosine starts its decay again from higher up: said.
