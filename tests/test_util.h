@@ -103,6 +103,14 @@ std::string error_of(F&& f) {
   return "";
 }
 
+// A pid no process has now: a child's that has exited and been waited for (a dead holder of a lock, a killed writer).
+inline pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) _exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
 // A forked child's exit status (waitpid's) and what it wrote to the pipe it was given.
 struct ChildRun {
   int status = 0;

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/plural.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -39,9 +40,7 @@ uint32_t ids_crc(const char* bytes, size_t n) {
 // The folder a tokenizer's training keeps its files in, in the cache (a copy of the corpus, the model sentencepiece
 // writes): train-HOST-PID, so that a cache shared by machines tells whose each is.
 std::string training_name() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  std::string name = "train-" + std::string(host) + "-";
+  std::string name = "train-" + host_name() + "-";
   for (char& c : name)
     if (c == '/') c = '_';
   return name + std::to_string(::getpid());
@@ -61,7 +60,7 @@ void remove_dead_trainings(const std::string& dir) {
     const size_t digits = (end_of_pid == std::string::npos ? name.size() : end_of_pid) - prefix.size();
     if (digits == 0 || digits > 9 || (end_of_pid != std::string::npos && name[end_of_pid] != '.')) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name.substr(prefix.size(), digits)));
-    if (::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(it->path());
+    if (process_is_gone(pid)) dead.push_back(it->path());
   }
   std::string names;
   for (const fs::path& p : dead) {

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace {
@@ -128,8 +129,7 @@ std::string error_prefix() {
 }
 
 std::string host_and_address(const std::string& master_addr, int master_port) {
-  char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  const std::string host = host_name();
   // A UDP socket "connected" to the master sends nothing, but the kernel picks the local address of its route.
   std::string address = "?";
   addrinfo hints{};
@@ -148,7 +148,7 @@ std::string host_and_address(const std::string& master_addr, int master_port) {
     if (fd >= 0) ::close(fd);
     ::freeaddrinfo(found);
   }
-  return std::string(host) + " (" + address + ")";
+  return host + " (" + address + ")";
 }
 
 std::string lost_peer(const std::string& message, const std::vector<std::string>& hosts, int self) {

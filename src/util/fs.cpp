@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace fs = std::filesystem;
@@ -408,7 +409,7 @@ int remove_dead_temporaries(const std::string& dir, const std::vector<std::strin
         std::find(names.begin(), names.end(), name.substr(0, at)) == names.end())
       continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name.substr(at + 5)));
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) dead.push_back(e.path());
+    if (process_is_gone(pid)) dead.push_back(e.path());
   }
   int removed = 0;
   for (const fs::path& p : dead) removed += fs::remove(p, ec) ? 1 : 0;

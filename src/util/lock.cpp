@@ -15,15 +15,10 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace {
-
-std::string hostname() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 // When process `pid` started, as "BOOT_ID:TICKS" (the kernel's boot id, and field 22 of /proc/PID/stat: clock ticks
 // since boot); "" where /proc does not say. A pid the kernel has since given to another process, this boot or after a
@@ -46,7 +41,7 @@ std::string start_stamp(long pid) {
 RunLock::RunLock(const std::string& lock_path, const std::string& holder) : path_(lock_path) {
   const std::string run_dir = std::filesystem::path(path_).parent_path().string();
   const std::string folder = holder == "trainer" ? "run folder" : holder + " folder";
-  const std::string me = std::to_string(::getpid()) + " " + hostname() + " " + start_stamp(::getpid()) + "\n";
+  const std::string me = std::to_string(::getpid()) + " " + host_name() + " " + start_stamp(::getpid()) + "\n";
   // The file's flock(2) is the lock: the kernel lets one open file hold it and releases it when its holder dies, so
   // that two processes that find a dead holder's file cannot both take it over. Its text says who holds it.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -85,9 +80,9 @@ RunLock::RunLock(const std::string& lock_path, const std::string& holder) : path
     }
     read_holder();
     // A live process named in a lock it does not hold (a poslab before locks were flocks, a file written by hand).
-    const bool exists = pid > 0 && host == hostname() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    const bool exists = pid > 0 && host == host_name() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
     const bool reused = exists && !stamp.empty() && start_stamp(pid) != stamp;
-    if ((exists && !reused) || (host != hostname() && !host.empty())) {
+    if ((exists && !reused) || (host != host_name() && !host.empty())) {
       ::close(fd);
       if (exists && !reused)
         throw Error(run_dir + ": another " + holder + " (pid " + std::to_string(pid) + ") is using this " + folder +

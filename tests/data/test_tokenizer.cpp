@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace {
@@ -207,12 +208,8 @@ TEST(Tokenizer, SecondRunNeitherRetrainsNorReencodes) {
 TEST(Tokenizer, ATrainingTakesAwayTheFilesOfTrainingsThatWereKilled) {
   TempDir dir;
   write_text(dir / "corpus.txt", test::generated_corpus(300));
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  const std::string host = buf;
-  const pid_t dead = ::fork();
-  if (dead == 0) _exit(0);
-  ::waitpid(dead, nullptr, 0);  // a pid no process has now
+  const std::string host = host_name();
+  const pid_t dead = test::dead_pid();
   const std::string gone = "train-" + host + "-" + std::to_string(dead);
   const std::vector<std::string> left = {gone + "/corpus.txt", gone + ".txt",
                                          gone + ".txt.tmp." + std::to_string(dead)};

@@ -29,6 +29,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/platform.h"
+#include "util/process.h"
 #include "util/signals.h"
 
 namespace poslab {
@@ -512,12 +513,7 @@ TEST(Trainer, ResumeErrors) {
 TEST(Trainer, OneTrainerPerRunFolder) {
   TempDir dir;
   std::filesystem::create_directories(dir / "busy");
-  test::write_text(
-      dir / "busy/lock", std::to_string(::getpid()) + " " + [] {
-        char h[256] = {0};
-        ::gethostname(h, sizeof h - 1);
-        return std::string(h);
-      }() + "\n");
+  test::write_text(dir / "busy/lock", std::to_string(::getpid()) + " " + host_name() + "\n");
   try {
     train(tiny_run(dir, "busy", 3));
     FAIL() << "expected an error";
@@ -526,13 +522,9 @@ TEST(Trainer, OneTrainerPerRunFolder) {
         << e.what();
   }
   // A lock left by a process that is gone is stale: the run takes it over, and releases it at the end.
-  pid_t child = ::fork();
-  if (child == 0) _exit(0);
-  ::waitpid(child, nullptr, 0);
+  const pid_t child = test::dead_pid();
   std::filesystem::create_directories(dir / "stale");
-  char h[256] = {0};
-  ::gethostname(h, sizeof h - 1);
-  test::write_text(dir / "stale/lock", std::to_string(child) + " " + h + "\n");
+  test::write_text(dir / "stale/lock", std::to_string(child) + " " + host_name() + "\n");
   EXPECT_TRUE(train(tiny_run(dir, "stale", 3)).finished);
   EXPECT_FALSE(fs::exists(dir / "stale/lock"));
 }

@@ -252,9 +252,7 @@ TEST(Fs, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
 // a dead one's of another file, stay.
 TEST(Fs, DeadWritersTemporariesAreRemovedAndALiveOnesStay) {
   TempDir dir;
-  const pid_t dead = ::fork();
-  if (dead == 0) _exit(0);
-  ::waitpid(dead, nullptr, 0);  // a pid no process has now
+  const pid_t dead = test::dead_pid();
   const std::string gone = "spectrum.png.tmp." + std::to_string(dead);
   const std::string live = "spectrum.svg.tmp." + std::to_string(::getpid());
   const std::string other = "notes.txt.tmp." + std::to_string(dead);  // a dead writer's, of no file named

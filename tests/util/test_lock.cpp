@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/lock.h"
+#include "util/process.h"
 
 namespace poslab {
 namespace {
@@ -21,12 +22,6 @@ namespace {
 using test::error_of;
 using test::TempDir;
 namespace fs = std::filesystem;
-
-std::string this_host() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 // This process's "BOOT_ID:TICKS": the boot id and field 22 of /proc/self/stat (counted after the name's ")").
 std::string my_stamp() {
@@ -44,7 +39,7 @@ TEST(Lock, HoldsThePidAndHostAndIsGoneWithItsHolder) {
   const std::string path = dir / "lock";
   {
     const RunLock lock(path);
-    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + " " + my_stamp() + "\n");
+    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + host_name() + " " + my_stamp() + "\n");
     EXPECT_EQ(error_of([&] { RunLock again(path, "sweep"); }),
               dir.str() + ": another sweep (pid " + std::to_string(::getpid()) + ") is using this sweep folder (" +
                   path + ") | wait for it to finish or stop it");
@@ -55,11 +50,8 @@ TEST(Lock, HoldsThePidAndHostAndIsGoneWithItsHolder) {
 TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
   TempDir dir;
   const std::string path = dir / "lock";
-  const pid_t child = ::fork();
-  if (child == 0) _exit(0);
-  ASSERT_GT(child, 0);
-  ::waitpid(child, nullptr, 0);  // a pid no process has now
-  test::write_text(path, std::to_string(child) + " " + this_host() + "\n");
+  const pid_t child = test::dead_pid();
+  test::write_text(path, std::to_string(child) + " " + host_name() + "\n");
   {
     test::CapturedLog log;
     const RunLock lock(path);
@@ -67,7 +59,7 @@ TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
         log.str().find(path + ": stale lock of pid " + std::to_string(child) + " (no such process); taking it over"),
         std::string::npos)
         << log.str();
-    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + " " + my_stamp() + "\n");
+    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + host_name() + " " + my_stamp() + "\n");
   }
   // On a shared file system the pid means nothing here: the lock stays, its host named.
   test::write_text(path, "4242 otherhost\n");
@@ -81,7 +73,7 @@ TEST(Lock, ADeadHoldersLockIsTakenOverAndAnotherHostsIsLeftToIt) {
 TEST(Lock, ALockWhosePidNowNamesAnotherProcessIsTakenOver) {
   TempDir dir;
   const std::string path = dir / "lock";
-  const std::string mine = std::to_string(::getpid()) + " " + this_host();
+  const std::string mine = std::to_string(::getpid()) + " " + host_name();
   test::write_text(path, mine + " " + my_stamp() + "\n");
   EXPECT_NE(error_of([&] { RunLock lock(path); }).find("another trainer (pid " + std::to_string(::getpid()) + ")"),
             std::string::npos);
@@ -120,10 +112,8 @@ TEST(Lock, AHolderHoldsItWhateverItsFileSaysUntilItDies) {
   ASSERT_GT(child, 0);
   char x = 0;
   ASSERT_EQ(::read(ready[0], &x, 1), 1);
-  const pid_t dead = ::fork();
-  if (dead == 0) _exit(0);
-  ::waitpid(dead, nullptr, 0);  // a pid no process has now
-  const std::string gone = std::to_string(dead) + " " + this_host() + "\n";
+  const pid_t dead = test::dead_pid();
+  const std::string gone = std::to_string(dead) + " " + host_name() + "\n";
   for (const std::string& text : {std::string(), std::string("0\n"), gone}) {
     test::write_text(path, text);  // what a holder killed before writing its pid, or a hand, leaves
     EXPECT_NE(error_of([&] { RunLock lock(path); }).find(dir.str() + ": another trainer"), std::string::npos)
@@ -134,7 +124,7 @@ TEST(Lock, AHolderHoldsItWhateverItsFileSaysUntilItDies) {
   test::CapturedLog log;
   {
     const RunLock lock(path);
-    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + this_host() + " " + my_stamp() + "\n");
+    EXPECT_EQ(read_file(path), std::to_string(::getpid()) + " " + host_name() + " " + my_stamp() + "\n");
   }
   EXPECT_NE(log.str().find("stale lock of pid " + std::to_string(dead) + " (no such process); taking it over"),
             std::string::npos)
