@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/lock.h"
 #include "util/platform.h"
 #include "util/process.h"
 #include "util/signals.h"
@@ -596,6 +598,41 @@ TEST(Trainer, ANewRunWritesOverNoFileOfItsFolder) {
   EXPECT_TRUE(train(resume).finished);
 }
 
+// A run folder that is there is locked before it is looked at: a second start while the first sets up (its
+// config.yaml written, no log yet) meets the first's lock, not "holds what a new run writes", and changes nothing.
+TEST(Trainer, AStartMeetsTheLockOfOneSettingUpInItsFolder) {
+  TempDir dir;
+  fs::create_directories(dir / "busy");
+  test::write_text(dir / "busy/config.yaml", "setting up\n");
+  const RunLock first(RunFolder(dir / "busy").lock());
+  const std::string refused = test::error_of([&] { train(tiny_run(dir, "busy", 2)); });
+  EXPECT_NE(refused.find(dir / "busy" + ": another trainer (pid " + std::to_string(::getpid()) +
+                         ") is using this run folder"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(read_file(dir / "busy/config.yaml"), "setting up\n");
+}
+
+// A subfolder that is a link to an empty folder (snapshots on another disk) is free, and the run writes through it; a
+// link to a folder that holds files is counted as what it holds.
+TEST(Trainer, ASubfolderLinkedElsewhereIsCountedAsWhatItHolds) {
+  TempDir dir;
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directories(dir / "linked");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "linked/snapshots");
+  train(tiny_run(dir, "linked", 2));
+  EXPECT_TRUE(fs::is_symlink(dir / "linked/snapshots"));
+  EXPECT_TRUE(fs::exists(dir / "elsewhere/wpe_step000002.npy"));
+  fs::create_directories(dir / "again");
+  fs::create_directories(dir / "full");
+  test::write_text(dir / "full/mine.npy", "mine\n");
+  fs::create_directory_symlink(dir / "full", dir / "again/snapshots");
+  const std::string refused = test::error_of([&] { train(tiny_run(dir, "again", 2)); });
+  EXPECT_NE(refused.find("holds what a new run writes (snapshots)"), std::string::npos) << refused;
+  EXPECT_EQ(read_file(dir / "full/mine.npy"), "mine\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "full"), fs::directory_iterator()), 1);
+}
+
 TEST(Trainer, NonFiniteLossStopsOrIsSkipped) {
   TempDir dir;
   TrainRequest r = tiny_run(dir, "nan", 4);
@@ -810,6 +847,31 @@ TEST(Trainer, ARunFromAnotherRunsWeightsRecordsTheTokenizerItUses) {
     EXPECT_EQ(c.data.tokenizer.type, "char");
     EXPECT_EQ(c.data.tokenizer.vocab_size, TokenizerConfig().vocab_size);
   }
+}
+
+// A run from another's weights that stopped before its first checkpoint starts again in its folder with the same
+// tokenizer: a tokenizer key set on that --resume is said not to be read, and the recorded config keeps the one used.
+TEST(Trainer, ARunFromAnotherRunsWeightsStartedAgainKeepsItsTokenizer) {
+  TempDir dir;
+  train(tiny_run(dir, "source", 2));
+  TrainRequest from = tiny_run(dir, "from", 2);
+  from.init_from = dir / "source/checkpoints/latest.pt";
+  train(from);
+  for (const char* gone : {"metrics.jsonl", "checkpoints", "snapshots", "report", "tensorboard", "kernel_paths.json"})
+    fs::remove_all(fs::path(dir / "from") / gone);  // stopped once its config.yaml was written
+  TrainRequest again;
+  again.resume_dir = dir / "from";
+  again.overrides = {"data.tokenizer.type=bpe"};
+  CapturedLog log;
+  EXPECT_EQ(train(again).steps, 2);
+  EXPECT_NE(log.str().find("--set: data.tokenizer.type = bpe is not read: a run from train.init_from's weights "
+                           "tokenizes with the tokenizer of " +
+                           from.init_from + " (char)"),
+            std::string::npos)
+      << log.str();
+  for (const std::string& config :
+       {read_file(dir / "from/config.yaml"), read_checkpoint_meta(dir / "from/checkpoints/latest.pt").config_yaml})
+    EXPECT_EQ(config_from_yaml(config, "recorded").data.tokenizer.type, "char");
 }
 
 // Evals drawing many times the validation split's tokens (they overlap, and take their time) are said before the

@@ -134,5 +134,18 @@ TEST(Lock, AHolderHoldsItWhateverItsFileSaysUntilItDies) {
   ::close(ready[1]);
 }
 
+// A holder takes away its own file only: a lock file put at its path by hand since (the holder's taken away, another
+// written) is another's, and stays when the holder lets go.
+TEST(Lock, AHolderTakesAwayItsOwnFileAndNoOther) {
+  TempDir dir;
+  const std::string path = dir / "lock";
+  {
+    const RunLock lock(path);
+    fs::remove(path);
+    test::write_text(path, "4242 otherhost\n");
+  }
+  EXPECT_EQ(read_file(path), "4242 otherhost\n");
+}
+
 }  // namespace
 }  // namespace poslab
