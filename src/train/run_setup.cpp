@@ -246,9 +246,13 @@ void check_restart_loses_nothing(const RunFolder& run) {
   const std::string best = run.best_checkpoint();
   std::string from_best;
   if (fs::is_regular_file(best, ec)) {
-    const int64_t step = read_checkpoint_meta(best).step;
-    from_best = fmt::format("to go on from best.pt (step {}): cp {} {} and poslab train --resume {}; ", step, best,
-                            run.latest_checkpoint(), run.dir());
+    try {
+      const int64_t step = read_checkpoint_meta(best).step;
+      from_best = fmt::format("to go on from best.pt (step {}): cp {} {} and poslab train --resume {}; ", step, best,
+                              run.latest_checkpoint(), run.dir());
+    } catch (const Error&) {  // the message is latest.pt's; best.pt offers no way on
+      from_best = best + " does not read either (damaged); ";
+    }
   }
   throw Error(fmt::format("{}: {} is missing, but the run logged steps up to {}: starting it again from step 0 would "
                           "overwrite what it wrote",

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -199,6 +201,21 @@ void TrainingRun::resume() {
   eval_step_ = m.eval_step;
   if (!writer_) return;
   truncate_logs_after(RunFolder(rdir_), start_step_);
+  // best.pt is read by nothing else here: one damaged since it was written would stay so while no eval improves on its
+  // loss. Said now, and written again at the run's next eval.
+  if (std::error_code ec; std::filesystem::exists(best_path(), ec)) {
+    try {
+      (void)read_checkpoint_meta(best_path());
+    } catch (const Error& e) {
+      if (start_step_ < cfg_.train.max_steps) {
+        spdlog::warn("{}: the run's next eval writes it again, with the best val loss from here on ({:.4f} before)",
+                     e.what(), best_val_);
+        best_val_ = INFINITY;
+      } else {
+        spdlog::warn("{} (latest.pt, step {}, is the run's checkpoint that reads)", e.what(), start_step_);
+      }
+    }
+  }
   // the --set values, now that the checkpoint, the logs and the corpus are read: a resume refused before left the
   // run's config.yaml as it was. A finished run trains no step and writes no checkpoint: its config.yaml stays the
   // checkpoint's (a --set run.report=true that draws its report leaves nothing for the next resume to refuse).

@@ -598,6 +598,32 @@ TEST(Trainer, ANewRunWritesOverNoFileOfItsFolder) {
   EXPECT_TRUE(train(resume).finished);
 }
 
+// A resume reads best.pt too: one damaged on disk is said, and written again at the next eval (it would otherwise
+// stay damaged while no eval improved on its loss). Its latest.pt lost as well, the error is latest.pt's.
+TEST(Trainer, ADamagedBestIsSaidAtTheResumeAndWrittenAgain) {
+  TempDir dir;
+  train(tiny_run(dir, "best", 4));
+  const std::string best = dir / "best/checkpoints/best.pt";
+  std::string bytes = read_file(best);
+  test::write_text(best, bytes.substr(0, bytes.size() / 2));
+  TrainRequest again;
+  again.resume_dir = dir / "best";
+  again.overrides = {"train.max_steps=6"};
+  CapturedLog log;
+  EXPECT_EQ(train(again).steps, 6);
+  EXPECT_NE(log.str().find(best + ": not a readable checkpoint (damaged, truncated or another format): the run's next "
+                                  "eval writes it again, with the best val loss from here on"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(read_checkpoint_meta(best).step, 6);
+
+  test::write_text(best, bytes.substr(0, bytes.size() / 2));
+  fs::remove(dir / "best/checkpoints/latest.pt");
+  const std::string lost = test::error_of([&] { train(again); });
+  EXPECT_NE(lost.find("latest.pt is missing, but the run logged steps up to 6"), std::string::npos) << lost;
+  EXPECT_NE(lost.find(best + " does not read either (damaged)"), std::string::npos) << lost;
+}
+
 // A run folder that is there is locked before it is looked at: a second start while the first sets up (its
 // config.yaml written, no log yet) meets the first's lock, not "holds what a new run writes", and changes nothing.
 TEST(Trainer, AStartMeetsTheLockOfOneSettingUpInItsFolder) {
