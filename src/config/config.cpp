@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/near_words.h"
+#include "util/utf8.h"
 #include "util/whole_numbers.h"
 
 namespace poslab {
@@ -28,7 +29,7 @@ std::string describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "(empty)";
   YAML::Emitter e;
   e << YAML::Flow << n;
-  return e.c_str();
+  return escaped_utf8(e.c_str());  // bytes that are no UTF-8 as \xHH: the terminal shows what was written
 }
 
 // nanoGPT's names for poslab's keys (configs/shakespeare_char.yaml is its baby GPT), read by a key's last part.
@@ -79,6 +80,23 @@ std::string unknown_key_hint(const std::string& key) {
   return "a key is SECTION.NAME, the sections being " + join(sections, " and ") + more;
 }
 
+// A whole number past its key's type (999999999999 for an int): what the key takes at the bound it crossed, as
+// validate() says it ("must be at least 1" for a -99999999999 that must be positive), else that bound.
+Error past_its_type(const ConfigField& f, const std::string& value, const std::string& source) {
+  const std::string& bound = value[0] == '-' ? f.least : f.most;
+  Config probe;
+  f.set(probe, YAML::Node(bound));
+  probe.origin[f.key] = source;
+  std::string why = (value[0] == '-' ? "expected integer, at least " : "expected integer, at most ") + bound;
+  try {
+    validate(probe);
+  } catch (const Error& e) {
+    const std::string said = e.what(), at = ": " + f.key + " = " + bound + ": ";
+    if (const size_t i = said.find(at); i != std::string::npos) why = said.substr(i + at.size());
+  }
+  return Error(source + ": " + f.key + " = " + value + ": " + why, "fix the value of " + f.key + " in " + source);
+}
+
 void set_field(Config& cfg, const std::string& key, const YAML::Node& value, const std::string& source) {
   const ConfigField* f = find_config_field(key);
   if (f == nullptr) throw Error(source + ": unknown config key '" + key + "'", unknown_key_hint(key));
@@ -103,8 +121,8 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
     f->set(cfg, value);
   } catch (const YAML::Exception&) {
     const bool whole = value.IsScalar() && std::regex_match(value.Scalar(), std::regex("[-+]?[0-9]+"));
-    throw Error(source + ": " + key + " = " + describe(value) + ": expected " + f->type +
-                    (whole && !f->range.empty() ? " " + f->range : ""),
+    if (whole && !f->most.empty()) throw past_its_type(*f, value.Scalar(), source);
+    throw Error(source + ": " + key + " = " + describe(value) + ": expected " + f->type,
                 "fix the value of " + key + " in " + source);
   }
   cfg.origin[key] = source;
@@ -222,6 +240,10 @@ void apply_override(Config& cfg, const Override& o) {
     else if (quote == 0 && text[i] == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t'))
       comment = true;
   }
+  if ((!value.IsDefined() || value.IsNull()) && !is_utf8(text))  // a UTF-16 byte order mark: YAML reads no value
+    throw Error(named.substr(0, named.size() - text.size()) + escaped_utf8(text) +
+                    ": is not UTF-8 text (its stray bytes shown as \\xHH)",
+                "write the value in UTF-8");
   const bool tag = value.IsDefined() && value.Tag().size() > 1 && value.Tag()[0] == '!';
   if (o.source == "--set" && (comment || tag))
     throw Error(named + ": YAML reads only part of this value (" +

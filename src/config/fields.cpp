@@ -34,8 +34,8 @@ ConfigField make_field(std::string key, std::string type, Get get) {
   f.key = std::move(key);
   f.type = std::move(type);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    f.range = "from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
-              std::to_string(std::numeric_limits<T>::max());
+    f.least = std::to_string(std::numeric_limits<T>::min());
+    f.most = std::to_string(std::numeric_limits<T>::max());
     f.whole = true;
   }
   f.real = std::is_floating_point_v<T>;

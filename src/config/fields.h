@@ -16,7 +16,8 @@ namespace poslab {
 struct ConfigField {
   std::string key;     // "section.key" (or "data.tokenizer.type")
   std::string type;    // for messages: "int", "float", "bool", "string", "list of strings", ...
-  std::string range;   // an integer key's: "from -2147483648 to 2147483647" (for a whole number out of it); else ""
+  std::string least;   // an integer key's type's bounds ("-2147483648", "2147483647"), for a whole number past them;
+  std::string most;    // else ""
   bool whole = false;  // an integer key (or "auto" or one): 010 is refused, which yaml-cpp would read as 8
   bool null_is_empty = false;  // a text key whose default is "" (none): `key:` or `key: null` is that default
   bool real = false;           // a floating-point key: a value below a double's least (1e-400) is refused, not 0

@@ -171,11 +171,33 @@ TEST(Config, WrongTypeNamesKeyValueAndFile) {
     const std::string e = error_of([&] { load_config("", {v}); });
     EXPECT_NE(e.find("expected finite number"), std::string::npos) << v << ": " << e;
   }
-  // A whole number past its key's type says the type's range; other text does not.
+  // A whole number past its key's type says the bound it crossed, or what the key takes there; other text does not.
   const std::string big = error_of([] { load_config("", {"train.max_steps=99999999999999"}); });
-  EXPECT_NE(big.find("train.max_steps = 99999999999999: expected integer from -2147483648 to 2147483647"),
-            std::string::npos)
+  EXPECT_NE(big.find("train.max_steps = 99999999999999: expected integer, at most 2147483647"), std::string::npos)
       << big;
+  const std::string below = error_of([] { load_config("", {"train.max_steps=-99999999999999"}); });
+  EXPECT_NE(below.find("--set: train.max_steps = -99999999999999: must be at least 1 |"), std::string::npos) << below;
+  const std::string seed = error_of([] { load_config("", {"run.seed=99999999999999999999999"}); });
+  EXPECT_NE(seed.find("run.seed = 99999999999999999999999: expected integer, at most 9223372036854775807"),
+            std::string::npos)
+      << seed;
+  // Bytes that are no UTF-8 are shown as \xHH, in a file or a --set (whose YAML reads a UTF-16 mark as no value).
+  const std::string bytes = error_of([] {
+    load_config("", {"train.lr=\xFF"
+                     "1"});
+  });
+  EXPECT_NE(bytes.find("--set: train.lr = \\xFF1: expected finite number"), std::string::npos) << bytes;
+  const std::string mark = error_of([] {
+    load_config("", {"train.lr=\xFF\xFE"
+                     "1"});
+  });
+  EXPECT_NE(mark.find("--set train.lr=\\xFF\\xFE1: is not UTF-8 text"), std::string::npos) << mark;
+  TempDir bytes_dir;
+  test::write_text(bytes_dir / "bytes.yaml",
+                   "train:\n  lr: \"\xFF"
+                   "1\"\n");
+  const std::string bytes_file = error_of([&] { load_config(bytes_dir / "bytes.yaml"); });
+  EXPECT_NE(bytes_file.find("bytes.yaml: train.lr = \\xFF1: expected finite number"), std::string::npos) << bytes_file;
   const std::string word = error_of([] { load_config("", {"train.max_steps=many"}); });
   EXPECT_NE(word.find("train.max_steps = many: expected integer |"), std::string::npos) << word;
   // A number nearer 0 than a double holds is shown as written (yaml-cpp reads it as 0), in a file too; 0 is 0.
