@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "analysis/metric_list.h"
@@ -46,6 +47,13 @@ std::string snapshot_span(const std::vector<TrajectoryPoint>& points) {
   if (points.size() == 1) return fmt::format("1 snapshot, step {}", points.front().step);
   return fmt::format("{} snapshots, steps {}..{}", points.size(), points.empty() ? 0 : points.front().step,
                      points.empty() ? 0 : points.back().step);
+}
+
+const TrajectoryPoint& middle_snapshot(const std::vector<TrajectoryPoint>& points) {
+  const int64_t twice_middle = points.front().step + points.back().step;  // 2× the middle step: no rounding
+  const auto off = [&](const TrajectoryPoint& p) { return std::abs(2 * p.step - twice_middle); };
+  return *std::min_element(points.begin(), points.end(),
+                           [&](const TrajectoryPoint& a, const TrajectoryPoint& b) { return off(a) < off(b); });
 }
 
 const char* outcome_name(Outcome o) {

@@ -39,6 +39,10 @@ const char* outcome_name(Outcome o);  // "emerged", "present from the start", "n
 // "4 snapshots, steps 0..300", or "1 snapshot, step 0".
 std::string snapshot_span(const std::vector<TrajectoryPoint>& points);
 
+// The snapshot whose step is nearest the middle of the first's and the last's (the earlier of two as near): the same
+// one whether or not a stop added a snapshot between the regular ones. `points` is not empty, in step order.
+const TrajectoryPoint& middle_snapshot(const std::vector<TrajectoryPoint>& points);
+
 struct Verdict {
   Outcome outcome = Outcome::not_formed;
   bool low_rank = false, smooth = false, emerged = false;  // stably to the last snapshot (emerged: outcome == emerged)

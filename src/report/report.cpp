@@ -232,7 +232,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const std::vector<TrajectoryPoint> points = analyze_run(run_dir, opt);
   const Verdict verdict = judge(points, thresholds);
   const Analysis& first = points.front().analysis;
-  const Analysis& mid = points[points.size() / 2].analysis;
+  const Analysis& mid = middle_snapshot(points).analysis;
   const Analysis& last = points.back().analysis;
 
   const RunFolder run(run_dir);
@@ -246,7 +246,7 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
   const Analysis& walk = baselines[3].analysis;
 
   auto label = [](const TrajectoryPoint& p) { return "step " + std::to_string(p.step); };
-  const Series s_first{label(points.front()), &first}, s_mid{label(points[points.size() / 2]), &mid},
+  const Series s_first{label(points.front()), &first}, s_mid{label(middle_snapshot(points)), &mid},
       s_last{label(points.back()), &last}, s_random{"random", &random}, s_sin{"sinusoidal", &sinus};
   std::vector<Series> spectra = {s_first};
   if (points.size() > 2) spectra.push_back(s_mid);

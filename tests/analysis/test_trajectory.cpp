@@ -257,6 +257,23 @@ TEST(Trajectory, HalfChangeStepIsTheFirstSnapshotPastHalfway) {
   for (const auto& h : half_change_steps(analyze_run(same / "run"))) EXPECT_FALSE(h.step.has_value()) << h.key;
 }
 
+// The report's middle snapshot is the one nearest the middle step: a stop's extra snapshot, before or after it,
+// changes nothing; of two as near, the earlier.
+TEST(Trajectory, TheMiddleSnapshotIsNearestTheMiddleStep) {
+  const auto at = [](std::vector<int64_t> steps) {
+    std::vector<TrajectoryPoint> points(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) points[i].step = steps[i];
+    return middle_snapshot(points).step;
+  };
+  EXPECT_EQ(at({0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000}), 500);
+  EXPECT_EQ(at({0, 100, 200, 300, 400, 500, 600, 700, 737, 800, 900, 1000}), 500);
+  EXPECT_EQ(at({0, 100, 137, 200, 300, 400, 500, 600, 700, 800, 900, 1000}), 500);
+  EXPECT_EQ(at({0, 100, 200, 300}), 100);
+  EXPECT_EQ(at({0, 40, 60, 100}), 40);
+  EXPECT_EQ(at({0, 90, 100}), 90);
+  EXPECT_EQ(at({7}), 7);
+}
+
 // The console's tables: three groups, each with its title, header, rows and half-way row, within 80 columns; a long
 // run shows 21 snapshots evenly spaced with the emergence step among them, and says where the rest are.
 TEST(Trajectory, TheConsoleTablesFitEightyColumns) {
