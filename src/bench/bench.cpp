@@ -28,6 +28,7 @@
 #include "util/fs.h"
 #include "util/json_text.h"
 #include "util/memory.h"
+#include "util/output_paths.h"
 #include "util/platform.h"
 #include "util/version.h"
 

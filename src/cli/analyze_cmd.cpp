@@ -29,6 +29,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_text.h"
+#include "util/output_paths.h"
 #include "util/platform.h"
 #include "util/wrap.h"
 

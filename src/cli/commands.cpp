@@ -36,6 +36,7 @@
 #include "util/json_text.h"
 #include "util/kernel_paths.h"
 #include "util/log.h"
+#include "util/output_paths.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"

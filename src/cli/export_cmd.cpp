@@ -14,6 +14,7 @@
 #include "run/run_folder.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/output_paths.h"
 #include "util/plural.h"
 #include "util/shell.h"
 #include "util/wrap.h"

@@ -28,6 +28,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/memory.h"
+#include "util/output_paths.h"
 #include "util/platform.h"
 #include "util/plural.h"
 #include "util/shell.h"

@@ -11,6 +11,7 @@
 #include "run/run_folder.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/output_paths.h"
 
 namespace poslab {
 namespace fs = std::filesystem;

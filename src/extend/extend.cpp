@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_text.h"
+#include "util/output_paths.h"
 #include "util/plural.h"
 #include "util/shell.h"
 

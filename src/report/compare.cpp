@@ -18,6 +18,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/output_paths.h"
 #include "util/plural.h"
 #include "util/shell.h"
 

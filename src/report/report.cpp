@@ -19,6 +19,7 @@
 #include "run/run_files.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/output_paths.h"
 #include "util/signals.h"
 #include "util/text.h"
 

@@ -15,6 +15,7 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/output_paths.h"
 
 namespace poslab {
 namespace {
