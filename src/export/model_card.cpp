@@ -3,11 +3,13 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "analysis/trajectory.h"
 #include "config/config.h"
@@ -144,13 +146,20 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   s += "## The position table\n\n";
   if (c.model.position == "learned" && run.has_snapshots()) {
     try {
-      const std::vector<TrajectoryPoint> points = analyze_run(run.dir());
+      // The snapshots up to the exported checkpoint's step (a best.pt is earlier than the run's end), and the
+      // exported table itself, which a snapshot at another step is not.
+      std::vector<TrajectoryPoint> points = analyze_run(run.dir());
+      points.erase(
+          std::remove_if(points.begin(), points.end(), [&](const TrajectoryPoint& p) { return p.step > m.meta.step; }),
+          points.end());
+      if (points.empty()) throw Error("no snapshot at or before the checkpoint's step " + std::to_string(m.meta.step));
       const Verdict v = judge(points);
       s += fmt::format("poslab analysed the table at {} snapshots from step {} to step {}. Verdict: **{}**. {}\n\n",
                        points.size(), points.front().step, points.back().step, outcome_name(v.outcome), v.summary);
-      s += fmt::format("| at step {} | |\n| --- | --- |\n", points.back().step);
-      for (const Metric& k : headline_metrics())
-        s += fmt::format("| {} | {} |\n", k.label, format_metric(k, points.back().analysis));
+      const Analysis exported =
+          analyze_table(m.model->wpe->weight.detach().to(torch::kCPU, torch::kFloat32), checkpoint);
+      s += fmt::format("| the exported table (step {}) | |\n| --- | --- |\n", m.meta.step);
+      for (const Metric& k : headline_metrics()) s += fmt::format("| {} | {} |\n", k.label, format_metric(k, exported));
       s += "\n";
     } catch (const Error& e) {
       spdlog::warn("the model card leaves the verdict out: {}", e.what());

@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
+#include "analysis/analysis.h"
+#include "analysis/metric_list.h"
 #include "export/export_hf.h"
 #include "extend/extend.h"
 #include "formats/safetensors.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 #include "train/tiny_run.h"
 #include "util/fs.h"
 
@@ -118,6 +123,29 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   torch::NoGradGuard no_grad;
   m.model->eval();
   EXPECT_TRUE(torch::allclose(read_model_tensor(check, "logits"), m.model->forward(idx).to(torch::kFloat64), 0, 1e-6));
+}
+
+// The card of a checkpoint earlier than the run's end (a best.pt, a copy kept at some step): its verdict reads the
+// snapshots up to that step, its numbers are the exported table's own.
+TEST(ExportHf, TheCardDescribesTheExportedTableNotTheRunsLast) {
+  TempDir dir;
+  train(test::tiny_run(dir, "run", 2));
+  const std::string kept = dir / "run/checkpoints/step2.pt";
+  std::filesystem::copy_file(dir / "run/checkpoints/latest.pt", kept);
+  TrainRequest on;
+  on.resume_dir = dir / "run";
+  on.overrides = {"train.max_steps=4"};
+  train(on);
+  export_hf(kept, dir / "hf");
+  const std::string card = read_file(dir / "hf/README.md");
+  EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
+  EXPECT_EQ(card.find("to step 4"), std::string::npos) << card;
+  const Analysis exported = analyze_table(read_checkpoint_position_table(kept), kept);
+  EXPECT_NE(card.find("| the exported table (step 2) | |\n"), std::string::npos) << card;
+  for (const Metric& k : headline_metrics())
+    EXPECT_NE(card.find(std::string("| ") + k.label + " | " + format_metric(k, exported) + " |\n"), std::string::npos)
+        << k.label << "\n"
+        << card;
 }
 
 TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {
