@@ -1,8 +1,10 @@
 #include "export/export_hf.h"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -176,6 +178,14 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   const ModelCard card = model_card(m, checkpoint, dir);
   for (const std::string& figure : card.figures) write(fs::path(figure).filename().string(), read_file(figure));
   write("README.md", card.text);
+  // An earlier export into this folder (--force) may hold files of poslab's that this one does not write: a
+  // tokenizer.json that transformers would read in place of this tokenizer.model, another run's figures. They go.
+  for (const char* name : {"tokenizer.json", "similarity.png", "trajectory.png"}) {
+    const std::string path = (fs::path(dir) / name).string();
+    std::error_code ec;
+    if (std::find(r.files.begin(), r.files.end(), path) == r.files.end() && fs::remove(path, ec))
+      spdlog::info("{}: removed, an earlier export's (this one writes none)", path);
+  }
   return r;
 }
 

@@ -148,6 +148,23 @@ TEST(ExportHf, TheCardDescribesTheExportedTableNotTheRunsLast) {
         << card;
 }
 
+// An export into a folder an earlier one filled (--force) leaves none of that one's files that it does not write
+// itself: its figures, a tokenizer.json transformers would read in place of this export's tokenizer.model.
+TEST(ExportHf, AnExportOverAnotherLeavesNoneOfItsFiles) {
+  TempDir dir;
+  train(test::tiny_run(dir, "drawn", 2));
+  std::filesystem::create_directories(dir / "drawn/report");
+  test::write_text(dir / "drawn/report/similarity.png", "figure\n");
+  EXPECT_EQ(export_hf(dir / "drawn/checkpoints/latest.pt", dir / "hf").files.size(), 8u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "hf/similarity.png"));
+  train(test::tiny_run(dir, "plain", 2));
+  test::write_text(dir / "hf/notes.txt", "mine\n");
+  export_hf(dir / "plain/checkpoints/latest.pt", dir / "hf");
+  EXPECT_FALSE(std::filesystem::exists(dir / "hf/similarity.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "hf/tokenizer.json"));
+  EXPECT_EQ(read_file(dir / "hf/notes.txt"), "mine\n");
+}
+
 TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {
   const std::string f = safetensors_file(
       {{"a", "F32", {2, 3}, std::string(24, '\1')}, {"b", "I64", {1}, std::string(8, '\2')}}, {{"note", "x"}});
