@@ -226,7 +226,7 @@ int run_bench_command(const BenchArgs& a) {
   const Config cfg = load_config(a.config, command_line_sets(a.sets));
   check_output_file(a.json, "--json", a.force, {a.config}, cfg.data.corpus);
   check_output_file(a.options.profile_path, "--profile", a.force, {a.config}, cfg.data.corpus);
-  check_output_folder(a.options.export_dir, "--export", a.force);
+  check_output_folder(a.options.export_dir, "--export", a.force, "", cfg.data.corpus);
   const nlohmann::json j = run_bench(cfg, a.options);
   // With --json -, stdout carries the JSON alone and the figures go to stderr; either within the terminal's width.
   const int fd = a.json == "-" ? STDERR_FILENO : STDOUT_FILENO;

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "cli/validators.h"
+#include "config/config.h"
 #include "export/export_hf.h"
 #include "export/export_tensorboard.h"
 #include "run/run_folder.h"
+#include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/output_paths.h"
@@ -76,6 +78,19 @@ std::string interop_python() {
   return found.empty() ? "PYTHON" : shell_word((found / "bin/python").string());
 }
 
+// The corpus of the run being exported (data.corpus): of the checkpoint's config, else of the run's config.yaml;
+// none where neither reads (the export then says why).
+std::vector<std::string> corpus_of(const std::string& checkpoint, const std::string& config) {
+  try {
+    std::error_code ec;
+    if (fs::is_regular_file(checkpoint, ec))
+      return config_from_yaml(read_checkpoint_meta(checkpoint).config_yaml, checkpoint).data.corpus;
+    if (fs::is_regular_file(config, ec)) return load_config(config).data.corpus;
+  } catch (const Error&) {
+  }
+  return {};
+}
+
 }  // namespace
 
 int run_export(const ExportArgs& a) {
@@ -92,7 +107,13 @@ int run_export(const ExportArgs& a) {
   // An --out that holds anything (another export, the user's files) is written into only with --force: an export
   // replaces files by name and would mix with what is there. The default folder (RUN_DIR/export/hf or /tensorboard)
   // holds only the run's earlier export, which a new one replaces.
-  check_output_folder(out, a.out.empty() ? "the export folder" : "--out", a.force || a.out.empty(), default_out);
+  std::error_code ec;
+  // A folder without a checkpoint goes as it is: the reader says what it lacks.
+  const std::string checkpoint = is_dir && fs::is_regular_file(RunFolder(run.string()).latest_checkpoint(), ec)
+                                     ? RunFolder(run.string()).latest_checkpoint()
+                                     : a.input;
+  check_output_folder(out, a.out.empty() ? "the export folder" : "--out", a.force || a.out.empty(), default_out,
+                      corpus_of(checkpoint, RunFolder(run.string()).config()));
   if (a.to == "tensorboard") {
     // A checkpoint outside a run's folder (an extension's, one copied elsewhere) has no log or snapshots to show.
     std::error_code ec;
@@ -107,11 +128,6 @@ int run_export(const ExportArgs& a) {
     std::cout << r.dir << "\n";
     return 0;
   }
-  std::error_code ec;
-  // A folder without a checkpoint goes as it is: the reader says what it lacks.
-  const std::string checkpoint = is_dir && fs::is_regular_file(RunFolder(run.string()).latest_checkpoint(), ec)
-                                     ? RunFolder(run.string()).latest_checkpoint()
-                                     : a.input;
   const HfExport r = export_hf(checkpoint, out);
   for (const std::string& w : r.warnings) spdlog::warn("{}", w);
   const std::string python = interop_python();

@@ -54,12 +54,19 @@ bool lies_within(const std::string& path, const std::string& folder) {
   return std::mismatch(in.begin(), in.end(), where.begin(), where.end()).first == in.end();
 }
 
-void check_output_folder(const std::string& dir, const std::string& option, bool force, const std::string& instead) {
+void check_output_folder(const std::string& dir, const std::string& option, bool force, const std::string& instead,
+                         const std::vector<std::string>& corpus) {
   if (dir.empty()) return;
   const std::string named = option + " " + dir;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(named + ": is a file, not a folder", "name a folder that does not exist yet");
+  for (const std::string& in : corpus)
+    if (fs::is_directory(real_place(in), ec) && lies_within(dir, in))
+      throw Error(named + ": is in the corpus folder " + in +
+                      " (data.corpus): what is written there would join the "
+                      "corpus",
+                  "name a folder outside it");
   if (const std::string run = run_record_of(dir); !run.empty())
     throw Error(named + ": is a folder of the training run in " + run + ", which no other command writes into",
                 "name a folder outside the run's own record (e.g. " +

@@ -25,8 +25,9 @@ bool lies_within(const std::string& path, const std::string& folder);
 // training run's own record (run_record_of) nor a sweep's folder even with `force`, and one that holds anything only
 // with `force` (its files of the same names are replaced). Throws poslab::Error naming the option and the folder; the
 // hint for a run's record proposes `instead` (default: that run's export/ folder).
-void check_output_folder(const std::string& dir, const std::string& option, bool force,
-                         const std::string& instead = "");
+// Nor a folder in the corpus (`corpus`: data.corpus's files and folders), where what is written would join it.
+void check_output_folder(const std::string& dir, const std::string& option, bool force, const std::string& instead = "",
+                         const std::vector<std::string>& corpus = {});
 
 // A file a command writes where its user says (`option`: "--out", "--json", "--profile"; the path "-", stdout,
 // passes): not a folder, not one of the files the command reads (`inputs`: replaced, they would be lost), not a file

@@ -916,6 +916,9 @@ echo "to be or not to be" >"$tmp/keep-corpus.txt"
 expect_error "eval --out --force into the run's corpus folder" \
   "^error: --out /usr/share/games/fortunes/poslab.csv: is in the corpus folder /usr/share/games/fortunes \(data.corpus\): the output would join the corpus$" \
   eval "$ckpt" --batches 1 --out /usr/share/games/fortunes/poslab.csv --force
+expect_error "export --force into the run's corpus folder" \
+  "^error: --out /usr/share/games/fortunes/hf: is in the corpus folder /usr/share/games/fortunes \(data.corpus\): what is written there would join the corpus$" \
+  export "$ckpt" --out /usr/share/games/fortunes/hf --force
 expect_error "bench --json --force onto its corpus" \
   "^error: --json $tmp/keep-corpus.txt: is a file of the corpus \(data.corpus: $tmp/keep-corpus.txt\)" \
   bench configs/default.yaml --steps 1 --set "data.corpus=$tmp/keep-corpus.txt" --json "$tmp/keep-corpus.txt" --force

@@ -350,6 +350,15 @@ TEST(Fs, AnOutputFolderIsNoRunsOwnFolderAndAFullOneNeedsForce) {
             "--out " + dir / "run/snapshots/hf" + ": is a folder of the training run in " + run +
                 ", which no other command writes into | name a folder outside the run's own record (e.g. "
                 "/runs/a/export/hf, or elsewhere)");
+  // A folder in the corpus folder, there or not yet, --force or not: what is written there would join the corpus.
+  std::filesystem::create_directories(dir / "texts");
+  for (const std::string& out : {dir / "texts", dir / "texts/hf", dir / "texts/../texts/new/hf"})
+    EXPECT_EQ(error_of([&] {
+                check_output_folder(out, "--out", true, "", {dir / "corpus.txt", dir / "texts"});
+              }),
+              "--out " + out + ": is in the corpus folder " + dir / "texts" +
+                  " (data.corpus): what is written there would join the corpus | name a folder outside it");
+  check_output_folder(dir / "hf", "--out", true, "", {dir / "corpus.txt", dir / "texts"});
 }
 
 // The corpus a command's config names is no output, --force or not: a file of it (by any spelling or link) would be
