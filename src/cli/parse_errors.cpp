@@ -101,6 +101,12 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   } else if (const size_t at = error.find(": At Most 1 required but received "); at != std::string::npos) {
     error = error.substr(0, at) + ": given more than once (it takes one value)";
   }
+  // A required argument not given ("checkpoint is required"): the command, and what the argument is.
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && !slip && ends_with(error, " is required")) {
+    const std::string name = error.substr(0, error.size() - 12);
+    if (const CLI::Option* arg = cmd->get_option_no_throw(name); arg != nullptr && arg->get_positional())
+      error = "poslab " + cmd->get_name() + ": no " + name + " given: " + arg->get_description();
+  }
   if (std::optional<std::string> kind = wrong_kind(*cmd, e))
     error = *kind;
   else if (extras && !extra.empty())

@@ -30,8 +30,8 @@ void add_table_options(CLI::App* cmd, TableSource& t, std::string& rows) {
       ->capture_default_str()
       ->check(kPositive);
   cmd->add_option("--rows", rows,
-                  "rows BEGIN:END of the table only (half-open, like a Python slice), e.g. 1:64 (analyze --against: "
-                  "of both tables)")
+                  std::string("rows BEGIN:END of the table only (half-open, like a Python slice), e.g. 1:64") +
+                      (cmd->get_name() == "analyze" ? " (with --against: of both tables)" : ""))
       ->type_name("BEGIN:END");
 }
 

@@ -64,7 +64,8 @@ torch::Tensor load_table(const TableSource& t, std::string& source) {
     return synthetic_table(t.synthetic, t.positions, t.dims, t.seed, t.std);
   }
   if (t.input.empty())
-    throw Error("nothing to analyse", "pass a run folder, a .pt, .npy or .safetensors file, or --synthetic KIND");
+    throw Error("no table given: name the table to read",
+                "pass a run folder, a .pt, .npy or .safetensors file, a model folder, or --synthetic KIND");
   source = t.input;
   std::error_code ec;
   if (!std::filesystem::exists(t.input, ec))

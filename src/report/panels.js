@@ -326,7 +326,9 @@ const Panels = (function () {
     function show(k, fromHash) {
       current = Math.max(0, Math.min(n - 1, k));
       slider.value = String(current);
-      if (!fromHash) {
+      if (!fromHash) {  // a step chosen here: the address's note, about another step, goes
+        const note = document.getElementById("note");
+        if (note) note.textContent = "";
         try { history.replaceState(null, "", "#step=" + steps[current]); } catch (e) { /* some file:// setups refuse it */ }
       }
       draw(current);

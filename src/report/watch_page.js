@@ -178,7 +178,7 @@
     $("speccap").textContent = "Singular values of the centred table (log scale" + (D.table ? "); " : ", the same axis at every step); ") + f.rank +
         " above the noise floor (Gavish–Donoho, dashed), in colour.";
     $("percap").textContent = "The share of the centred table's power at each frequency along position, summed over " +
-        "its dimensions" + (f.power.length < P / 2 ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
+        "its dimensions" + (f.power.length < Math.floor(P / 2) ? " (the lowest " + f.power.length + " of " + Math.floor(P / 2) + ")" : "") +
         "; noise spreads it evenly, a formed table holds it at a few low frequencies." +
         (f.turnedCircle && f.circle ? " The helix's circle, turned apart within " + list(f.turnedCircle.components.map((c) => "PC" + c)) +
             ", has a period of " + f.turnedCircle.period.toFixed(1) + " positions (" + f.turnedCircle.turns.toFixed(2) +

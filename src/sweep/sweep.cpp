@@ -5,6 +5,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -197,7 +198,10 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
       continue;
     }
     if (!started) clear_unresumable_start(RunFolder(r.run_dir));
-    const int left = static_cast<int>(runs.size() - i);
+    // the runs still to train, this one included: those not finished, as many as --max-runs leaves
+    int left = 0;
+    for (size_t j = i; j < runs.size(); ++j) left += steps[j] < configs[j].train.max_steps;
+    if (opt.max_runs > 0) left = std::min(left, opt.max_runs - (sum.trained + sum.resumed));
     spdlog::info("sweep {}: run {}/{} {} seed {}: {}{}", sweep.name, i + 1, runs.size(), r.variant, r.seed,
                  started ? "resuming from step " + std::to_string(at) : std::string("training"),
                  trained_runs > 0 ? " | ETA " + Progress::format_duration(trained_seconds / trained_runs * left) : "");

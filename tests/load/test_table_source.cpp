@@ -64,7 +64,7 @@ TEST(TableSource, LoadTableDispatchesAndNamesItsSource) {
   t.input = dir / "m.safetensors";
   t.synthetic = "random";
   EXPECT_NE(message(t).find("not both"), std::string::npos);
-  EXPECT_NE(message(TableSource{}).find("nothing to analyse"), std::string::npos);
+  EXPECT_NE(message(TableSource{}).find("no table given"), std::string::npos);
   TableSource missing;
   missing.input = dir / "nope.npy";
   EXPECT_NE(message(missing).find("nope.npy: not found"), std::string::npos);
