@@ -63,15 +63,15 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
 double median_ms(std::vector<double> ms);
 
 // The candidates as a table: a column per choice that differs among them (the ones they share on a line above),
-// each one's ms per forward + backward (marked * for a finalist of the run-off: its median, explained below them) and
-// its difference from the chosen; a candidate that cannot run here says why.
+// each one's ms per forward + backward in the search and its difference from the chosen's there, or, for a finalist
+// of the run-off (marked *), the run-off's difference, explained below them; a candidate that cannot run here says why.
 //
 //     each with pointwise=fused,batch_split=none,step=direct,sdpa=auto
 //     bf16_products attention       ms  vs chosen
-//     onednn        fused        46.63*    chosen
-//     onednn        libtorch     47.16*      +1 %
-//     float         fused        92.72      +99 %
-//     * the median of 3 interleaved rounds of the run-off, which decides; the others' time is one timing from …
+//     onednn        fused        46.00     chosen
+//     onednn        libtorch     47.50       +2 %*
+//     float         fused        92.72     +102 %
+//     ms: each path's time in the search, against the chosen's there; * a finalist, run off against the chosen …
 std::string tuning_text(const KernelTuning& t);
 
 }  // namespace poslab
