@@ -93,6 +93,12 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
                     ", past what the analysis can square (1e150)",
                 "the model diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of "
                 "the file");
+  // Values below 1e-70 give fourth powers (the participation ratio's) below what float64 holds: NaN figures, no error.
+  if (const double most = W.abs().max().item<double>(); most > 0 && most < 1e-70)
+    throw Error(source + ": the table holds values of at most " + fmt::format("{:.3g}", most) +
+                    ", below what the analysis can raise to the fourth power (1e-70)",
+                "scale the table up (every figure but its row norms is the same at any scale), e.g. in NumPy: "
+                "np.save(\"scaled.npy\", (t / abs(t).max()).astype(\"float32\"))");
   Analysis a;
   a.source = source;
   a.positions = W.size(0);

@@ -97,7 +97,8 @@ TEST(Analysis, ComponentCountsReachTheirShareExactly) {
   for (double s : offset.singular_values_centered) EXPECT_NEAR(s, std::sqrt(8.0), 1e-9);
 }
 
-// Finite values whose squares overflow float64 (past 1e150) are refused, not analysed into NaN figures.
+// Finite values whose squares overflow float64 (past 1e150), or whose fourth powers underflow it (below 1e-70), are
+// refused, not analysed into NaN figures.
 TEST(Analysis, ValuesWhoseSquaresOverflowAreRefused) {
   auto W = torch::randn({16, 4}, torch::kFloat64);
   W[3][2] = -2e200;
@@ -106,6 +107,19 @@ TEST(Analysis, ValuesWhoseSquaresOverflowAreRefused) {
             "diverged or the file is damaged: analyse an earlier snapshot of a run, or another copy of the file");
   W[3][2] = 1e150;
   EXPECT_TRUE(std::isfinite(analyze_table(W, "large").effective_rank));
+  // and values so small that their fourth powers underflow (a float64 table of 1e-200), not analysed into NaN
+  W = torch::randn({16, 4}, torch::kFloat64);
+  W = W / W.abs().max();
+  EXPECT_EQ(
+      test::error_of([&] { analyze_table(W * 1e-200, "tiny.npy"); })
+          .rfind("tiny.npy: the table holds values of at most 1e-200, below what the analysis can raise to the fourth "
+                 "power (1e-70) | scale the table up",
+                 0),
+      0u);
+  const Analysis small = analyze_table(W * 1e-70, "small");
+  EXPECT_TRUE(std::isfinite(small.participation_ratio) && small.participation_ratio > 0);
+  EXPECT_NEAR(small.participation_ratio, analyze_table(W, "unit").participation_ratio, 1e-9);
+  EXPECT_NEAR(small.smooth.adjacent_cosine, analyze_table(W, "unit").smooth.adjacent_cosine, 1e-9);
 }
 
 TEST(Analysis, OrthonormalRowsGiveAnIdentitySimilarityMatrix) {
