@@ -136,15 +136,19 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   } else {
     // A sentencepiece model from elsewhere (data.tokenizer.model) whose normaliser tokenizer.json cannot state:
     // LlamaTokenizer reads the model itself, and encodes "\n" as a byte piece (docs/interop.md).
-    r.warnings.push_back(
-        checkpoint + ": the tokenizer's " + why +
-        " has no tokenizer.json form: transformers reads "
-        "tokenizer.model with LlamaTokenizer, which encodes each line as poslab does but a new line as "
-        "the byte piece <0x0A>, not poslab's newline piece");
+    r.warnings.push_back(checkpoint + ": the tokenizer has no tokenizer.json form (" + why +
+                         "): transformers reads tokenizer.model with LlamaTokenizer, "
+                         "whose ids differ from poslab's (its own normaliser, a space before a text's first word, a "
+                         "new line as the byte piece <0x0A>): feed the model poslab's ids, not LlamaTokenizer's");
     tokenizer_config = {
         {"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", false}, {"add_eos_token", false},
         {"add_prefix_space", false},           {"legacy", false},        {"model_max_length", m.cfg.model.block_size}};
   }
+  if (!tokenizer_json.is_null() && m.tokenizer.newline_id() < 0)  // a model from elsewhere without poslab's piece
+    r.warnings.push_back(checkpoint + ": the tokenizer has no newline piece " + kNewlinePiece +
+                         ": poslab encodes a new line as a space, between lines encoded apart, which tokenizer.json "
+                         "cannot state; it encodes one as the bytes of " +
+                         kNewlinePiece + ", so texts with new lines tokenize otherwise in transformers");
   tokenizer_config["poslab_newline_id"] = m.tokenizer.newline_id();
   write("tokenizer_config.json", json_text(tokenizer_config, 2) + "\n");
   // poslab's logits on the sample text (at most block_size tokens), for the check on the other side.
