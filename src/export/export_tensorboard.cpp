@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 TensorboardExport export_tensorboard(const std::string& run_dir, const std::string& dir) {
   const RunFolder run(run_dir);
   const std::vector<MetricsRecord> metrics = read_metrics(run.metrics());
-  const std::vector<TrajectoryPoint> points = analyze_run(run_dir);
+  // A run without a position table to snapshot (model.position: none) has its curves alone.
+  const bool tables = run.has_snapshots();
+  const std::vector<TrajectoryPoint> points = tables ? analyze_run(run_dir) : std::vector<TrajectoryPoint>{};
   TensorboardExport r;
   r.dir = dir;
   make_dirs(dir);
@@ -39,6 +41,7 @@ TensorboardExport export_tensorboard(const std::string& run_dir, const std::stri
   write_file_atomic(r.events_file, tf_record(tf_file_version_event(now)) + scalar_events(scalars, now));
 
   // The projector: every snapshot's rows, labelled by position.
+  if (!tables) return r;
   std::vector<int64_t> steps;
   int64_t rows = 0;
   for (const SnapshotRecord& s : read_snapshot_index(run)) {

@@ -152,10 +152,15 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
       points.erase(
           std::remove_if(points.begin(), points.end(), [&](const TrajectoryPoint& p) { return p.step > m.meta.step; }),
           points.end());
-      if (points.empty()) throw Error("no snapshot at or before the checkpoint's step " + std::to_string(m.meta.step));
-      const Verdict v = judge(points);
-      s += fmt::format("poslab analysed the table at {} snapshots from step {} to step {}. Verdict: **{}**. {}\n\n",
-                       points.size(), points.front().step, points.back().step, outcome_name(v.outcome), v.summary);
+      if (points.empty()) {
+        s += fmt::format(
+            "The run holds no snapshot at or before the checkpoint's step {}, so the card has no verdict.\n\n",
+            m.meta.step);
+      } else {
+        const Verdict v = judge(points);
+        s += fmt::format("poslab analysed the table at {} snapshots from step {} to step {}. Verdict: **{}**. {}\n\n",
+                         points.size(), points.front().step, points.back().step, outcome_name(v.outcome), v.summary);
+      }
       const Analysis exported =
           analyze_table(m.model->wpe->weight.detach().to(torch::kCPU, torch::kFloat32), checkpoint);
       s += fmt::format("| the exported table (step {}) | |\n| --- | --- |\n", m.meta.step);

@@ -64,7 +64,8 @@ SeedBand seed_band(const std::vector<SeedCurve>& curves) {
 namespace {
 
 // One run's config, final losses and (with a learned table) its analysed snapshots. nullopt when unfinished.
-std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant) {
+std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& variant,
+                                    std::vector<std::string>& left_out) {
   ComparedRun r;
   r.run_dir = dir.string();
   r.variant = variant;
@@ -79,6 +80,7 @@ std::optional<ComparedRun> read_run(const fs::path& dir, const std::string& vari
   }
   if (r.step < cfg.train.max_steps) {
     spdlog::warn("compare: {} is at step {} of {}: left out until it finishes", r.run_dir, r.step, cfg.train.max_steps);
+    left_out.push_back(fmt::format("{} (at step {} of {})", r.run_dir, r.step, cfg.train.max_steps));
     return std::nullopt;
   }
   if (r.position == "learned" && run.has_snapshots()) {
@@ -103,7 +105,7 @@ double run_value(const ComparedRun& r, const std::string& key) {
 }
 
 // Each folder's finished runs: a sweep's in its order, or the run folder itself.
-std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
+std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs, std::vector<std::string>& left_out) {
   std::vector<ComparedRun> runs;
   std::vector<std::string> label;  // each run's variant named by where it was given: SWEEP/VARIANT, or the run's path
   // Each run's folder counted once, or its seed repeats.
@@ -116,10 +118,11 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
         const fs::path run = dir / r.run_dir;
         if (!RunFolder(run.string()).has_config_and_metrics()) {
           spdlog::warn("compare: {} has not started: left out", run.string());
+          left_out.push_back(run.string() + " (not started)");
           continue;
         }
         once(run, d);
-        if (auto cr = read_run(run, r.variant)) {
+        if (auto cr = read_run(run, r.variant, left_out)) {
           runs.push_back(*cr);
           label.push_back((dir / r.variant).string());
         }
@@ -127,7 +130,7 @@ std::vector<ComparedRun> read_runs(const std::vector<std::string>& dirs) {
     } else if (RunFolder(dir.string()).has_config_and_metrics()) {
       const fs::path p = dir.filename().empty() ? dir.parent_path() : dir;
       once(p, d);
-      if (auto cr = read_run(p, variant_of_run_dir(p.string()))) {
+      if (auto cr = read_run(p, variant_of_run_dir(p.string()), left_out)) {
         runs.push_back(*cr);
         // A seed-S folder stands for its variant's folder (runs/base/seed-1: runs/base), as its variant's name does.
         const bool seed = variant_of_run_dir(p.string()) != p.filename().string();
@@ -300,7 +303,7 @@ const std::vector<std::string>& form_metric_keys() {
 
 Comparison compare_runs(const std::vector<std::string>& dirs) {
   Comparison c;
-  c.runs = read_runs(dirs);
+  c.runs = read_runs(dirs, c.left_out);
   if (c.runs.empty())
     throw Error("compare: no finished run among " + std::to_string(dirs.size()) + " folder(s)",
                 "train the runs first (poslab train, or poslab sweep)");
@@ -386,6 +389,7 @@ nlohmann::json comparison_json(const Comparison& c) {
       a[key] = {{"mean", value(st->mean)}, {"sd", value(st->sd)}, {"n", st->n}};
     j["agreement"].push_back(a);
   }
+  j["left_out"] = c.left_out;  // runs not finished: not in the figures above
   return j;
 }
 

@@ -82,6 +82,7 @@ struct Comparison {
   std::vector<ComparedRun> runs;
   std::vector<VariantRow> rows;          // in the order variants first appear
   std::vector<AgreementCell> agreement;  // within each variant first, then between variants, in row order
+  std::vector<std::string> left_out;     // the runs not compared, each "RUN_DIR (at step S of N)" or "(not started)"
 };
 
 // Reads each folder: a run folder (config.yaml + metrics.jsonl), or a sweep folder (sweep.json: its runs in the

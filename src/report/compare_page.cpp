@@ -430,7 +430,13 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   write_file_atomic((fs::path(out_dir) / "comparison.json").string(), json_text(comparison_json(c), 2) + "\n");
   const std::vector<Figure> figures = comparison_figures(c);
   std::string top(assets::kComparePageHtml);
-  fill_line(top, "<!--POSLAB_VARIANTS-->", variants_table(c) + write_seeds_pages(c, out_dir));
+  // the runs the comparison leaves out, said where its figures are read, not in the log alone
+  std::string left_out;
+  for (const std::string& r : c.left_out) left_out += (left_out.empty() ? "" : "; ") + html_escape(r);
+  if (!left_out.empty())
+    left_out = fmt::format("<p><b>Left out, not finished</b> ({}): {}. Compare again once they are.</p>\n",
+                           counted(static_cast<int64_t>(c.left_out.size()), "run"), left_out);
+  fill_line(top, "<!--POSLAB_VARIANTS-->", left_out + variants_table(c) + write_seeds_pages(c, out_dir));
   fill_line(top, "<!--POSLAB_FORM-->", form_table(c));
   fill_line(top, "<!--POSLAB_HALF_CHANGE-->", half_change_table(c));
   fill_line(top, "<!--POSLAB_AGREEMENT-->", agreement_section(c));

@@ -159,11 +159,13 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
       {}};
   std::string body = kCosinePalette;
   const int64_t P = tables.empty() ? 0 : tables[0].analysis->positions;
+  // positions as the table numbers them (rows 1:64 of GPT-2's are positions 1 to 63), as the other figures do
+  const int64_t first = tables.empty() ? 0 : tables[0].analysis->row_offset;
   body += fmt::format(
       "  set cbrange [-1:1]\n  set cblabel 'cosine similarity'\n  set size ratio -1\n"
       "  set xlabel 'position j'\n  set ylabel 'position i'\n"
-      "  set xrange [-0.5:{0}-0.5]\n  set yrange [{0}-0.5:-0.5]\n",
-      P);
+      "  set xrange [{1}-0.5:{1}+{0}-0.5]\n  set yrange [{1}+{0}-0.5:{1}-0.5]\n",
+      P, first);
   if (tables.size() > 1) body += fmt::format("  set multiplot layout 1,{}\n", tables.size());
   for (const auto& s : tables) {
     const std::string file = data_file(f, name == "similarity" ? "cos" : name, s.label);
@@ -179,7 +181,8 @@ Figure similarity_heatmaps_figure(const std::vector<Series>& tables, const std::
       }
     }
     f.data[file] = d;
-    body += fmt::format("  set title {} noenhanced\n  plot '{}' matrix with image notitle\n", quote(s.label), file);
+    body += fmt::format("  set title {} noenhanced\n  plot '{}' matrix using ($1+{}):($2+{}):3 with image notitle\n",
+                        quote(s.label), file, first, first);
   }
   if (tables.size() > 1) body += "  unset multiplot\n";
   body += "  set autoscale xy\n  set size noratio\n";

@@ -238,7 +238,7 @@ nlohmann::json watch_data_of(const std::vector<const TrajectoryPoint*>& points, 
     frame["path_outside"] = beyond.sum().item<int64_t>();
     std::vector<int64_t> outside_rows;  // the first four, named in the caption
     for (size_t r = 0; r < path_rows.size() && outside_rows.size() < 4; ++r)
-      if (beyond[static_cast<int64_t>(r)].item<bool>()) outside_rows.push_back(path_rows[r]);
+      if (beyond[static_cast<int64_t>(r)].item<bool>()) outside_rows.push_back(path_rows[r] + a.row_offset);
     frame["path_outside_rows"] = outside_rows;
     const double total = Wc.square().sum().item<double>();
     frame["path_share"] = total > 0 ? Wc.matmul(axes.unit).square().sum().item<double>() / total : 0.0;

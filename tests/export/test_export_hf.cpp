@@ -9,6 +9,7 @@
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
 #include "export/export_hf.h"
+#include "export/export_tensorboard.h"
 #include "extend/extend.h"
 #include "formats/safetensors.h"
 #include "load/loaded_model.h"
@@ -163,6 +164,19 @@ TEST(ExportHf, AnExportOverAnotherLeavesNoneOfItsFiles) {
   EXPECT_FALSE(std::filesystem::exists(dir / "hf/similarity.png"));
   EXPECT_TRUE(std::filesystem::exists(dir / "hf/tokenizer.json"));
   EXPECT_EQ(read_file(dir / "hf/notes.txt"), "mine\n");
+}
+
+// A run without a position table (model.position: none) snapshots nothing: its curves go to TensorBoard alone.
+TEST(ExportTensorboard, ARunWithoutATableExportsItsCurves) {
+  TempDir dir;
+  TrainRequest req = test::tiny_run(dir, "none", 2);
+  req.overrides.push_back("model.position=none");
+  train(req);
+  const TensorboardExport r = export_tensorboard(dir / "none", dir / "tb");
+  EXPECT_GT(r.scalars, 0);
+  EXPECT_EQ(r.snapshots, 0);
+  EXPECT_TRUE(std::filesystem::exists(r.events_file));
+  EXPECT_FALSE(std::filesystem::exists(dir / "tb/projector_config.pbtxt"));
 }
 
 TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {

@@ -178,6 +178,21 @@ TEST(Report, ThePrincipalComponentsFigureNamesTheRowsBeyondItsFrame) {
   }
 }
 
+// A table's rows from 1 (GPT-2's rows 1:64): every figure numbers them as the table does, the heatmap too.
+TEST(Report, ASlicedTablesFiguresNumberItsRowsAsTheTableDoes) {
+  ASSERT_FALSE(find_gnuplot().empty()) << kNeedGnuplot;
+  TempDir dir;
+  const NpyArray g = read_npy(poslab::test::source_dir() + "/tests/fixtures/gpt2_wpe_rows0-63.npy");
+  const torch::Tensor W = torch::tensor(g.data, torch::kFloat64).view({g.shape[0], g.shape[1]}).narrow(0, 1, 63);
+  write_table_report(W, "gpt2", dir / "gpt2", /*row_offset=*/1);
+  const std::string gp = read_file(dir / "gpt2/similarity.gp");
+  EXPECT_NE(gp.find("set xrange [1-0.5:1+63-0.5]"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("matrix using ($1+1):($2+1):3 with image"), std::string::npos) << gp;
+  EXPECT_EQ(read_file(dir / "gpt2/norms_table.dat").rfind("# position norm\n1 ", 0), 0u);  // as the other figures
+  const std::string watch = read_file(dir / "gpt2/watch.html");
+  EXPECT_NE(watch.find("\"path_outside_rows\":[1]"), std::string::npos) << "row 1 of the table, not 0";
+}
+
 // The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
 // the axes it was turned apart to), in the circle's plane for a circle without a slow axis; each axis in sd units.
 // With a helix, its circle seen along the slow axis too, after it.

@@ -486,6 +486,14 @@ TEST_F(SweepTest, ACompareOfASweepPartWayThroughLeavesOutWhatIsNotFinished) {
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.runs.size(), 1u);
   EXPECT_NE(log.str().find(dir + "/c/seed-1 has not started: left out"), std::string::npos) << log.str();
+  // and on the page and in its JSON, not in the log alone
+  EXPECT_EQ(c.left_out, (std::vector<std::string>{dir + "/b/seed-1 (not started)", dir + "/c/seed-1 (not started)"}));
+  EXPECT_EQ(comparison_json(c)["left_out"].size(), 2u);
+  const std::string page = slurp(write_comparison(c, dir_ / "part-compare"));
+  EXPECT_NE(page.find("<p><b>Left out, not finished</b> (2 runs): " + dir + "/b/seed-1 (not started); " + dir +
+                      "/c/seed-1 (not started)."),
+            std::string::npos)
+      << page;
 }
 
 TEST_F(SweepTest, ARunStoppedBeforeItsFirstCheckpointIsTrainedAfresh) {
