@@ -308,6 +308,15 @@ int run_analyze(const AnalyzeArgs& a) {
   const bool run_folder =
       !model && a.table.synthetic.empty() && !a.table.input.empty() && fs::is_directory(a.table.input, ec);
 
+  // The verdict's thresholds judge a run's snapshots; one table gets no verdict (its figures are printed alone).
+  const VerdictThresholds defaults;
+  for (const auto& [option, given] :
+       {std::pair{"--min-signal-share", a.thresholds.min_signal_share != defaults.min_signal_share},
+        {"--smooth-z", a.thresholds.smooth_z != defaults.smooth_z}})
+    if (given && !run_folder)
+      throw Error(std::string(option) + " applies to a run folder's verdict, not to one table (which gets none)",
+                  "pass a run folder, or leave " + std::string(option) + " out");
+
   Analysis main;
   nlohmann::json j;
   std::vector<std::pair<std::string, Analysis>> columns;  // for the comparison table

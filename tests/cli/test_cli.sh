@@ -410,6 +410,9 @@ expect_error "verdict z not a number" "^error: --smooth-z: must be a number 0 or
 expect_error "old verdict option" "^error: --rank-ratio is no longer an option.*noise floor" analyze "$tmp/empty-run" --rank-ratio 0.5
 expect_error "analyze unknown synthetic" "helix: unknown kind|use random, sinusoidal, handbook or walk" analyze --synthetic helix
 expect_error "analyze bad rows" "--rows 9:3" analyze --synthetic random --positions 16 --dim 4 --rows 9:3
+expect_error "analyze one table with a verdict's threshold" \
+  "^error: --smooth-z applies to a run folder's verdict, not to one table \(which gets none\)$" \
+  analyze tests/fixtures/gpt2_wpe_rows0-63.npy --smooth-z 3
 expect_error "analyze nothing" "^error: no table given: name the table to read$" analyze
 expect_error "compare nothing" "^error: poslab compare: no inputs given: run folders and/or sweep folders; or tables" compare
 expect_error "inspect nothing" "^error: poslab inspect: no checkpoint given: RUN_DIR/checkpoints/latest.pt or best.pt" inspect
