@@ -156,10 +156,10 @@ Verdict judge(const std::vector<TrajectoryPoint>& points, const VerdictThreshold
       auto from = [](const std::optional<int64_t>& s) {
         return s ? fmt::format("from step {}", *s) : std::string("no");
       };
-      // each bound written as one word (">=50%", "z>=5.0"), so that wrapping never splits it
+      // each bound written as one word ("≥50%", "z≥5.0"), so that wrapping never splits it
       v.summary = fmt::format(
           "No stable smooth, low-rank structure{}: at step {}, {}; {}. Low rank (components above the "
-          "noise floor hold >={:.0f}% of the variance): {}; smooth (z>={:.1f}): {}.",
+          "noise floor hold ≥{:.0f}% of the variance): {}; smooth (z≥{:.1f}): {}.",
           v.present_at_start ? " (it was present at the first snapshot and was lost)" : "", last.step, signal_words(aL),
           order_words(aL), 100 * t.min_signal_share, from(v.low_rank_from), t.smooth_z, from(v.smooth_from));
       break;

@@ -1,5 +1,7 @@
 #include "cli/report_cmd.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -83,7 +85,7 @@ int run_report(const ReportArgs& a) {
     // A report that fails part way (gnuplot, the disk) takes the folder it made away again.
     r = writing_into(out, [&] { return write_table_report(W, source, out, offset); });
   }
-  std::cerr << r.figures.size() << " figures (PNG and SVG) with their data and gnuplot scripts\n";
+  spdlog::info("{} figures (PNG and SVG) with their data and gnuplot scripts", r.figures.size());
   std::cout << r.index_html << "\n";
   return 0;
 }

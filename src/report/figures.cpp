@@ -198,9 +198,9 @@ Figure cos_by_offset_figure(const std::vector<TrajectoryPoint>& points) {
   Figure f{"cos_by_offset",
            "Similarity by distance, over training",
            "Mean cosine similarity of positions k apart, one curve per snapshot, coloured by training step. At step 0 "
-           "it lies near 0 (random rows are nearly orthogonal, each pair's cosine about ±1/√n_embd, and the few pairs "
-           "at the largest k average least of that away); as the table learns, nearby positions become similar and "
-           "the curve falls with distance.",
+           "it lies near 0: random rows are nearly orthogonal (each pair's cosine about ±1/√n_embd), and the curve "
+           "is noisiest at the largest k, where the fewest pairs are averaged. As the table learns, nearby positions "
+           "become similar and the curve falls with distance.",
            {},
            {}};
   std::string d = "# offset mean_cosine step\n";

@@ -187,7 +187,7 @@
         : f.circle ? " Components " + f.circle.components.join(" and ") + (D.table ? " of the table" : " of this step's table") +
             " turn in a circle with a period of " + f.circle.period.toFixed(1) + " positions, " +
             (100 * f.circle.share).toFixed(1) + " % of the variance; the dashed orange line marks its frequency, " +
-            f.circle.turns.toFixed(2) + " cycles." : " No circle at this step.") +
+            f.circle.turns.toFixed(2) + " cycles." : D.table ? " No circle in the table." : " No circle at this step.") +
         (f.circle ? " The bars there hold all the table's power at that frequency, the circle's and the rest's; a " +
             "frequency between two whole numbers of cycles spreads over the two bars beside it." : "");
     $("kercap").textContent = !D.kernels ? "The run wrote no layer-0 kernels (no transformer layer, or an older run)." :
