@@ -104,10 +104,11 @@ std::string write_table_atlas(const std::vector<NamedTable>& tables, const std::
 
   const std::string top =
       "<h2>Tables</h2>\n<div class=\"wide\"><table>\n<tr><th>table (its report)</th><th>positions</th><th>width</th>"
-      "<th>above noise</th><th>their share</th><th>k90</th><th>adjacent cos</th><th>order z</th></tr>\n" +
+      "<th>above noise</th><th>their share</th><th>k90</th><th>adj cos</th><th>adj z</th></tr>\n" +
       rows +
       "</table></div>\n<p>Above noise: components above the Gavish–Donoho noise floor and their share of the variance; "
-      "order z: the adjacent cosine in sd of row-shuffled copies (docs/analysis.md).</p>\n"
+      "adj cos: the mean cosine of neighbouring rows; adj z: how many sd of row-shuffled copies it stands above "
+      "their mean (docs/analysis.md).</p>\n"
       "<h2>How alike, up to rotation</h2>\n<p>Linear CKA of each pair over the positions both have (any widths), and "
       "below it the same against the column table with its rows shuffled (mean ± sd of 20 copies): the null for "
       "structured tables; then what two independent random tables of these shapes give (high where the widths near "
