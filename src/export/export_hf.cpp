@@ -184,7 +184,9 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
   write("README.md", card.text);
   // An earlier export into this folder (--force) may hold files of poslab's that this one does not write: a
   // tokenizer.json that transformers would read in place of this tokenizer.model, another run's figures. They go.
-  for (const char* name : {"tokenizer.json", "similarity.png", "trajectory.png"}) {
+  std::vector<std::string> names = {"tokenizer.json"};
+  for (const CardFigure& f : kCardFigures) names.push_back(std::string(f.stem) + ".png");
+  for (const std::string& name : names) {
     const std::string path = (fs::path(dir) / name).string();
     std::error_code ec;
     if (std::find(r.files.begin(), r.files.end(), path) == r.files.end() && fs::remove(path, ec))

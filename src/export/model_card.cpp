@@ -178,11 +178,8 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   } else {
     s += "The table was not learned, so there is no verdict on what training made of it.\n\n";
   }
-  const std::vector<std::pair<std::string, std::string>> figures = {
-      {"similarity", "Cosine similarity between positions' rows, at the first and last snapshot"},
-      {"trajectory", "How the table's structure emerged during training"}};
-  for (const auto& [stem, caption] : figures) {
-    const std::string png = (fs::path(run.report_dir()) / (stem + ".png")).string();
+  for (const auto& [stem, caption] : kCardFigures) {
+    const std::string png = (fs::path(run.report_dir()) / (std::string(stem) + ".png")).string();
     if (!is_file(png)) continue;
     card.figures.push_back(png);
     s += fmt::format("![{}]({}.png)\n\n*{}.*\n\n", caption, stem, caption);

@@ -11,6 +11,15 @@
 
 namespace poslab {
 
+// The report figures a card can show, in its order: the file's stem ("similarity" is similarity.png) and caption.
+struct CardFigure {
+  const char* stem;
+  const char* caption;
+};
+inline constexpr CardFigure kCardFigures[] = {
+    {"similarity", "Cosine similarity between positions' rows, at the first and last snapshot"},
+    {"trajectory", "How the table's structure emerged during training"}};
+
 struct ModelCard {
   std::string text;                  // README.md
   std::vector<std::string> figures;  // report figures the card shows, to copy beside it (paths in the run's report/)
