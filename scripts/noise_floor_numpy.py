@@ -7,8 +7,11 @@ Usage: /usr/bin/python3 scripts/noise_floor_numpy.py   (needs python3-numpy; Deb
 The noise floor is Gavish & Donoho's optimal hard threshold for noise of unknown level (IEEE Trans. Inf. Theory
 60(8), 2014): of the centred table W_c ((P - 1) x d in effect), the m = min(P - 1, d) singular values, n = max(P - 1, d),
 beta = m / n; tau = omega(beta) * median(sigma) with omega = lambda*(beta) / sqrt(mu_beta), mu_beta the median of the
-Marchenko-Pastur law, and tau at least 1e-6 sigma_1 (a table without noise has only float32's rounding as its bulk). Here mu_beta comes from a trapezoid rule on a fine grid of the law's CDF (the C++ code uses
-Simpson's rule and bisection): two independent routes to the same number.
+Marchenko-Pastur law, and tau at least 1e-6 sigma_1 (a table without noise has only float32's rounding as its bulk).
+The noise level is the smaller of median(sigma) / sqrt(n mu_beta) and, where beta <= 1/4 and m >= 8, twice the bound
+of the smallest singular value, 2 sigma_m / (sqrt(n) (1 - sqrt(beta))); where that bound decides,
+tau = lambda*(beta) sqrt(n) times it. Here mu_beta comes from a trapezoid rule on a fine grid of the law's CDF (the C++
+code uses Simpson's rule and bisection): two independent routes to the same number.
 """
 import json
 import os
@@ -43,10 +46,14 @@ def noise_floor(W):
     mu = mp_median(beta)
     omega = lambda_star(beta) / np.sqrt(mu)
     med = np.median(sigma)
-    tau = max(omega * med, 1e-6 * sigma.max())  # never below a millionth of sigma_1: float32's rounding is ~1e-8
+    from_median = med / np.sqrt(n * mu)
+    smallest = 2 * sigma.min() / (np.sqrt(n) * (1 - np.sqrt(beta))) if beta <= 0.25 and m >= 8 else np.inf
+    noise = min(from_median, smallest)
+    tau = lambda_star(beta) * np.sqrt(n) * noise
+    tau = max(tau, 1e-6 * sigma.max())  # never below a millionth of sigma_1: float32's rounding is ~1e-8
     rank = int((sigma > tau).sum())
     return {"beta": beta, "mp_median": mu, "omega": float(omega), "threshold": float(tau),
-            "noise_sigma": float(med / np.sqrt(n * mu)), "signal_rank": rank,
+            "noise_sigma": float(noise), "smallest_decides": bool(smallest < from_median), "signal_rank": rank,
             "signal_share": float((sigma[:rank] ** 2).sum() / (sigma ** 2).sum())}
 
 
@@ -60,9 +67,19 @@ def planted(P, d, r, seed):
     return U @ S @ V.T + rng.normal(0, 0.02, (P, d))
 
 
+def sinusoidal(P, d):
+    """the fixed sinusoidal table (Vaswani et al. 2017): sin and cos of p / 10000^(2i/d) in columns 2i and 2i + 1"""
+    angle = np.arange(P)[:, None] / 10000.0 ** (np.arange(0, d, 2)[None, :] / d)
+    W = np.zeros((P, d))
+    W[:, 0::2], W[:, 1::2] = np.sin(angle), np.cos(angle)
+    return W
+
+
 def main():
     table = planted(96, 40, 3, 7)
     np.save(os.path.join(FIX, "planted_rank3_96x40.npy"), table)
+    long = sinusoidal(200, 16) + np.random.default_rng(11).normal(0, 0.02, (200, 16))
+    np.save(os.path.join(FIX, "sinusoidal_noisy_200x16.npy"), long)
     gpt2 = np.load(os.path.join(FIX, "gpt2_wpe_rows0-63.npy")).astype(np.float64)[1:64]
     out = {
         "command": "/usr/bin/python3 scripts/noise_floor_numpy.py",
@@ -70,6 +87,7 @@ def main():
         "tables": {
             "planted_rank3_96x40.npy": noise_floor(table),
             "gpt2_wpe_rows0-63.npy[1:64]": noise_floor(gpt2),
+            "sinusoidal_noisy_200x16.npy": noise_floor(long),
         },
     }
     with open(os.path.join(FIX, "noise_floor_numpy.json"), "w") as f:

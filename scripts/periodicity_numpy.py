@@ -83,9 +83,11 @@ def circle_of(x, y, px, py):
     fa, fb = px["frequency"], py["frequency"]
     if not (fa > 0 and fb > 0) or abs(fa - fb) > 1.0:
         return None
-    z = x / np.linalg.norm(x) + 1j * y / np.linalg.norm(y)
+    xn, yn = x / np.linalg.norm(x), y / np.linalg.norm(y)
+    z = xn + 1j * yn
     P = len(z)
-    f = dense_argmax(lambda f: abs(dtft(z, f)) ** 2 + abs(dtft(z, -f)) ** 2, max(0.25, min(fa, fb) - 0.5),
+    # the frequency both coordinates fit best, each by a constant, a cosine and a sine
+    f = dense_argmax(lambda f: sinusoid_energy(xn, f) + sinusoid_energy(yn, f), max(0.25, min(fa, fb) - 0.5),
                      min(P / 2, max(fa, fb) + 0.5))
     plus, minus = abs(dtft(z, f)) ** 2, abs(dtft(z, -f)) ** 2
     conc, circ = (plus + minus) / (2 * P), abs(plus - minus) / (plus + minus)
@@ -154,10 +156,15 @@ def helix(found, curves, explained, periods):
             continue
         if best is None or explained[k] > explained[best]:
             best = k
+    coordinate = c["explained"] / 2  # components mix where their variances nearly match: within 3x a coordinate's
     if best is not None:
+        # a slow component at the circle's own frequency, of about a coordinate's variance: turned apart, if that holds
+        if abs(periods[best]["frequency"] - c["frequency"]) <= 1.0 and coordinate / 3 <= explained[best] <= 3 * coordinate:
+            h = turned_apart(c, best, curves, explained)
+            if h is not None:
+                return h
         return {"slow_component": best + 1, "slow_period": periods[best]["period"],
                 "explained": c["explained"] + explained[best], "rotated": False}
-    coordinate = c["explained"] / 2  # components mix where their variances nearly match: within 3x a coordinate's
     for k in range(len(periods)):
         if k + 1 not in used and coordinate / 3 <= explained[k] <= 3 * coordinate:
             h = turned_apart(c, k, curves, explained)

@@ -51,6 +51,15 @@ struct BoundaryRow {
   std::string reason;  // "" or what makes it an outlier
 };
 
+// A row holding a large share of the table's variance about its mean row, alone (a corrupted or rescaled row, or
+// GPT-2's row 0 beside its next 63): the spectrum, the ranks and the noise floor then read that row more than the
+// table's order along position.
+struct HeavyRow {
+  int64_t position = 0;
+  double share = 0;  // ‖w_i − w̄‖² / Σ_j ‖w_j − w̄‖²
+};
+constexpr double kHeavyRowShare = 0.25;
+
 struct PCFrequency {
   int component = 0;               // 1-based
   double explained = 0;            // share of the centred variance
@@ -107,6 +116,7 @@ struct Analysis {
   // boundary effects
   std::vector<double> row_norms;
   std::vector<BoundaryRow> boundary;  // first and last boundary_rows rows
+  std::vector<HeavyRow> heavy_rows;  // every row holding kHeavyRowShare of the centred variance or more, heaviest first
   // sinusoid-likeness, periods, circles and the helix
   std::vector<PCFrequency>
       pc_frequencies;               // every component above the noise floor (at least top_pcs, at most max_components)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 
 #include "analysis/metric_list.h"
@@ -20,6 +21,8 @@ nlohmann::json to_json(const Analysis& a) {
                 {"second_difference_energy", s.second_difference_energy},
                 {"adjacent_cosine", s.adjacent_cosine}};
   };
+  json heavy = json::array();
+  for (const auto& r : a.heavy_rows) heavy.push_back({{"position", r.position}, {"share", r.share}});
   json outliers = json::array(), boundary = json::array();
   for (const auto& r : a.boundary) {
     json row = {{"position", r.position}, {"norm", r.norm},
@@ -89,11 +92,14 @@ nlohmann::json to_json(const Analysis& a) {
         {"threshold", a.noise.threshold},
         {"rounding_floor", a.noise.rounding_floor},
         {"noise_sigma", a.noise.noise_sigma},
+        {"smallest_bound", std::isfinite(a.noise.smallest_bound) ? nlohmann::json(a.noise.smallest_bound) : nullptr},
+        {"smallest_decides", a.noise.smallest_decides},
         {"signal_rank", a.noise.signal_rank},
         {"signal_share", a.noise.signal_share}}},
       {"row_norms", a.row_norms},
       {"boundary", boundary},
       {"boundary_outliers", outliers},
+      {"heavy_rows", heavy},
       {"pc_frequencies", pcs},
       {"circles", circles},
       {"helix", helix},
@@ -130,13 +136,23 @@ std::string summary_text(const Analysis& a) {
          "and periods below measure nothing\n";
   s += fmt::format("  spectrum      k50 {} | k90 {} | k95 {} | k99 {} (centred) | k90 uncentred {}\n", a.k50, a.k90,
                    a.k95, a.k99, a.k90_uncentered);
-  const std::string rule = a.noise.rounding_floor ? "1e-6 × σ_1: no noise above rounding"
-                                                  : fmt::format("ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho",
-                                                                a.noise.omega, a.noise.beta);
+  const std::string rule =
+      a.noise.rounding_floor ? "1e-6 × σ_1: no noise above rounding"
+      : a.noise.smallest_decides
+          ? fmt::format(
+                "λ*(β) {:.3f} × √n × noise sd, β = {:.3f}; the noise sd bounded by the "
+                "smallest σ: the median σ is signal",
+                optimal_threshold_known_noise(a.noise.beta), a.noise.beta)
+          : fmt::format("ω(β) {:.3f} × median σ, β = {:.3f}; Gavish-Donoho", a.noise.omega, a.noise.beta);
   s += fmt::format(
       "  noise floor   {} above it {} {:.1f}% of the variance | noise sd {:.3g} | threshold σ > {:.3g} ({})\n",
       counted(a.noise.signal_rank, "component"), a.noise.signal_rank == 1 ? "holds" : "hold",
       100 * a.noise.signal_share, a.noise.noise_sigma, a.noise.threshold, rule);
+  for (const HeavyRow& r : a.heavy_rows)
+    s += fmt::format(
+        "  note          row {} alone holds {:.1f}% of the variance about the mean row: the spectrum, its ranks and "
+        "the noise floor read that row more than the table's order\n",
+        r.position, 100 * r.share);
   std::string top;
   for (size_t i = 0; i < std::min<size_t>(5, a.explained_variance.size()); ++i)
     top += fmt::format("{}{:.1f}%", i ? ", " : "", 100 * a.explained_variance[i]);

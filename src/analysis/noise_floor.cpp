@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -71,12 +72,20 @@ NoiseFloor noise_floor(const std::vector<double>& sigma, int64_t P, int64_t d) {
   std::vector<double> s(sigma.begin(), sigma.begin() + m);
   std::sort(s.begin(), s.end());
   const double median = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
-  nf.threshold = nf.omega * median;
+  const double root_n = std::sqrt(static_cast<double>(n));
+  const double from_median = median / (root_n * std::sqrt(marchenko_pastur_median(nf.beta)));
+  nf.smallest_bound = nf.beta <= kSmallestBoundMaxBeta && m >= kSmallestBoundMinValues
+                          ? 2 * s.front() / (root_n * (1 - std::sqrt(nf.beta)))
+                          : std::numeric_limits<double>::infinity();
+  nf.smallest_decides = nf.smallest_bound < from_median;
+  nf.noise_sigma = nf.smallest_decides ? nf.smallest_bound : from_median;
+  // ω(β)·median as Gavish and Donoho write it where the median decides (the same number as λ*(β)·√n·σ̂).
+  nf.threshold =
+      nf.smallest_decides ? optimal_threshold_known_noise(nf.beta) * root_n * nf.noise_sigma : nf.omega * median;
   if (nf.threshold < kRoundingFloor * s.back()) {
     nf.threshold = kRoundingFloor * s.back();
     nf.rounding_floor = true;
   }
-  nf.noise_sigma = median / std::sqrt(static_cast<double>(n) * marchenko_pastur_median(nf.beta));
   double total = 0, above = 0;
   for (int64_t k = 0; k < m; ++k) {
     total += sigma[k] * sigma[k];

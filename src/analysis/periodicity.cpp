@@ -98,7 +98,7 @@ void symmetric_eigen(Mat3 A, Vec3& values, std::array<Vec3, 3>& vectors) {
   }
 }
 
-// x and y as a circle: z = x/‖x‖ + i·y/‖y‖ at the frequency of z's own peak near theirs (within a bin of each
+// x and y as a circle: z = x/‖x‖ + i·y/‖y‖ at the frequency both fit best near theirs (within a bin of each
 // other); nullopt when their peaks lie further apart or a curve is flat. Components and explained are left 0.
 std::optional<Circle> circle_of(const std::vector<double>& x, const std::vector<double>& y, const CurvePeriod& px,
                                 const CurvePeriod& py) {
@@ -107,11 +107,16 @@ std::optional<Circle> circle_of(const std::vector<double>& x, const std::vector<
   const double nx = std::sqrt(std::inner_product(x.begin(), x.end(), x.begin(), 0.0));
   const double ny = std::sqrt(std::inner_product(y.begin(), y.end(), y.begin(), 0.0));
   if (!(nx > 0) || !(ny > 0)) return std::nullopt;
-  std::vector<cplx> z(x.size());
-  for (size_t p = 0; p < x.size(); ++p) z[p] = cplx(x[p] / nx, y[p] / ny);  // Σ|z|² = 2
   const double P = static_cast<double>(x.size());
-  auto both = [&](double f) { return std::norm(dtft(z, f)) + std::norm(dtft(z, -f)); };
+  // The frequency both coordinates fit best, each by a constant, a cosine and a sine (sinusoid_energy): exact between
+  // bins. Their periodogram, |Z(f)|² + |Z(−f)|², fits no constant, and a centred wave of a fractional number of turns
+  // has one: about one turn it misread the period by 2–4 %.
+  std::vector<double> xn(x.size()), yn(y.size());
+  for (size_t p = 0; p < x.size(); ++p) xn[p] = x[p] / nx, yn[p] = y[p] / ny;
+  auto both = [&](double f) { return sinusoid_energy(xn, f) + sinusoid_energy(yn, f); };
   const double f = argmax_on(both, std::max(0.25, std::min(fa, fb) - 0.5), std::min(P / 2, std::max(fa, fb) + 0.5));
+  std::vector<cplx> z(x.size());
+  for (size_t p = 0; p < x.size(); ++p) z[p] = cplx(xn[p], yn[p]);  // Σ|z|² = 2
   const double plus = std::norm(dtft(z, f)), minus = std::norm(dtft(z, -f));
   Circle c;
   c.frequency = f;
@@ -351,14 +356,24 @@ std::optional<Helix> find_helix(const std::vector<Circle>& circles, const std::v
     best->slow_period = periods[k].period;
     best->explained = c.explained + explained[k];
   }
-  if (best || c.first > static_cast<int>(n) || c.second > static_cast<int>(n)) return best;
+  if (c.first > static_cast<int>(n) || c.second > static_cast<int>(n)) return best;
   // Components mix where their variances nearly match: those within kTurnVarianceRatio of a circle coordinate's
   // (half the circle's share), in order of variance, the strongest first.
   const double coordinate = c.explained / 2;
+  auto mixes = [&](size_t k) {
+    return explained[k] <= kTurnVarianceRatio * coordinate && explained[k] >= coordinate / kTurnVarianceRatio;
+  };
+  if (best) {
+    // A slow component peaking at the circle's own frequency, of about a coordinate's variance, may hold a ramp
+    // mixed with a circle coordinate (its peak the coordinate's): turned apart, the ramp is its own axis, its period
+    // the ramp's. A ramp that is a component of its own comes out of the turn as itself.
+    const auto k = static_cast<size_t>(best->slow - 1);
+    if (std::abs(periods[k].frequency - c.frequency) <= 1.0 && mixes(k))
+      if (std::optional<Helix> h = turned_apart(c, best->slow, projections, explained)) return h;
+    return best;
+  }
   for (size_t k = 0; k < n; ++k) {
-    if (in_circle[k + 1] || explained[k] > kTurnVarianceRatio * coordinate ||
-        explained[k] < coordinate / kTurnVarianceRatio)
-      continue;
+    if (in_circle[k + 1] || !mixes(k)) continue;
     if (std::optional<Helix> h = turned_apart(c, static_cast<int>(k + 1), projections, explained)) return h;
   }
   return std::nullopt;

@@ -86,7 +86,7 @@ constexpr double kNoVariance = 1e-9;
 
 // The circles among components (projections[k] is component k + 1 along position, explained[k] its share of the
 // variance, periods[k] its curve_period): pairs whose peaks lie within one bin, tested on z = x/‖x‖ + i·y/‖y‖ at
-// the frequency of z's own peak near theirs. Greedy by the pair's explained share, each component in one circle at
+// the frequency both fit best near theirs. Greedy by the pair's explained share, each component in one circle at
 // most, but a pair with a ramp (a component of slow_share ≥ kSlowShare beside a circle of kRampTurns or more) only
 // after every pair without one. Strongest first.
 std::vector<Circle> find_circles(const std::vector<std::vector<double>>& projections,

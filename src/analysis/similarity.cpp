@@ -2,6 +2,7 @@
 // boundary effects.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "analysis/metrics.h"
@@ -135,6 +136,13 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
   const int64_t P = W.size(0);
   auto norms = W.norm(2, 1);  // (P,)
   out.row_norms = to_vector(norms);
+  const std::vector<double> centred = to_vector((W - W.mean(0, true)).pow(2).sum(1));  // (P,)
+  const double total = std::accumulate(centred.begin(), centred.end(), 0.0);
+  out.heavy_rows.clear();
+  for (int64_t i = 0; i < P && total > 0; ++i)
+    if (centred[i] >= kHeavyRowShare * total) out.heavy_rows.push_back({i + out.row_offset, centred[i] / total});
+  std::sort(out.heavy_rows.begin(), out.heavy_rows.end(),
+            [](const HeavyRow& l, const HeavyRow& r) { return l.share > r.share; });
   const int64_t b = std::min<int64_t>(opt.boundary_rows, (P - 2) / 4);  // leave an interior at least half the rows
   out.boundary.clear();
   if (b < 1) return;

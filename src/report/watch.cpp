@@ -58,7 +58,7 @@ struct PathAxes {
   torch::Tensor basis;             // (d, k): each column the direction, divided by its sd when `scaled`
   torch::Tensor unit;              // (d, k): the same directions, of unit length (the share of variance they hold)
   std::vector<std::string> names;  // the axes' names on the page: "PC2", "circle axis 1", …
-  std::string what;  // for the caption: "the helix … (PC2 and PC4, period 108.1) along its slow axis (PC1)"
+  std::string what;  // for the caption: "the helix … (PC2 and PC4, period 103.9) along its slow axis (PC1)"
   bool scaled = false;
   bool slow_third = false;  // the third axis is a helix's slow axis
   std::string kind;         // what they follow: "turned helix", "helix", "circle" or "" (the top directions)

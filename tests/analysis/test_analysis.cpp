@@ -464,6 +464,7 @@ TEST(Analysis, JsonHasTheDocumentedKeys) {
                           "shuffled",
                           "row_norms",
                           "boundary_outliers",
+                          "heavy_rows",
                           "pc_frequencies",
                           "sinusoid_r2",
                           "circles",
@@ -496,6 +497,9 @@ TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
   ASSERT_FALSE(all.boundary.empty());
   EXPECT_EQ(all.boundary.front().position, 0);
   EXPECT_TRUE(all.boundary.front().outlier) << "position 0 is a boundary outlier";
+  ASSERT_EQ(all.heavy_rows.size(), 1u);  // row 0 alone holds 29 % of rows 0–63's variance
+  EXPECT_EQ(all.heavy_rows[0].position, 0);
+  EXPECT_NEAR(all.heavy_rows[0].share, 0.294, 1e-3);
 
   AnalysisOptions opt;
   const torch::Tensor rows = select_rows(W, "1:64", &opt.row_offset);
@@ -505,6 +509,61 @@ TEST(Analysis, Gpt2TableMatchesTheKnownFacts) {
   EXPECT_NEAR(a.explained_variance[2], 0.054, 1e-3);
   EXPECT_EQ(a.k90, 2);
   EXPECT_NEAR(a.smooth.adjacent_cosine, 0.9969, 1e-4);
+  EXPECT_TRUE(a.heavy_rows.empty());
+}
+
+// A helix whose straight ramp has a circle coordinate's variance: PCA mixes the ramp with a coordinate, and the
+// component taken for the slow axis peaks at the circle's frequency. The axes turned apart give the ramp's period,
+// not the circle's (periods of 16 and 32 in 128 rows).
+TEST(Analysis, AHelixWhoseRampMixesWithACoordinateKeepsTheRampsPeriod) {
+  for (double period : {16.0, 32.0}) {
+    const int64_t P = 128, d = 32;
+    auto p = torch::arange(P, torch::kFloat64);
+    auto base = torch::zeros({P, d}, torch::kFloat64);
+    base.select(1, 0) = torch::cos(2 * M_PI * p / period);
+    base.select(1, 1) = torch::sin(2 * M_PI * p / period);
+    base.select(1, 2) = (p / (P - 1) - 0.5) * std::sqrt(6.0);  // variance ½, a coordinate's
+    torch::manual_seed(1);
+    const auto Q = std::get<0>(torch::linalg_qr(torch::randn({d, d}, torch::kFloat64)));
+    const Analysis a = analyze_table(base.matmul(Q.transpose(0, 1)) + random_table(P, d, 0.05, 2), "helix");
+    ASSERT_FALSE(a.circles.empty()) << period;
+    EXPECT_NEAR(a.circles[0].period, period, 0.02 * period);
+    ASSERT_TRUE(a.helix.has_value()) << period;
+    EXPECT_NEAR(a.helix->circle.period, period, 0.02 * period);
+    EXPECT_GT(a.helix->slow_period, P) << "period " << period << ": the slow axis read the circle's period";
+    EXPECT_GT(a.helix->explained, 0.9);
+  }
+}
+
+// One interior row ×100 in a noise table: it alone holds 98 % of the variance, and the spectrum reads it as one
+// component above the noise floor. The summary names the row, by the table's own numbering when sliced.
+TEST(Analysis, ARowHoldingMuchOfTheVarianceAloneIsNamed) {
+  auto W = random_table(64, 64, 0.02, 3);
+  W[30] = W[30] * 100;
+  const Analysis a = analyze_table(W, "t");
+  ASSERT_EQ(a.heavy_rows.size(), 1u);
+  EXPECT_EQ(a.heavy_rows[0].position, 30);
+  EXPECT_GT(a.heavy_rows[0].share, 0.95);
+  EXPECT_EQ(a.noise.signal_rank, 1);  // what the note is for
+  EXPECT_NE(summary_text(a).find("row 30 alone holds 9"), std::string::npos) << summary_text(a);
+  EXPECT_EQ(to_json(a)["heavy_rows"][0]["position"], 30);
+
+  AnalysisOptions opt;
+  const torch::Tensor rows = select_rows(W, "10:64", &opt.row_offset);
+  const Analysis sliced = analyze_table(rows, "t", opt);
+  ASSERT_EQ(sliced.heavy_rows.size(), 1u);
+  EXPECT_EQ(sliced.heavy_rows[0].position, 30);
+
+  // Two rows of a quarter each are both named, heaviest first; noise and a smooth table name none.
+  auto two = random_table(64, 64, 0.02, 4);
+  two[10] = two[10] * 20, two[50] = two[50] * 25;
+  const Analysis b = analyze_table(two, "two");
+  ASSERT_EQ(b.heavy_rows.size(), 2u);
+  EXPECT_EQ(b.heavy_rows[0].position, 50);
+  EXPECT_EQ(b.heavy_rows[1].position, 10);
+  EXPECT_TRUE(analyze_table(random_table(64, 64, 0.02, 5), "noise").heavy_rows.empty());
+  EXPECT_TRUE(analyze_table(handbook_table(64, 32, 1), "smooth").heavy_rows.empty());
+  EXPECT_EQ(summary_text(analyze_table(random_table(64, 64, 0.02, 5), "noise")).find("alone holds"), std::string::npos);
 }
 
 // A value that rounds to zero in its metric's format reads without a sign; a value that does not keeps it.

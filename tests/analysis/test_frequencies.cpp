@@ -168,7 +168,7 @@ TEST(Frequencies, ATurnedHelixIsSaidAndWrittenSo) {
   ASSERT_TRUE(rows128.helix.has_value());
   EXPECT_FALSE(rows128.helix->rotated);
   EXPECT_EQ(rows128.helix->slow, 1);
-  EXPECT_NE(summary_text(rows128).find("PC2+PC4 (period 108.1) along PC1"), std::string::npos) << summary_text(rows128);
+  EXPECT_NE(summary_text(rows128).find("PC2+PC4 (period 103.9) along PC1"), std::string::npos) << summary_text(rows128);
   // The periods line shows what the slow rule read: the ramp's slow share beside its peak's, none for a wave.
   const std::string text = summary_text(rows128);
   EXPECT_NE(text.find("PC1 ≥256.0 (50%, H 0.48, slow 94%) | PC2 "), std::string::npos) << text;

@@ -109,6 +109,46 @@ TEST(NoiseFloor, ASignalWithoutNoiseCountsItsOwnRankNotItsRounding) {
     }
 }
 
+TEST(NoiseFloor, ALongTableWhoseSignalFillsEveryColumnIsAllSignal) {
+  // The sinusoidal table at 1,024 × 64 has no noise bulk: its median σ is a signal's, and the median's estimate
+  // alone put the floor inside the signal (3 components, 25 % of the variance). The smallest σ bounds the noise.
+  for (const auto& [P, d] : std::vector<std::pair<int64_t, int64_t>>{{1024, 64}, {1024, 32}, {200, 16}}) {
+    const torch::Tensor clean = synthetic_table("sinusoidal", P, d, 0);
+    const NoiseFloor nf = analyze_table(clean, "clean").noise;
+    EXPECT_TRUE(nf.smallest_decides) << P << "x" << d;
+    EXPECT_TRUE(nf.rounding_floor) << P << "x" << d;
+    EXPECT_GT(nf.signal_share, 1 - 1e-9) << P << "x" << d;
+    EXPECT_GE(nf.signal_rank, d / 2) << P << "x" << d;
+    // With N(0, 0.02²) noise: the bound is at most twice the noise, and the signal still holds nearly all.
+    const NoiseFloor noisy = analyze_table(clean + random_table(P, d, kNoiseStd, 3), "noisy").noise;
+    EXPECT_TRUE(noisy.smallest_decides) << P << "x" << d;
+    EXPECT_FALSE(noisy.rounding_floor) << P << "x" << d;
+    EXPECT_GE(noisy.noise_sigma, kNoiseStd) << P << "x" << d;
+    EXPECT_LE(noisy.noise_sigma, 2.5 * kNoiseStd) << P << "x" << d;
+    EXPECT_GT(noisy.signal_share, 0.99) << P << "x" << d;
+  }
+  // Where β > 1/4 the lower edge is too near 0 to bound anything: the median alone decides.
+  const NoiseFloor square = analyze_table(synthetic_table("sinusoidal", 128, 64, 0), "square").noise;
+  EXPECT_FALSE(std::isfinite(square.smallest_bound));
+  EXPECT_FALSE(square.smallest_decides);
+}
+
+TEST(NoiseFloor, TheSmallestSingularValueNeverDecidesForNoise) {
+  // For noise the smallest's bound is about twice the median's estimate; over 200 Gaussian tables at the smallest
+  // shapes where it applies (m = 8 and 16, β = 1/4) it never decides (the
+  // median's own misses at m = 8, about 1 table in 500, are docs/analysis.md's).
+  for (const auto& [P, d] : std::vector<std::pair<int64_t, int64_t>>{{33, 8}, {65, 16}, {9, 33}})
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      const torch::Tensor W = random_table(P, d, kNoiseStd, seed);
+      const torch::Tensor sv = torch::linalg_svdvals(W - W.mean(0, true)).contiguous();
+      const NoiseFloor nf =
+          noise_floor(std::vector<double>(sv.data_ptr<double>(), sv.data_ptr<double>() + sv.numel()), P, d);
+      ASSERT_TRUE(std::isfinite(nf.smallest_bound)) << P << "x" << d;
+      EXPECT_GT(nf.smallest_bound, 1.2 * nf.noise_sigma) << P << "x" << d << " seed " << seed;
+      EXPECT_FALSE(nf.smallest_decides) << P << "x" << d << " seed " << seed;
+    }
+}
+
 TEST(NoiseFloor, AgreesWithNumPy) {
   const std::string dir = poslab::test::source_dir() + "/tests/fixtures/";
   std::ifstream in(dir + "noise_floor_numpy.json");
@@ -116,7 +156,8 @@ TEST(NoiseFloor, AgreesWithNumPy) {
   const auto j = nlohmann::json::parse(in);
   for (const auto& [name, rows, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"planted_rank3_96x40.npy", ":", "planted_rank3_96x40.npy"},
-           {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"}}) {
+           {"gpt2_wpe_rows0-63.npy", "1:64", "gpt2_wpe_rows0-63.npy[1:64]"},
+           {"sinusoidal_noisy_200x16.npy", ":", "sinusoidal_noisy_200x16.npy"}}) {
     const torch::Tensor W = select_rows(read_npy_table(dir + name), rows);
     const NoiseFloor nf = analyze_table(W, name).noise;
     const auto& e = j["tables"][expect];
@@ -126,6 +167,7 @@ TEST(NoiseFloor, AgreesWithNumPy) {
     EXPECT_NEAR(nf.omega, e["omega"].get<double>(), 1e-6) << name;
     EXPECT_NEAR(nf.threshold / e["threshold"].get<double>(), 1.0, 1e-6) << name;
     EXPECT_NEAR(nf.noise_sigma / e["noise_sigma"].get<double>(), 1.0, 1e-6) << name;
+    EXPECT_EQ(nf.smallest_decides, e["smallest_decides"].get<bool>()) << name;
     EXPECT_EQ(nf.signal_rank, e["signal_rank"].get<int>()) << name;
     EXPECT_NEAR(nf.signal_share, e["signal_share"].get<double>(), 1e-9) << name;
   }

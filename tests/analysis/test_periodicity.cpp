@@ -259,6 +259,23 @@ TEST(Periodicity, APlantedCircleIsFoundWithItsPeriod) {
   EXPECT_NEAR(helix->explained, 0.9, 1e-12);
 }
 
+TEST(Periodicity, ACircleOfAboutOneTurnKeepsItsPeriod) {
+  // Principal components are centred, and a wave of a fractional number of turns is not: the circle's frequency is
+  // the best fit of a constant, a cosine and a sine to each coordinate, exact between bins as the periods are.
+  for (double period : {140.0, 100.0, 64.0, 50.0, 40.0}) {
+    std::vector<std::vector<double>> curves = {wave(period), wave(period, -M_PI / 2)};
+    for (auto& c : curves) {
+      const double mean = std::accumulate(c.begin(), c.end(), 0.0) / kP;
+      for (double& v : c) v -= mean;
+    }
+    std::vector<CurvePeriod> periods;
+    for (const auto& c : curves) periods.push_back(curve_period(c));
+    const std::vector<Circle> circles = find_circles(curves, {0.5, 0.5}, periods);
+    ASSERT_EQ(circles.size(), 1u) << "period " << period;
+    EXPECT_NEAR(circles[0].period / period, 1.0, 1e-4) << "period " << period;
+  }
+}
+
 TEST(Periodicity, ALineNoiseOrTwoPeriodsAreNoCircle) {
   auto circles_of = [](const std::vector<std::vector<double>>& curves) {
     std::vector<CurvePeriod> periods;
