@@ -284,15 +284,27 @@ const Panels = (function () {
       ctx.fillRect(m.l + k * bar + 0.5, Y(f.power[k]), Math.max(1, bar - 1), m.t + h - Y(f.power[k]));
     // The circle's frequency (a turned helix's circle's, where the analysis turned one apart), a dashed orange line
     // and a mark on the axis: the bars there hold all the table's power at that frequency, the circle's share of it
-    // and the rest's (a ramp's, at low frequencies).
+    // and the rest's (a ramp's, at low frequencies). Each on a white edge: over a bar, often the tallest, orange on
+    // teal alone is lost.
     const turns = f.turnedCircle ? f.turnedCircle.turns : f.circle ? f.circle.turns : NaN;
     const x = m.l + (turns - 0.5) * bar;
     if (x >= m.l && x <= m.l + w) {
+      const line = () => { ctx.beginPath(); ctx.moveTo(x, m.t); ctx.lineTo(x, m.t + h); ctx.stroke(); };
+      const mark = () => {
+        ctx.beginPath(); ctx.moveTo(x, m.t + h - 9); ctx.lineTo(x - 6, m.t + h); ctx.lineTo(x + 6, m.t + h);
+        ctx.closePath();
+      };
+      ctx.strokeStyle = "#fff";
+      ctx.lineWidth = 4;
+      line();
+      mark(); ctx.stroke();
       ctx.strokeStyle = ctx.fillStyle = "#b5651d";
-      ctx.setLineDash([4, 3]);
-      ctx.beginPath(); ctx.moveTo(x, m.t); ctx.lineTo(x, m.t + h); ctx.stroke();
+      ctx.lineWidth = 2;
+      ctx.setLineDash([5, 3]);
+      line();
       ctx.setLineDash([]);
-      ctx.beginPath(); ctx.moveTo(x, m.t + h - 7); ctx.lineTo(x - 5, m.t + h); ctx.lineTo(x + 5, m.t + h); ctx.fill();
+      ctx.lineWidth = 1;
+      mark(); ctx.fill();
     }
   }
 
