@@ -78,17 +78,26 @@
   };
   function drawCurves(k) {
     const c = $("curves"), ctx = Panels.clear(c);
-    const M = D.metrics.length, h = c.height / M, m = { l: 8, r: 8 };
+    // Each curve on its own scale, from its lowest value to its highest (both on its name's line, on the right); the
+    // steps along the foot.
+    const foot = 16, M = D.metrics.length, h = (c.height - foot) / M, m = { l: 8, r: 8 }, labelX = 8;
     const rows = [];  // each curve's name and value baselines, for the page's self-check (data-curve-rows)
     const X = (s) => m.l + (s1 > s0 ? (s - s0) / (s1 - s0) : 0.5) * (c.width - m.l - m.r);
+    const short = (v) => (Number.isInteger(v) ? String(v) : Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 ? v.toExponential(1)
+                                                                                                      : v.toPrecision(3));
+    ctx.fillStyle = "#666";
+    ctx.textAlign = "left";
+    ctx.fillText("step " + s0, m.l, c.height - 4);
+    ctx.textAlign = "right";
+    ctx.fillText("step " + s1, c.width - m.r, c.height - 4);
     for (let q = 0; q < M; ++q) {
       const pts = pointsOf(q), vals = pts.map((p) => p[1]);
       const finite = vals.filter((v) => v !== null && isFinite(v));
       const y0 = q * h + 14, hh = h - 22;
       ctx.fillStyle = "#333";
       ctx.textAlign = "left";
-      const labelY = q * h + 11, labelEnd = m.l + ctx.measureText(D.metrics[q].label).width;
-      ctx.fillText(D.metrics[q].label, m.l, labelY);
+      const labelY = q * h + 11, labelEnd = labelX + ctx.measureText(D.metrics[q].label).width;
+      ctx.fillText(D.metrics[q].label, labelX, labelY);
       // the step's value beside the curve's name, on its line ("–" where the step has none: no helix, no evaluation;
       // a curve with no value at any step, a run that never formed a helix, too)
       const at = fromEvals(q) ? latest(pts, k) : k;
@@ -101,6 +110,13 @@
       rows.push([y - labelY, x - labelEnd, c.width - (x + ctx.measureText(text).width)].map(Math.round).join(":"));
       if (!finite.length) continue;
       let a = Math.min.apply(null, finite), b = Math.max.apply(null, finite);
+      // the scale, where it fits beside the value: "0.0108 – 0.0296", or the one value of a flat line
+      const scale = b - a < 1e-12 ? "all " + short(a) : short(a) + " – " + short(b);
+      if (x + ctx.measureText(text).width + 12 + ctx.measureText(scale).width <= c.width - m.r - 8) {
+        ctx.fillStyle = "#888";
+        ctx.textAlign = "right";
+        ctx.fillText(scale, c.width - m.r - 8, labelY);  // clear of the marked point at the last step
+      }
       if (b - a < 1e-12) { a -= 0.5; b += 0.5; }
       const Y = (v) => y0 + hh - ((v - a) / (b - a)) * hh;
       ctx.strokeStyle = "#21918c";
