@@ -57,10 +57,11 @@
       s.canvas[id] = c;
       row.appendChild(c);
     }
-    s.canvas.sim.addEventListener("mousemove", (e) => {
-      s.hover.textContent = Panels.similarityAt(e, s.T, s.T.frames[s.shown]) || "\u00a0";
-    });
-    s.canvas.sim.addEventListener("mouseleave", () => { s.hover.textContent = "\u00a0"; });
+    for (const type of ["pointermove", "pointerdown"])  // a mouse's moves, a finger's tap
+      s.canvas.sim.addEventListener(type, (e) => {
+        s.hover.textContent = Panels.similarityAt(e, s.T, s.T.frames[s.shown]) || "\u00a0";
+      });
+    s.canvas.sim.addEventListener("pointerleave", () => { s.hover.textContent = "\u00a0"; });
     $("seeds").appendChild(row);
   });
 

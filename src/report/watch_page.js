@@ -10,19 +10,30 @@
   let current = () => 0;  // the frame shown (Panels.player's, once it runs)
 
   const drawSimilarity = (f) => Panels.similarity($("sim"), T, f);
-  $("sim").addEventListener("mousemove", (e) => {
-    $("hover").textContent = Panels.similarityAt(e, T, frames[current()]) || "\u00a0";
-  });
-  $("sim").addEventListener("mouseleave", () => { $("hover").textContent = "\u00a0"; });
+  // Pointer events: a mouse's moves, and a finger's touch (a tap on a phone shows the pair under it).
+  for (const type of ["pointermove", "pointerdown"])
+    $("sim").addEventListener(type, (e) => {
+      $("hover").textContent = Panels.similarityAt(e, T, frames[current()]) || "\u00a0";
+    });
+  $("sim").addEventListener("pointerleave", () => { $("hover").textContent = "\u00a0"; });
   const drawPath2 = (f) => Panels.path2($("path2"), T, f);
   let yaw = 0.6, pitch = 0.35;
   const drawPath3 = (f) => Panels.path3($("path3"), T, f, yaw, pitch);
   (function () {
     const c = $("path3");
     let drag = null;
-    c.addEventListener("mousedown", (e) => { drag = [e.clientX, e.clientY, yaw, pitch]; c.style.cursor = "grabbing"; });
-    window.addEventListener("mouseup", () => { drag = null; c.style.cursor = "grab"; });
-    window.addEventListener("mousemove", (e) => {
+    // A mouse or a finger (the canvas's touch-action: none keeps a drag on it from scrolling the page), held by the
+    // canvas until it lets go.
+    c.style.touchAction = "none";
+    c.addEventListener("pointerdown", (e) => {
+      drag = [e.clientX, e.clientY, yaw, pitch];
+      c.style.cursor = "grabbing";
+      c.setPointerCapture(e.pointerId);
+    });
+    const release = () => { drag = null; c.style.cursor = "grab"; };
+    c.addEventListener("pointerup", release);
+    c.addEventListener("pointercancel", release);
+    c.addEventListener("pointermove", (e) => {
       if (!drag) return;
       yaw = drag[2] + (e.clientX - drag[0]) * 0.01;
       pitch = Math.max(-1.5, Math.min(1.5, drag[3] + (e.clientY - drag[1]) * 0.01));
