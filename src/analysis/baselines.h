@@ -32,6 +32,10 @@ torch::Tensor synthetic_table(const std::string& kind, int64_t positions, int64_
 // kBaselineSeed, the sinusoidal table, the handbook table drawn with kBaselineSeed, and a random walk of
 // N(0, kBaselineStd²) steps drawn with kBaselineSeed (what smooth noise reads as).
 inline constexpr uint64_t kBaselineSeed = 0;
+// What the controls' columns are, said beside them: one draw each, so the random table's z is a draw too.
+inline constexpr const char* kControlsDrawNote =
+    "Each control is one draw (seed 0): the random table's adjacent-cosine z (adj z), against its own shuffled copies, "
+    "is itself a draw of about N(0, 1), so a value up to about ±3 is noise (the verdict asks for 5).";
 inline constexpr double kBaselineStd = 0.02;
 
 struct Baseline {

@@ -214,7 +214,7 @@ nlohmann::json baselines_table(const AnalyzeArgs& a, std::vector<std::pair<std::
   }
   std::vector<std::pair<std::string, const Analysis*>> view;
   for (const auto& [name, an] : columns) view.emplace_back(name, &an);
-  out << "\n" << comparison_table(view, width);
+  out << "\n" << comparison_table(view, width) << wrap_text(kControlsDrawNote, width) << "\n";
   return bj;
 }
 

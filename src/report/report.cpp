@@ -311,8 +311,8 @@ ReportResult write_run_report(const std::string& run_dir, const VerdictThreshold
           points.size()) +
       "<h2>Key metrics</h2>\n" +
       metrics_table({s_first, s_last, s_random, s_sin, Series{"handbook", &handbook}, Series{"walk", &walk}}) +
-      fmt::format("<p>{} snapshots from step {} to {}. {} Definitions of every metric: docs/analysis.md.</p>\n",
-                  points.size(), points.front().step, points.back().step, kControlsNote) +
+      fmt::format("<p>{} snapshots from step {} to {}. {} {} Definitions of every metric: docs/analysis.md.</p>\n",
+                  points.size(), points.front().step, points.back().step, kControlsNote, kControlsDrawNote) +
       fmt::format("{}{} -->\n", kLastSnapshotMark, points.back().step) +
       "<details><summary>Run config</summary>\n<pre>" + html_escape(config_text) + "</pre>\n</details>\n" + probes +
       usage.html + extension.html + "<h2>Figures</h2>\n";
@@ -409,8 +409,8 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
       "spectrum with the noise floor and the power along position.</p>\n"
       "<h2>Key metrics</h2>\n" +
       metrics_table({s, r, sn, Series{"handbook", &handbook}, Series{"walk", &walk}}) +
-      fmt::format("<p>{} positions × {} dims. {} Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
-                  a.dims, kControlsNote) +
+      fmt::format("<p>{} positions × {} dims. {} {} Definitions of every metric: docs/analysis.md.</p>\n", a.positions,
+                  a.dims, kControlsNote, kControlsDrawNote) +
       probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
   write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));

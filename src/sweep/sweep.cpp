@@ -117,6 +117,13 @@ void check_folder_is_this_sweeps(const Sweep& sweep, const std::string& dir) {
 
 }  // namespace
 
+int runs_left_to_train(const std::vector<int64_t>& steps, const std::vector<int64_t>& max_steps, size_t from,
+                       int max_runs, int trained_so_far) {
+  int left = 0;
+  for (size_t j = from; j < steps.size() && j < max_steps.size(); ++j) left += steps[j] < max_steps[j];
+  return max_runs > 0 ? std::max(0, std::min(left, max_runs - trained_so_far)) : left;
+}
+
 bool says_how_a_run_runs(const std::string& key) {
   return (key.rfind("run.", 0) == 0 && key != "run.seed") || key == "data.cache_dir" || key == "train.cuda_graph";
 }
@@ -168,6 +175,8 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
   const RunLock lock((fs::path(sum.dir) / "sweep.lock").string(), "sweep");
   write_sweep_index(sum.dir, sweep_index(sweep, runs, opt.sets, sum.dir));
 
+  std::vector<int64_t> max_steps;
+  for (const Config& c : configs) max_steps.push_back(c.train.max_steps);
   double trained_seconds = 0;
   int trained_runs = 0;
   std::vector<std::string> failed;
@@ -198,10 +207,7 @@ SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt) {
       continue;
     }
     if (!started) clear_unresumable_start(RunFolder(r.run_dir));
-    // the runs still to train, this one included: those not finished, as many as --max-runs leaves
-    int left = 0;
-    for (size_t j = i; j < runs.size(); ++j) left += steps[j] < configs[j].train.max_steps;
-    if (opt.max_runs > 0) left = std::min(left, opt.max_runs - (sum.trained + sum.resumed));
+    const int left = runs_left_to_train(steps, max_steps, i, opt.max_runs, sum.trained + sum.resumed);
     spdlog::info("sweep {}: run {}/{} {} seed {}: {}{}", sweep.name, i + 1, runs.size(), r.variant, r.seed,
                  started ? "resuming from step " + std::to_string(at) : std::string("training"),
                  trained_runs > 0 ? " | ETA " + Progress::format_duration(trained_seconds / trained_runs * left) : "");

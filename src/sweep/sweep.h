@@ -78,6 +78,11 @@ struct SweepSummary {
 // says_how_a_run_runs names) is a poslab::Error naming the run and the keys, before anything is written.
 SweepSummary run_sweep(const std::string& sweep_file, const SweepOptions& opt);
 
+// The runs a sweep call still has to train from run `from` on, that one included (its ETA's count): those whose step
+// (-1 where not started) is short of their max_steps, as many as max_runs (0: no limit) leaves after `trained_so_far`.
+int runs_left_to_train(const std::vector<int64_t>& steps, const std::vector<int64_t>& max_steps, size_t from,
+                       int max_runs, int trained_so_far);
+
 // Whether a config key says how a run is carried out, not what it trains (run.* but its seed, data.cache_dir,
 // train.cuda_graph: the same numbers either way): a sweep's runs may differ there between calls.
 bool says_how_a_run_runs(const std::string& key);

@@ -692,6 +692,13 @@ for pair in "k90|components for 90 % (k90)" "eff rank|entropy effective rank" "a
   if [ -n "$console" ] && [ "$console" = "$html" ]; then same=$((same + 1)); else echo "  $label: analyze '$console', report '$html'"; fi
 done
 if [ "$same" -eq 4 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL analyze and report differ"; fi
+# Both say the controls are one draw each, the random table's z a draw of about N(0, 1).
+if grep -q "^Each control is one draw (seed 0): the random table's adjacent-cosine z" "$tmp/out" &&
+   grep -q "Each control is one draw (seed 0): the random table's adjacent-cosine z (adj z), against its own shuffled copies, is itself a draw of about N(0, 1)" "$tmp/x/default/report/index.html"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL the controls' note"; tail -5 "$tmp/out"
+fi
 # The report's probes of the last snapshot are analyze --probes' numbers for that .npy.
 last=$(ls "$tmp/x/default/snapshots"/wpe_step*.npy | tail -1)
 step=$((10#$(basename "$last" .npy | sed 's/wpe_step//')))

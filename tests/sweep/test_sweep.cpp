@@ -895,7 +895,6 @@ TEST_F(SweepTest, BadSweepFilesAreErrorsNamingTheFileAndKey) {
   }
 }
 
-// The example sweeps load: every variant's config is valid, each has at least 3 seeds and 2 variants.
 // The keys a sweep's runs may differ in between calls: how a run is carried out, never what it trains.
 TEST(Sweep, RunsMayDifferInHowTheyRunNotInWhatTheyTrain) {
   for (const char* key : {"run.threads", "run.device", "run.kernels", "data.cache_dir", "train.cuda_graph"})
@@ -904,6 +903,22 @@ TEST(Sweep, RunsMayDifferInHowTheyRunNotInWhatTheyTrain) {
     EXPECT_FALSE(says_how_a_run_runs(key)) << key;
 }
 
+// The ETA's count: the runs not finished from this one on (not started: step -1), no more than --max-runs leaves.
+TEST(Sweep, TheEtaCountsTheRunsThisCallWillTrain) {
+  const std::vector<int64_t> max_steps = {10, 10, 10, 10, 10, 10};
+  const std::vector<int64_t> steps = {10, -1, 4, 10, -1, -1};  // done, new, interrupted, done, new, new
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 1, 0, 0), 4);
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 2, 0, 1), 3);
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 5, 0, 3), 1);
+  // --max-runs 3: the first counts 3 of the 4; after two trained, the one it will train.
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 1, 3, 0), 3);
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 4, 3, 2), 1);
+  EXPECT_EQ(runs_left_to_train(steps, max_steps, 5, 3, 3), 0);
+  // A run extended past its old end (a larger max_steps now) is still to train.
+  EXPECT_EQ(runs_left_to_train({10}, {20}, 0, 0, 0), 1);
+}
+
+// The example sweeps load: every variant's config is valid, each has at least 3 seeds and 2 variants.
 TEST(ExampleSweeps, EveryShippedSweepLoads) {
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(fs::path(poslab::test::source_dir()) / "configs" / "sweeps")) {
