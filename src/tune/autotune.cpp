@@ -144,7 +144,7 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
   }
   set_kernel_paths(t.chosen);
   if (runs_sdpa(t.chosen, cfg, device)) t.sdpa_kernel = sdpa_kernel_at(cfg, device);
-  spdlog::info("kernel paths: {} ({}){}", to_string(t.chosen), t.how,
+  spdlog::info("kernel paths: {} ({}){}", to_string_in_use(t.chosen, cfg.train.dtype), t.how,
                t.sdpa_kernel.empty()
                    ? ""
                    : fmt::format(" | attention: scaled_dot_product_attention's {} kernel", t.sdpa_kernel));

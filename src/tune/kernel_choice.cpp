@@ -33,10 +33,11 @@ void take_rank0_paths(const RunFolder& run, const Config& cfg, const torch::Devi
   if (const auto rec = read_kernel_record(run)) {
     set_kernel_paths(with_runnable_sdpa(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()), cfg, device,
                                         "rank 0's record " + run.kernel_paths()));
-    spdlog::info("kernel paths: {} (rank 0's, {})", to_string(kernel_paths()), run.kernel_paths());
+    spdlog::info("kernel paths: {} (rank 0's, {})", to_string_in_use(kernel_paths(), cfg.train.dtype),
+                 run.kernel_paths());
   } else {
     spdlog::warn("kernel paths: rank 0's record {} is not on this machine; this rank keeps {}", run.kernel_paths(),
-                 to_string(kernel_paths()));
+                 to_string_in_use(kernel_paths(), cfg.train.dtype));
   }
 }
 
@@ -50,7 +51,8 @@ void choose_run_kernel_paths(const std::string& rdir, bool resuming, const Confi
     if (const auto rec = read_kernel_record(run)) {
       set_kernel_paths(with_runnable_sdpa(parse_kernel_paths(*rec, recorded_base(*rec), run.kernel_paths()), cfg,
                                           device, "the run's record " + run.kernel_paths()));
-      spdlog::info("kernel paths: {} (as the run started, {})", to_string(kernel_paths()), run.kernel_paths());
+      spdlog::info("kernel paths: {} (as the run started, {})", to_string_in_use(kernel_paths(), cfg.train.dtype),
+                   run.kernel_paths());
       apply_split_choice(model, split);
       return;
     }

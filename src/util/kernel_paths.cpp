@@ -75,6 +75,14 @@ std::string to_string(const KernelPaths& p) {
   return s;
 }
 
+std::string to_string_in_use(const KernelPaths& p, const std::string& dtype) {
+  std::string s;
+  for (const KernelChoice& c : kernel_choices())
+    if (dtype == "bfloat16" || std::string(c.name) != "bf16_products")
+      s += fmt::format("{}{}={}", s.empty() ? "" : ",", c.name, p.*c.field);
+  return s;
+}
+
 bool kernel_spec_measures(const std::string& spec) { return spec == "auto" || spec == "measure"; }
 
 KernelPaths parse_kernel_paths(const std::string& spec, const KernelPaths& base, const std::string& what) {

@@ -68,6 +68,15 @@ TEST(KernelPaths, SpecsSetNamedChoicesOnTheBaseAndNameWhatIsWrong) {
   EXPECT_NE(msg.find("use auto, measure, default, libtorch"), std::string::npos) << msg;
 }
 
+// The log names the choices a run makes: a float32 run makes no bf16 product.
+TEST(KernelPaths, AFloat32RunsPathsLeaveOutTheBf16Products) {
+  const KernelPaths p = default_kernel_paths(true);
+  EXPECT_EQ(to_string_in_use(p, "bfloat16"), to_string(p));
+  const std::string f32 = to_string_in_use(p, "float32");
+  EXPECT_EQ(f32.find("bf16_products"), std::string::npos) << f32;
+  EXPECT_EQ("bf16_products=" + p.bf16_products + "," + f32, to_string(p));
+}
+
 TEST(KernelPaths, TheGuardRestoresThePreviousPaths) {
   const KernelPaths before = kernel_paths();
   {
