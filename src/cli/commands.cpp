@@ -247,14 +247,16 @@ int run_bench_command(const BenchArgs& a) {
           : "no position table, no snapshot analysis");
   const auto& k = j["kernel_paths"];
   // The chosen paths on a line of their own: one word, too long to share a line of 80 columns.
-  out << fmt::format("kernel paths ({}):\n  {}\n", k["how"].get<std::string>(), k["chosen"].get<std::string>());
+  const std::string dtype = j["config"]["dtype"].get<std::string>();
+  const KernelPaths chosen = parse_kernel_paths(k["chosen"].get<std::string>(), kernel_paths(), "kernel_paths.chosen");
+  out << fmt::format("kernel paths ({}):\n  {}\n", k["how"].get<std::string>(), to_string_in_use(chosen, dtype));
   if (k.contains("sdpa_kernel"))
     out << "  attention: scaled_dot_product_attention's " << k["sdpa_kernel"].get<std::string>() << " kernel\n";
   // The candidates timed, as training logs them (tune/autotune_search.h).
   KernelTuning tuning;
-  tuning.chosen = parse_kernel_paths(k["chosen"].get<std::string>(), kernel_paths(), "kernel_paths.chosen");
+  tuning.chosen = chosen;
   tuning.timings = timings_from_json(k["timings"], "kernel_paths.timings");
-  if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning);
+  if (!tuning.timings.empty()) out << "kernel paths, ms per forward + backward:\n" << tuning_text(tuning, dtype);
   if (a.json == "-")
     std::cout << json_text(j, 2) << "\n";
   else if (!a.json.empty())

@@ -148,7 +148,8 @@ KernelTuning choose_kernel_paths(GPT& model, BatchSplit& split, const Config& cf
                t.sdpa_kernel.empty()
                    ? ""
                    : fmt::format(" | attention: scaled_dot_product_attention's {} kernel", t.sdpa_kernel));
-  if (log_timings && !t.timings.empty()) spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t));
+  if (log_timings && !t.timings.empty())
+    spdlog::info("kernel paths, ms per forward + backward:\n{}", tuning_text(t, cfg.train.dtype));
   return t;
 }
 

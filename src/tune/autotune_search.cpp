@@ -155,7 +155,7 @@ KernelTuning search_kernel_paths(const KernelPaths& start, const PathTimer& time
   return out;
 }
 
-std::string tuning_text(const KernelTuning& t) {
+std::string tuning_text(const KernelTuning& t, const std::string& dtype) {
   if (t.timings.empty()) return "";
   const PathTiming* chosen = nullptr;
   for (const PathTiming& p : t.timings)
@@ -175,7 +175,7 @@ std::string tuning_text(const KernelTuning& t) {
     if (varies) {
       varied.push_back(&c);
       widths.push_back(w);
-    } else {
+    } else if (dtype == "bfloat16" || std::string(c.name) != "bf16_products") {
       shared += (shared.empty() ? "" : ",") + std::string(c.name) + "=" + first.*c.field;
     }
   }

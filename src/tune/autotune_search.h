@@ -72,6 +72,7 @@ double median_ms(std::vector<double> ms);
 //     onednn        libtorch     47.50       +2 %*
 //     float         fused        92.72     +102 %
 //     ms: each path's time in the search, against the chosen's there; * a finalist, run off against the chosen …
-std::string tuning_text(const KernelTuning& t);
+// `dtype` the run's train.dtype: a float32 run's shared choices leave out bf16_products, which it does not use.
+std::string tuning_text(const KernelTuning& t, const std::string& dtype = "bfloat16");
 
 }  // namespace poslab

@@ -76,6 +76,9 @@ TEST(Autotune, TheTimingsReadAsATableOfWhatVaries) {
             "  ms: each path's time in the search, against the chosen's there; * a finalist, run off in 3 "
             "interleaved rounds, which decide: the median of its ratios to the search's choice in each round, against "
             "the chosen's (a gain of a few % keeps the earlier; the chosen's median there: 46.63 ms)\n");
+  // A float32 run makes no bf16 product: its shared choices leave bf16_products out.
+  EXPECT_EQ(tuning_text(t, "float32").rfind("  each with pointwise=fused,step=direct,sdpa=auto\n", 0), 0u)
+      << tuning_text(t, "float32");
   t.timings[2].ms = t.timings[2].search_ms = 46.1;  // slower by less than half a percent: neither + nor -
   EXPECT_NE(tuning_text(t).find("  fused     threads        46.10        0 %\n"), std::string::npos) << tuning_text(t);
   t.timings[2].search_ms = NAN;  // a cache written before search times were kept: its median
