@@ -374,6 +374,9 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   const Analysis& sinus = baselines[1].analysis;
   const Analysis& handbook = baselines[2].analysis;
   const Analysis& walk = baselines[3].analysis;
+  // The pages name the rows they show of a sliced table, as analyze does: "FILE (rows 1:64)".
+  const std::string shown =
+      row_offset ? fmt::format("{} (rows {}:{})", source, row_offset, row_offset + a.positions) : source;
   const Series s{"table", &a}, r{"random", &random}, sn{"sinusoidal", &sinus};
   std::vector<Figure> figures = {spectrum_figure({s, r, sn}, &s),
                                  cumulative_variance_figure({s, r, sn}),
@@ -401,7 +404,7 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
   }
   ReportResult result;
   result.figures = draw_figures(out_dir, figures);
-  write_table_watch_page(W, a, source, out_dir);
+  write_table_watch_page(W, a, shown, out_dir);
   const std::string top =
       "<p class=\"watch\"><a href=\"watch.html\">&#9654; Explore the table</a>: the rows' "
       "similarity with hover, their path on the table's helix or circle (else the principal axes) in 2-D and 3-D (drag "
@@ -413,7 +416,7 @@ ReportResult write_table_report(const torch::Tensor& W, const std::string& sourc
                   a.dims, kControlsNote, kControlsDrawNote) +
       probes_table({{"table", W}}, opt.shuffle_seed) + grid_html + "<h2>Figures</h2>\n";
   result.index_html = (fs::path(out_dir) / "index.html").string();
-  write_file_atomic(result.index_html, report_page("poslab report: one position table", source, top, figures));
+  write_file_atomic(result.index_html, report_page("poslab report: one position table", shown, top, figures));
   return result;
 }
 

@@ -191,6 +191,9 @@ TEST(Report, ASlicedTablesFiguresNumberItsRowsAsTheTableDoes) {
   EXPECT_EQ(read_file(dir / "gpt2/norms_table.dat").rfind("# position norm\n1 ", 0), 0u);  // as the other figures
   const std::string watch = read_file(dir / "gpt2/watch.html");
   EXPECT_NE(watch.find("\"path_outside_rows\":[1]"), std::string::npos) << "row 1 of the table, not 0";
+  // Both pages name the rows they show, as analyze's summary does.
+  EXPECT_NE(read_file(dir / "gpt2/index.html").find("<p class=\"source\">gpt2 (rows 1:64)</p>"), std::string::npos);
+  EXPECT_NE(watch.find("gpt2 (rows 1:64)"), std::string::npos);
 }
 
 // The helix figure: in 3-D for a table with a helix (the planted ones of tests/fixtures: on its components, and on
