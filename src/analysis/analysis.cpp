@@ -107,6 +107,7 @@ Analysis analyze_table(const torch::Tensor& table, const std::string& source, co
   const torch::Tensor dirs = metrics::spectrum(W, a);
   metrics::similarity(W, opt, a);
   metrics::boundary(W, opt, a);
+  metrics::heavy_rows(W, a);
   metrics::sinusoid(W, dirs, opt, a);
   metrics::interpolation(W, opt, a);
   a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -17,6 +17,8 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
 
 // Fills row_norms and boundary (needs adjacent_cosines).
 void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out);
+// Fills heavy_rows (needs row_offset).
+void heavy_rows(const torch::Tensor& W, Analysis& out);
 
 // Fills pc_frequencies, circles, helix, periodogram (needs explained_variance and noise), sinusoid_r2 and
 // sinusoid_r2_strongest.

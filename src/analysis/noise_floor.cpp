@@ -79,9 +79,7 @@ NoiseFloor noise_floor(const std::vector<double>& sigma, int64_t P, int64_t d) {
                           : std::numeric_limits<double>::infinity();
   nf.smallest_decides = nf.smallest_bound < from_median;
   nf.noise_sigma = nf.smallest_decides ? nf.smallest_bound : from_median;
-  // ω(β)·median as Gavish and Donoho write it where the median decides (the same number as λ*(β)·√n·σ̂).
-  nf.threshold =
-      nf.smallest_decides ? optimal_threshold_known_noise(nf.beta) * root_n * nf.noise_sigma : nf.omega * median;
+  nf.threshold = optimal_threshold_known_noise(nf.beta) * root_n * nf.noise_sigma;  // ω(β)·median where that decides
   if (nf.threshold < kRoundingFloor * s.back()) {
     nf.threshold = kRoundingFloor * s.back();
     nf.rounding_floor = true;

@@ -1,5 +1,5 @@
 // Cosine similarity, smoothness (with the row-shuffled control), translation invariance and monotonicity, and
-// boundary effects.
+// boundary effects, and rows that alone hold much of the variance.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -136,13 +136,6 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
   const int64_t P = W.size(0);
   auto norms = W.norm(2, 1);  // (P,)
   out.row_norms = to_vector(norms);
-  const std::vector<double> centred = to_vector((W - W.mean(0, true)).pow(2).sum(1));  // (P,)
-  const double total = std::accumulate(centred.begin(), centred.end(), 0.0);
-  out.heavy_rows.clear();
-  for (int64_t i = 0; i < P && total > 0; ++i)
-    if (centred[i] >= kHeavyRowShare * total) out.heavy_rows.push_back({i + out.row_offset, centred[i] / total});
-  std::sort(out.heavy_rows.begin(), out.heavy_rows.end(),
-            [](const HeavyRow& l, const HeavyRow& r) { return l.share > r.share; });
   const int64_t b = std::min<int64_t>(opt.boundary_rows, (P - 2) / 4);  // leave an interior at least half the rows
   out.boundary.clear();
   if (b < 1) return;
@@ -174,6 +167,17 @@ void boundary(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& out)
     r.outlier = !r.reason.empty();
     out.boundary.push_back(r);
   }
+}
+
+void heavy_rows(const torch::Tensor& W, Analysis& out) {
+  const std::vector<double> centred = to_vector((W - W.mean(0, true)).pow(2).sum(1));  // (P,)
+  const double total = std::accumulate(centred.begin(), centred.end(), 0.0);
+  out.heavy_rows.clear();
+  for (size_t i = 0; i < centred.size() && total > 0; ++i)
+    if (centred[i] >= kHeavyRowShare * total)
+      out.heavy_rows.push_back({static_cast<int64_t>(i) + out.row_offset, centred[i] / total});
+  std::sort(out.heavy_rows.begin(), out.heavy_rows.end(),
+            [](const HeavyRow& l, const HeavyRow& r) { return l.share > r.share; });
 }
 
 }  // namespace metrics

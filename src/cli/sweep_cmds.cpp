@@ -145,12 +145,9 @@ int run_compare(const CompareArgs& a) {
   for (const auto& row : c.rows) {
     std::string line =
         row.variant + " (" + std::to_string(row.runs.size()) + " run" + (row.runs.size() == 1 ? "" : "s") + ")";
-    for (size_t k = 0; k < row.keys.size() && k < 2; ++k)  // val_loss, train_loss: in words
-      line += fmt::format(" | {} {:.4f}{}",
-                          row.keys[k] == "val_loss"     ? "val loss"
-                          : row.keys[k] == "train_loss" ? "train loss"
-                                                        : row.keys[k],
-                          row.stats[k].mean, row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
+    for (size_t k = 0; k < row.keys.size() && k < 2; ++k)  // val_loss, train_loss: in words, as the page names them
+      line += fmt::format(" | {} {:.4f}{}", comparison_column_names(row.keys[k]).first, row.stats[k].mean,
+                          row.stats[k].n > 1 ? fmt::format(" ± {:.4f}", row.stats[k].sd) : "");
     if (row.judged > 0)
       line += fmt::format(" | emerged {} of {}{} | a circle in {} of {}{}", row.emerged, row.judged,
                           from_step(row.emerged_from), row.circled, row.judged, from_step(row.circle_from));

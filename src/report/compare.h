@@ -94,6 +94,8 @@ Comparison compare_runs(const std::vector<std::string>& dirs);
 // emerged_from_sd,boundary_outliers,present,<metric>_half_step_mean,<metric>_half_step_sd,...,circled,
 // circle_from_mean,circle_from_sd,<form key>_mean,<form key>_sd,...".
 std::string comparison_csv(const Comparison& c);
+// A comparison column's short name ("val loss", a metric's column) and its full name, for a key of Comparison::keys.
+std::pair<std::string, std::string> comparison_column_names(const std::string& key);
 nlohmann::json comparison_json(const Comparison& c);
 
 // Writes OUT/index.html with the table and figures (trajectories with a band over seeds, losses, cosine by

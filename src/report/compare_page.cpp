@@ -171,15 +171,6 @@ std::string format_stat(const Stat& s, const char* spec) {
   return out;
 }
 
-// A column's short header and its full name (the header's tooltip).
-std::pair<std::string, std::string> header_of(const std::string& key) {
-  if (key == "val_loss") return {"val loss", "validation loss at the last step"};
-  if (key == "train_loss") return {"train loss", "train loss (eval estimate) at the last step"};
-  for (const Metric& m : headline_metrics())
-    if (key == m.key) return {m.column, m.label};
-  return {key, key};
-}
-
 // A column with a short header: its full name is the header's tooltip and, where it differs, spelled out in the
 // legend below the table (legend_paragraph) for a reader with no pointer to hover with.
 void add_column(std::vector<std::string>& heads, std::string& legend, const std::string& head,
@@ -223,7 +214,7 @@ std::string variants_table(const Comparison& c) {
       "<th>from step</th>"};
   std::string legend;
   for (const auto& k : c.rows.front().keys) {
-    const auto [head, full] = header_of(k);
+    const auto [head, full] = comparison_column_names(k);
     add_column(heads, legend, head, full);
   }
   heads.push_back(
@@ -448,6 +439,14 @@ std::string write_comparison(const Comparison& c, const std::string& out_dir) {
   write_file_atomic(index, html);  // the page first: the tables in it stand without the figures
   draw_figures(out_dir, figures);
   return index;
+}
+
+std::pair<std::string, std::string> comparison_column_names(const std::string& key) {
+  if (key == "val_loss") return {"val loss", "validation loss at the last step"};
+  if (key == "train_loss") return {"train loss", "train loss (eval estimate) at the last step"};
+  for (const Metric& m : headline_metrics())
+    if (key == m.key) return {m.column, m.label};
+  return {key, key};
 }
 
 }  // namespace poslab

@@ -175,7 +175,7 @@ std::string tuning_text(const KernelTuning& t, const std::string& dtype) {
     if (varies) {
       varied.push_back(&c);
       widths.push_back(w);
-    } else if (dtype == "bfloat16" || std::string(c.name) != "bf16_products") {
+    } else if (kernel_choice_in_use(c, dtype)) {
       shared += (shared.empty() ? "" : ",") + std::string(c.name) + "=" + first.*c.field;
     }
   }

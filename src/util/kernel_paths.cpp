@@ -69,19 +69,18 @@ bool kernel_paths_combine(const KernelPaths& p) {
   return p.step != "direct" || (p.attention == "fused" && p.pointwise == "fused");
 }
 
-std::string to_string(const KernelPaths& p) {
-  std::string s;
-  for (const KernelChoice& c : kernel_choices()) s += fmt::format("{}{}={}", s.empty() ? "" : ",", c.name, p.*c.field);
-  return s;
+bool kernel_choice_in_use(const KernelChoice& c, const std::string& dtype) {
+  return dtype == "bfloat16" || std::string(c.name) != "bf16_products";
 }
 
 std::string to_string_in_use(const KernelPaths& p, const std::string& dtype) {
   std::string s;
   for (const KernelChoice& c : kernel_choices())
-    if (dtype == "bfloat16" || std::string(c.name) != "bf16_products")
-      s += fmt::format("{}{}={}", s.empty() ? "" : ",", c.name, p.*c.field);
+    if (kernel_choice_in_use(c, dtype)) s += fmt::format("{}{}={}", s.empty() ? "" : ",", c.name, p.*c.field);
   return s;
 }
+
+std::string to_string(const KernelPaths& p) { return to_string_in_use(p, "bfloat16"); }  // every choice
 
 bool kernel_spec_measures(const std::string& spec) { return spec == "auto" || spec == "measure"; }
 

@@ -64,8 +64,9 @@ bool kernel_paths_combine(const KernelPaths& p);
 
 // "bf16_products=onednn,attention=fused,pointwise=fused,batch_split=threads,step=direct".
 std::string to_string(const KernelPaths& p);
-// The choices that apply to a run in `dtype` (a config's train.dtype), as the log says them: to_string without
-// bf16_products unless the run computes in bfloat16 (a float32 run makes no bf16 product).
+// Whether a run in `dtype` (a config's train.dtype) uses the choice: a float32 run makes no bf16 product.
+bool kernel_choice_in_use(const KernelChoice& c, const std::string& dtype);
+// The choices that apply to a run in `dtype`, as the log says them: to_string without those it does not use.
 std::string to_string_in_use(const KernelPaths& p, const std::string& dtype);
 // A spec: "auto" | "measure" | "default" | "libtorch" | "NAME=VALUE[,NAME=VALUE…]" (the named choices set on top of
 // `base`). A spec that sets attention or pointwise to libtorch without naming the step gets step=autograd (the
