@@ -59,6 +59,10 @@ def check_texts(dir_, encode, decode, what):
             failed += line(decoded == meta[f"decoded_{i}"], f"{what} decodes text {i}'s ids to poslab's text"
                            + ("" if decoded == meta[f"decoded_{i}"] else f": {decoded!r} vs {meta[f'decoded_{i}']!r}"))
             i += 1
+        if "decoded_unk" in meta:  # ids with <unk>, which sampling may draw and no text encodes to
+            decoded = decode(f.get_tensor("ids_unk")[0].tolist())
+            failed += line(decoded == meta["decoded_unk"], f"{what} decodes <unk> as poslab does: {decoded!r}"
+                           + ("" if decoded == meta["decoded_unk"] else f" vs {meta['decoded_unk']!r}"))
     if i == 0:
         failed += line(False, "the check file holds no texts")
     return failed

@@ -116,13 +116,22 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
     r.files.push_back(path);
   };
   write("config.json", json_text(gpt2_config(m, checkpoint), 2) + "\n");
-  write("model.safetensors", safetensors_file(gpt2_tensors(m.model), {{"format", "pt"}}));
+  int64_t exported_parameters = 0;
+  {
+    const std::vector<SafetensorsTensor> tensors = gpt2_tensors(m.model);
+    for (const SafetensorsTensor& t : tensors) {
+      int64_t n = 1;
+      for (const int64_t d : t.shape) n *= d;
+      exported_parameters += n;
+    }
+    write("model.safetensors", safetensors_file(tensors, {{"format", "pt"}}));
+  }
   // The tokenizer: sentencepiece's own model, and tokenizer.json, which transformers' fast tokenizer reads and which
   // encodes and decodes as poslab does, new lines included (export/hf_tokenizer.h).
   write("tokenizer.model", m.tokenizer.model_bytes());
   std::string why;
-  const nlohmann::ordered_json tokenizer_json =
-      hf_tokenizer_json(read_spm_model(m.tokenizer.model_bytes(), checkpoint), kNewlinePiece, &why);
+  const SpmModel spm = read_spm_model(m.tokenizer.model_bytes(), checkpoint);
+  const nlohmann::ordered_json tokenizer_json = hf_tokenizer_json(spm, kNewlinePiece, &why);
   nlohmann::ordered_json tokenizer_config;
   if (!tokenizer_json.is_null()) {
     write("tokenizer.json", json_text(tokenizer_json, 1) + "\n");
@@ -178,8 +187,19 @@ HfExport export_hf(const std::string& checkpoint, const std::string& dir) {
     meta["text_" + std::to_string(i)] = kTokenizerCheckTexts[i];
     meta["decoded_" + std::to_string(i)] = m.tokenizer.decode(t);
   }
+  // <unk>, which no text encodes to (byte fallback) but sampling may draw: first, between pieces and twice running.
+  const auto unk = std::find_if(spm.pieces.begin(), spm.pieces.end(),
+                                [](const SpmPiece& p) { return p.type == SpmPiece::Type::unknown; });
+  if (unk != spm.pieces.end()) {
+    const int id = static_cast<int>(unk - spm.pieces.begin());
+    std::vector<int> t = m.tokenizer.encode("First Citizen: speak");
+    t.insert(t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), {id, id});
+    t.insert(t.begin(), id);
+    check.push_back(i64("ids_unk", t));
+    meta["decoded_unk"] = m.tokenizer.decode(t);
+  }
   write("poslab_check.safetensors", safetensors_file(check, meta));
-  const ModelCard card = model_card(m, checkpoint, dir);
+  const ModelCard card = model_card(m, checkpoint, dir, exported_parameters);
   for (const std::string& figure : card.figures) write(fs::path(figure).filename().string(), read_file(figure));
   write("README.md", card.text);
   // An earlier export into this folder (--force) may hold files of poslab's that this one does not write: a

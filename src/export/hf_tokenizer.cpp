@@ -1,6 +1,7 @@
 #include "export/hf_tokenizer.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 namespace poslab {
@@ -11,6 +12,17 @@ using json = nlohmann::ordered_json;
 
 json replace(const std::string& from, const std::string& to) {
   return {{"type", "Replace"}, {"pattern", {{"String", from}}}, {"content", to}};
+}
+
+// A rule that replaces one whole token, `token`, with `to`: a regular expression anchored at the token's ends, the
+// token's characters escaped.
+json replace_token(const std::string& token, const std::string& to) {
+  std::string pattern = "^";
+  for (const char c : token) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) pattern += '\\';
+    pattern += c;
+  }
+  return {{"type", "Replace"}, {"pattern", {{"Regex", pattern + "$"}}}, {"content", to}};
 }
 
 // The offsets where a UTF-8 character starts, past the first.
@@ -84,7 +96,9 @@ json hf_tokenizer_json(const SpmModel& m, const std::string& newline_piece, std:
                      {"special", false}});
   }
   json normalizers = json::array({replace("\n", newline_piece)});
-  json decoders = json::array();
+  // <unk> decodes to the model's unk_surface (" ⁇ "), as sentencepiece decodes it; matched as a whole token, before
+  // the tokens are joined, so "<unk>" typed in a text decodes to its characters.
+  json decoders = json::array({replace_token(unk, m.unk_surface)});
   if (m.escape_whitespaces) {
     normalizers.push_back(replace(" ", "\xE2\x96\x81"));  // U+2581, sentencepiece's space
     decoders.push_back(replace("\xE2\x96\x81", " "));

@@ -77,7 +77,8 @@ std::string position_words(const Config& c) {
 
 }  // namespace
 
-ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const std::string& dir) {
+ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const std::string& dir,
+                     int64_t exported_parameters) {
   const Config& c = m.cfg;
   const RunFolder run = RunFolder::of_checkpoint(checkpoint);
   const std::string name = c.run.name.empty() ? run.name() : c.run.name;
@@ -99,11 +100,19 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   // The context it was trained at: an extension's steps were taken at the rows it was extended from.
   const int64_t trained_context = is_untrained_extension(c) ? c.model.extended_from : c.model.block_size;
   const double tokens = static_cast<double>(m.meta.step) * c.train.batch_size * c.train.grad_accum * trained_context;
+  // What GPT-2's layout holds that poslab's model has no use for: zeros, which transformers counts.
+  std::string zeros;
+  if (exported_parameters != params) {
+    if (!c.model.bias) zeros = "zero biases";
+    if (c.model.position == "none") zeros += std::string(zeros.empty() ? "" : " and ") + "a position table of zeros";
+    zeros = fmt::format(" ({} as transformers counts them, with {})", count(static_cast<double>(exported_parameters)),
+                        zeros.empty() ? "GPT-2's layout" : zeros);
+  }
   s += fmt::format("# {}\n\n", name);
   s += fmt::format(
-      "A GPT-2-style language model of {} parameters trained by poslab to watch its position "
+      "A GPT-2-style language model of {} parameters{} trained by poslab to watch its position "
       "table take shape. Its only source of word order is {}.\n\n",
-      count(static_cast<double>(params)), position_words(c));
+      count(static_cast<double>(params)), zeros, position_words(c));
   s += "It was trained to study position embeddings: it writes text in the manner of its corpus and is not meant for "
        "any other use.\n\n";
   s += "## Training\n\n| | |\n| --- | --- |\n";

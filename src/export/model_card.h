@@ -4,6 +4,7 @@
 // Read by huggingface_hub's ModelCard (scripts/check_hf_export.py).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct ModelCard {
 
 // `checkpoint` is the file exported, `dir` the folder it goes to (named in the card's example); the checkpoint's run
 // folder (RunFolder::of_checkpoint), when it holds snapshots, gives the verdict, and its report the figures.
-ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const std::string& dir);
+// `exported_parameters` counts the exported tensors, GPT-2's layout, which holds zero biases for a model without
+// them and a table of zeros for one without a table: the card names both counts where they differ.
+ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const std::string& dir,
+                     int64_t exported_parameters);
 
 }  // namespace poslab

@@ -26,8 +26,9 @@ SpmModel read_spm_model(const std::string& b, const std::string& source) {
     if (field == 2) trainer = value;
     if (field == 3) normalizer = value;
   });
-  // TrainerSpec: model_type = 3, treat_whitespace_as_suffix = 24, byte_fallback = 35.
-  const bool trainer_ok = for_each_field(trainer, [&](int f, int w, size_t, uint64_t k) {
+  // TrainerSpec: model_type = 3, treat_whitespace_as_suffix = 24, byte_fallback = 35, unk_surface = 44.
+  const bool trainer_ok = for_each_field(trainer, [&](int f, int w, size_t q, uint64_t k) {
+    if (f == 44 && w == 2) m.unk_surface = trainer.substr(q, k);
     if (w != 0) return;
     if (f == 3) m.kind = static_cast<SpmModel::Kind>(k);
     if (f == 24) m.treat_whitespace_as_suffix = k != 0;
@@ -45,6 +46,9 @@ SpmModel read_spm_model(const std::string& b, const std::string& source) {
   const int kind = static_cast<int>(m.kind);
   if (!ok || !pieces_ok || !trainer_ok || !normalizer_ok || m.pieces.empty() || kind < 1 || kind > 4)
     throw Error(source + ": not a sentencepiece model (its bytes are not a ModelProto with pieces)",
+                "pass a .model file written by sentencepiece");
+  if (std::string surface = m.unk_surface; sanitize_utf8(surface) > 0)
+    throw Error(source + ": the sentencepiece model's unk_surface is not UTF-8 text",
                 "pass a .model file written by sentencepiece");
   for (size_t i = 0; i < m.pieces.size(); ++i)
     if (std::string piece = m.pieces[i].piece; sanitize_utf8(piece) > 0)

@@ -20,6 +20,7 @@ struct SpmModel {
   std::vector<SpmPiece> pieces;  // by id
   Kind kind = Kind::unigram;
   bool byte_fallback = false;
+  std::string unk_surface = " \xE2\x81\x87 ";  // what decoding <unk> writes: " ⁇ ", sentencepiece's default
   // The normaliser (NormalizerSpec): its rule's name and compiled map ("identity": none), and its switches.
   std::string normalizer = "nmt_nfkc";
   std::string precompiled_charsmap;

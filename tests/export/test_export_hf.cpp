@@ -3,15 +3,21 @@
 // it in tests/export/test_export_hf.sh (the pip leg).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
 
 #include <filesystem>
+#include <functional>
+#include <numeric>
 
 #include "analysis/analysis.h"
 #include "analysis/metric_list.h"
+#include "data/tokenizer.h"
 #include "export/export_hf.h"
 #include "export/export_tensorboard.h"
 #include "extend/extend.h"
+#include "formats/proto_wire.h"
 #include "formats/safetensors.h"
+#include "formats/spm_model.h"
 #include "load/loaded_model.h"
 #include "load/model_tables.h"
 #include "test_util.h"
@@ -65,6 +71,20 @@ TEST(ExportHf, AFolderInGpt2sLayoutWithPoslabsLogits) {
   EXPECT_NE(card.find("ids = tok(\"\\n\", return_tensors=\"pt\").input_ids\n"), std::string::npos) << card;
   EXPECT_NE(card.find("snapshots from step 0 to step 2. Verdict: **"), std::string::npos) << card;
   EXPECT_NE(card.find("trained from random initial values with the rest of the model"), std::string::npos) << card;
+  // Its parameters, poslab's and as transformers counts them: GPT-2's layout holds the zero biases (in the tiny
+  // model's thousands: "12.3k").
+  const ModelFolder exported = open_model_folder(dir / "hf");
+  int64_t in_layout = 0, own = 0;
+  for (const auto& [name, t] : exported.tensors)
+    in_layout += std::accumulate(t.entry.shape.begin(), t.entry.shape.end(), int64_t{1}, std::multiplies<>());
+  for (const auto& p : m.model->parameters()) own += p.numel();
+  ASSERT_GT(in_layout, own);
+  ASSERT_TRUE(own >= 1000 && in_layout < 1000000) << own << " " << in_layout;
+  const auto k = [](int64_t n) { return fmt::format("{:.1f}k", static_cast<double>(n) / 1e3); };
+  EXPECT_NE(card.find("model of " + k(own) + " parameters (" + k(in_layout) +
+                      " as transformers counts them, with zero biases) trained"),
+            std::string::npos)
+      << card;
   // An extension's card: its steps were taken at the 16 rows it came from, and its new rows never trained.
   ExtendRequest ext;
   ext.checkpoint = ckpt;
@@ -151,6 +171,55 @@ TEST(ExportHf, TheCardDescribesTheExportedTableNotTheRunsLast) {
 
 // An export into a folder an earlier one filled (--force) leaves none of that one's files that it does not write
 // itself: its figures, a tokenizer.json transformers would read in place of this export's tokenizer.model.
+// A sentencepiece model from elsewhere (data.tokenizer.model): one whose normaliser tokenizer.json cannot state (a
+// dummy prefix) is exported for LlamaTokenizer, one without poslab's newline piece with its tokenizer.json; each with
+// a warning that says how transformers' ids differ from poslab's.
+TEST(ExportHf, ATokenizerFromElsewhereIsExportedWithAWarningSayingHowItsIdsDiffer) {
+  TempDir dir;
+  test::write_text(dir / "corpus.txt", test::generated_corpus(2000));
+  const std::string own = Tokenizer::train(dir / "corpus.txt", dir / "own", "char", 400, 1);
+  // normalizer_spec (field 3) { add_dummy_prefix (field 3): true }: the byte of its varint, false as poslab trains.
+  std::string prefixed = own;
+  size_t spec_at = 0, spec_size = 0;
+  proto::for_each_field(own, [&](int f, int w, size_t p, uint64_t n) {
+    if (f == 3 && w == 2) spec_at = p, spec_size = static_cast<size_t>(n);
+  });
+  bool flipped = false;
+  proto::for_each_field(own.substr(spec_at, spec_size), [&](int f, int w, size_t p, uint64_t n) {
+    if (f == 3 && w == 0 && n == 0) prefixed[spec_at + p - 1] = 1, flipped = true;
+  });
+  ASSERT_TRUE(flipped);
+  ASSERT_TRUE(read_spm_model(prefixed, "prefixed.model").add_dummy_prefix);
+  std::string renamed = own;  // U+2424 renamed U+2425: no newline piece
+  for (size_t at = renamed.find(kNewlinePiece); at != std::string::npos; at = renamed.find(kNewlinePiece, at + 3))
+    renamed[at + 2] = '\xA5';
+  auto exported = [&](const std::string& name, const std::string& model) {
+    test::write_text(dir / (name + ".model"), model);
+    TrainRequest req = test::tiny_run(dir, name, 1);
+    req.overrides.push_back("data.tokenizer.model=" + (dir / (name + ".model")));
+    train(req);
+    return export_hf(dir / (name + "/checkpoints/latest.pt"), dir / ("hf_" + name));
+  };
+  const HfExport p = exported("prefixed", prefixed);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("latest.pt: the tokenizer has no tokenizer.json form (its dummy prefix "
+                               "(add_dummy_prefix)): transformers reads tokenizer.model with LlamaTokenizer, whose ids "
+                               "differ from poslab's"),
+            std::string::npos)
+      << p.warnings[0];
+  EXPECT_FALSE(std::filesystem::exists(dir / "hf_prefixed/tokenizer.json"));
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "hf_prefixed/tokenizer_config.json"))["tokenizer_class"],
+            "LlamaTokenizer");
+  const HfExport r = exported("renamed", renamed);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find(std::string("latest.pt: the tokenizer has no newline piece ") + kNewlinePiece +
+                               ": poslab encodes a new line as a space"),
+            std::string::npos)
+      << r.warnings[0];
+  EXPECT_TRUE(std::filesystem::exists(dir / "hf_renamed/tokenizer.json"));
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "hf_renamed/tokenizer_config.json"))["poslab_newline_id"], -1);
+}
+
 TEST(ExportHf, AnExportOverAnotherLeavesNoneOfItsFiles) {
   TempDir dir;
   train(test::tiny_run(dir, "drawn", 2));

@@ -53,6 +53,8 @@ TEST(HfTokenizer, TheNewlinePieceIsAnAddedTokenMappedToANewLine) {
   EXPECT_EQ(n[0]["content"], kNewlinePiece);
   EXPECT_EQ(n[1]["content"], "\xE2\x96\x81");
   const auto& d = j["decoder"]["decoders"];
+  EXPECT_EQ(d[0]["pattern"]["Regex"], "^<unk>$") << "<unk> as a whole token, before the tokens are joined";
+  EXPECT_EQ(d[0]["content"], " \xE2\x81\x87 ");
   EXPECT_EQ(d.back()["pattern"]["String"], kNewlinePiece);
   EXPECT_EQ(d.back()["content"], "\n");
   EXPECT_EQ(j["model"]["type"], "BPE");
@@ -66,6 +68,16 @@ TEST(HfTokenizer, TheNewlinePieceIsAnAddedTokenMappedToANewLine) {
   EXPECT_EQ(u["type"], "Unigram");
   EXPECT_EQ(u["unk_id"], 0);
   EXPECT_EQ(u["vocab"][4], nlohmann::ordered_json::array({"abc", -2.0}));
+}
+
+TEST(HfTokenizer, UnkDecodesToTheModelsSurfaceItsNameEscaped) {
+  SpmModel m = toy(SpmModel::Kind::unigram);
+  m.pieces[0].piece = "[UNK]";
+  m.unk_surface = "?";
+  std::string why;
+  const auto d = hf_tokenizer_json(m, kNewlinePiece, &why)["decoder"]["decoders"][0];
+  EXPECT_EQ(d["pattern"]["Regex"], "^\\[UNK\\]$");
+  EXPECT_EQ(d["content"], "?");
 }
 
 TEST(HfTokenizer, ANormaliserItCannotStateIsRefusedWithTheReason) {

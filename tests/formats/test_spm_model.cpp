@@ -45,6 +45,8 @@ TEST(SpmModel, ReadsWhatPoslabTrained) {
       EXPECT_EQ(tok.encode(text), std::vector<int>{static_cast<int>(i)}) << type << " piece " << m.pieces[i].piece;
     }
     EXPECT_TRUE(m.byte_fallback);
+    EXPECT_EQ(m.unk_surface, " \xE2\x81\x87 ");
+    EXPECT_EQ(tok.decode({0}), m.unk_surface) << type << ": sentencepiece decodes <unk> to its unk_surface";
     EXPECT_EQ(m.normalizer, "identity");
     EXPECT_FALSE(m.add_dummy_prefix);
     EXPECT_FALSE(m.remove_extra_whitespaces);
@@ -94,6 +96,23 @@ TEST(SpmModel, BytesThatAreNotAModelAreAnErrorNamingTheFile) {
   const std::string bad_piece("\x0a\x03\x0a\x01\xff\x12\x00", 7);
   const std::string msg = test::error_of([&] { read_spm_model(bad_piece, "x.model"); });
   EXPECT_NE(msg.find("x.model: piece 0 of the sentencepiece model is not UTF-8 text"), std::string::npos) << msg;
+  // An unk_surface (trainer_spec field 44) that is not UTF-8.
+  const std::string bad_surface("\x0a\x09\x0a\x05<unk>\x18\x02\x12\x04\xe2\x02\x01\xff", 17);
+  const std::string msg2 = test::error_of([&] { read_spm_model(bad_surface, "y.model"); });
+  EXPECT_NE(msg2.find("y.model: the sentencepiece model's unk_surface is not UTF-8 text"), std::string::npos) << msg2;
+}
+
+// A model from elsewhere may name another surface for <unk> (trainer_spec.unk_surface = 44): it is read.
+TEST(SpmModel, ReadsTheUnkSurface) {
+  // pieces { piece: "<unk>" type: UNKNOWN } trainer_spec { unk_surface: "?" }
+  const std::string bytes("\x0a\x09\x0a\x05<unk>\x18\x02\x12\x04\xe2\x02\x01?", 17);
+  const SpmModel m = read_spm_model(bytes, "m.model");
+  ASSERT_EQ(m.pieces.size(), 1u);
+  EXPECT_EQ(m.pieces[0].type, SpmPiece::Type::unknown);
+  EXPECT_EQ(m.unk_surface, "?");
+  EXPECT_EQ(read_spm_model(std::string("\x0a\x09\x0a\x05<unk>\x18\x02\x12\x00", 13), "m.model").unk_surface,
+            " \xE2\x81\x87 ")
+      << "sentencepiece's default where the model names none";
 }
 
 }  // namespace
