@@ -112,7 +112,8 @@ fits_phone() {  # fits_phone PAGE NAME
   cat >"$frame" <<EOF_FRAME
 <html><body style="margin:0"><iframe id="f" src="$(basename "$1")" style="width:390px;height:800px;border:0"></iframe>
 <script>setTimeout(() => { const d = document.getElementById("f").contentDocument;
-document.body.dataset.overflow = d.documentElement.scrollWidth - d.documentElement.clientWidth; }, 1500);</script>
+document.body.dataset.overflow = d.documentElement.scrollWidth - d.documentElement.clientWidth;
+const cue = d.querySelector(".scroll-cue"); if (cue) document.body.dataset.cue = getComputedStyle(cue).display; }, 1500);</script>
 </body></html>
 EOF_FRAME
   chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
@@ -163,6 +164,7 @@ if "$poslab" compare "$tmp/pair/seed-1" "$tmp/pair/seed-2" --out "$tmp/seeds" >/
   check "the comparison links the seeds page" grep -q 'href="seeds_1_pair.html"' "$tmp/seeds/index.html"
   fits "$seeds_page" "the seeds page"
   fits_phone "$seeds_page" "the seeds page"  # its rows scroll sideways in their box; the page does not
+  check "on a phone the seeds page says its rows scroll sideways" grep -q 'data-cue="block"' "$tmp/phone-the seeds page.html"
   open_page "file://$seeds_page#step=60" "$tmp/pair60"
   open_page "file://$seeds_page#step=20" "$tmp/pair20"
   seed1=$(grep -o 'seed: [0-9]*' "$tmp/runs/tiny/config.yaml" | grep -o '[0-9]*')
