@@ -202,6 +202,8 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, const std::string& 
       throw damaged_error(path, "cuda_rng_state",
                           "is not a CUDA generator state (" + std::to_string(kCudaRngStateBytes) + " bytes)");
   }
+  torch::serialize::InputArchive optimizer;  // its state is read only to continue a run (load_checkpoint)
+  m.has_optimizer_state = ar.try_read("optimizer", optimizer);
   return m;
 }
 
@@ -306,6 +308,14 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   return read_meta(ar, path);
 }
 
+void check_resumable(const CheckpointMeta& meta, const std::string& path) {
+  if (!meta.has_optimizer_state)
+    throw Error(path +
+                    ": the checkpoint holds no optimizer state (written by poslab extend, or weights only), so it "
+                    "cannot continue a run",
+                "start a new run from its weights: poslab train --init-from " + path);
+}
+
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer* optimizer) {
   torch::serialize::InputArchive ar;
   load_archive(ar, path);
@@ -355,12 +365,9 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
                     damaged_checkpoint_hint(path));
     }
     if (optimizer != nullptr) {
+      check_resumable(meta, path);
       torch::serialize::InputArchive opt_ar;
-      if (!ar.try_read("optimizer", opt_ar))
-        throw Error(path +
-                        ": the checkpoint holds no optimizer state (written by poslab extend, or weights only), so "
-                        "it cannot continue a run",
-                    "start a new run from its weights: poslab train --init-from " + path);
+      ar.read("optimizer", opt_ar);
       optimizer->load(opt_ar);
       check_optimizer_state(*optimizer, params, path);
     }

@@ -17,15 +17,16 @@ struct CheckpointMeta {
   double train_loss = NAN;  // last estimate, NaN when unknown
   double val_loss = NAN;
   double best_val_loss = INFINITY;
-  int64_t eval_step = -1;         // the step whose eval gave train_loss and val_loss (earlier than `step` in a run
-                                  // stopped between evals); -1: no eval yet, or written before it was kept
-  std::string config_yaml;        // effective config
-  std::string tokenizer_model;    // sentencepiece .model bytes
-  std::string corpus_hash;        // content hash of the training corpus; "" in checkpoints written before it was kept
-  std::string sampler_state;      // BatchSampler generator state
-  torch::Tensor torch_rng_state;  // default CPU generator state (dropout on the CPU)
-  torch::Tensor cuda_rng_state;   // default CUDA generator state (dropout on the GPU); empty when trained on a CPU
-                                  // or written before it was kept
+  int64_t eval_step = -1;           // the step whose eval gave train_loss and val_loss (earlier than `step` in a run
+                                    // stopped between evals); -1: no eval yet, or written before it was kept
+  std::string config_yaml;          // effective config
+  std::string tokenizer_model;      // sentencepiece .model bytes
+  std::string corpus_hash;          // content hash of the training corpus; "" in checkpoints written before it was kept
+  std::string sampler_state;        // BatchSampler generator state
+  torch::Tensor torch_rng_state;    // default CPU generator state (dropout on the CPU)
+  torch::Tensor cuda_rng_state;     // default CUDA generator state (dropout on the GPU); empty when trained on a CPU
+                                    // or written before it was kept
+  bool has_optimizer_state = true;  // false for weights only (poslab extend's): it cannot continue a run
 };
 
 // Writes atomically: PATH.tmp, fsync, rename. The previous file at `path` survives any failure.
@@ -41,6 +42,10 @@ std::string damaged_checkpoint_hint(const std::string& path);
 
 // Reads only the metadata. Throws poslab::Error naming the file when it is not a readable poslab checkpoint.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
+
+// Throws poslab::Error naming `path` when its checkpoint holds no optimizer state (`meta` read from it): weights only
+// start a run (--init-from), they cannot continue one.
+void check_resumable(const CheckpointMeta& meta, const std::string& path);
 
 // Loads weights (and optimizer state when given) into a model built from the checkpoint's config. Every tensor
 // is read to the CPU and then moved to the model's device, so a checkpoint written on a GPU loads on a CPU.

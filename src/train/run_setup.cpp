@@ -306,6 +306,7 @@ Config resolve_config(const TrainRequest& req, CheckpointMeta& resume_meta) {
         "--resume " + req.resume_dir + ": not a run folder (it holds no config.yaml and no " + "checkpoints/latest.pt)",
         "--resume takes the folder poslab train made for a run, run.out_dir/run.name (e.g. runs/default)");
   resume_meta = read_checkpoint_meta(latest);
+  check_resumable(resume_meta, latest);  // before the corpus is read and the kernels measured
   Config cfg = config_from_yaml(resume_meta.config_yaml, latest + " (stored config)");
   const Config stored = cfg;
   for (const auto& o : req.overrides) apply_override(cfg, o);

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
+#include "extend/extend.h"
 #include "formats/npy.h"
 #include "run/run_files.h"
 #include "source_paths.h"
@@ -24,6 +25,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/device_adamw.h"
+#include "train/optim.h"
 #include "train/run_setup.h"
 #include "train/tiny_run.h"
 #include "train/trainer.h"
@@ -510,6 +512,28 @@ TEST(Trainer, ResumeErrors) {
   EXPECT_EQ(train(r).steps, 6);
   r.overrides = {"train.max_steps=8"};
   EXPECT_EQ(train(r).steps, 8);
+  // Weights only (poslab extend's checkpoint) cannot continue a run: said before the corpus is read (gone here) and
+  // the kernel paths measured.
+  ExtendRequest ext;
+  ext.checkpoint = dir / "done/checkpoints/latest.pt";
+  ext.to = 24;
+  const std::string weights = extend_checkpoint(ext).checkpoint;
+  EXPECT_FALSE(read_checkpoint_meta(weights).has_optimizer_state);
+  EXPECT_TRUE(read_checkpoint_meta(dir / "done/checkpoints/latest.pt").has_optimizer_state);
+  std::filesystem::create_directories(dir / "weights/checkpoints");
+  std::filesystem::copy_file(weights, dir / "weights/checkpoints/latest.pt");
+  std::filesystem::remove(dir / "corpus.txt");
+  r.resume_dir = dir / "weights";
+  r.overrides.clear();
+  try {
+    train(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("latest.pt: the checkpoint holds no optimizer state"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.hint(),
+              "start a new run from its weights: poslab train --init-from " + dir / "weights/checkpoints/latest.pt");
+  }
 }
 
 TEST(Trainer, OneTrainerPerRunFolder) {
@@ -1011,12 +1035,13 @@ TEST(Trainer, ARefusedResumeLeavesItsFolderAsItWas) {
   const CheckpointMeta meta = read_checkpoint_meta(latest);
   const Config stored = config_from_yaml(meta.config_yaml, "stored");
   GPT model(stored.model, Tokenizer::from_bytes(meta.tokenizer_model, "stored").vocab_size());
-  load_checkpoint(latest, model, nullptr);
+  auto optimizer = make_optimizer(model, stored.train);
+  load_checkpoint(latest, model, optimizer.get());
   {
     torch::NoGradGuard no_grad;
     model->wpe->weight[3][1] = std::nanf("");
   }
-  save_checkpoint(latest, model, nullptr, meta);
+  save_checkpoint(latest, model, optimizer.get(), meta);
   expect_refused("a NaN in the checkpoint", latest + ": wpe.weight holds 1 NaN or Inf value");
 }
 
