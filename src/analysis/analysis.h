@@ -60,6 +60,10 @@ struct HeavyRow {
 };
 constexpr double kHeavyRowShare = 0.25;
 
+// The half-decay offset is measured where the adjacent cosine stands this many sd above the row-shuffled copies':
+// a z up to about 3 is noise (analysis/baselines.h), whose c(1) near 0 has no decay to halve.
+constexpr double kHalfOffsetMinZ = 3.0;
+
 struct PCFrequency {
   int component = 0;               // 1-based
   double explained = 0;            // share of the centred variance
@@ -108,7 +112,8 @@ struct Analysis {
   // similarity
   std::vector<double> adjacent_cosines;  // (P−1,) cos(w_i, w_{i+1})
   std::vector<double> cos_by_offset;     // (P−1,) entry k−1 = mean_i cos(w_i, w_{i+k})
-  std::optional<int> half_offset;        // first k with cos_by_offset < ½ cos_by_offset(1)
+  std::optional<int> half_offset;        // first k with cos_by_offset < ½ cos_by_offset(1), where neighbours are
+                                         // alike beyond the shuffled copies (shuffle_control.z ≥ kHalfOffsetMinZ)
   torch::Tensor cosine_matrix;           // (P, P), only with keep_cosine_matrix
   // smoothness, and the same on a row-shuffled copy
   Smoothness smooth, shuffled;

@@ -169,7 +169,8 @@ std::string summary_text(const Analysis& a) {
           if (k <= a.cos_by_offset.size()) o += fmt::format("{}{:.3f}", o.empty() ? "" : "/", a.cos_by_offset[k - 1]);
         return o;
       }(),
-      a.half_offset ? std::to_string(*a.half_offset) : std::string("none"));
+      a.half_offset ? std::to_string(*a.half_offset)
+                    : std::string("none (neighbours no more alike than shuffled rows)"));
   s += fmt::format(
       "  order         adjacent cos {:.4f} against {:.4f} ± {:.4f} for {} row-shuffled copies (z = {:.1f})\n",
       a.smooth.adjacent_cosine, a.shuffle_control.mean, a.shuffle_control.sd, a.shuffle_control.copies,

@@ -110,19 +110,21 @@ void similarity(const torch::Tensor& W, const AnalysisOptions& opt, Analysis& ou
   out.adjacent_cosines = to_vector(C.diagonal(1));
   out.cos_by_offset.resize(static_cast<size_t>(P - 1));
   for (int64_t k = 1; k < P; ++k) out.cos_by_offset[k - 1] = C.diagonal(k).mean().item<double>();
-  out.half_offset.reset();
-  // neighbours not alike (c(1) ≤ 0): similarity has nothing to halve
-  for (int64_t k = 1; k < P && out.cos_by_offset[0] > 0; ++k) {
-    if (out.cos_by_offset[k - 1] < 0.5 * out.cos_by_offset[0]) {
-      out.half_offset = static_cast<int>(k);
-      break;
-    }
-  }
   if (opt.keep_cosine_matrix) out.cosine_matrix = C.to(torch::kFloat32);
   out.smooth = smoothness(W);
   out.shuffled = smoothness(shuffle_rows(W, opt.shuffle_seed));
   out.shuffle_control =
       shuffle_control(C, row_rounding(W), out.smooth.adjacent_cosine, opt.shuffle_copies, opt.shuffle_seed);
+  out.half_offset.reset();
+  // Neighbours no more alike than the row-shuffled copies' (noise: c(1) near 0, of either sign), or pointing apart
+  // (c(1) ≤ 0): similarity has nothing to halve, and the first offset below half of c(1) would be noise's.
+  const bool alike = out.cos_by_offset[0] > 0 && out.shuffle_control.z >= kHalfOffsetMinZ;
+  for (int64_t k = 1; k < P && alike; ++k) {
+    if (out.cos_by_offset[k - 1] < 0.5 * out.cos_by_offset[0]) {
+      out.half_offset = static_cast<int>(k);
+      break;
+    }
+  }
   // Translation invariance and monotonicity, of the table and of its row-shuffled copy (the same shuffle as above).
   auto c = C.contiguous();
   const std::vector<int64_t> perm = shuffle_permutation(P, opt.shuffle_seed);

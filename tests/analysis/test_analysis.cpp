@@ -197,6 +197,13 @@ TEST(Analysis, OffsetsAndHalfDecay) {
   const Analysis apart = analyze_table(W * torch::pow(-1.0, torch::arange(P, torch::kFloat64)).unsqueeze(1), "apart");
   EXPECT_LT(apart.cos_by_offset[0], 0);
   EXPECT_FALSE(apart.half_offset.has_value());
+  // Noise whose neighbours happen to be alike (c(1) > 0, within the shuffled copies' spread): its c(k) wanders about 0,
+  // and the first k below half of c(1) would be a draw. None.
+  torch::manual_seed(3);
+  const Analysis noise = analyze_table(torch::randn({64, 16}, torch::kFloat64), "noise");
+  ASSERT_GT(noise.cos_by_offset[0], 0);
+  ASSERT_LT(noise.shuffle_control.z, kHalfOffsetMinZ);
+  EXPECT_FALSE(noise.half_offset.has_value());
   // the circle's two PCs are one period along position, all power at 1 cycle per P positions
   ASSERT_GE(a.pc_frequencies.size(), 2u);
   EXPECT_NEAR(a.pc_frequencies[0].period, 32.0, 1e-6);  // the peak refined between bins, to about 1e-8 relative
