@@ -250,12 +250,12 @@ TokenData prepare_tokens(const Config& cfg, int threads, const Tokenizer* given)
   std::vector<int32_t> ids;
   if (decode_tokens_file(data.tokens_path, data.tokenizer.vocab_size(), ids)) {
     data.tokens_from_cache = true;
-    spdlog::info("tokens: cached {} ({} tokens)", data.tokens_path, ids.size());
+    spdlog::info("tokens: cached {} ({} tokens)", data.tokens_path, grouped(static_cast<int64_t>(ids.size())));
   } else {
     const std::vector<int> encoded = data.tokenizer.encode(corpus.text);
     ids.assign(encoded.begin(), encoded.end());
     write_file_atomic(data.tokens_path, encode_tokens_file(ids));
-    spdlog::info("tokens: encoded {} tokens ({:.2f} bytes/token) -> {}", ids.size(),
+    spdlog::info("tokens: encoded {} tokens ({:.2f} bytes/token) -> {}", grouped(static_cast<int64_t>(ids.size())),
                  static_cast<double>(corpus.text.size()) / std::max<size_t>(1, ids.size()), data.tokens_path);
   }
   std::string source = "data.corpus";

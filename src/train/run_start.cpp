@@ -126,8 +126,8 @@ void TrainingRun::load_tokens(const CheckpointMeta& resume_meta) {
   } else {
     data_ = prepare_tokens(cfg_, threads_);
   }
-  spdlog::info("data: vocab {} | train {} tokens | val {} tokens", data_.tokenizer.vocab_size(), data_.train.size(),
-               data_.val.size());
+  spdlog::info("data: vocab {} | train {} tokens | val {} tokens", data_.tokenizer.vocab_size(),
+               grouped(static_cast<int64_t>(data_.train.size())), grouped(static_cast<int64_t>(data_.val.size())));
   // An eval drawing windows well beyond the validation split's size reads its tokens again and again (as eval's
   // --batches says): said, before the first eval's wait.
   const double read = static_cast<double>(cfg_.train.eval_batches) * cfg_.train.batch_size * cfg_.model.block_size;
