@@ -119,6 +119,15 @@ bool has_points(const std::vector<SeedBand>& bands) {
   return std::any_of(bands.begin(), bands.end(), [](const SeedBand& b) { return !b.x.empty(); });
 }
 
+// A count's axis ticked at whole numbers where it spans few (gnuplot would tick at halves or fifths).
+std::string count_ytics(const std::vector<SeedBand>& bands) {
+  double high = 0;
+  for (const SeedBand& b : bands)
+    for (const double v : b.hi)
+      if (std::isfinite(v)) high = std::max(high, v);
+  return high <= 10 ? "  set ytics 1\n" : "";
+}
+
 std::vector<Figure> comparison_figures(const Comparison& c) {
   std::vector<std::string> variants;
   for (const auto& row : c.rows) variants.push_back(row.variant);
@@ -134,12 +143,14 @@ std::vector<Figure> comparison_figures(const Comparison& c) {
       "Mean validation loss of each variant over its seeds at every evaluation; the "
       "band is ± one standard deviation over the seeds.",
       "step", "val loss", bands_of(c, val_loss_curve));
-  for (const Metric& m : headline_metrics())
+  for (const Metric& m : headline_metrics()) {
+    const std::vector<SeedBand> bands = bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); });
     add(std::string("trajectory_") + m.key, capitalised(m.label) + " over training",
         capitalised(m.label) +
             " of the position table at each snapshot, mean of each variant's seeds with a ± sd "
             "band (docs/analysis.md defines it). Variants without a learned table have none.",
-        "step", m.label, bands_of(c, [&m](const ComparedRun& r) { return metric_curve(r, m); }));
+        "step", m.label, bands, m.integer ? count_ytics(bands) : "");
+  }
   add("cos_by_offset", "Cosine by offset at the last snapshot",
       "Mean cosine between rows i and i + k of the final table, against the offset k: a smooth table stays high for "
       "small k and falls with distance; a random one is near 0 everywhere. Mean ± sd over seeds.",

@@ -339,6 +339,9 @@ TEST_F(SweepTest, ASweepCutShortResumesWithoutRetrainingFinishedRunsAndComparesB
   EXPECT_NE(gp.find("dt 2 pt 5 ps 0.8 lc 1 title 'v-9'"), std::string::npos) << gp;
   EXPECT_NE(gp.find("dt 2 pt 5 ps 0.8 lc 2 title 'v-10'"), std::string::npos) << gp;
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/trajectory_translation_invariance.png"));
+  // A count of a few is ticked at whole numbers (the tiny tables hold a few components above the floor at most).
+  EXPECT_NE(slurp(dir_ / "compare/trajectory_signal_rank.gp").find("  set ytics 1\n"), std::string::npos);
+  EXPECT_EQ(slurp(dir_ / "compare/trajectory_translation_invariance.gp").find("set ytics"), std::string::npos);
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/val_loss.svg"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "compare/comparison.json"));
 
