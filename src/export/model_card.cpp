@@ -110,9 +110,12 @@ ModelCard model_card(const LoadedModel& m, const std::string& checkpoint, const 
   }
   s += fmt::format("# {}\n\n", name);
   s += fmt::format(
-      "A GPT-2-style language model of {} parameters{} trained by poslab to watch its position "
-      "table take shape. Its only source of word order is {}.\n\n",
-      count(static_cast<double>(params)), zeros, position_words(c));
+      "A GPT-2-style language model of {} parameters{} trained by poslab {}. Its only source of word order "
+      "is {}.\n\n",
+      count(static_cast<double>(params)), zeros,
+      c.model.position == "learned" ? "to watch its position table take shape"
+                                    : "as a control beside models whose position table is learned",
+      position_words(c));
   s += "It was trained to study position embeddings: it writes text in the manner of its corpus and is not meant for "
        "any other use.\n\n";
   s += "## Training\n\n| | |\n| --- | --- |\n";

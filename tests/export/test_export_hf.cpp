@@ -246,6 +246,14 @@ TEST(ExportTensorboard, ARunWithoutATableExportsItsCurves) {
   EXPECT_EQ(r.snapshots, 0);
   EXPECT_TRUE(std::filesystem::exists(r.events_file));
   EXPECT_FALSE(std::filesystem::exists(dir / "tb/projector_config.pbtxt"));
+  // Its model card calls it a control, with no table to watch, and counts the table of zeros GPT-2's layout holds.
+  export_hf(dir / "none/checkpoints/latest.pt", dir / "hf");
+  const std::string card = read_file(dir / "hf/README.md");
+  EXPECT_NE(card.find(" as transformers counts them, with a position table of zeros) trained by poslab as a control "
+                      "beside models whose position table is learned. Its only source of word order is no position "
+                      "table"),
+            std::string::npos)
+      << card;
 }
 
 TEST(ExportHf, SafetensorsFilesReadBackAndBadSizesAreErrors) {
